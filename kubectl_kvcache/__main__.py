@@ -1,0 +1,5 @@
+import sys
+
+from kubectl_kvcache.cli import main
+
+sys.exit(main())

@@ -1,0 +1,168 @@
+"""Flags to options, options to a command, outcome to an exit code. No logic lives here.
+
+Heavy modules (the kubernetes client, yaml, tabulate) are imported by the commands that need
+them, so `--help` and `version` stay fast.
+"""
+
+import argparse
+import sys
+
+from kubectl_kvcache import __version__
+
+PROG = "kubectl kvcache"
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+DESCRIPTION = """\
+What --kv-cache-dtype every vLLM and SGLang engine of the GPUStack Operator will really run
+with, judged against its KVCachePoolBinding, before and after the upgrade that makes the
+Binding's dtype the engine's argument.
+
+Commands:
+  verify     the effective dtype of every pool-attached engine container, against its Binding
+  check      everything the upgrade guide asks you to check before turning the Setting on
+  bindings   every KVCachePoolBinding with its dtype, the engines that use it and a verdict
+  roles      roles that pass --kv-cache-dtype themselves, and take-over roles, on pools
+  setting    status|on|off of the operator's Setting model-deployment-kv-cache-dtype-owned
+  version    print the plugin version
+
+Exit codes: 0 all good, 1 findings (something is not OK), 2 the plugin could not do its job.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2, like kubectl."""
+
+    def error(self, message):
+        self.exit(EXIT_ERROR, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
+
+
+def _connection_flags(p):
+    g = p.add_argument_group("connection (as kubectl)")
+    g.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    g.add_argument("--context", help="the kubeconfig context to use")
+    g.add_argument("--cluster", help="the kubeconfig cluster to use")
+    g.add_argument("--user", help="the kubeconfig user to use")
+    g.add_argument("-s", "--server", help="the address of the Kubernetes API server")
+    g.add_argument("--token", help="bearer token for authentication")
+    g.add_argument("--certificate-authority", help="path to a CA file for the server's certificate")
+    g.add_argument("--insecure-skip-tls-verify", action="store_true", help="do not verify the server's certificate")
+    g.add_argument("--as", dest="as_user", help="username to impersonate")
+    g.add_argument("--as-group", action="append", default=[], help="group to impersonate (repeatable)")
+    g.add_argument("--request-timeout", default="0",
+                   help="time to wait for one request (e.g. 10s, 1m; 0 waits forever)")
+    g.add_argument("--chunk-size", type=int, default=500,
+                   help="objects per page when listing (0 lists without paging)")
+
+
+def _scope_flags(p, files=True):
+    p.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    if files:
+        p.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                       help="read saved objects (JSON or YAML; a file, a directory or '-') "
+                            "instead of a cluster; repeatable")
+
+
+def _output_flags(p, formats=("table", "wide", "json", "yaml")):
+    p.add_argument("-o", "--output", default="table", choices=formats, help="output format")
+    if "table" in formats:
+        p.add_argument("--no-headers", action="store_true", help="tables without the header row")
+
+
+def build_parser():
+    parser = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kubectl-kvcache {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    v = sub.add_parser("verify", help="effective dtype of every pool-attached engine container",
+                       description="For each pool-attached engine container: the --kv-cache-dtype the engine "
+                                   "will run with (parsed as that engine version parses its argv), against "
+                                   "its Binding. Naming PODs also prints their argv with every occurrence "
+                                   "marked.\n\nStatus: OK, MISMATCH, MISSING (not rolled yet), REJECTED "
+                                   "(the engine exits on its arguments), UNKNOWN (cannot be decided, with why).",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("pods", nargs="*", metavar="POD", help="only these Pods (in the namespace)")
+    _scope_flags(v)
+    v.add_argument("-l", "--selector", help="label selector, ANDed with the plugin's own")
+    _output_flags(v)
+    _connection_flags(v)
+
+    c = sub.add_parser("check", help="pre-upgrade findings",
+                       description="Everything the upgrade guide asks you to check before the Setting is on: "
+                                   "Binding spellings against their engines, roles that pass the flag "
+                                   "themselves, take-over roles, injection opt-ins the webhook will refuse, "
+                                   "and the Setting.")
+    _scope_flags(c)
+    _output_flags(c)
+    c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    _connection_flags(c)
+
+    b = sub.add_parser("bindings", help="every Binding with its dtype, engines and verdict")
+    _scope_flags(b)
+    _output_flags(b)
+    _connection_flags(b)
+
+    r = sub.add_parser("roles", help="roles on pools that pass the flag themselves, and take-over roles")
+    _scope_flags(r)
+    _output_flags(r)
+    _connection_flags(r)
+
+    s = sub.add_parser("setting", help="status|on|off of the operator's Setting",
+                       description="The Setting gpustack-system/model-deployment-kv-cache-dtype-owned decides "
+                                   "whether the operator hands each Binding's dtype to the engine. Flipping it "
+                                   "rolls every pool-attached ModelDeployment.")
+    ssub = s.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    st = ssub.add_parser("status", help="the Setting's current value")
+    st.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"), help="output format")
+    _connection_flags(st)
+    for name, word in (("on", "true"), ("off", "false")):
+        a = ssub.add_parser(name, help=f"set the Setting to \"{word}\" (shows what will roll first)")
+        a.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+        a.add_argument("--dry-run", nargs="?", const="client", default="none",
+                       choices=("none", "client", "server"),
+                       help="client: print the patch and what would roll; server: let the API server "
+                            "validate the patch without persisting it")
+        a.add_argument("--field-manager", default="kubectl-kvcache", help="the field manager of the patch")
+        a.add_argument("--wait", action="store_true", help="wait until status.value reports the new value")
+        a.add_argument("--timeout", default="60s", help="how long --wait waits (e.g. 30s, 2m)")
+        _connection_flags(a)
+
+    sub.add_parser("version", help="print the plugin version")
+    return parser
+
+
+def main(argv=None, stdin=None, stdout=None, stderr=None):
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parser = build_parser()
+    try:
+        opts = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits for --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if opts.command is None:
+        parser.print_help(stdout)
+        return EXIT_OK
+    if opts.command == "version":
+        print(f"kubectl-kvcache {__version__}", file=stdout)
+        return EXIT_OK
+    if opts.command == "setting" and opts.action is None:
+        print(f"error: setting needs an action: status, on or off\nSee '{PROG} setting --help' for usage.",
+              file=stderr)
+        return EXIT_ERROR
+
+    from kubectl_kvcache import commands
+    from kubectl_kvcache.errors import PluginError
+
+    io = commands.IO(stdin=stdin, stdout=stdout, stderr=stderr)
+    try:
+        return commands.run(opts, io)
+    except PluginError as exc:
+        print(f"error: {exc}", file=stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
