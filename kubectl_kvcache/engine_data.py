@@ -1,0 +1,142 @@
+"""What each engine release accepts for --kv-cache-dtype and which `--kv...` options it has.
+
+Pure data, read from the released engine packages (see docs in README "Engine knowledge").
+A new engine release is an edit here, never a code change. Each table is a list of
+(first release, change) rows in release order; a release between two rows behaves like the
+earlier row.
+"""
+
+# Releases the GPUStack Operator supports; used when a Pod's engine version cannot be known.
+OPERATOR_MINIMUM = {"vllm": "0.29.0", "sglang": "0.5.18"}
+
+# The first release that has --kv-cache-dtype at all.
+FLAG_SINCE = {"vllm": "0.3.3", "sglang": "0.2.14"}
+
+# --kv-cache-dtype values, exact and case-sensitive: (release, added, removed).
+ACCEPTED_VALUES = {
+    "vllm": [
+        ("0.3.3", ("auto", "fp8_e5m2"), ()),
+        ("0.4.1", ("fp8",), ("fp8_e5m2",)),
+        ("0.4.3", ("fp8_e4m3", "fp8_e5m2"), ()),
+        ("0.10.0", ("fp8_inc",), ()),
+        ("0.11.0", ("bfloat16",), ()),
+        ("0.11.1", ("fp8_ds_mla",), ()),
+        ("0.18.0", ("float16",), ()),
+        ("0.20.0", ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
+                    "int8_per_token_head", "fp8_per_token_head", "nvfp4"), ()),
+        ("0.25.0", ("int4_per_token_head",), ()),
+        ("0.28.0", ("nvfp4_4over6",), ()),
+        ("0.30.0", ("nvfp4_ds_mla",), ()),
+        ("0.32.0", ("ultraquant_4bit",), ()),
+        ("0.33.0", ("octave_k3v4", "octave_k3v3", "octave_k3v3_compact"), ()),
+    ],
+    "sglang": [
+        ("0.2.14", ("auto", "fp8_e5m2"), ()),
+        ("0.4.2", ("fp8_e4m3",), ()),
+        ("0.5.4", ("bf16", "bfloat16"), ()),
+        ("0.5.4.post3", ("fp4_e2m1",), ()),
+        ("0.5.16", ("mxfp8", "nvfp4", "fp4_mx_block16"), ()),
+        ("0.5.21", (), ("fp4_e2m1",)),
+    ],
+}
+
+# Every option starting with --kv: (first release, option, takes a value).
+# takes a value: True (exactly one or more), False (a switch), None (not known: never judged).
+# Prefix ambiguity is computed from this list, so the boundaries (vLLM 0.7.0, 0.10.2, 0.19.0;
+# SGLang 0.4.9, 0.5.13) follow from the rows.
+KV_OPTIONS = {
+    "vllm": [
+        ("0.3.3", "--kv-cache-dtype", True),
+        ("0.7.0", "--kv-transfer-config", True),
+        ("0.9.0", "--kv-events-config", True),
+        ("0.10.2", "--kv-cache-memory-bytes", True),
+        ("0.11.2", "--kv-sharing-fast-prefill", False),
+        ("0.18.0", "--kv-cache-metrics", False),
+        ("0.18.0", "--kv-cache-metrics-sample", True),
+        ("0.18.0", "--kv-offloading-backend", True),
+        ("0.18.0", "--kv-offloading-size", True),
+        ("0.19.0", "--kv-cache-dtype-skip-layers", True),
+    ],
+    "sglang": [
+        ("0.2.14", "--kv-cache-dtype", True),
+        ("0.4.9", "--kv-events-config", True),
+        ("0.5.13", "--kv-canary", None),
+        ("0.5.13", "--kv-canary-real-data", None),
+        ("0.5.13", "--kv-canary-sweep-interval", True),
+    ],
+}
+
+# Where a row above is only approximately dated: a token naming that option in this range of
+# releases (first, last-excluded) cannot be judged.
+UNCERTAIN_OPTIONS = {
+    "vllm": {"--kv-events-config": ("0.7.0", "0.10.2")},
+    "sglang": {},
+}
+
+# Parser behaviours that change with the release: (feature, first release).
+FEATURES = {
+    "vllm": {
+        "underscores": "0.5.1",         # `_` -> `-` in the name part of every `--` token
+        "config_file": "0.6.0",         # exact token `--config FILE` loads YAML placed before argv
+        "dotted_json": "0.9.0",         # `--name.key value` becomes JSON for `--name`
+        "final_value_only": "0.33.0",   # only the final value is validated, at engine start
+        "platform_values": "0.33.0",    # platform plugins (vLLM-Ascend) may register more values
+    },
+    "sglang": {
+        "config_file": "0.5.3",
+    },
+}
+
+# Keys a --config YAML file may use for the dtype (informational: the file itself is not read).
+CONFIG_KEYS = {"vllm": ("kv_cache_dtype", "kv-cache-dtype"), "sglang": ("kv-cache-dtype",)}
+
+# How a container launches when its `command` is empty: the image's ENTRYPOINT, by repository
+# (the last two path segments of the image name). `()` means "execs the argv it is given".
+IMAGE_ENTRYPOINTS = {
+    "vllm/vllm-openai": {"engine": "vllm", "entrypoint": ("vllm", "serve"),
+                         "entrypoint_before": ("0.5.3", ("python3", "-m", "vllm.entrypoints.openai.api_server"))},
+    "lmsysorg/sglang": {"engine": "sglang", "entrypoint": ()},
+    "gpustack/runner": {"engine": None, "entrypoint": ("tini", "--")},
+}
+
+# Image tags that carry the engine version: regular expressions with a named group `version`,
+# tried in order for the repository; `engine` names the engine when the tag says it.
+IMAGE_VERSION_PATTERNS = [
+    ("gpustack/runner", r"(?:^|-)(?P<engine>vllm|sglang)(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:-|$)"),
+    ("vllm/vllm-openai", r"^v?(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:$|-)"),
+    ("ascend/vllm-ascend", r"^v?(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:$|-)"),
+    ("lmsysorg/sglang", r"^v?(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:$|-)"),
+]
+
+# How an argv reaches the engine's parser: `program subcommand` pairs and `python -m` modules
+# (module -> (engine, required subcommand or None)).
+ENTRY_PROGRAMS = {("vllm", "serve"): "vllm", ("sglang", "serve"): "sglang"}
+ENTRY_MODULES = {
+    "vllm.entrypoints.openai.api_server": ("vllm", None),
+    "vllm.entrypoints.cli.main": ("vllm", "serve"),
+    "sglang.launch_server": ("sglang", None),
+}
+
+# Programs that run the rest of their argv as the real command. `value_options` take the next
+# token; `refuse` options make the argv undecidable; `assignments` drops NAME=value words;
+# `operands` is how many non-option words precede the command (`unless` an option replaces it).
+WRAPPERS = {
+    "exec": {},
+    "nohup": {},
+    "busybox": {},
+    "toybox": {},
+    "env": {"value_options": ("-u", "--unset", "-C", "--chdir"), "assignments": True,
+            "refuse": ("-S", "--split-string")},
+    "tini": {"value_options": ("-p", "-e")},
+    "dumb-init": {"value_options": ("-r", "--rewrite")},
+    "numactl": {"value_options": ("-N", "-m", "-C", "-p", "-i", "-P", "--cpunodebind", "--membind",
+                                  "--physcpubind", "--preferred", "--interleave")},
+    "taskset": {"value_options": ("-c", "--cpu-list"), "operands": 1, "unless": ("-c", "--cpu-list")},
+    "timeout": {"value_options": ("-s", "-k", "--signal", "--kill-after"), "operands": 1},
+    "stdbuf": {"value_options": ("-i", "-o", "-e")},
+    "chrt": {"operands": 1},
+    "nice": {"value_options": ("-n", "--adjustment")},
+}
+
+# Python options that take the next token (besides -m and -c, which end the options).
+PYTHON_VALUE_OPTIONS = ("-X", "-W", "--check-hash-based-pycs")

@@ -1,0 +1,73 @@
+"""One container in, one prediction out: the dtype its engine runs with, or why it dies, or why
+that cannot be known. Pure: no cluster, no files, no `kubernetes` import."""
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from kubectl_kvcache import engines, kvparse
+from kubectl_kvcache.argv import Undecidable, build_argv
+from kubectl_kvcache.launch import Launch, find_launch
+
+DECLARED, IMAGE, MINIMUM = "declared", "image", "minimum"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    outcome: str                      # ok | rejected | unknown
+    effective: Optional[str]
+    error: Optional[str]
+    reason: str
+    engine: Optional[str]             # lower case
+    version: Optional[str]            # the version judged against
+    version_source: Optional[str]     # declared | image | minimum
+    occurrences: Tuple[kvparse.Occurrence, ...] = ()
+    winner: Optional[int] = None
+    via: str = ""
+
+
+def _version(engine, declared_version, image):
+    """(Version, source, note) for an engine: declared, else from the image tag, else the minimum."""
+    note = ""
+    if declared_version:
+        parsed = engines.parse_version(declared_version)
+        if parsed:
+            return parsed, DECLARED, ""
+        note = f"engine version {declared_version!r} is not a release number; "
+    found = engines.version_from_image(image, engine)
+    if found:
+        return found[1], IMAGE, note
+    minimum = engines.minimum_version(engine)
+    return minimum, MINIMUM, note + (f"version unknown: judged as {engines.DISPLAY_NAMES[engine]} {minimum}, "
+                                     f"the operator's minimum")
+
+
+def version_label(engine, version, source):
+    where = {DECLARED: "spec", IMAGE: "image tag", MINIMUM: "operator minimum"}.get(source, "?")
+    return f"{engines.DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
+
+
+def predict(container: dict, declared_engine=None, declared_version=None, manufacturer=None) -> Prediction:
+    engine = engines.normalise_engine(declared_engine)
+    image = container.get("image") or ""
+    pre_version = None
+    if engine:
+        pre_version = _version(engine, declared_version, image)[0]
+    argv = build_argv(container, pre_version)
+    if isinstance(argv, Undecidable):
+        return Prediction(kvparse.UNKNOWN, None, None, argv.reason, engine, None, None)
+    launch = find_launch(argv.tokens, argv.env)
+    if isinstance(launch, Undecidable):
+        return Prediction(kvparse.UNKNOWN, None, None, launch.reason, engine, None, None)
+    assert isinstance(launch, Launch)
+    if engine and launch.engine != engine:
+        return Prediction(kvparse.UNKNOWN, None, None,
+                          f"declared engine is {engine} but the argv starts {launch.engine} ({launch.via})",
+                          engine, None, None, via=launch.via)
+    engine = launch.engine
+    version, source, note = _version(engine, declared_version, image)
+    profile = engines.profile(engine, version)
+    ascend = (manufacturer or "").lower() == "ascend" or engines.is_ascend_image(image)
+    result = kvparse.parse(launch.args, profile, platform_may_extend=ascend)
+    reason = result.reason + (f"; {note}" if note else "")
+    return Prediction(result.outcome, result.effective, result.error, reason, engine, str(version), source,
+                      result.occurrences, result.winner, launch.via)
