@@ -5,6 +5,7 @@ them, so `--help` and `version` stay fast.
 """
 
 import argparse
+import os
 import sys
 
 from kubectl_kvcache import __version__
@@ -165,4 +166,10 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
         print("error: interrupted", file=stderr)
         return 130
     except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("KVCACHE_DEBUG"):
+            raise
+        print(f"error: internal error: {exc.__class__.__name__}: {exc} (set KVCACHE_DEBUG=1 for the traceback; "
+              f"please report it)", file=stderr)
         return EXIT_ERROR

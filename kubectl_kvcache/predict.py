@@ -42,7 +42,7 @@ def _version(engine, declared_version, image):
 
 
 def version_label(engine, version, source):
-    where = {DECLARED: "spec", IMAGE: "image tag", MINIMUM: "operator minimum"}.get(source, "?")
+    where = {DECLARED: "spec", IMAGE: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
     return f"{engines.DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
 
 

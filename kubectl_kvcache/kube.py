@@ -1,0 +1,258 @@
+"""The only module that talks to the Kubernetes API: config as kubectl reads it, raw-JSON
+requests, paged lists, discovery, merge patches. Errors become one-line PluginErrors that say
+what was refused or unreachable.
+"""
+
+import json
+import os
+import re
+import threading
+from typing import Callable, Dict, List, Optional, Tuple
+from urllib.parse import quote
+
+from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
+
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+MAX_LIST_RESTARTS = 3
+
+
+def parse_duration(text, flag="--request-timeout") -> Optional[float]:
+    """`0` -> None (no limit); `10`, `10s`, `500ms`, `1m30s`, `1h` -> seconds, as kubectl takes them."""
+    text = str(text).strip()
+    if text in ("", "0"):
+        return None
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text) or None
+    if not re.fullmatch(r"(\d+(\.\d+)?(ms|h|m|s))+", text):
+        raise PluginError(f"invalid duration {text!r} for {flag} (use e.g. 30s, 2m, 1h)")
+    total = sum(float(n) * _UNITS[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ms|h|m|s)", text))
+    return total or None
+
+
+def _status_message(body: bytes) -> Tuple[str, str]:
+    try:
+        status = json.loads(body)
+        return status.get("message") or "", status.get("reason") or ""
+    except (ValueError, AttributeError):
+        return (body or b"").decode("utf-8", "replace").strip()[:300], ""
+
+
+class Client:
+    """A thin raw-JSON client over the kubernetes package's configuration and connection pool."""
+
+    def __init__(self, opts):
+        from kubernetes import client as k8s_client
+        from kubernetes.config import ConfigException
+
+        self.requests = 0
+        self._lock = threading.Lock()
+        cfg = k8s_client.Configuration()
+        self.namespace = "default"
+        try:
+            self._load(cfg, opts)
+        except ConfigException as exc:
+            raise PluginError(f"kubeconfig: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise PluginError(f"kubeconfig: {exc}")
+        if getattr(opts, "server", None):
+            cfg.host = opts.server
+        if getattr(opts, "token", None):
+            cfg.api_key = {"BearerToken": opts.token}
+            cfg.api_key_prefix = {"BearerToken": "Bearer"}
+        if getattr(opts, "certificate_authority", None):
+            cfg.ssl_ca_cert = opts.certificate_authority
+        if getattr(opts, "insecure_skip_tls_verify", False):
+            cfg.verify_ssl = False
+        cfg.retries = False
+        self.host = cfg.host
+        self.timeout = parse_duration(getattr(opts, "request_timeout", "0"))
+        self.impersonate_user = getattr(opts, "as_user", None)
+        self.impersonate_groups = list(getattr(opts, "as_group", None) or ())
+        if self.impersonate_groups and not self.impersonate_user:
+            raise PluginError("--as-group needs --as")
+        self.api = k8s_client.ApiClient(cfg)
+        self._discovery: Dict[str, dict] = {}
+
+    # -- configuration, as kubectl reads it ------------------------------------------------
+
+    def _load(self, cfg, opts):
+        from kubernetes.config import incluster_config, kube_config
+
+        path = getattr(opts, "kubeconfig", None) or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        paths = [os.path.expanduser(p) for p in path.split(os.pathsep) if p]
+        existing = [p for p in paths if os.path.exists(p)]
+        if getattr(opts, "kubeconfig", None) and not existing:
+            raise PluginError(f"kubeconfig {opts.kubeconfig} does not exist")
+        if not existing:
+            if os.environ.get("KUBERNETES_SERVICE_HOST") and not getattr(opts, "server", None):
+                incluster_config.InClusterConfigLoader(
+                    token_filename=incluster_config.SERVICE_TOKEN_FILENAME,
+                    cert_filename=incluster_config.SERVICE_CERT_FILENAME).load_and_set(cfg)
+                if os.path.exists(SA_NAMESPACE_FILE):
+                    with open(SA_NAMESPACE_FILE) as f:
+                        self.namespace = f.read().strip() or "default"
+                return
+            if getattr(opts, "server", None):
+                return
+            raise PluginError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig "
+                              "(or run inside a cluster)")
+        merger = kube_config.KubeConfigMerger(os.pathsep.join(existing))
+        merged = merger.config
+        context_name = getattr(opts, "context", None) or merged.value.get("current-context")
+        contexts = merged.value.get("contexts") or []
+        context = next((c for c in contexts if c.get("name") == context_name), None)
+        if context is None:
+            if context_name:
+                raise PluginError(f"context {context_name!r} not found in the kubeconfig")
+            raise PluginError("the kubeconfig has no current-context; pass --context")
+        ctx = context.setdefault("context", {}) if isinstance(context, dict) else context["context"]
+        for flag, key in (("cluster", "cluster"), ("user", "user")):
+            value = getattr(opts, flag, None)
+            if value:
+                known = [c.get("name") for c in merged.value.get(key + "s") or []]
+                if value not in known:
+                    raise PluginError(f"{key} {value!r} not found in the kubeconfig")
+                ctx[key] = value
+        self.namespace = ctx.get("namespace") or "default"
+        loader = kube_config.KubeConfigLoader(config_dict=merged, active_context=context_name,
+                                              config_base_path=None)
+        loader.load_and_set(cfg)
+
+    # -- requests ------------------------------------------------------------------------
+
+    def request(self, method, path, query=None, body=None, content_type=None, what=None):
+        """Raw JSON request; returns the decoded body or raises a one-line PluginError."""
+        import urllib3
+
+        headers = {"Accept": "application/json", "User-Agent": "kubectl-kvcache"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        method, url, headers, body, _ = self.api.param_serialize(
+            method, path, query_params=list((query or {}).items()), header_params=headers, body=body,
+            auth_settings=["BearerToken"])
+        if self.impersonate_user:
+            headers = urllib3.HTTPHeaderDict(headers)
+            headers["Impersonate-User"] = self.impersonate_user
+            for group in self.impersonate_groups:
+                headers.add("Impersonate-Group", group)
+        with self._lock:
+            self.requests += 1
+        what = what or f"{method} {path}"
+        try:
+            resp = self.api.call_api(method, url, header_params=headers, body=body,
+                                     _request_timeout=self.timeout)
+            data = resp.read()
+        except urllib3.exceptions.MaxRetryError as exc:
+            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc.reason)}")
+        except (urllib3.exceptions.TimeoutError, TimeoutError):
+            raise PluginError(f"the API server at {self.host} did not answer within the request timeout "
+                              f"({what})")
+        except urllib3.exceptions.HTTPError as exc:
+            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}")
+        except OSError as exc:
+            raise PluginError(f"cannot reach the API server at {self.host}: {exc}")
+        if resp.status >= 400:
+            raise self._error(resp.status, data, what)
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:
+            raise PluginError(f"the API server answered {what} with something that is not JSON")
+
+    def _error(self, status, data, what):
+        message, reason = _status_message(data)
+        if status == 401:
+            return PluginError(f"the API server refused the credentials (401 Unauthorized) for {what}: "
+                               f"they are missing, invalid or expired")
+        if status == 403:
+            return Forbidden(f"forbidden: cannot {what}: {message}")
+        if status == 404:
+            return NotFound(f"not found: {what}" + (f": {message}" if message else ""))
+        if status == 409:
+            return Conflict(f"conflict: {what}: {message}")
+        if status == 410:
+            err = PluginError(f"gone: {what}: {message}")
+            err.expired = True
+            return err
+        return PluginError(f"the API server answered {status} {reason or ''} for {what}: {message}".strip())
+
+    def get(self, path, what=None):
+        return self.request("GET", path, what=what)
+
+    def list(self, path, convert: Callable[[dict], object], selector=None, chunk=500, what=None) -> List:
+        """Every item of a list, converted page by page (memory follows the records, not the
+        pages); restarts from the first page when the continue token expires."""
+        what = what or f"list {path}"
+        for _attempt in range(MAX_LIST_RESTARTS + 1):
+            records, token = [], None
+            try:
+                while True:
+                    query = {}
+                    if selector:
+                        query["labelSelector"] = selector
+                    if chunk:
+                        query["limit"] = str(chunk)
+                    if token:
+                        query["continue"] = token
+                    page = self.request("GET", path, query=query, what=what)
+                    items = page.get("items")
+                    if not isinstance(items, list):
+                        raise PluginError(f"the API server answered {what} without a list of items")
+                    for item in items:
+                        record = convert(item)
+                        if record is not None:
+                            records.append(record)
+                    token = (page.get("metadata") or {}).get("continue") if chunk else None
+                    del page, items
+                    if not token:
+                        return records
+            except PluginError as exc:
+                if getattr(exc, "expired", False) and token:
+                    continue
+                raise
+        raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
+
+    # -- discovery -----------------------------------------------------------------------
+
+    def served(self, group) -> dict:
+        """{'preferred': version, 'versions': {version: {plural, ...}}} or NotFound."""
+        if group in self._discovery:
+            return self._discovery[group]
+        try:
+            info = self.get(f"/apis/{group}", what=f"discover the API group {group}")
+        except NotFound:
+            raise NotFound(f"the API server does not serve the API group {group} "
+                           f"(is the GPUStack Operator installed at a release that has it?)")
+        versions = {}
+        for v in info.get("versions") or ():
+            version = v.get("version")
+            resources = self.get(f"/apis/{group}/{version}", what=f"discover {group}/{version}")
+            versions[version] = {r.get("name") for r in resources.get("resources") or ()}
+        result = {"preferred": (info.get("preferredVersion") or {}).get("version"), "versions": versions}
+        self._discovery[group] = result
+        return result
+
+    def resource_version_for(self, group, plural) -> str:
+        served = self.served(group)
+        order = [served["preferred"]] + sorted(v for v in served["versions"] if v != served["preferred"])
+        for version in order:
+            if plural in served["versions"].get(version, ()):
+                return version
+        raise NotFound(f"the API server does not serve {plural}.{group} (is its CRD installed?)")
+
+
+def _reason(exc):
+    text = str(exc)
+    m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if m:
+        return m.group(1).strip()
+    m = re.search(r"(Connection refused|Name or service not known|timed out|certificate verify failed[^'\")]*)",
+                  text)
+    return m.group(1) if m else text.splitlines()[0][:200]
+
+
+def collection_path(group, version, plural, namespace=None):
+    base = "/api/v1" if group == "" else f"/apis/{group}/{version}"
+    if namespace:
+        return f"{base}/namespaces/{quote(namespace, safe='')}/{plural}"
+    return f"{base}/{plural}"

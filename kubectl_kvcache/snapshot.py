@@ -1,0 +1,287 @@
+"""Compact, typed records of just the fields the plugin reads, the same whether they came from a
+live cluster or from saved `kubectl get -o json` output.
+
+Built page by page from raw JSON, so memory follows the number of records, not the size of the
+objects. A missing required field is a PluginError naming the object, never a KeyError.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from kubectl_kvcache.errors import PluginError
+
+GROUP = "worker.gpustack.ai"
+SETTING_GROUP = "gpustack.ai"
+SETTING_NAMESPACE = "gpustack-system"
+SETTING_NAME = "model-deployment-kv-cache-dtype-owned"
+
+INJECT_LABEL = "kvcache.gpustack.ai/inject"
+ANNOTATION_PREFIX = "kvcache.gpustack.ai/"
+MD_NAME_LABEL = ("app.kubernetes.io/name", "model-deployment")
+COMPONENT_LABEL = "app.kubernetes.io/component"
+ENGINE_CONTAINER = "main"
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
+
+_CONTAINER_FIELDS = ("name", "image", "command", "args", "env", "envFrom")
+
+
+def _need(obj, path, what):
+    cur = obj
+    for key in path.split("."):
+        if not isinstance(cur, dict) or cur.get(key) in (None, ""):
+            raise PluginError(f"{what}: missing {path}")
+        cur = cur[key]
+    return cur
+
+
+def _describe(obj):
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = meta.get("name") or "?"
+    ns = meta.get("namespace")
+    return f"{obj.get('kind', 'object')} {ns + '/' if ns else ''}{name}"
+
+
+def _slim_container(c, what):
+    if not isinstance(c, dict) or not c.get("name"):
+        raise PluginError(f"{what}: a container without a name")
+    return {k: c[k] for k in _CONTAINER_FIELDS if c.get(k) is not None}
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    labels: Dict[str, str]
+    annotations: Dict[str, str]          # only kvcache.gpustack.ai/* ones
+    owner: Optional[Tuple[str, str, str]]  # controller (apiVersion, kind, name)
+    containers: Tuple[dict, ...]
+    exit_codes: Dict[str, int]           # container -> last termination exit code
+    phase: str = ""
+    created: str = ""
+
+    def container(self, name):
+        return next((c for c in self.containers if c.get("name") == name), None)
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    kind: str
+    replicas: Optional[int]
+    command: Tuple[str, ...]
+    extra_args: Tuple[str, ...]
+    env: Tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    namespace: str
+    name: str
+    engine: Optional[str]        # as written (vLLM, vllm, ...)
+    engine_version: Optional[str]
+    binding: Optional[str]       # spec.kvCache.poolRef.name
+    kv_cache: bool               # spec.kvCache is set
+    roles: Tuple[Role, ...]
+    status_dtype: Optional[str] = None
+    image: Optional[str] = None
+
+    def role(self, name):
+        return next((r for r in self.roles if r.name == name), None)
+
+
+@dataclass(frozen=True)
+class Binding:
+    namespace: str
+    name: str
+    pool: Optional[str]
+    domain: str
+    dtype: Optional[str]
+    used_by: Tuple[Tuple[str, str, str], ...] = ()
+    phase: str = ""
+
+
+@dataclass(frozen=True)
+class Setting:
+    status_value: Optional[str]   # what the operator reports; None when unset
+    spec_value: Optional[str]
+    editable: Optional[bool]
+    description: str
+    sensitive: Optional[bool]
+    resource_version: str
+    source: str                   # cluster | file | default
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    namespace: str
+    name: str
+    labels: Dict[str, str]
+    annotations: Dict[str, str]
+    containers: Tuple[dict, ...]
+
+
+@dataclass
+class Snapshot:
+    pods: List[Pod] = field(default_factory=list)
+    deployments: Dict[Tuple[str, str], Deployment] = field(default_factory=dict)
+    bindings: Dict[Tuple[str, str], Binding] = field(default_factory=dict)
+    setting: Optional[Setting] = None
+    workloads: List[Workload] = field(default_factory=list)
+    source: str = "cluster"
+    namespace: Optional[str] = None       # the namespace asked for; None: all
+    notes: List[str] = field(default_factory=list)
+
+
+def _meta(obj, what):
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise PluginError(f"{what}: missing metadata.name")
+    return meta
+
+
+def _kv_annotations(meta):
+    ann = meta.get("annotations") or {}
+    return {k: v for k, v in ann.items() if k.startswith(ANNOTATION_PREFIX)}
+
+
+def pod_record(obj) -> Pod:
+    what = _describe(obj)
+    meta = _meta(obj, what)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list):
+        raise PluginError(f"{what}: missing spec.containers")
+    owner = None
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            owner = (ref.get("apiVersion", ""), ref.get("kind", ""), ref.get("name", ""))
+    exit_codes = {}
+    for status in (obj.get("status") or {}).get("containerStatuses") or ():
+        for key in ("state", "lastState"):
+            terminated = (status.get(key) or {}).get("terminated")
+            if terminated and "exitCode" in terminated and status.get("name") not in exit_codes:
+                exit_codes[status.get("name")] = terminated["exitCode"]
+    return Pod(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        labels=dict(meta.get("labels") or {}),
+        annotations=_kv_annotations(meta),
+        owner=owner,
+        containers=tuple(_slim_container(c, what) for c in spec["containers"]),
+        exit_codes=exit_codes,
+        phase=(obj.get("status") or {}).get("phase", ""),
+        created=meta.get("creationTimestamp", ""),
+    )
+
+
+def _strings(value, what, path):
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise PluginError(f"{what}: {path} is not a list")
+    return tuple(str(v) for v in value)
+
+
+def deployment_record(obj) -> Deployment:
+    what = _describe(obj)
+    meta = _meta(obj, what)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise PluginError(f"{what}: missing spec")
+    roles = []
+    for i, role in enumerate(spec.get("roles") or ()):
+        if not isinstance(role, dict) or not role.get("name"):
+            raise PluginError(f"{what}: spec.roles[{i}] has no name")
+        roles.append(Role(
+            name=role["name"],
+            kind=str(role.get("kind") or "").lower(),
+            replicas=role.get("replicas"),
+            command=_strings(role.get("command"), what, f"spec.roles[{i}].command"),
+            extra_args=_strings(role.get("extraArgs"), what, f"spec.roles[{i}].extraArgs"),
+            env=tuple(role.get("env") or ()),
+        ))
+    kv = spec.get("kvCache")
+    engine = spec.get("engine") or {}
+    status = obj.get("status") or {}
+    return Deployment(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        engine=engine.get("name"),
+        engine_version=str(engine["version"]) if engine.get("version") is not None else None,
+        binding=((kv or {}).get("poolRef") or {}).get("name") if isinstance(kv, dict) else None,
+        kv_cache=kv is not None,
+        roles=tuple(roles),
+        status_dtype=((status.get("kvCache") or {}).get("domain") or {}).get("dtype"),
+        image=engine.get("image"),
+    )
+
+
+def binding_record(obj) -> Binding:
+    what = _describe(obj)
+    meta = _meta(obj, what)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise PluginError(f"{what}: missing spec")
+    domain = spec.get("domain") or {}
+    status = obj.get("status") or {}
+    used_by = tuple((u.get("kind", ""), u.get("namespace", ""), u.get("name", ""))
+                    for u in status.get("usedBy") or () if isinstance(u, dict))
+    return Binding(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        pool=(spec.get("poolRef") or {}).get("name"),
+        domain=domain.get("name") or "default",
+        dtype=domain.get("dtype"),
+        used_by=used_by,
+        phase=status.get("phase", ""),
+    )
+
+
+def setting_record(obj, source) -> Setting:
+    what = _describe(obj)
+    meta = _meta(obj, what)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return Setting(
+        status_value=None if status.get("value") is None else str(status.get("value")),
+        spec_value=None if spec.get("value") is None else str(spec.get("value")),
+        editable=status.get("editable"),
+        description=status.get("description") or "",
+        sensitive=status.get("sensitive"),
+        resource_version=meta.get("resourceVersion", ""),
+        source=source,
+    )
+
+
+def default_setting() -> Setting:
+    return Setting(None, None, None, "", None, "", "default")
+
+
+def workload_record(obj) -> Workload:
+    what = _describe(obj)
+    meta = _meta(obj, what)
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    template = spec.get("template")
+    if not isinstance(template, dict):
+        raise PluginError(f"{what}: missing the Pod template")
+    tmeta = template.get("metadata") or {}
+    containers = (template.get("spec") or {}).get("containers")
+    if not isinstance(containers, list):
+        raise PluginError(f"{what}: missing the Pod template's containers")
+    return Workload(
+        kind=obj.get("kind"),
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        labels=dict(tmeta.get("labels") or {}),
+        annotations=_kv_annotations(tmeta),
+        containers=tuple(_slim_container(c, what) for c in containers),
+    )
+
+
+def is_setting(obj):
+    meta = obj.get("metadata") or {}
+    return (obj.get("kind") == "Setting" and str(obj.get("apiVersion", "")).startswith(SETTING_GROUP + "/")
+            and meta.get("name") == SETTING_NAME)

@@ -1,0 +1,251 @@
+"""Judge every pool-attached engine container: what it will run with, against its Binding.
+
+Pure: a snapshot in, a report out. Which Pods count (controlled by a pool-attached
+ModelDeployment and carrying one of its roles, or opted into injection), which container is
+the engine (`main`, or the injection annotation's), and the verdict.
+"""
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from kubectl_kvcache import engines, setting as setting_mod, snapshot as snap
+from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.predict import Prediction, predict
+
+OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
+STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN)
+PARSE_ERROR_EXIT = 2
+
+
+@dataclass
+class Item:
+    namespace: str
+    pod: str
+    container: Optional[str]
+    owner: Optional[dict]
+    role: Optional[str]
+    engine: Optional[str]
+    engine_version: Optional[str]
+    binding: Optional[str]
+    expected: Optional[str]
+    effective: Optional[str]
+    status: str
+    reason: str
+    occurrences: List[dict] = field(default_factory=list)
+    version_source: Optional[str] = None
+    winner: Optional[int] = None
+    container_spec: Optional[dict] = None   # kept for the per-Pod argv listing
+
+    def to_dict(self):
+        return {
+            "namespace": self.namespace, "pod": self.pod, "container": self.container, "owner": self.owner,
+            "role": self.role, "engine": self.engine, "engineVersion": self.engine_version,
+            "binding": self.binding, "expected": self.expected, "effective": self.effective,
+            "status": self.status, "reason": self.reason, "occurrences": self.occurrences,
+        }
+
+
+@dataclass
+class Report:
+    setting_value: bool
+    setting_source: str
+    items: List[Item]
+
+    def summary(self):
+        counts = {"total": len(self.items)}
+        for status in STATUSES:
+            counts[status] = sum(1 for i in self.items if i.status == status)
+        return counts
+
+    def to_dict(self):
+        return {"kind": "VerifyReport",
+                "setting": {"value": self.setting_value, "source": self.setting_source},
+                "items": [i.to_dict() for i in self.items],
+                "summary": self.summary()}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An engine container to judge, with what its owner declares."""
+
+    pod: snap.Pod
+    container_name: Optional[str]
+    owner: Optional[dict]
+    role: Optional[str]
+    declared_engine: Optional[str]
+    declared_version: Optional[str]
+    binding: Optional[str]
+    manufacturer: Optional[str] = None
+    takeover: bool = False
+    problem: str = ""           # set when the candidate itself cannot be judged
+
+
+def _is_md_owner(owner):
+    return owner is not None and owner[1] == "ModelDeployment" and owner[0].split("/")[0] == snap.GROUP
+
+
+def candidates(snapshot: snap.Snapshot) -> List[Candidate]:
+    found = []
+    for pod in snapshot.pods:
+        if _is_md_owner(pod.owner):
+            cand = _deployment_candidate(pod, snapshot)
+        elif pod.labels.get(snap.INJECT_LABEL) == "true":
+            cand = _injected_candidate(pod)
+        else:
+            cand = None
+        if cand is not None:
+            found.append(cand)
+    found.sort(key=lambda c: (c.pod.namespace, c.pod.name))
+    return found
+
+
+def _deployment_candidate(pod, snapshot):
+    name = pod.owner[2]
+    owner = {"kind": "ModelDeployment", "name": name}
+    md = snapshot.deployments.get((pod.namespace, name))
+    container = snap.ENGINE_CONTAINER
+    role_name = pod.labels.get(snap.COMPONENT_LABEL)
+    if md is None:
+        return Candidate(pod, container, owner, role_name, None, None, None,
+                         problem=f"its ModelDeployment {name} is not in the input")
+    if not md.kv_cache:
+        return None
+    role = md.role(role_name) if role_name else None
+    if role is None:
+        return None     # a router or elastic-EP head Pod: not an engine replica
+    return Candidate(pod, container, owner, role.name, md.engine, md.engine_version, md.binding,
+                     takeover=bool(role.command))
+
+
+def _injected_candidate(pod):
+    ann = pod.annotations
+    binding = ann.get(snap.ANNOTATION_PREFIX + "binding")
+    engine = ann.get(snap.ANNOTATION_PREFIX + "engine")
+    container = ann.get(snap.ANNOTATION_PREFIX + "container")
+    role = ann.get(snap.ANNOTATION_PREFIX + "role")
+    manufacturer = ann.get(snap.ANNOTATION_PREFIX + "manufacturer")
+    problem = ""
+    if not container:
+        if len(pod.containers) == 1:
+            container = pod.containers[0]["name"]
+        else:
+            problem = (f"{len(pod.containers)} containers and no {snap.ANNOTATION_PREFIX}container annotation "
+                       f"to say which runs the engine")
+    if not problem and not binding:
+        problem = f"no {snap.ANNOTATION_PREFIX}binding annotation"
+    if not problem and not engines.normalise_engine(engine):
+        problem = f"{snap.ANNOTATION_PREFIX}engine is {engine!r}, not vLLM or SGLang"
+    return Candidate(pod, container, None, role, engine, None, binding, manufacturer, problem=problem)
+
+
+def _occurrences(prediction: Prediction):
+    return [{"source": o.source, "index": o.index, "text": o.text, "value": o.value}
+            for o in prediction.occurrences]
+
+
+def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool) -> Item:
+    pod = cand.pod
+    binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
+    expected = binding.dtype if (binding and setting_on) else None
+    container = pod.container(cand.container_name) if cand.container_name else None
+    item = Item(pod.namespace, pod.name, cand.container_name, cand.owner, cand.role,
+                engines.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "")
+    if cand.problem:
+        item.reason = cand.problem
+        return item
+    if container is None:
+        item.reason = f"no container named {cand.container_name}"
+        return item
+    item.container_spec = container
+    pred = predict(container, cand.declared_engine, cand.declared_version, cand.manufacturer)
+    item.engine = pred.engine
+    item.engine_version = pred.version
+    item.version_source = pred.version_source
+    item.occurrences = _occurrences(pred)
+    item.winner = pred.winner
+    exit_code = pod.exit_codes.get(container["name"])
+    confirmed = exit_code == PARSE_ERROR_EXIT
+
+    if pred.outcome == "rejected":
+        item.status = REJECTED
+        item.reason = pred.reason + ("; confirmed: the container last exited with code 2" if confirmed else "")
+        return item
+    if pred.outcome == "unknown":
+        item.reason = pred.reason
+        return item
+    item.effective = pred.effective if pred.effective is not None else "auto"
+    if cand.binding and binding is None and setting_on:
+        item.reason = f"Binding {cand.binding} not found in namespace {pod.namespace}"
+        return item
+    note = "; the container last exited with code 2, which this prediction does not explain" if confirmed else ""
+    if not setting_on:
+        item.status = OK
+        item.reason = "the Setting is off: nothing is expected; the engine starts (" + pred.reason + ")" + note
+        return item
+    if binding.dtype is None:
+        item.reason = f"Binding {binding.name} has no spec.domain.dtype"
+        return item
+    if not pred.occurrences:
+        item.status = MISSING
+        item.reason = _missing_reason(cand, binding, pred) + note
+    elif pred.effective == expected:
+        item.status = OK
+        item.reason = pred.reason + note
+    else:
+        item.status = MISMATCH
+        item.reason = pred.reason + f", not the Binding's {expected!r}" + _mismatch_hint(cand) + note
+    return item
+
+
+def _missing_reason(cand, binding, pred):
+    if cand.takeover:
+        text = "take-over role (command set): the operator adds no --kv-cache-dtype; the role's command must"
+    elif cand.owner:
+        text = "no --kv-cache-dtype in the argv: the replica has not rolled since the Setting went on"
+    else:
+        text = "no --kv-cache-dtype in the args: the Pod was created before the webhook injected it"
+    profile = engines.profile(pred.engine, engines.parse_version(pred.version))
+    if binding.dtype not in profile.accepted:
+        text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}")
+    return text
+
+
+def _mismatch_hint(cand):
+    if cand.takeover:
+        return " (take-over role: the operator adds nothing; its own command decides)"
+    if cand.owner:
+        return " (a role's own later flag wins over the operator's)"
+    return ""
+
+
+def setting_on(snapshot) -> bool:
+    value = setting_mod.effective_value(snapshot.setting)
+    if value is None:
+        raise PluginError(f"the Setting {snap.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
+                          f"which is not a boolean")
+    return value
+
+
+def verify(snapshot: snap.Snapshot) -> Report:
+    on = setting_on(snapshot)
+    items = [judge_candidate(c, snapshot, on) for c in candidates(snapshot)]
+    return Report(on, snapshot.setting.source if snapshot.setting else "default", items)
+
+
+def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
+    """(position, element, mark) rows for a Pod's engine container, each occurrence marked."""
+    spec = item.container_spec or {}
+    marks = {}
+    for n, occ in enumerate(item.occurrences):
+        mark = f"<- kv-cache-dtype #{n + 1} = {occ['value']!r}"
+        if n == item.winner and item.status != REJECTED:
+            mark += "  (wins)"
+        elif n == item.winner:
+            mark += "  (fatal)"
+        key = (occ["source"], occ["index"])
+        marks[key] = marks[key] + "; " + mark if key in marks else mark
+    rows = []
+    for source in ("command", "args"):
+        for index, element in enumerate(spec.get(source) or ()):
+            rows.append((f"{source}[{index}]", element, marks.get((source, index), "")))
+    return rows
