@@ -1,0 +1,107 @@
+"""Builders for the Kubernetes objects the tests feed the plugin, shaped as `kubectl get -o json`
+prints them. Shared by the file, CLI and cluster tests."""
+
+import uuid
+
+GROUP_V1ALPHA1 = "worker.gpustack.ai/v1alpha1"
+
+
+def _uid(kind, ns, name):
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{ns}/{name}"))
+
+
+def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=GROUP_V1ALPHA1):
+    spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}}
+    if dtype is not None:
+        spec["domain"]["dtype"] = dtype
+    if domain:
+        spec["domain"]["name"] = domain
+    return {"apiVersion": api_version, "kind": "KVCachePoolBinding",
+            "metadata": {"name": name, "namespace": ns, "uid": _uid("b", ns, name)},
+            "spec": spec, "status": {"phase": "Bound"}}
+
+
+def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="team", roles=None,
+               api_version=GROUP_V1ALPHA1):
+    spec = {"engine": {"name": engine}, "roles": roles or [{"name": "server", "kind": "server", "replicas": 1}]}
+    if version is not None:
+        spec["engine"]["version"] = version
+    if binding_name is not None:
+        spec["kvCache"] = {"poolRef": {"name": binding_name}}
+    return {"apiVersion": api_version, "kind": "ModelDeployment",
+            "metadata": {"name": name, "namespace": ns, "uid": _uid("md", ns, name)},
+            "spec": spec}
+
+
+def vllm_argv(dtype=None, extra=()):
+    argv = ["vllm", "serve", "Qwen/Qwen3-8B"]
+    if dtype is not None:
+        argv += ["--kv-cache-dtype", dtype]
+    return argv + list(extra) + ["--host", "0.0.0.0", "--port", "8000"]
+
+
+def sglang_argv(dtype=None, extra=()):
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
+    if dtype is not None:
+        argv += ["--kv-cache-dtype", dtype]
+    return argv + list(extra) + ["--host", "0.0.0.0", "--port", "30000"]
+
+
+def container(name="main", command=None, args=None, image="gpustack/runner:cuda12.9-vllm0.29.0", env=None):
+    c = {"name": name, "image": image}
+    if command is not None:
+        c["command"] = command
+    if args is not None:
+        c["args"] = args
+    if env is not None:
+        c["env"] = env
+    return c
+
+
+def md_pod(name, md_name, command, ns="team", role="server", containers=None, exit_code=None,
+           image="gpustack/runner:cuda12.9-vllm0.29.0"):
+    containers = containers or [container("main", command=command, image=image)]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": ns,
+                        "labels": {"app.kubernetes.io/name": "model-deployment",
+                                   "app.kubernetes.io/instance": md_name,
+                                   "app.kubernetes.io/component": role,
+                                   "modeldeployment.gpustack.ai/role-kind": "server"},
+                        "ownerReferences": [{"apiVersion": GROUP_V1ALPHA1, "kind": "ModelDeployment",
+                                             "name": md_name, "uid": _uid("md", ns, md_name),
+                                             "controller": True, "blockOwnerDeletion": True}]},
+           "spec": {"containers": containers},
+           "status": {"phase": "Running"}}
+    if exit_code is not None:
+        pod["status"]["containerStatuses"] = [{
+            "name": "main", "ready": False, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": exit_code, "reason": "Error"}}}]
+    return pod
+
+
+def injected_pod(name, binding_name, engine="vLLM", containers=None, ns="team", target=None, extra_ann=None):
+    ann = {"kvcache.gpustack.ai/binding": binding_name, "kvcache.gpustack.ai/engine": engine}
+    if target:
+        ann["kvcache.gpustack.ai/container"] = target
+    ann.update(extra_ann or {})
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kvcache.gpustack.ai/inject": "true"},
+                         "annotations": ann},
+            "spec": {"containers": containers}, "status": {"phase": "Running"}}
+
+
+def setting(value, spec_value=None, editable=True):
+    obj = {"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+           "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system",
+                        "resourceVersion": "1"},
+           "spec": {"value": spec_value if spec_value is not None else value},
+           "status": {"description": "Whether the operator owns --kv-cache-dtype", "editable": editable,
+                      "sensitive": False}}
+    if value is not None:
+        obj["status"]["value"] = value
+    return obj
+
+
+def as_list(*objs):
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(objs)}
