@@ -5,6 +5,7 @@ them, so `--help` and `version` stay fast.
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -139,7 +140,8 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
     stderr = stderr or sys.stderr
     parser = build_parser()
     try:
-        opts = parser.parse_args(argv)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            opts = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits for --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     if opts.command is None:
