@@ -118,8 +118,11 @@ def expand(text: str, env: Environment) -> Tuple[str, Optional[str]]:
         elif nxt == "(":
             close = text.find(")", i + 2)
             if close < 0:
-                out.append(text[i:])
-                break
+                # Kubernetes keeps an unclosed `$(` literally and goes on scanning after it
+                # (so a later `$$` is still an escaped `$`).
+                out.append("$(")
+                i += 2
+                continue
             name = text[i + 2:close]
             value = env.lookup(name)
             if value is None:
