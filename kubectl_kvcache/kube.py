@@ -6,6 +6,7 @@ what was refused or unreachable.
 import json
 import os
 import re
+import sys
 import threading
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote
@@ -41,7 +42,7 @@ def _status_message(body: bytes) -> Tuple[str, str]:
 class Client:
     """A thin raw-JSON client over the kubernetes package's configuration and connection pool."""
 
-    def __init__(self, opts):
+    def __init__(self, opts, trace_stream=None):
         from kubernetes import client as k8s_client
         from kubernetes.config import ConfigException
 
@@ -72,6 +73,8 @@ class Client:
         if self.impersonate_groups and not self.impersonate_user:
             raise PluginError("--as-group needs --as")
         self.api = k8s_client.ApiClient(cfg)
+        self.trace = os.environ.get("KVCACHE_TRACE") not in (None, "", "0")
+        self.trace_stream = trace_stream or sys.stderr
         self._discovery: Dict[str, dict] = {}
 
     # -- configuration, as kubectl reads it ------------------------------------------------
@@ -100,20 +103,20 @@ class Client:
         merger = kube_config.KubeConfigMerger(os.pathsep.join(existing))
         merged = merger.config
         context_name = getattr(opts, "context", None) or merged.value.get("current-context")
-        contexts = merged.value.get("contexts") or []
-        context = next((c for c in contexts if c.get("name") == context_name), None)
+        context = next((c for c in _entries(merged, "contexts") if c.get("name") == context_name), None)
         if context is None:
             if context_name:
                 raise PluginError(f"context {context_name!r} not found in the kubeconfig")
             raise PluginError("the kubeconfig has no current-context; pass --context")
-        ctx = context.setdefault("context", {}) if isinstance(context, dict) else context["context"]
-        for flag, key in (("cluster", "cluster"), ("user", "user")):
+        ctx = context.get("context")
+        if not isinstance(ctx, dict):
+            ctx = context["context"] = {}
+        for flag in ("cluster", "user"):
             value = getattr(opts, flag, None)
             if value:
-                known = [c.get("name") for c in merged.value.get(key + "s") or []]
-                if value not in known:
-                    raise PluginError(f"{key} {value!r} not found in the kubeconfig")
-                ctx[key] = value
+                if value not in {e.get("name") for e in _entries(merged, flag + "s")}:
+                    raise PluginError(f"{flag} {value!r} not found in the kubeconfig")
+                ctx[flag] = value
         self.namespace = ctx.get("namespace") or "default"
         loader = kube_config.KubeConfigLoader(config_dict=merged, active_context=context_name,
                                               config_base_path=None)
@@ -145,6 +148,10 @@ class Client:
             data = resp.read()
         except urllib3.exceptions.MaxRetryError as exc:
             raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc.reason)}")
+        except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.NameResolutionError) as exc:
+            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}")
+        except urllib3.exceptions.SSLError as exc:
+            raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}")
         except (urllib3.exceptions.TimeoutError, TimeoutError):
             raise PluginError(f"the API server at {self.host} did not answer within the request timeout "
                               f"({what})")
@@ -152,6 +159,13 @@ class Client:
             raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}")
         except OSError as exc:
             raise PluginError(f"cannot reach the API server at {self.host}: {exc}")
+        if self.trace:
+            from urllib.parse import urlencode
+
+            shown = path + ("?" + urlencode(query) if query else "")
+            with self._lock:
+                print(f"trace: {method} {shown} -> {resp.status} ({len(data or b'')} bytes)",
+                      file=self.trace_stream, flush=True)
         if resp.status >= 400:
             raise self._error(resp.status, data, what)
         try:
@@ -178,6 +192,17 @@ class Client:
 
     def get(self, path, what=None):
         return self.request("GET", path, what=what)
+
+    def patch_merge(self, path, body, field_manager=None, dry_run=False, what=None):
+        """A JSON merge patch (RFC 7386) of one object; `dry_run` asks the server to validate and
+        admit it without persisting anything (dryRun=All). Returns the object as patched."""
+        query = {}
+        if field_manager:
+            query["fieldManager"] = field_manager
+        if dry_run:
+            query["dryRun"] = "All"
+        return self.request("PATCH", path, query=query, body=body,
+                            content_type="application/merge-patch+json", what=what)
 
     def list(self, path, convert: Callable[[dict], object], selector=None, chunk=500, what=None) -> List:
         """Every item of a list, converted page by page (memory follows the records, not the
@@ -239,6 +264,11 @@ class Client:
             if plural in served["versions"].get(version, ()):
                 return version
         raise NotFound(f"the API server does not serve {plural}.{group} (is its CRD installed?)")
+
+
+def _entries(merged, key):
+    """The dicts of a merged kubeconfig list (contexts, clusters, users), whatever wraps them."""
+    return [getattr(e, "value", e) for e in merged.value.get(key) or ()]
 
 
 def _reason(exc):

@@ -273,10 +273,10 @@ def _run_all(jobs):
     return results
 
 
-def open_client(opts):
+def open_client(opts, io=None):
     from kubectl_kvcache.kube import Client
 
-    return Client(opts)
+    return Client(opts, trace_stream=io.stderr if io is not None else None)
 
 
 def resolve_namespace(opts, client=None) -> Optional[str]:
@@ -297,7 +297,7 @@ def load(opts, io, workloads=False, pod_names=()) -> snap.Snapshot:
                             stdin=io.stdin)
         result.namespace = namespace
         return result
-    client = open_client(opts)
+    client = open_client(opts, io)
     namespace = resolve_namespace(opts, client)
     if pod_names and namespace is None:
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
