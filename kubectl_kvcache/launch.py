@@ -148,7 +148,11 @@ def _launch_in_shell(tokens, env, depth, via):
     if depth >= _MAX_NESTING:
         return Undecidable("shells nested too deeply to follow")
     positional = [t.text for t in tokens[invocation.script_index + 1:]]
-    result = shell.parse_script(invocation.script, (env.for_shell() if env is not None else {}), positional)
+    # A login shell reads profile files first, which may set any variable: none is known then.
+    login = any(o in ("--login", "-l") or (o.startswith("-") and not o.startswith("--") and "l" in o)
+                for o in getattr(invocation, "options", ()))
+    shell_env = {} if login or env is None else env.for_shell()
+    result = shell.parse_script(invocation.script, shell_env, positional)
     if result.unknown:
         return Undecidable(f"shell script: {result.unknown}")
     where = script_token
