@@ -73,6 +73,9 @@ def _resolve(name, profile):
         if len(matches) == 1:
             return matches[0]
         return _Class("unrecognized")
+    if name.lower().startswith("--kv"):
+        # option names are case-sensitive and every engine option is lower case
+        return _Class("unrecognized")
     return _Class("other")
 
 
