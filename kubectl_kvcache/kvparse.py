@@ -155,6 +155,10 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
         if cls.kind == "kv" and cls.option.uncertain:
             return Parse(UNKNOWN, None, None,
                          f"{tok.where()}: whether {profile.label} has {cls.option.name} is not known")
+        if cls.kind == "kv" and cls.option.takes_value is None:
+            return Parse(UNKNOWN, None, None,
+                         f"{tok.where()}: whether {cls.option.name} takes a value is not known, so the "
+                         f"tokens after it cannot be read")
 
     occurrences, unrecognized, config_file = [], [], False
     after_dd = False
