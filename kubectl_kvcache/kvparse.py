@@ -160,7 +160,7 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
                          f"{tok.where()}: whether {cls.option.name} takes a value is not known, so the "
                          f"tokens after it cannot be read")
 
-    occurrences, unrecognized, config_file = [], [], False
+    occurrences, unrecognized, config_file, unknown_value = [], [], False, ""
     after_dd = False
     i, n = 0, len(tokens)
     while i < n:
@@ -196,6 +196,11 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
                     value = tokens[i].text
                 valid = value in profile.accepted
                 occurrences.append(Occurrence(tok.source, tok.index, tok.text, value, valid))
+                if value is None:
+                    unknown_value = (f"the value of {DTYPE_OPTION} at {tok.where()}, {tokens[i].where()}, "
+                                     f"is not known from the spec ({tokens[i].reason})")
+                    if not profile.final_value_only:
+                        return Parse(UNKNOWN, None, None, unknown_value, tuple(occurrences), len(occurrences) - 1)
                 if not valid and not profile.final_value_only:
                     return Parse(REJECTED, None, INVALID_VALUE, _invalid(value, profile, tok),
                                  tuple(occurrences), len(occurrences) - 1)
@@ -219,6 +224,8 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
     if occurrences:
         final = occurrences[-1]
         winner = len(occurrences) - 1
+        if final.value is None:
+            return Parse(UNKNOWN, None, None, unknown_value, occurrences, winner)
         if not final.valid:
             if platform_may_extend and profile.platform_values:
                 return Parse(UNKNOWN, None, None,
