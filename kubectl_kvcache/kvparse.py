@@ -15,6 +15,7 @@ from kubectl_kvcache.argv import Token
 from kubectl_kvcache.engines import DTYPE_OPTION, Profile
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_SPACE = "one element holding a space is not an option"
 
 OK, REJECTED, UNKNOWN = "ok", "rejected", "unknown"
 INVALID_VALUE = "invalid-value"
@@ -96,6 +97,10 @@ def _classify(text, profile, after_dd):
         return _Class("kv", exact)
     name, eq, value = rewritten.partition("=")
     explicit = value if eq else None
+    if " " in name:
+        # argparse: an element holding a space that names no option is a positional, so an
+        # option before it may take it as its value; left over, it is unrecognized
+        return _Class("arg", detail=_SPACE)
     if eq and profile.option(name):
         return _Class("kv", profile.option(name), explicit)
     if profile.dotted_json and "." in name:
@@ -109,7 +114,7 @@ def _classify(text, profile, after_dd):
     if not isinstance(resolved, _Class):
         return _Class("kv", resolved, explicit)
     if resolved.kind == "unrecognized" and " " in rewritten:
-        return _Class("unrecognized", detail="one element holding a space is not an option")
+        return _Class("arg", detail=_SPACE)
     return resolved
 
 
@@ -172,7 +177,7 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
             continue
         if cls.kind == "dd":
             after_dd = True
-        elif cls.kind == "unrecognized":
+        elif cls.kind == "unrecognized" or (cls.kind == "arg" and cls.detail == _SPACE):
             unrecognized.append(tok)
         elif cls.kind == "config":
             config_file = True
