@@ -223,7 +223,8 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
 
     occurrences = tuple(occurrences)
     if unrecognized:
-        shown = " ".join(t.text for t in unrecognized[:4]) + (" ..." if len(unrecognized) > 4 else "")
+        shown = " ".join(t.text if t.text is not None else t.prefix + "..." for t in unrecognized[:4])
+        shown += " ..." if len(unrecognized) > 4 else ""
         return Parse(REJECTED, None, UNRECOGNIZED,
                      f"unrecognized arguments: {shown} ({unrecognized[0].where()})", occurrences)
     if occurrences:
