@@ -93,7 +93,8 @@ def test_old_vllm_image_entrypoint_is_the_api_server_module():
 
 def test_token_sources_and_positions():
     argv = build_argv({"image": VLLM_IMAGE, "args": ["m", "--kv-cache-dtype", "fp8"]})
-    assert [(t.source, t.index) for t in argv.tokens] == [("image", 0), ("image", 1), ("args", 0), ("args", 1), ("args", 2)]
+    assert [(t.source, t.index) for t in argv.tokens] == [("image", 0), ("image", 1),
+                                                          ("args", 0), ("args", 1), ("args", 2)]
     assert argv.image_engine == "vllm"
     argv = build_argv({"command": ["vllm", "serve"], "args": ["m"]})
     assert [(t.source, t.index) for t in argv.tokens] == [("command", 0), ("command", 1), ("args", 0)]
@@ -238,3 +239,11 @@ def test_unknown_element_keeps_known_prefix():
     assert expand("fp8$(D)", env)[0] == "fp8"
     # an escaped reference before it is still resolved in the prefix
     assert expand("$$(X)-$(D)", env)[0] == "$(X)-"
+
+
+def test_service_link_variables_are_unknown():
+    # the kubelet adds FOO_SERVICE_HOST/_PORT for Services in the namespace (enableServiceLinks)
+    env = env_of(var("A", "1"))
+    assert isinstance(env.lookup("REDIS_SERVICE_HOST"), EnvValue)
+    assert isinstance(env.lookup("REDIS_PORT_6379_TCP_ADDR"), EnvValue)
+    assert env.lookup("REDIS_HOST") is None
