@@ -119,7 +119,7 @@ _VIEWS = {
 
 def run(opts, io):
     snapshot = sources.load(opts, io, workloads=opts.command != "roles")
-    commands._notes(snapshot, io)
+    commands.print_notes(snapshot, io)
     report = checks.check(snapshot)
     fmt = opts.output
     no_headers = getattr(opts, "no_headers", False)
@@ -130,7 +130,7 @@ def run(opts, io):
             render.table(CHECK_WIDE if fmt == "wide" else CHECK_COLUMNS, check_rows(report, fmt == "wide"),
                          io.stdout, no_headers)
             if not any(report.checked.values()):
-                commands._nothing_found(snapshot, "KVCachePoolBindings, pool-attached ModelDeployments or "
+                commands.print_nothing_found(snapshot, "KVCachePoolBindings, pool-attached ModelDeployments or "
                                                   "injection opt-ins", io)
             print(summary_line(report), file=io.stderr)
         return check_exit(report, getattr(opts, "strict", False))
@@ -141,5 +141,5 @@ def run(opts, io):
         listed = rows(report, fmt == "wide")
         render.table(wide_columns if fmt == "wide" else columns, listed, io.stdout, no_headers)
         if not listed:
-            commands._nothing_found(snapshot, what, io)
+            commands.print_nothing_found(snapshot, what, io)
     return exit_code(report)

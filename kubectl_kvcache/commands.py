@@ -13,12 +13,12 @@ class IO:
     stderr: _Stream
 
 
-def _notes(snapshot, io):
+def print_notes(snapshot, io):
     for note in snapshot.notes:
         print(f"note: {note}", file=io.stderr)
 
 
-def _nothing_found(snapshot, what, io):
+def print_nothing_found(snapshot, what, io):
     where = f"in {snapshot.namespace} namespace" if snapshot.namespace else "in any namespace"
     if snapshot.source == "file":
         where = "in the input" + (f" (namespace {snapshot.namespace})" if snapshot.namespace else "")
@@ -29,7 +29,7 @@ def run_verify(opts, io):
     from kubectl_kvcache import render, sources, verify
 
     snapshot = sources.load(opts, io, pod_names=tuple(opts.pods))
-    _notes(snapshot, io)
+    print_notes(snapshot, io)
     report = verify.verify(snapshot)
     render.verify_report(report, opts.output, io.stdout, getattr(opts, "no_headers", False))
     if opts.output in ("table", "wide"):
@@ -38,7 +38,7 @@ def run_verify(opts, io):
         if report.items:
             print(render.verify_summary(report), file=io.stderr)
         else:
-            _nothing_found(snapshot, "pool-attached engine pods", io)
+            print_nothing_found(snapshot, "pool-attached engine pods", io)
     if opts.pods:
         listed = {i.pod for i in report.items}
         for name in opts.pods:
