@@ -180,9 +180,11 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
         elif cls.kind == "unrecognized" or (cls.kind == "arg" and cls.detail == _SPACE):
             unrecognized.append(tok)
         elif cls.kind == "config":
+            if nxt is None or _option_like(nxt):
+                return Parse(REJECTED, None, MISSING_VALUE, f"--config: expected one argument ({tok.where()})",
+                             tuple(occurrences))
             config_file = True
-            if nxt is not None and not _option_like(nxt):
-                i += 1
+            i += 1
         elif cls.kind in ("kv", "dtype-json"):
             option = cls.option
             if option.name == DTYPE_OPTION:
