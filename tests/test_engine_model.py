@@ -437,6 +437,9 @@ SPELLING_ROWS = [
     ("config-and-invalid-flag", "vllm", "0.33.0", ["--config", "/c.yaml", D, "bogus"], INVALID),
     ("config-and-invalid-flag", "sglang", "0.5.18", ["--config", "/c.yaml", D, "fp8"], INVALID),
     ("config-as-missing-value", "vllm", "0.29.0", [D, "--config", "/c.yaml"], MISSING),
+    ("config-without-file-at-end", "vllm", "0.33.0", [D, "fp8", "--config"], MISSING),
+    ("config-without-file-at-end", "sglang", "0.5.18", [D, "bf16", "--config"], MISSING),
+    ("config-without-file-before-option", "vllm", "0.29.0", ["--config", D, "fp8"], MISSING),
     # vLLM >= 0.9 turns `--name.key value` into JSON for --name: invalid for the dtype
     ("dotted-before-0.9", "vllm", "0.8.5", ["--kv-cache-dtype.x", "fp8"], UNRECOGNIZED),
     ("dotted", "vllm", "0.9.0", ["--kv-cache-dtype.x", "fp8"], INVALID),
