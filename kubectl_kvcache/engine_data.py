@@ -108,13 +108,16 @@ IMAGE_VERSION_PATTERNS = [
     ("lmsysorg/sglang", r"^v?(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:$|-)"),
 ]
 
-# How an argv reaches the engine's parser: `program subcommand` pairs and `python -m` modules
-# (module -> (engine, required subcommand or None)).
-ENTRY_PROGRAMS = {("vllm", "serve"): "vllm", ("sglang", "serve"): "sglang"}
+# How an argv reaches the engine's parser: `program subcommand` pairs -> (engine, positional
+# slots) and `python -m` modules -> (engine, required subcommand or None, positional slots).
+# Positional slots: how many positionals the parser takes (`vllm serve [MODEL]`: 1; SGLang's
+# launch_server: none), or None where that is not known; a positional beyond them is an
+# `unrecognized arguments` error.
+ENTRY_PROGRAMS = {("vllm", "serve"): ("vllm", 1), ("sglang", "serve"): ("sglang", None)}
 ENTRY_MODULES = {
-    "vllm.entrypoints.openai.api_server": ("vllm", None),
-    "vllm.entrypoints.cli.main": ("vllm", "serve"),
-    "sglang.launch_server": ("sglang", None),
+    "vllm.entrypoints.openai.api_server": ("vllm", None, None),
+    "vllm.entrypoints.cli.main": ("vllm", "serve", 1),
+    "sglang.launch_server": ("sglang", None, 0),
 }
 
 # Programs that run the rest of their argv as the real command. `value_options` take the next

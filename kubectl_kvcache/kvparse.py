@@ -108,7 +108,7 @@ def _classify(text, profile, after_dd):
         if getattr(base, "name", None) == DTYPE_OPTION:
             return _Class("dtype-json", base, explicit)
         if not isinstance(base, _Class):
-            return _Class("kv", base, explicit if explicit is not None else "")
+            return _Class("kv", base, explicit)
         return base if base.kind in ("ambiguous", "undecided") else _Class("other")
     resolved = _resolve(name if eq else rewritten, profile)
     if not isinstance(resolved, _Class):
@@ -136,7 +136,10 @@ def _option_like(cls):
     return cls.kind != "arg"
 
 
-def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) -> Parse:
+def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False, positional_slots=None) -> Parse:
+    """The outcome for the tokens after the entrypoint. `positional_slots`: how many positionals
+    the parser takes (None: not known); a positional left after a `--kv` option's value is
+    fatal beyond them."""
     tokens = list(tokens)
     for tok in tokens:
         if tok.text is None:
@@ -146,8 +149,8 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
 
     classes, after_dd = [], False
     for tok in tokens:
-        if tok.text is None:
-            classes.append(_Class("arg"))
+        if tok.text is None:  # only safe unknowns get here: their known prefix says what they are
+            classes.append(_Class("other" if tok.prefix.startswith("-") else "arg"))
             continue
         cls = _classify(tok.text, profile, after_dd)
         after_dd = after_dd or cls.kind == "dd"
@@ -168,13 +171,28 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
     occurrences, unrecognized, config_file, unknown_value = [], [], False, ""
     after_dd = False
     i, n = 0, len(tokens)
+    # Leading positionals fill the parser's positional slots; beyond them they are unrecognized.
+    leading = next((k for k, c in enumerate(classes) if c.kind != "arg"), n)
+    slots = positional_slots
+    if slots is not None:
+        unrecognized.extend(tokens[slots:leading])
+        slots = max(0, slots - leading)
+    stray_unknown = None
+    free = False          # the previous token completed a --kv option: a positional here is stray
+    i = leading
     while i < n:
         tok, cls = tokens[i], classes[i]
         nxt = classes[i + 1] if i + 1 < n else None
+        was_free, free = free, False
         if after_dd:
             unrecognized.append(tok)
             i += 1
             continue
+        if cls.kind == "arg" and was_free and cls.detail != _SPACE:
+            if slots == 0:
+                unrecognized.append(tok)
+            elif stray_unknown is None:
+                stray_unknown = tok
         if cls.kind == "dd":
             after_dd = True
         elif cls.kind == "unrecognized" or (cls.kind == "arg" and cls.detail == _SPACE):
@@ -221,9 +239,19 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False) 
                 return Parse(REJECTED, None, IGNORED_VALUE,
                              f"argument {option.name}: ignored explicit argument {cls.explicit!r} ({tok.where()})",
                              tuple(occurrences))
+        free = cls.kind in ("kv", "dtype-json")
         i += 1
 
-    occurrences = tuple(occurrences)
+    result = _conclude(tuple(occurrences), unrecognized, unknown_value, config_file, profile, platform_may_extend)
+    if result.outcome == OK and stray_unknown is not None:
+        return Parse(UNKNOWN, None, None,
+                     f"{stray_unknown.where()} ({stray_unknown.text!r}) follows a --kv option's value as a "
+                     f"positional argument, which this entrypoint may reject", result.occurrences, result.winner)
+    return result
+
+
+def _conclude(occurrences, unrecognized, unknown_value, config_file, profile, platform_may_extend):
+    """The outcome once every token is consumed without an immediate error."""
     if unrecognized:
         shown = " ".join(t.text if t.text is not None else t.prefix + "..." for t in unrecognized[:4])
         shown += " ..." if len(unrecognized) > 4 else ""

@@ -23,6 +23,7 @@ class Launch:
     engine: str
     args: Tuple[Token, ...]   # what the engine's parser reads
     via: str                  # how it was reached, e.g. "sh -c > vllm serve"
+    positionals: Optional[int] = None   # positional slots of that parser; None: not known
 
 
 def _base(token):
@@ -115,8 +116,8 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
     if base in shell.SHELLS:
         return _launch_in_shell(tokens, env, _depth, via)
     if len(tokens) > 1 and tokens[1].text is not None and (base, tokens[1].text) in data.ENTRY_PROGRAMS:
-        engine = data.ENTRY_PROGRAMS[(base, tokens[1].text)]
-        return Launch(engine, tuple(tokens[2:]), " > ".join(via + [f"{base} {tokens[1].text}"]))
+        engine, positionals = data.ENTRY_PROGRAMS[(base, tokens[1].text)]
+        return Launch(engine, tuple(tokens[2:]), " > ".join(via + [f"{base} {tokens[1].text}"]), positionals)
     if _PYTHON.match(base):
         module, after = _python_module(tokens)
         if module is None:
@@ -124,12 +125,12 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
         entry = data.ENTRY_MODULES.get(module)
         if entry is None:
             return Undecidable(f"{base} -m {module} is not a vLLM or SGLang server")
-        engine, subcommand = entry
+        engine, subcommand, positionals = entry
         if subcommand:
             if after >= len(tokens) or tokens[after].text != subcommand:
                 return Undecidable(f"{base} -m {module} without `{subcommand}`")
             after += 1
-        return Launch(engine, tuple(tokens[after:]), " > ".join(via + [f"{base} -m {module}"]))
+        return Launch(engine, tuple(tokens[after:]), " > ".join(via + [f"{base} -m {module}"]), positionals)
     return Undecidable(f"the argv runs `{head.text}`, not a vLLM or SGLang server this plugin recognises")
 
 
