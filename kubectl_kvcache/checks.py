@@ -12,11 +12,10 @@ The checks, in the upgrade guide's order:
   5. the Setting itself.
 """
 
-import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from kubectl_kvcache import engine_data, engines, kvparse, setting as setting_mod, snapshot as snap, verify
+from kubectl_kvcache import engine_data, engines, kvparse, setting as setting_mod, snapshot as snap, verify, webhook
 from kubectl_kvcache.argv import Token
 from kubectl_kvcache.engines import DTYPE_OPTION, Version
 from kubectl_kvcache.predict import predict
@@ -50,10 +49,6 @@ SAME_FORMAT = {
     "fp16": ("float16",),
     "half": ("float16",),
 }
-
-# The webhook's refusal rules for injection opt-ins (operator.md).
-WEBHOOK_SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
-WEBHOOK_WRAPPERS = ("env", "tini", "dumb-init", "busybox", "toybox", "timeout")
 
 # Where an engine version came from.
 SPEC_VERSION, SPEC_IMAGE, POD_IMAGE, IMAGE_TAG, MINIMUM = (
@@ -773,80 +768,6 @@ def check_roles(snapshot, deployments, pods, on) -> Tuple[List[RoleEntry], List[
 
 # -- 4. Injection opt-ins ------------------------------------------------------------------
 
-def _basename(text):
-    return os.path.basename(text or "")
-
-
-def _unwrap(argv: List[str]) -> Tuple[List[str], str]:
-    """Drop the wrappers the webhook looks through; (rest, refusal) where refusal is `env -S`."""
-    rest = list(argv)
-    while rest and _basename(rest[0]) in WEBHOOK_WRAPPERS:
-        program = _basename(rest[0])
-        spec = engine_data.WRAPPERS.get(program, {})
-        rest.pop(0)
-        operands = spec.get("operands", 0)
-        while rest:
-            text = rest[0]
-            if text == "--":
-                rest.pop(0)
-                break
-            if text.startswith("-") and len(text) > 1:
-                if text.split("=", 1)[0] in spec.get("refuse", ()) or (program == "env" and text.startswith("-S")):
-                    return rest, f"`env {text.split('=', 1)[0]}` (the argument is split at run time)"
-                if text in spec.get("unless", ()):
-                    operands = 0
-                rest.pop(0)
-                if text in spec.get("value_options", ()) and rest:
-                    rest.pop(0)
-                continue
-            if spec.get("assignments") and "=" in text and not text.startswith("="):
-                rest.pop(0)
-                continue
-            break
-        rest = rest[operands:]
-    return rest, ""
-
-
-def _shell_c(argv):
-    """True for `<shell> [options] -c ...`: clustered options (-lc), options with an argument
-    (-o pipefail, --rcfile F) and options after -c count as the shell's own."""
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("--", "-") or not arg or arg[0] not in "-+":
-            return False
-        if arg in ("--rcfile", "--init-file"):
-            i += 2
-            continue
-        if arg.startswith("--"):
-            i += 1
-            continue
-        letters = arg[1:]
-        if arg[0] == "-" and "c" in letters:
-            return True
-        i += 1 + letters.count("o") + letters.count("O")
-    return False
-
-
-def program_refusal(argv: List[str]) -> Tuple[str, str]:
-    """(why, fix) when the webhook refuses the program an argv runs, else ('', '')."""
-    rest, refusal = _unwrap(argv)
-    via = f" (behind {' '.join(argv[:len(argv) - len(rest)])})" if len(rest) < len(argv) and rest else ""
-    if refusal:
-        return f"it runs {refusal}", "give the engine's argv as separate command/args entries instead of env -S"
-    if not rest:
-        return "", ""
-    program = _basename(rest[0])
-    if program in WEBHOOK_SHELLS and _shell_c(rest):
-        return (f"it runs a shell command (`{program} -c`){via}: the webhook cannot append to a script",
-                "run the engine directly (e.g. command: [vllm, serve, ...]) instead of a shell -c, or drop the "
-                f"{snap.INJECT_LABEL} label")
-    if program.endswith(".sh"):
-        return (f"it runs the script {rest[0]}{via}: the webhook cannot see the engine's argv",
-                "run the engine directly instead of a .sh script, or drop the inject label")
-    return "", ""
-
-
 def injection_problems(optin: OptIn) -> List[Tuple[str, str]]:
     """(why, fix) for every reason the webhook refuses this opt-in."""
     container, problem = target_container(optin)
@@ -859,7 +780,7 @@ def injection_problems(optin: OptIn) -> List[Tuple[str, str]]:
         return [(f"container {name} has no command and no args", "write the engine's command and args into "
                                                                    "the container spec")]
     problems = []
-    why, fix = program_refusal(command + args)
+    why, fix = webhook.program_refusal(command + args)
     if why:
         problems.append((f"container {name}: {why}", fix))
     at = injected_engine(optin.annotations, container)

@@ -30,7 +30,7 @@ def _base(token):
     return os.path.basename(token.text) if token.text else ""
 
 
-def _strip_wrapper(tokens, spec):
+def strip_wrapper(tokens, spec):
     """Drop the wrapper program, its options and operands; Undecidable if it cannot be followed."""
     rest = list(tokens[1:])
     value_options = set(spec.get("value_options", ()))
@@ -46,7 +46,7 @@ def _strip_wrapper(tokens, spec):
             break
         if spec and text.startswith("-") and len(text) > 1:
             name = text.split("=", 1)[0]
-            if name in spec.get("refuse", ()):
+            if any(name == r or (len(r) == 2 and name.startswith(r)) for r in spec.get("refuse", ())):
                 return Undecidable(f"{_base(tokens[0])} {name} splits its argument at run time")
             if name in unless:
                 operands = 0
@@ -100,7 +100,7 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
             return Undecidable(f"the program itself ({head.where()}) is unknown: {head.reason}")
         base = _base(head)
         if base in data.WRAPPERS:
-            stripped = _strip_wrapper(tokens, data.WRAPPERS[base])
+            stripped = strip_wrapper(tokens, data.WRAPPERS[base])
             if isinstance(stripped, Undecidable):
                 return stripped
             via.append(base)

@@ -6,7 +6,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 from kubectl_kvcache import snapshot as snap
 from kubectl_kvcache.errors import NotFound, PluginError

@@ -1,0 +1,49 @@
+"""What the operator's injection webhook refuses about the program a container runs.
+
+It appends its arguments to the container's argv, so it refuses argv it cannot append to: a
+shell `-c` script, `env -S`, a `.sh` program, also behind the wrappers it looks through
+(operator.md). Pure; wrappers are stripped as `launch` strips them, shells recognised as
+`shell` recognises them.
+"""
+
+import os
+from typing import List, Tuple
+
+from kubectl_kvcache import engine_data, shell, snapshot as snap
+from kubectl_kvcache.argv import Token, Undecidable
+from kubectl_kvcache.launch import strip_wrapper
+
+SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+WRAPPERS = ("env", "tini", "dumb-init", "busybox", "toybox", "timeout")
+
+
+def _unwrap(argv: List[str]) -> Tuple[List[str], str]:
+    """(the argv behind the wrappers the webhook looks through, the refusal if one splits its argument)."""
+    tokens = [Token(t, "command", k) for k, t in enumerate(argv)]
+    while tokens and os.path.basename(tokens[0].text) in WRAPPERS:
+        program = os.path.basename(tokens[0].text)
+        stripped = strip_wrapper(tokens, engine_data.WRAPPERS.get(program, {}))
+        if isinstance(stripped, Undecidable):
+            option = next((t.text for t in tokens[1:] if t.text.startswith(("-S", "--split-string"))), "-S")
+            return [t.text for t in tokens], f"`{program} {option.split('=', 1)[0]}` (the argument is split at run time)"
+        tokens = stripped
+    return [t.text for t in tokens], ""
+
+
+def program_refusal(argv: List[str]) -> Tuple[str, str]:
+    """(why, fix) when the webhook refuses the program an argv runs, else ('', '')."""
+    rest, refusal = _unwrap(argv)
+    via = f" (behind {' '.join(argv[:len(argv) - len(rest)])})" if len(rest) < len(argv) and rest else ""
+    if refusal:
+        return f"it runs {refusal}", "give the engine's argv as separate command/args entries instead of env -S"
+    if not rest:
+        return "", ""
+    program = os.path.basename(rest[0])
+    if program in SHELLS and shell.shell_invocation(rest) is not None:
+        return (f"it runs a shell command (`{program} -c`){via}: the webhook cannot append to a script",
+                "run the engine directly (e.g. command: [vllm, serve, ...]) instead of a shell -c, or drop the "
+                f"{snap.INJECT_LABEL} label")
+    if program.endswith(".sh"):
+        return (f"it runs the script {rest[0]}{via}: the webhook cannot see the engine's argv",
+                "run the engine directly instead of a .sh script, or drop the inject label")
+    return "", ""
