@@ -356,7 +356,9 @@ def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
     if on is None:
         return finding("setting", obj, f"status.value is {value!r}, which the operator cannot read as a "
                                        f"boolean", "patch spec.value to \"true\" or \"false\"", severity=ERROR)
-    if source == "assumed":
+    if source == "flag":
+        shown = f"assumed {'on' if on else 'off'} (--assume-setting), not read"
+    elif source == "assumed":
         shown = "not in the input: assuming the operator's default \"true\""
     elif value is None:
         shown = "status.value is unset: the operator's default \"true\" applies"

@@ -66,6 +66,12 @@ def _scope_flags(p, files=True):
                             "instead of a cluster; repeatable")
 
 
+def _assume_setting_flag(p):
+    p.add_argument("--assume-setting", choices=("on", "off"),
+                   help="judge as if the Setting were on/off, without reading it (e.g. when RBAC does not "
+                        "let you read settings.gpustack.ai in gpustack-system, or to preview the upgrade)")
+
+
 def _output_flags(p, formats=("table", "wide", "json", "yaml")):
     p.add_argument("-o", "--output", default="table", choices=formats, help="output format")
     if "table" in formats:
@@ -87,6 +93,7 @@ def build_parser():
     v.add_argument("pods", nargs="*", metavar="POD", help="only these Pods (in the namespace)")
     _scope_flags(v)
     v.add_argument("-l", "--selector", help="label selector, ANDed with the plugin's own")
+    _assume_setting_flag(v)
     _output_flags(v)
     _connection_flags(v)
 
@@ -96,17 +103,20 @@ def build_parser():
                                    "themselves, take-over roles, injection opt-ins the webhook will refuse, "
                                    "and the Setting.")
     _scope_flags(c)
+    _assume_setting_flag(c)
     _output_flags(c)
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     _connection_flags(c)
 
     b = sub.add_parser("bindings", help="every Binding with its dtype, engines and verdict")
     _scope_flags(b)
+    _assume_setting_flag(b)
     _output_flags(b)
     _connection_flags(b)
 
     r = sub.add_parser("roles", help="roles on pools that pass the flag themselves, and take-over roles")
     _scope_flags(r)
+    _assume_setting_flag(r)
     _output_flags(r)
     _connection_flags(r)
 

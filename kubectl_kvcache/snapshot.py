@@ -258,6 +258,11 @@ def default_setting() -> Setting:
     return Setting(None, None, None, "", None, "", "default")
 
 
+def assumed_setting(on: bool) -> Setting:
+    """The Setting as the user told us to assume it (--assume-setting), never read."""
+    return Setting("true" if on else "false", None, None, "", None, "", "flag")
+
+
 def workload_record(obj) -> Workload:
     what = _describe(obj)
     meta = _meta(obj, what)

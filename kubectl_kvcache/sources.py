@@ -22,6 +22,7 @@ class Scope:
     selector: Optional[str] = None
     pod_names: Sequence[str] = ()
     workloads: bool = False        # also read workload templates (check)
+    assume_setting: Optional[bool] = None   # --assume-setting: do not read the Setting
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -130,7 +131,9 @@ def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
     if ignored:
         kinds = ", ".join(f"{k} ({n})" for k, n in sorted(ignored.items(), key=lambda kv: str(kv[0])))
         result.notes.append(f"ignored objects of other kinds: {kinds}")
-    if result.setting is None:
+    if scope.assume_setting is not None:
+        result.setting = snap.assumed_setting(scope.assume_setting)
+    elif result.setting is None:
         result.setting = snap.default_setting()
     missing = [n for n in scope.pod_names if n not in {p.name for p in result.pods}]
     if missing:
@@ -197,7 +200,8 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
     where = f"in namespace {ns}" if ns else "in all namespaces"
     md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
     binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
-    setting_version = client.resource_version_for(snap.SETTING_GROUP, "settings")
+    setting_version = (client.resource_version_for(snap.SETTING_GROUP, "settings")
+                       if scope.assume_setting is None else None)
 
     jobs = {
         "deployments": lambda: client.list(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
@@ -206,8 +210,9 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
         "bindings": lambda: client.list(collection_path(snap.GROUP, binding_version, "kvcachepoolbindings", ns),
                                         snap.binding_record, chunk=chunk,
                                         what=f"list kvcachepoolbindings.{snap.GROUP} {where}"),
-        "setting": lambda: _get_setting(client, setting_version),
     }
+    if scope.assume_setting is None:
+        jobs["setting"] = lambda: _get_setting(client, setting_version)
     if scope.pod_names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
             f"{collection_path('', 'v1', 'pods', ns or 'default')}/{name}",
@@ -234,7 +239,7 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
         result.deployments[(d.namespace, d.name)] = d
     for b in results["bindings"]:
         result.bindings[(b.namespace, b.name)] = b
-    result.setting = results["setting"]
+    result.setting = results.get("setting") or snap.assumed_setting(scope.assume_setting)
     seen = set()
     for key in ("pods", "md_pods", "injected_pods"):
         for pod in results.get(key, ()):
@@ -291,17 +296,18 @@ def resolve_namespace(opts, client=None) -> Optional[str]:
 
 def load(opts, io, workloads=False, pod_names=()) -> snap.Snapshot:
     """The snapshot the command asked for: files when -f is given (no cluster is contacted)."""
+    assume = {"on": True, "off": False}.get(getattr(opts, "assume_setting", None))
     if getattr(opts, "filename", None):
         namespace = resolve_namespace(opts)
-        result = load_files(opts.filename, Scope(namespace, getattr(opts, "selector", None), pod_names, workloads),
-                            stdin=io.stdin)
+        result = load_files(opts.filename, Scope(namespace, getattr(opts, "selector", None), pod_names, workloads,
+                                                 assume), stdin=io.stdin)
         result.namespace = namespace
         return result
     client = open_client(opts, io)
     namespace = resolve_namespace(opts, client)
     if pod_names and namespace is None:
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
-    result = load_cluster(client, Scope(namespace, getattr(opts, "selector", None), pod_names, workloads),
+    result = load_cluster(client, Scope(namespace, getattr(opts, "selector", None), pod_names, workloads, assume),
                           chunk=getattr(opts, "chunk_size", 500))
     result.namespace = namespace
     return result

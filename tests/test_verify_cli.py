@@ -127,3 +127,11 @@ def test_help_and_version_speak_of_kubectl_kvcache():
     assert code == 0 and "kubectl kvcache" in out and "verify" in out and "setting" in out
     code, out, _ = run("version")
     assert code == 0 and out.startswith("kubectl-kvcache ")
+
+
+def test_assume_setting_overrides_the_input():
+    _, out, _ = run("verify", "-f", EXAMPLE, "--assume-setting", "off", "-o", "json")
+    data = json.loads(out)
+    assert data["setting"] == {"value": False, "source": "flag"}
+    assert all(i["expected"] is None for i in data["items"])
+    assert data["summary"]["MISSING"] == 0 and data["summary"]["REJECTED"] == 1

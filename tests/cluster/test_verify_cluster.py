@@ -255,3 +255,27 @@ def test_bad_credentials_are_a_clear_error(cluster, tmp_path):
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
     code, out, err = plugin(str(kubeconfig), "verify", "-A")
     assert code == 2 and "401 Unauthorized" in err and "expired" in err
+
+
+def test_tenant_without_setting_rights_needs_assume_setting(cluster, example_namespaces):
+    """A namespace-scoped user cannot read the Setting in gpustack-system: verify says exactly
+    that (exit 2) instead of guessing, and --assume-setting lets them judge anyway."""
+    ns = example_namespaces["llm-research"]
+    kubeconfig = cluster.add_user("kvcache-tenant")
+    cluster.apply([
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "kvcache-tenant", "namespace": ns},
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+                   {"apiGroups": ["worker.gpustack.ai"], "resources": ["*"], "verbs": ["get", "list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "kvcache-tenant", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kvcache-tenant"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "kvcache-tenant"}]},
+    ], with_status=False)
+    code, out, err = plugin(kubeconfig, "verify", "-n", ns)
+    assert code == 2 and out == ""
+    assert "cannot get settings.gpustack.ai model-deployment-kv-cache-dtype-owned in namespace gpustack-system" in err
+    code, out, err = plugin(kubeconfig, "verify", "-n", ns, "--assume-setting", "on", "-o", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["setting"] == {"value": True, "source": "flag"} and len(data["items"]) == 2
