@@ -1,6 +1,7 @@
 """One container in, one prediction out: the dtype its engine runs with, or why it dies, or why
 that cannot be known. Pure: no cluster, no files, no `kubernetes` import."""
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -71,3 +72,33 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     reason = result.reason + (f"; {note}" if note else "")
     return Prediction(result.outcome, result.effective, result.error, reason, engine, str(version), source,
                       result.occurrences, result.winner, launch.via)
+
+
+class CachedPredict:
+    """`predict` memoised for one judging run: replicas of one role share their container spec,
+    so each distinct (container, engine, version, manufacturer) is parsed once. Bounded LRU of
+    `size` entries (callers judge Pods sorted by namespace and name, so replicas come together).
+    Safe because `predict` is pure and a Prediction is immutable; the cache keeps a reference to
+    each cached container, so the repr key (which may hold ids) cannot be reused while cached."""
+
+    def __init__(self, size=256):
+        self.size = size
+        self._entries: "OrderedDict[tuple, Tuple[dict, Prediction]]" = OrderedDict()
+        self.hits = self.misses = 0
+
+    def __call__(self, container: dict, declared_engine=None, declared_version=None, manufacturer=None):
+        try:
+            key = (repr(container), declared_engine, declared_version, manufacturer)
+            entry = self._entries.get(key)
+        except TypeError:  # an unhashable declared value: no caching
+            return predict(container, declared_engine, declared_version, manufacturer)
+        if entry is not None:
+            self.hits += 1
+            self._entries.move_to_end(key)
+            return entry[1]
+        self.misses += 1
+        result = predict(container, declared_engine, declared_version, manufacturer)
+        self._entries[key] = (container, result)
+        if len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return result

@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 
 from kubectl_kvcache import engines, setting as setting_mod, snapshot as snap
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.predict import Prediction, predict
+from kubectl_kvcache.predict import CachedPredict, Prediction, predict
 
 OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
 STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN)
@@ -143,7 +143,7 @@ def _occurrences(prediction: Prediction):
             for o in prediction.occurrences]
 
 
-def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool) -> Item:
+def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict) -> Item:
     pod = cand.pod
     binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
     expected = binding.dtype if (binding and setting_on) else None
@@ -157,7 +157,7 @@ def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool) 
         item.reason = f"no container named {cand.container_name}"
         return item
     item.container_spec = container
-    pred = predict(container, cand.declared_engine, cand.declared_version, cand.manufacturer)
+    pred = predictor(container, cand.declared_engine, cand.declared_version, cand.manufacturer)
     item.engine = pred.engine
     item.engine_version = pred.version
     item.version_source = pred.version_source
@@ -228,7 +228,8 @@ def setting_on(snapshot) -> bool:
 
 def verify(snapshot: snap.Snapshot) -> Report:
     on = setting_on(snapshot)
-    items = [judge_candidate(c, snapshot, on) for c in candidates(snapshot)]
+    predictor = CachedPredict()
+    items = [judge_candidate(c, snapshot, on, predictor) for c in candidates(snapshot)]
     return Report(on, snapshot.setting.source if snapshot.setting else "default", items)
 
 
