@@ -24,10 +24,10 @@ def run(opts, io):
     from kubectl_kvcache import sources
 
     if opts.action == "status":
-        return run_status(sources.open_client(opts), opts, io)
+        return run_status(sources.open_client(opts, io), opts, io)
     want = st.ACTIONS[opts.action]
     timeout = _wait_timeout(opts)          # a bad --timeout fails before anything is sent
-    return run_toggle(sources.open_client(opts), opts, io, want, timeout)
+    return run_toggle(sources.open_client(opts, io), opts, io, want, timeout)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -55,12 +55,10 @@ def run_status(client, opts, io):
     obj = read_setting(client, setting_path(client))
     record = snap.default_setting() if obj is None else snap.setting_record(obj, "cluster")
     view = st.status_view(record)
-    if opts.output == "json":
-        print(json.dumps(view, indent=2), file=io.stdout)
-    elif opts.output == "yaml":
-        import yaml
+    if opts.output in ("json", "yaml"):
+        from kubectl_kvcache import render
 
-        print(yaml.safe_dump(view, sort_keys=False, default_flow_style=False).rstrip(), file=io.stdout)
+        render.structured(view, opts.output, io.stdout)
     else:
         for line in st.status_lines(record):
             print(line, file=io.stdout)

@@ -192,7 +192,7 @@ class TTY(io.StringIO):
 
 def run_cli(api, argv, stdin=None, monkeypatch=None):
     out, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sources, "open_client", lambda opts: FakeClient(api))
+    monkeypatch.setattr(sources, "open_client", lambda opts, io=None: FakeClient(api))
     code = cli.main(argv, stdin=stdin if stdin is not None else io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
 
