@@ -146,7 +146,33 @@ def _kv_annotations(meta):
     return {k: v for k, v in ann.items() if k.startswith(ANNOTATION_PREFIX)}
 
 
-def pod_record(obj) -> Pod:
+class Interner:
+    """The values records of one load share. Replicas of a role carry equal containers, labels
+    and annotations: each distinct value is kept once and every record points at it, so memory
+    follows the distinct specs, not the number of Pods. Records never mutate these values.
+
+    Keyed by the hash of the value's repr (type-exact) and confirmed with ==; on the (64-bit)
+    hash colliding for unequal values the new value is simply not shared."""
+
+    def __init__(self):
+        self._seen = {}
+
+    def __call__(self, value):
+        key = hash(repr(value))
+        seen = self._seen.get(key)
+        if seen is None:
+            self._seen[key] = value
+            return value
+        return seen if seen == value else value
+
+
+def _own(value):
+    return value
+
+
+def pod_record(obj, intern=None) -> Pod:
+    """`intern`: an Interner shared by the records of one load (None: nothing is shared)."""
+    share = intern or _own
     what = _describe(obj)
     meta = _meta(obj, what)
     spec = obj.get("spec")
@@ -165,11 +191,11 @@ def pod_record(obj) -> Pod:
     return Pod(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
-        labels=dict(meta.get("labels") or {}),
-        annotations=_kv_annotations(meta),
+        labels=share(dict(meta.get("labels") or {})),
+        annotations=share(_kv_annotations(meta)),
         owner=owner,
-        containers=tuple(_slim_container(c, what) for c in spec["containers"]),
-        exit_codes=exit_codes,
+        containers=tuple(share(_slim_container(c, what)) for c in spec["containers"]),
+        exit_codes=share(exit_codes),
         phase=(obj.get("status") or {}).get("phase", ""),
         created=meta.get("creationTimestamp", ""),
     )

@@ -102,12 +102,13 @@ def _group(obj):
 def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
     result = snap.Snapshot(source="file")
     ignored = {}
+    intern = snap.Interner()
     for obj, where in read_objects(paths, stdin):
         kind = obj.get("kind")
         group = _group(obj)
         try:
             if kind == "Pod" and group == "":
-                record = snap.pod_record(obj)
+                record = snap.pod_record(obj, intern)
                 if (_in_scope(record.namespace, scope) and (not scope.pod_names or record.name in scope.pod_names)
                         and selector_matches(record.labels, scope.selector)):
                     result.pods.append(record)
@@ -218,11 +219,16 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
             f"{collection_path('', 'v1', 'pods', ns or 'default')}/{name}",
             what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.pod_names]
     else:
+        intern = snap.Interner()     # replicas share their containers and labels
+
+        def pod_record(obj):
+            return snap.pod_record(obj, intern)
+
         md_selector = _and("=".join(snap.MD_NAME_LABEL), scope.selector)
         inject_selector = _and(f"{snap.INJECT_LABEL}=true", scope.selector)
-        jobs["md_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), snap.pod_record,
+        jobs["md_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), pod_record,
                                               selector=md_selector, chunk=chunk, what=f"list pods {where}")
-        jobs["injected_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), snap.pod_record,
+        jobs["injected_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), pod_record,
                                                     selector=inject_selector, chunk=chunk,
                                                     what=f"list pods {where}")
     if scope.workloads:
