@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote
 
@@ -124,8 +125,9 @@ class Client:
 
     # -- requests ------------------------------------------------------------------------
 
-    def request(self, method, path, query=None, body=None, content_type=None, what=None):
-        """Raw JSON request; returns the decoded body or raises a one-line PluginError."""
+    def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False):
+        """Raw JSON request; returns the decoded body (`raw`: its bytes, still undecoded) or raises
+        a one-line PluginError."""
         import urllib3
 
         headers = {"Accept": "application/json", "User-Agent": "kubectl-kvcache"}
@@ -168,10 +170,7 @@ class Client:
                       file=self.trace_stream, flush=True)
         if resp.status >= 400:
             raise self._error(resp.status, data, what)
-        try:
-            return json.loads(data) if data else {}
-        except ValueError:
-            raise PluginError(f"the API server answered {what} with something that is not JSON")
+        return data if raw else _decode(data, what)
 
     def _error(self, status, data, what):
         message, reason = _status_message(data)
@@ -206,35 +205,57 @@ class Client:
 
     def list(self, path, convert: Callable[[dict], object], selector=None, chunk=500, what=None) -> List:
         """Every item of a list, converted page by page (memory follows the records, not the
-        pages); restarts from the first page when the continue token expires."""
+        pages); restarts from the first page when the continue token expires.
+
+        While one page is decoded and converted, the next is already being requested: its
+        continue token is read from the head of the raw page (the API server writes a list's
+        `metadata` before its `items`) and confirmed against the decoded page; when they differ,
+        or the head cannot tell, the next page is requested afterwards as before."""
         what = what or f"list {path}"
-        for _attempt in range(MAX_LIST_RESTARTS + 1):
-            records, token = [], None
-            try:
-                while True:
-                    query = {}
-                    if selector:
-                        query["labelSelector"] = selector
-                    if chunk:
-                        query["limit"] = str(chunk)
-                    if token:
-                        query["continue"] = token
-                    page = self.request("GET", path, query=query, what=what)
-                    items = page.get("items")
-                    if not isinstance(items, list):
-                        raise PluginError(f"the API server answered {what} without a list of items")
-                    for item in items:
-                        record = convert(item)
-                        if record is not None:
-                            records.append(record)
-                    token = (page.get("metadata") or {}).get("continue") if chunk else None
-                    del page, items
-                    if not token:
-                        return records
-            except PluginError as exc:
-                if getattr(exc, "expired", False) and token:
-                    continue
-                raise
+
+        def fetch(token):
+            query = {}
+            if selector:
+                query["labelSelector"] = selector
+            if chunk:
+                query["limit"] = str(chunk)
+            if token:
+                query["continue"] = token
+            if getattr(self.request, "__func__", None) is Client.request:
+                return self.request("GET", path, query=query, what=what, raw=True)
+            return self.request("GET", path, query=query, what=what)   # a stand-in's request(): decoded
+
+        with ThreadPoolExecutor(max_workers=1) as ahead:
+            for _attempt in range(MAX_LIST_RESTARTS + 1):
+                records, token, pending = [], None, None
+                try:
+                    while True:
+                        data = pending.result() if pending is not None else fetch(token)
+                        raw = isinstance(data, (bytes, bytearray))
+                        early = _continue_token(data) if chunk and raw else None
+                        pending = ahead.submit(fetch, early) if early else None
+                        page = _decode(data, what) if raw else data
+                        del data
+                        items = page.get("items")
+                        if not isinstance(items, list):
+                            raise PluginError(f"the API server answered {what} without a list of items")
+                        for item in items:
+                            record = convert(item)
+                            if record is not None:
+                                records.append(record)
+                        token = (page.get("metadata") or {}).get("continue") if chunk else None
+                        del page, items
+                        if token != early and pending is not None:
+                            _settle(pending)
+                            pending = None
+                        if not token:
+                            return records
+                except PluginError as exc:
+                    if pending is not None:
+                        _settle(pending)
+                    if getattr(exc, "expired", False) and token:
+                        continue
+                    raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
     # -- discovery -----------------------------------------------------------------------
@@ -264,6 +285,50 @@ class Client:
             if plural in served["versions"].get(version, ()):
                 return version
         raise NotFound(f"the API server does not serve {plural}.{group} (is its CRD installed?)")
+
+
+def _decode(data, what):
+    try:
+        return json.loads(data) if data else {}
+    except ValueError:
+        raise PluginError(f"the API server answered {what} with something that is not JSON")
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+_HEAD = 16384
+
+
+def _continue_token(data: bytes) -> Optional[str]:
+    """The continue token in the head of a raw list page when its `metadata` comes before its
+    `items`, as the API server writes lists; None when the head does not tell (the caller then
+    waits for the decoded page, which always has the last word)."""
+    head = data[:_HEAD].decode("utf-8", "ignore")
+    try:
+        i = _SPACE.match(head).end()
+        if head[i] != "{":
+            return None
+        i += 1
+        while True:
+            key, i = _DECODER.raw_decode(head, _SPACE.match(head, i).end())
+            i = _SPACE.match(head, i).end()
+            if not isinstance(key, str) or head[i] != ":" or key == "items":
+                return None
+            value, i = _DECODER.raw_decode(head, _SPACE.match(head, i + 1).end())
+            if key == "metadata":
+                token = value.get("continue") if isinstance(value, dict) else None
+                return token if isinstance(token, str) and token else None
+            i = _SPACE.match(head, i).end()
+            if head[i] != ",":
+                return None
+            i += 1
+    except (ValueError, IndexError):
+        return None
+
+
+def _settle(future):
+    """Wait for a request made ahead that is not wanted after all; its outcome does not matter."""
+    future.exception()
 
 
 def _entries(merged, key):
