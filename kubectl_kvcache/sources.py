@@ -238,7 +238,7 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
                                     ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
                                     ("Job", "batch", "jobs"), ("CronJob", "batch", "cronjobs")):
             jobs[kind] = (lambda g=group, p=plural, k=kind: client.list(
-                collection_path(g, "v1", p, ns), lambda o, k=k: snap.workload_record(dict(o, kind=k)),
+                collection_path(g, "v1", p, ns), lambda o, k=k: _opted_in(snap.workload_record(dict(o, kind=k))),
                 chunk=chunk,
                 what=f"list {p}.{g} {where}"))
     with _gc_paused():
@@ -259,6 +259,12 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
         for kind in snap.WORKLOAD_KINDS:
             result.workloads.extend(results[kind])
     return result
+
+
+def _opted_in(workload):
+    """Only templates opted into injection are kept (the only ones any command reads): the
+    label cannot be selected server-side on a template, and old ReplicaSets are many."""
+    return workload if workload.labels.get(snap.INJECT_LABEL) == "true" else None
 
 
 def _get_setting(client, version):
