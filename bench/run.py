@@ -83,16 +83,26 @@ def _harness():
 
 # -- installing the plugin -------------------------------------------------------------------
 
-def _copy_tree(dest):
+def _copy_tree(dest, source=ROOT):
     """The checkout (uncommitted changes included) without VCS, build and cache folders: an
     in-tree pip build would leave build/ and *.egg-info where others work."""
     skip = {".git", "build", "dist", ".venv", ".cache", ".pytest_cache", ".hypothesis", "__pycache__"}
-    shutil.copytree(ROOT, dest, ignore=lambda d, names: [n for n in names if n in skip or n.endswith(".egg-info")])
+    shutil.copytree(source, dest, ignore=lambda d, names: [n for n in names if n in skip or n.endswith(".egg-info")])
 
 
-def wheel_venv(workdir, python=sys.executable, reuse=True):
+def _source_tree(workdir, rev):
+    """A folder holding the tree of git revision `rev` (for --compare)."""
+    dest = os.path.join(workdir, "compare-src")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True, stdout=subprocess.PIPE).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+    return dest
+
+
+def wheel_venv(workdir, python=sys.executable, reuse=True, source=ROOT, name="wheel-venv"):
     """A venv with the plugin installed from a freshly built wheel; returns its bin folder."""
-    venv = os.path.join(workdir, "wheel-venv")
+    venv = os.path.join(workdir, name)
     py = os.path.join(venv, "bin", "python")
     if not (reuse and os.path.exists(py)):
         shutil.rmtree(venv, ignore_errors=True)
@@ -103,7 +113,7 @@ def wheel_venv(workdir, python=sys.executable, reuse=True):
     wheels = os.path.join(workdir, "wheels")
     shutil.rmtree(src, ignore_errors=True)
     shutil.rmtree(wheels, ignore_errors=True)
-    _copy_tree(src)
+    _copy_tree(src, source)
     subprocess.run([py, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps", "-w", wheels, src],
                    check=True, stdout=subprocess.DEVNULL)
     wheel = [os.path.join(wheels, n) for n in os.listdir(wheels) if n.endswith(".whl")][0]
@@ -111,7 +121,7 @@ def wheel_venv(workdir, python=sys.executable, reuse=True):
     subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--force-reinstall",
                     "--no-deps", wheel], check=True)
     # byte-compile now, as pip does at install time: no run pays for it
-    log(f"wheel {os.path.basename(wheel)} installed in {venv}")
+    log(f"wheel {os.path.basename(wheel)} from {source} installed in {venv}")
     return os.path.join(venv, "bin")
 
 
@@ -279,7 +289,7 @@ HEADERS = ["Pods", "command", "median s", "range s", "peak RSS MB", "API request
 
 def markdown_table(rows, headers=HEADERS):
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -339,6 +349,9 @@ def main(argv=None):
                                     "(default: build one now)")
     p.add_argument("--no-binary", action="store_true", help="skip the PyInstaller binary")
     p.add_argument("--only", help="comma-separated command names to run (e.g. 'verify (wheel),kubectl pods')")
+    p.add_argument("--compare", metavar="REV",
+                   help="also time verify and check of this git revision (a wheel built from it), in the same "
+                        "interleaved runs: rows '... (REV)'")
     p.add_argument("--chunk-sizes", default="",
                    help="also run verify (wheel) with each of these comma-separated --chunk-size values")
     p.add_argument("--pods-per-namespace", type=int, default=100)
@@ -385,6 +398,12 @@ def main(argv=None):
         commands.append(Command("verify (binary)", [["kubectl", "kvcache", "verify", "-A", "-o", "json"]],
                                 [bin_dir, kubectl_dir], "plugin", count_verify_items,
                                 direct=["kubectl-kvcache", "verify", "-A", "-o", "json"]))
+    if opts.compare:
+        old_bin = wheel_venv(opts.workdir, source=_source_tree(opts.workdir, opts.compare), name="compare-venv")
+        for what, argv, count in (("verify", ["verify", "-A", "-o", "json"], count_verify_items),
+                                  ("check", ["check", "-A"], count_lines)):
+            commands.append(Command(f"{what} ({opts.compare})", [["kubectl", "kvcache", *argv]],
+                                    [old_bin, kubectl_dir], "plugin", count, direct=["kubectl-kvcache", *argv]))
     for size in [c.strip() for c in opts.chunk_sizes.split(",") if c.strip()]:
         commands.append(Command(f"verify --chunk-size {size} (wheel)",
                                 [["kubectl", "kvcache", "verify", "-A", "-o", "json", "--chunk-size", size]],
