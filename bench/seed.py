@@ -63,10 +63,14 @@ class Api:
     def from_kubeconfig(cls, path, context_name=None):
         """The current (or named) context of a kubeconfig: client certificates, a bearer token or
         token file; CA data or file; insecure-skip-tls-verify. No exec/auth-provider plugins."""
-        import yaml
-
         with open(os.path.expanduser(path)) as f:
-            cfg = yaml.safe_load(f)
+            text = f.read()
+        try:
+            cfg = json.loads(text)       # the harness writes JSON kubeconfigs
+        except ValueError:
+            import yaml
+
+            cfg = yaml.safe_load(text)
         context_name = context_name or cfg.get("current-context")
         ctx = next(c["context"] for c in cfg["contexts"] if c["name"] == context_name)
         cluster = next(c["cluster"] for c in cfg["clusters"] if c["name"] == ctx["cluster"])
@@ -568,19 +572,26 @@ def existing_pods(api):
     return len(page["items"]) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
 
 
-def ensure_setting(api, value="true"):
-    """The operator's Setting, on (status.value as the operator reports it)."""
+def ensure_setting(api, value="true", log=None):
+    """The operator's Setting, on, when the cluster has none (an existing one is left alone)."""
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     path = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings"
     name = "model-deployment-kv-cache-dtype-owned"
-    api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                             "metadata": {"name": "gpustack-system"}}, ok=(201, 409))
-    obj = {"apiVersion": "gpustack.ai/v1", "kind": "Setting", "metadata": {"name": name, "namespace": "gpustack-system"},
-           "spec": {"value": value}}
-    _create(api, path, obj, {"value": value, "editable": True, "sensitive": False,
-                             "description": "the Binding's dtype is the engine's --kv-cache-dtype"})
+    status, _ = api.raw("GET", f"{path}/{name}")
+    if status != 404:
+        return
+    try:
+        api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": "gpustack-system"}}, ok=(201, 409))
+        obj = {"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+               "metadata": {"name": name, "namespace": "gpustack-system"}, "spec": {"value": value}}
+        _create(api, path, obj, {"value": value, "editable": True, "sensitive": False,
+                                 "description": "the Binding's dtype is the engine's --kv-cache-dtype"})
+    except RuntimeError as exc:
+        log(f"seed: no Setting created ({exc}); the plugin then assumes the default, on")
 
 
-def delete_all(api, wait=True, timeout=600):
+def delete_all(api, wait=False, timeout=600):
     """Delete every bench namespace (label kvcache-bench=true)."""
     names = [n["metadata"]["name"] for n in api.call("GET", "/api/v1/namespaces",
                                                      query={"labelSelector": f"{BENCH_LABEL}=true"})["items"]]
@@ -605,12 +616,15 @@ def main(argv=None):
     p.add_argument("--injected-ratio", type=float, default=0.1)
     p.add_argument("--workers", type=int, default=12)
     p.add_argument("--delete", action="store_true", help="delete every kvcache-bench=true namespace and exit")
+    p.add_argument("--wait", action="store_true",
+                   help="with --delete: wait until they are gone (needs a namespace controller, which the "
+                        "harness's API server does not run)")
     opts = p.parse_args(argv)
     if not opts.kubeconfig:
         p.error("--kubeconfig (or KUBECONFIG) is required")
     api = Api.from_kubeconfig(opts.kubeconfig, opts.context)
     if opts.delete:
-        print(f"deleted {len(delete_all(api))} namespaces", file=sys.stderr)
+        print(f"deleted {len(delete_all(api, wait=opts.wait))} namespaces", file=sys.stderr)
         return 0
     ensure_setting(api)
     seed(api, opts.pods, opts.start, opts.pods_per_namespace, opts.injected_ratio, opts.workers)
