@@ -448,16 +448,18 @@ class _Engines:
 
     def __init__(self, snapshot):
         self.by_role: Dict[Tuple[str, str, str], List[verify.Candidate]] = {}
+        self._roles: Dict[Tuple[str, str], List[Tuple[str, str, str]]] = {}
         for cand in verify.candidates(snapshot):
             if cand.owner and not cand.problem:
                 key = (cand.pod.namespace, cand.owner["name"], cand.role)
+                if key not in self.by_role:
+                    self._roles.setdefault(key[:2], []).append(key)
                 self.by_role.setdefault(key, []).append(cand)
 
     def of(self, md, role=None):
         if role is not None:
             return self.by_role.get((md.namespace, md.name, role), [])
-        return [c for (ns, name, _), cands in self.by_role.items() if (ns, name) == (md.namespace, md.name)
-                for c in cands]
+        return [c for key in self._roles.get((md.namespace, md.name), ()) for c in self.by_role[key]]
 
     def images(self, md):
         cands = sorted(self.of(md), key=lambda c: c.pod.created)

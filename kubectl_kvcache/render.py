@@ -28,7 +28,14 @@ def table(headers, rows, out, no_headers=False):
 
 
 def as_json(data, out):
-    out.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    buf = []
+    for chunk in json.JSONEncoder(indent=2).iterencode(data):
+        buf.append(chunk)
+        if len(buf) >= 8192:
+            out.write("".join(buf))
+            buf.clear()
+    buf.append("\n")
+    out.write("".join(buf))
 
 
 def as_yaml(data, out):
