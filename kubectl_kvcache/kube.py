@@ -221,9 +221,7 @@ class Client:
                 query["limit"] = str(chunk)
             if token:
                 query["continue"] = token
-            if getattr(self.request, "__func__", None) is Client.request:
-                return self.request("GET", path, query=query, what=what, raw=True)
-            return self.request("GET", path, query=query, what=what)   # a stand-in's request(): decoded
+            return self.request("GET", path, query=query, what=what, raw=True)
 
         with ThreadPoolExecutor(max_workers=1) as ahead:
             for _attempt in range(MAX_LIST_RESTARTS + 1):

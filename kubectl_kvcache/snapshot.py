@@ -141,6 +141,16 @@ def _meta(obj, what):
     return meta
 
 
+def _with_spec(obj):
+    """(description, metadata, spec) of an object that must have both."""
+    what = _describe(obj)
+    meta = _meta(obj, what)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise PluginError(f"{what}: missing spec")
+    return what, meta, spec
+
+
 def _kv_annotations(meta):
     ann = meta.get("annotations") or {}
     return {k: v for k, v in ann.items() if k.startswith(ANNOTATION_PREFIX)}
@@ -210,11 +220,7 @@ def _strings(value, what, path):
 
 
 def deployment_record(obj) -> Deployment:
-    what = _describe(obj)
-    meta = _meta(obj, what)
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        raise PluginError(f"{what}: missing spec")
+    what, meta, spec = _with_spec(obj)
     roles = []
     for i, role in enumerate(spec.get("roles") or ()):
         if not isinstance(role, dict) or not role.get("name"):
@@ -244,11 +250,7 @@ def deployment_record(obj) -> Deployment:
 
 
 def binding_record(obj) -> Binding:
-    what = _describe(obj)
-    meta = _meta(obj, what)
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        raise PluginError(f"{what}: missing spec")
+    what, meta, spec = _with_spec(obj)
     domain = spec.get("domain") or {}
     status = obj.get("status") or {}
     used_by = tuple((u.get("kind", ""), u.get("namespace", ""), u.get("name", ""))

@@ -177,7 +177,8 @@ class FakeClient(kube.Client):
         self.host = "https://fake"
         self._discovery = {}
 
-    def request(self, method, path, query=None, body=None, content_type=None, what=None):
+    def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False):
+        """Answers decoded whatever `raw` asks: Client.list takes bytes or a decoded page."""
         self.requests += 1
         try:
             return self.fake.handle(method, path, query, body, content_type)
