@@ -15,10 +15,9 @@ The checks, in the upgrade guide's order:
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from kubectl_kvcache import engine_data, engines, kvparse, setting as setting_mod, snapshot as snap, verify, webhook
-from kubectl_kvcache.argv import Token
-from kubectl_kvcache.engines import DTYPE_OPTION, Version
-from kubectl_kvcache.predict import predict
+from kubectl_kvcache import engine as model, setting as setting_mod, snapshot as snap, verify
+from kubectl_kvcache.engine import (DTYPE_OPTION, IMAGE_TAG, MINIMUM, POD_IMAGE, SAME_FORMAT, SPEC_IMAGE,
+                                    SPEC_VERSION, Token, Version, predict)
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITIES = (ERROR, WARNING, INFO)
@@ -38,21 +37,6 @@ CODES = {
     "setting": (INFO, "the Setting's current value"),
 }
 
-# Spellings that mean the same cache format, most portable first: the fix for a rejected
-# spelling names the first of these every engine involved accepts. (On CUDA vLLM's `fp8` is
-# the e4m3 format.)
-SAME_FORMAT = {
-    "bf16": ("bfloat16",),
-    "bfloat16": ("bf16",),
-    "fp8": ("fp8_e4m3",),
-    "fp8_e4m3": ("fp8",),
-    "fp16": ("float16",),
-    "half": ("float16",),
-}
-
-# Where an engine version came from.
-SPEC_VERSION, SPEC_IMAGE, POD_IMAGE, IMAGE_TAG, MINIMUM = (
-    "spec.engine.version", "spec.engine.image", "Pod image", "image tag", "operator minimum")
 _SHORT_SOURCE = {SPEC_VERSION: "", SPEC_IMAGE: "image", POD_IMAGE: "pods", IMAGE_TAG: "image",
                  MINIMUM: "minimum"}
 
@@ -95,7 +79,7 @@ class EngineAt:
 
     @property
     def profile(self):
-        return engines.profile(self.engine, self.version)
+        return model.profile(self.engine, self.version)
 
     @property
     def label(self):
@@ -106,14 +90,14 @@ class EngineAt:
     @property
     def long_label(self):
         """`SGLang 0.5.19 (from spec.engine.image)`, `vLLM 0.29.0 (version unknown: the operator minimum)`."""
-        name = f"{engines.DISPLAY_NAMES[self.engine]} {self.version}"
+        name = f"{model.DISPLAY_NAMES[self.engine]} {self.version}"
         if self.source == MINIMUM:
             return f"{name} (version unknown: the operator minimum)"
         return f"{name} (from {self.source})"
 
     @property
     def name(self):
-        return f"{engines.DISPLAY_NAMES[self.engine]} {self.version}"
+        return f"{model.DISPLAY_NAMES[self.engine]} {self.version}"
 
     def to_dict(self):
         return {"engine": self.engine, "version": str(self.version), "versionSource": self.source}
@@ -241,41 +225,27 @@ class Report:
 
 # -- engine versions -----------------------------------------------------------------------
 
-def _from_image(engine, image, source, ascend=False):
-    found = engines.version_from_image(image, engine) if image else None
-    return EngineAt(engine, found[1], source, ascend) if found else None
-
-
 def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> Tuple[EngineAt, ...]:
     """The engine releases a deployment runs: spec.engine.version, else spec.engine.image's tag,
     else the tags of its Pods' images (oldest Pod first), else the operator's minimum."""
-    engine = engines.normalise_engine(md.engine)
+    engine = model.normalise_engine(md.engine)
     if engine is None:
         return ()
-    declared = engines.parse_version(md.engine_version) if md.engine_version else None
-    if declared:
-        return (EngineAt(engine, declared, SPEC_VERSION),)
-    from_spec = _from_image(engine, md.image, SPEC_IMAGE)
-    if from_spec:
-        return (from_spec,)
-    found = []
-    for image in pod_images:
-        at = _from_image(engine, image, POD_IMAGE)
-        if at and at not in found:
-            found.append(at)
-    return tuple(found) or (EngineAt(engine, engines.minimum_version(engine), MINIMUM),)
+    found = model.resolve_versions(engine, md.engine_version,
+                                   ((SPEC_IMAGE, (md.image,)), (POD_IMAGE, tuple(pod_images))))
+    return tuple(EngineAt(engine, version, source) for version, source in found)
 
 
 def injected_engine(annotations, container) -> Optional[EngineAt]:
     """The engine an injection opt-in declares, at its image's version, else the minimum."""
-    engine = engines.normalise_engine(annotations.get(snap.ANNOTATION_PREFIX + "engine"))
+    engine = model.normalise_engine(annotations.get(snap.ANNOTATION_PREFIX + "engine"))
     if engine is None:
         return None
     image = (container or {}).get("image") or ""
     ascend = (annotations.get(snap.ANNOTATION_PREFIX + "manufacturer") or "").lower() == "ascend" \
-        or engines.is_ascend_image(image)
-    return (_from_image(engine, image, IMAGE_TAG, ascend)
-            or EngineAt(engine, engines.minimum_version(engine), MINIMUM, ascend))
+        or model.is_ascend_image(image)
+    version, source = model.resolve_versions(engine, None, ((IMAGE_TAG, (image,)),))[0]
+    return EngineAt(engine, version, source, ascend)
 
 
 # -- reading --kv-cache-dtype with the engine model ----------------------------------------
@@ -285,9 +255,9 @@ def operator_tokens(dtype) -> List[Token]:
     return [Token(DTYPE_OPTION, OPERATOR_SOURCE, 0), Token(dtype, OPERATOR_SOURCE, 1)]
 
 
-def dtype_outcome(dtype, at: EngineAt) -> kvparse.Parse:
+def dtype_outcome(dtype, at: EngineAt) -> model.Parse:
     """What `--kv-cache-dtype <dtype>` does to that engine release."""
-    return kvparse.parse(operator_tokens(dtype), at.profile, platform_may_extend=at.ascend)
+    return model.parse(operator_tokens(dtype), at.profile, platform_may_extend=at.ascend)
 
 
 def plain(reason, operator=""):
@@ -312,12 +282,12 @@ def flag_tokens(tokens: Sequence[Token], profile) -> List[FlagToken]:
     for j, tok in enumerate(tokens):
         if tok.text is None or not tok.text.startswith("--"):
             continue
-        probe = kvparse.parse([tok, _PROBE], profile)
+        probe = model.parse([tok, _PROBE], profile)
         if probe.occurrences:
-            actual = kvparse.parse([tok] + list(tokens[j + 1:j + 2]), profile)
+            actual = model.parse([tok] + list(tokens[j + 1:j + 2]), profile)
             value = actual.occurrences[0].value if actual.occurrences else None
             found.append(FlagToken(tok.source, tok.index, tok.text, value))
-        elif probe.error == kvparse.AMBIGUOUS and _could_abbreviate_dtype(tok.text, profile):
+        elif probe.error == model.AMBIGUOUS and _could_abbreviate_dtype(tok.text, profile):
             found.append(FlagToken(tok.source, tok.index, tok.text, None, ambiguous=probe.reason))
     return found
 
@@ -325,7 +295,7 @@ def flag_tokens(tokens: Sequence[Token], profile) -> List[FlagToken]:
 def accepted_since(engine, value) -> Optional[str]:
     """The first release of `engine` that accepts `value` (and still does), from the engine data."""
     since = None
-    for release, added, removed in engine_data.ACCEPTED_VALUES[engine]:
+    for release, added, removed in model.ACCEPTED_VALUES[engine]:
         if value in added:
             since = since or release
         if value in removed:
@@ -511,9 +481,9 @@ def judge_binding(entry: BindingEntry, on: bool) -> List[Finding]:
     for use in entry.uses:
         for at in use.engines if use.renders else ():
             outcome = dtype_outcome(b.dtype, at)
-            if outcome.outcome == kvparse.REJECTED:
+            if outcome.outcome == model.REJECTED:
                 entry.rejected_by.append((use, at, plain(outcome.reason)))
-            elif outcome.outcome == kvparse.UNKNOWN:
+            elif outcome.outcome == model.UNKNOWN:
                 unknown.append((use, at, plain(outcome.reason)))
     if entry.rejected_by:
         rejecting = _unique(f"{e.engine} {e.version}" for _, e, _ in entry.rejected_by)
@@ -603,11 +573,11 @@ def _no_common_spelling(dtype, entry):
         since = accepted_since(engine, dtype)
         alt = next((a for a in SAME_FORMAT.get(dtype, ()) if accepted_since(engine, a)), None)
         if since:
-            hints.append(f"{engines.DISPLAY_NAMES[engine]} accepts {dtype!r} from {since}")
+            hints.append(f"{model.DISPLAY_NAMES[engine]} accepts {dtype!r} from {since}")
         elif alt:
-            hints.append(f"{engines.DISPLAY_NAMES[engine]} spells it {alt!r} from {accepted_since(engine, alt)}")
+            hints.append(f"{model.DISPLAY_NAMES[engine]} spells it {alt!r} from {accepted_since(engine, alt)}")
         else:
-            hints.append(f"{engines.DISPLAY_NAMES[engine]} has no spelling of {dtype!r}")
+            hints.append(f"{model.DISPLAY_NAMES[engine]} has no spelling of {dtype!r}")
     common = sorted(set.intersection(*(set(e.profile.accepted) for e in entry.engines())) - {"auto"})
     choice = f"one of {', '.join(common)}" if common else "a value each engine accepts (or split the users)"
     return f"a dtype every engine accepts ({'; '.join(hints)}; or upgrade the engine): {choice}"
@@ -631,10 +601,10 @@ def _role_path(i, j):
     return f"spec.roles[{i}].{EXTRA_ARGS}[{j}]"
 
 
-def _shown(parse: kvparse.Parse) -> str:
-    if parse.outcome == kvparse.REJECTED:
+def _shown(parse: model.Parse) -> str:
+    if parse.outcome == model.REJECTED:
         return "REJECTED"
-    if parse.outcome == kvparse.UNKNOWN:
+    if parse.outcome == model.UNKNOWN:
         return "UNKNOWN"
     return parse.effective if parse.effective is not None else "auto (engine default)"
 
@@ -660,20 +630,20 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
     if not flags:
         return None
     dtype = binding.dtype if binding else None
-    own = kvparse.parse(tokens, at.profile)
-    after = kvparse.parse(operator_tokens(dtype) + tokens, at.profile) if dtype else own
+    own = model.parse(tokens, at.profile)
+    after = model.parse(operator_tokens(dtype) + tokens, at.profile) if dtype else own
     own_value = next((f.value for f in reversed(flags) if not f.ambiguous), None)
     predicted_today = after if on else own
     today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
     paths = ", ".join(_role_path(i, f.index) for f in flags)
     spelled = ", ".join(f"`{f.shown}` at {_role_path(i, f.index)}" for f in flags)
 
-    if after.outcome == kvparse.REJECTED:
+    if after.outcome == model.REJECTED:
         verdict, severity = "REJECTED", ERROR
         ambiguous = next((f for f in flags if f.ambiguous), None)
         why = (f"The engine exits on it: {ambiguous.ambiguous}" if ambiguous
                else f"After the upgrade the engine exits: {plain(after.reason, _OPERATOR_FIRST)}")
-    elif after.outcome == kvparse.UNKNOWN:
+    elif after.outcome == model.UNKNOWN:
         verdict, severity, why = "UNKNOWN", WARNING, plain(after.reason, _OPERATOR_FIRST)
     elif dtype is None:
         verdict, severity = "UNKNOWN", WARNING
@@ -689,7 +659,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
     message = (f"role {role.name} passes the flag itself on {at.long_label}: {spelled}. {why}. Today: {today}; "
                f"after the upgrade: {after_text}. The webhook refuses the deployment's next edit until it is "
                f"removed")
-    keep = own_value if own_value and own_value != dtype and after.outcome != kvparse.REJECTED else None
+    keep = own_value if own_value and own_value != dtype and after.outcome != model.REJECTED else None
     fix = f"remove {paths} from the role" + (
         f" once the Binding's dtype is the one it should run (to keep {keep}, move the deployment to a Binding "
         f"with dtype {keep!r} and a new domain.name)" if keep else "")
@@ -711,13 +681,13 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Tu
              for o in pred.occurrences]
     where = "; ".join(f"`{f['text']}{'' if '=' in f['text'] else ' ' + str(f['value'])}` in "
                       f"{f['path']}" for f in flags)
-    if not where and pred.outcome == kvparse.OK:
+    if not where and pred.outcome == model.OK:
         where = "no --kv-cache-dtype"
     detail = ", ".join(x for x in (where, f"via {pred.via}" if pred.via else "") if x)
-    if pred.outcome == kvparse.REJECTED:
+    if pred.outcome == model.REJECTED:
         verdict, severity, why = "REJECTED", ERROR, f"the engine exits: {pred.reason}"
         after = "REJECTED"
-    elif pred.outcome == kvparse.UNKNOWN:
+    elif pred.outcome == model.UNKNOWN:
         verdict, severity, why = "UNKNOWN", WARNING, f"what it runs with cannot be known: {pred.reason}"
         after = "UNKNOWN"
     else:
@@ -784,7 +754,7 @@ def injection_problems(optin: OptIn) -> List[Tuple[str, str]]:
         return [(f"container {name} has no command and no args", "write the engine's command and args into "
                                                                    "the container spec")]
     problems = []
-    why, fix = webhook.program_refusal(command + args)
+    why, fix = model.program_refusal(command + args, snap.INJECT_LABEL)
     if why:
         problems.append((f"container {name}: {why}", fix))
     at = injected_engine(optin.annotations, container)
@@ -807,7 +777,7 @@ def check_injection(optins: List[OptIn]) -> List[Finding]:
     for o in optins:
         if not o.annotation("binding") or injected_engine(o.annotations, None) is None:
             missing = [k for k in ("binding", "engine") if not o.annotation(k)
-                       or (k == "engine" and engines.normalise_engine(o.annotation(k)) is None)]
+                       or (k == "engine" and model.normalise_engine(o.annotation(k)) is None)]
             found.append(finding("unchecked", o.obj, f"opts into injection but annotation "
                                                      f"{', '.join(snap.ANNOTATION_PREFIX + k for k in missing)} is "
                                                      f"missing or not vLLM/SGLang: the webhook needs it",

@@ -3,9 +3,15 @@ wide tables, JSON and YAML. Diagnostics go to stderr elsewhere."""
 
 import json
 
-from kubectl_kvcache.predict import version_label
+from kubectl_kvcache.engine.releases import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 
 NONE = "<none>"
+
+
+def version_label(engine, version, source):
+    """`vLLM 0.29.0 (spec)`: an engine release and where its version was read, for verify."""
+    where = {SPEC_VERSION: "spec", IMAGE_TAG: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
+    return f"{DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
 
 
 def _cell(value):

@@ -8,9 +8,9 @@ the engine (`main`, or the injection annotation's), and the verdict.
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from kubectl_kvcache import engines, setting as setting_mod, snapshot as snap
+from kubectl_kvcache import engine as model, setting as setting_mod, snapshot as snap
+from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.predict import CachedPredict, Prediction, predict
 
 OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
 STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN)
@@ -133,7 +133,7 @@ def _injected_candidate(pod):
                        f"to say which runs the engine")
     if not problem and not binding:
         problem = f"no {snap.ANNOTATION_PREFIX}binding annotation"
-    if not problem and not engines.normalise_engine(engine):
+    if not problem and not model.normalise_engine(engine):
         problem = f"{snap.ANNOTATION_PREFIX}engine is {engine!r}, not vLLM or SGLang"
     return Candidate(pod, container, None, role, engine, None, binding, manufacturer, problem=problem)
 
@@ -149,7 +149,7 @@ def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, 
     expected = binding.dtype if (binding and setting_on) else None
     container = pod.container(cand.container_name) if cand.container_name else None
     item = Item(pod.namespace, pod.name, cand.container_name, cand.owner, cand.role,
-                engines.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "")
+                model.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "")
     if cand.problem:
         item.reason = cand.problem
         return item
@@ -204,7 +204,7 @@ def _missing_reason(cand, binding, pred):
         text = "no --kv-cache-dtype in the argv: the replica has not rolled since the Setting went on"
     else:
         text = "no --kv-cache-dtype in the args: the Pod was created before the webhook injected it"
-    profile = engines.profile(pred.engine, engines.parse_version(pred.version))
+    profile = model.profile(pred.engine, model.parse_version(pred.version))
     if binding.dtype not in profile.accepted:
         text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}")
     return text

@@ -4,7 +4,7 @@ environment the names come from."""
 
 import pytest
 
-from kubectl_kvcache.argv import Argv, EnvValue, Undecidable, build_argv, container_environment, expand
+from kubectl_kvcache.engine.argv import Argv, EnvValue, Undecidable, build_argv, container_environment, expand
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.29.0"
 SGLANG_IMAGE = "lmsysorg/sglang:v0.5.18-cu129"
@@ -84,7 +84,7 @@ def test_build_argv(container, expected, reason):
 
 
 def test_old_vllm_image_entrypoint_is_the_api_server_module():
-    from kubectl_kvcache.engines import parse_version
+    from kubectl_kvcache.engine.releases import parse_version
     argv = build_argv({"image": "vllm/vllm-openai:v0.4.2", "args": ["--model", "m"]}, parse_version("0.4.2"))
     assert texts(argv) == ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
     argv = build_argv({"image": "vllm/vllm-openai:v0.5.3", "args": ["m"]}, parse_version("0.5.3"))

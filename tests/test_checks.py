@@ -3,8 +3,9 @@ boundary that decides a finding."""
 
 import pytest
 
-from kubectl_kvcache import checks, engines, snapshot as snap
-from kubectl_kvcache.argv import Token
+from kubectl_kvcache import checks, snapshot as snap
+from kubectl_kvcache.engine import releases as engines
+from kubectl_kvcache.engine.argv import Token
 
 NS = "team"
 

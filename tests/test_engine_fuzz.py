@@ -18,9 +18,9 @@ import argparse
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from kubectl_kvcache import engine_data, engines, kvparse
-from kubectl_kvcache.engines import parse_version
-from kubectl_kvcache.predict import predict
+from kubectl_kvcache.engine import data as engine_data, kvparse, releases as engines
+from kubectl_kvcache.engine.releases import parse_version
+from kubectl_kvcache.engine.predict import predict
 
 LAUNCH = {
     "vllm": ["vllm", "serve", "org/model"],
@@ -143,7 +143,7 @@ def test_predict_never_raises(engine, declared, version, argv, env, env_from, im
     if p.outcome == kvparse.UNKNOWN:
         assert p.error is None
     if p.version is not None:
-        assert p.version_source in ("declared", "image", "minimum")
+        assert p.version_source in (engines.SPEC_VERSION, engines.IMAGE_TAG, engines.MINIMUM)
 
 
 @settings(max_examples=200, deadline=None)

@@ -8,9 +8,9 @@ names, with at least one old and one current release of each engine.
 
 import pytest
 
-from kubectl_kvcache import engines, kvparse
-from kubectl_kvcache.engines import parse_version, version_from_image
-from kubectl_kvcache.predict import predict
+from kubectl_kvcache.engine import kvparse, releases as engines
+from kubectl_kvcache.engine.releases import parse_version, version_from_image
+from kubectl_kvcache.engine.predict import predict
 
 LAUNCH = {
     "vllm": ["vllm", "serve", "org/model"],
@@ -28,7 +28,7 @@ def run(argv, engine="vllm", version="0.29.0", *, env=None, env_from=None, image
     p = predict(container, engine, version, manufacturer)
     assert p.engine == engine
     if p.outcome != kvparse.UNKNOWN or p.version is not None:
-        assert (p.version, p.version_source) == (str(parse_version(version)), "declared")
+        assert (p.version, p.version_source) == (str(parse_version(version)), engines.SPEC_VERSION)
     return p
 
 
@@ -653,31 +653,31 @@ def test_shell_wrapped(command, args, env, expected, via):
 
 VERSION_ROWS = [
     # (id, engine, image, declared version, expected version, source)
-    ("declared", "vllm", "vllm/vllm-openai:v0.10.1", "0.29.0", "0.29.0", "declared"),
-    ("declared-v-prefix", "sglang", "", "v0.5.4.post3", "0.5.4.post3", "declared"),
-    ("runner-vllm", "vllm", "gpustack/runner:cuda12.9-vllm0.29.0", None, "0.29.0", "image"),
-    ("runner-vllm-variant", "vllm", "gpustack/runner:cuda12.8-custom-vllm0.11.2-x86", None, "0.11.2", "image"),
-    ("runner-sglang", "sglang", "gpustack/runner:cuda12.9-sglang0.5.18", None, "0.5.18", "image"),
-    ("runner-sglang-post", "sglang", "gpustack/runner:cann8.2-sglang0.5.4.post3", None, "0.5.4.post3", "image"),
-    ("runner-other-engine", "sglang", "gpustack/runner:cuda12.9-vllm0.29.0", None, "0.5.18", "minimum"),
-    ("vllm-openai", "vllm", "vllm/vllm-openai:v0.29.0", None, "0.29.0", "image"),
-    ("vllm-openai-no-v", "vllm", "vllm/vllm-openai:0.10.1.1", None, "0.10.1.1", "image"),
-    ("vllm-openai-registry", "vllm", "docker.io/vllm/vllm-openai:v0.7.0", None, "0.7.0", "image"),
-    ("vllm-openai-registry-port", "vllm", "registry.local:5000/vllm/vllm-openai:v0.19.0", None, "0.19.0", "image"),
+    ("declared", "vllm", "vllm/vllm-openai:v0.10.1", "0.29.0", "0.29.0", engines.SPEC_VERSION),
+    ("declared-v-prefix", "sglang", "", "v0.5.4.post3", "0.5.4.post3", engines.SPEC_VERSION),
+    ("runner-vllm", "vllm", "gpustack/runner:cuda12.9-vllm0.29.0", None, "0.29.0", engines.IMAGE_TAG),
+    ("runner-vllm-variant", "vllm", "gpustack/runner:cuda12.8-custom-vllm0.11.2-x86", None, "0.11.2", engines.IMAGE_TAG),
+    ("runner-sglang", "sglang", "gpustack/runner:cuda12.9-sglang0.5.18", None, "0.5.18", engines.IMAGE_TAG),
+    ("runner-sglang-post", "sglang", "gpustack/runner:cann8.2-sglang0.5.4.post3", None, "0.5.4.post3", engines.IMAGE_TAG),
+    ("runner-other-engine", "sglang", "gpustack/runner:cuda12.9-vllm0.29.0", None, "0.5.18", engines.MINIMUM),
+    ("vllm-openai", "vllm", "vllm/vllm-openai:v0.29.0", None, "0.29.0", engines.IMAGE_TAG),
+    ("vllm-openai-no-v", "vllm", "vllm/vllm-openai:0.10.1.1", None, "0.10.1.1", engines.IMAGE_TAG),
+    ("vllm-openai-registry", "vllm", "docker.io/vllm/vllm-openai:v0.7.0", None, "0.7.0", engines.IMAGE_TAG),
+    ("vllm-openai-registry-port", "vllm", "registry.local:5000/vllm/vllm-openai:v0.19.0", None, "0.19.0", engines.IMAGE_TAG),
     ("vllm-openai-mirror-path", "vllm", "harbor.example.com/mirror/vllm/vllm-openai:v0.18.0", None, "0.18.0",
-     "image"),
-    ("vllm-openai-digest", "vllm", "vllm/vllm-openai:v0.11.0@sha256:" + "a" * 64, None, "0.11.0", "image"),
-    ("vllm-openai-digest-only", "vllm", "vllm/vllm-openai@sha256:" + "a" * 64, None, "0.29.0", "minimum"),
-    ("vllm-openai-latest", "vllm", "vllm/vllm-openai:latest", None, "0.29.0", "minimum"),
-    ("vllm-openai-rc", "vllm", "vllm/vllm-openai:v0.11.0rc1", None, "0.29.0", "minimum"),
-    ("sglang", "sglang", "lmsysorg/sglang:v0.5.18-cu129", None, "0.5.18", "image"),
-    ("sglang-post", "sglang", "lmsysorg/sglang:v0.5.4.post3-cu126", None, "0.5.4.post3", "image"),
-    ("sglang-registry", "sglang", "docker.io/lmsysorg/sglang:v0.4.9", None, "0.4.9", "image"),
-    ("sglang-latest", "sglang", "lmsysorg/sglang:latest", None, "0.5.18", "minimum"),
-    ("unknown-image", "vllm", "example.com/me/vllm:0.4.2", None, "0.29.0", "minimum"),
-    ("no-image", "sglang", "", None, "0.5.18", "minimum"),
-    ("declared-not-a-release", "vllm", "vllm/vllm-openai:v0.7.0", "nightly", "0.7.0", "image"),
-    ("declared-not-a-release-no-image", "vllm", "", "main", "0.29.0", "minimum"),
+     engines.IMAGE_TAG),
+    ("vllm-openai-digest", "vllm", "vllm/vllm-openai:v0.11.0@sha256:" + "a" * 64, None, "0.11.0", engines.IMAGE_TAG),
+    ("vllm-openai-digest-only", "vllm", "vllm/vllm-openai@sha256:" + "a" * 64, None, "0.29.0", engines.MINIMUM),
+    ("vllm-openai-latest", "vllm", "vllm/vllm-openai:latest", None, "0.29.0", engines.MINIMUM),
+    ("vllm-openai-rc", "vllm", "vllm/vllm-openai:v0.11.0rc1", None, "0.29.0", engines.MINIMUM),
+    ("sglang", "sglang", "lmsysorg/sglang:v0.5.18-cu129", None, "0.5.18", engines.IMAGE_TAG),
+    ("sglang-post", "sglang", "lmsysorg/sglang:v0.5.4.post3-cu126", None, "0.5.4.post3", engines.IMAGE_TAG),
+    ("sglang-registry", "sglang", "docker.io/lmsysorg/sglang:v0.4.9", None, "0.4.9", engines.IMAGE_TAG),
+    ("sglang-latest", "sglang", "lmsysorg/sglang:latest", None, "0.5.18", engines.MINIMUM),
+    ("unknown-image", "vllm", "example.com/me/vllm:0.4.2", None, "0.29.0", engines.MINIMUM),
+    ("no-image", "sglang", "", None, "0.5.18", engines.MINIMUM),
+    ("declared-not-a-release", "vllm", "vllm/vllm-openai:v0.7.0", "nightly", "0.7.0", engines.IMAGE_TAG),
+    ("declared-not-a-release-no-image", "vllm", "", "main", "0.29.0", engines.MINIMUM),
 ]
 
 
@@ -689,9 +689,9 @@ def test_version_source(engine, image, declared, version, source):
         p = predict(container, declared_engine, declared)
         assert summary(p) == OK("auto")
         assert (p.engine, p.version, p.version_source) == (engine, version, source)
-        if source == "minimum":
+        if source == engines.MINIMUM:
             assert "minimum" in p.reason and version in p.reason
-        if declared and source != "declared":
+        if declared and source != engines.SPEC_VERSION:
             assert repr(declared) in p.reason
 
 
@@ -700,17 +700,17 @@ def test_version_from_image_decides_the_outcome():
     assert summary(predict(container, "vLLM", None)) == OK("fp8")
     container["image"] = "vllm/vllm-openai:v0.7.0"
     p = predict(container, "vLLM", None)
-    assert summary(p) == AMBIGUOUS and (p.version, p.version_source) == ("0.7.0", "image")
+    assert summary(p) == AMBIGUOUS and (p.version, p.version_source) == ("0.7.0", engines.IMAGE_TAG)
     # the declared version beats the tag
     assert summary(predict(container, "vLLM", "0.6.0")) == OK("fp8")
 
 
 def test_unknown_version_judged_as_the_operator_minimum():
     p = predict({"command": ["vllm", "serve", "m", D, "fp8_ds_mla"]}, "vllm", None)
-    assert (p.version, p.version_source) == ("0.29.0", "minimum")
+    assert (p.version, p.version_source) == ("0.29.0", engines.MINIMUM)
     assert summary(p) == OK("fp8_ds_mla")
     p = predict({"command": ["sglang", "serve", D, "fp4_e2m1"]}, None, None)
-    assert (p.version, p.version_source) == ("0.5.18", "minimum")
+    assert (p.version, p.version_source) == ("0.5.18", engines.MINIMUM)
     assert summary(p) == OK("fp4_e2m1")
     assert "operator's minimum" in p.reason
 

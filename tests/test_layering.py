@@ -8,9 +8,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PURE = ["kubectl_kvcache.predict", "kubectl_kvcache.verify", "kubectl_kvcache.checks", "kubectl_kvcache.kvparse",
-        "kubectl_kvcache.shell", "kubectl_kvcache.argv", "kubectl_kvcache.launch", "kubectl_kvcache.webhook",
-        "kubectl_kvcache.setting"]
+PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.verify", "kubectl_kvcache.checks", "kubectl_kvcache.setting"]
 
 
 def loaded_after(code):

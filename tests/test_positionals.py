@@ -3,7 +3,7 @@ launch_server none; a positional left after a --kv option's value is `unrecogniz
 
 import pytest
 
-from kubectl_kvcache.predict import predict
+from kubectl_kvcache.engine.predict import predict
 
 VLLM = ["vllm", "serve"]
 SGLANG = ["python3", "-m", "sglang.launch_server"]

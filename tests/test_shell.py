@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubectl_kvcache.shell import (
+from kubectl_kvcache.engine.shell import (
     _INTERNAL,
     ScriptResult,
     ShellInvocation,

@@ -5,6 +5,7 @@ import pytest
 import objects as o
 from kubectl_kvcache import sources, verify
 from kubectl_kvcache.sources import Scope
+from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM
 
 
 def snapshot_of(*objs, tmp_path, namespace=None):
@@ -76,11 +77,11 @@ def test_version_from_image_then_minimum(tmp_path):
     item = only(judge(o.binding("b1", "fp8"), o.deployment("md", "vLLM", None),
                       o.md_pod("p", "md", o.vllm_argv("fp8"), image="vllm/vllm-openai:v0.30.1"),
                       tmp_path=tmp_path))
-    assert (item.engine_version, item.version_source) == ("0.30.1", "image")
+    assert (item.engine_version, item.version_source) == ("0.30.1", IMAGE_TAG)
     item = only(judge(o.binding("b1", "fp8"), o.deployment("md", "vLLM", None),
                       o.md_pod("p", "md", o.vllm_argv("fp8"), image="registry.local/custom:latest"),
                       tmp_path=tmp_path))
-    assert (item.engine_version, item.version_source, item.status) == ("0.29.0", "minimum", "OK")
+    assert (item.engine_version, item.version_source, item.status) == ("0.29.0", MINIMUM, "OK")
     assert "operator's minimum" in item.reason
 
 

@@ -5,11 +5,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from kubectl_kvcache import engines, kvparse
-from kubectl_kvcache.argv import Undecidable, build_argv
-from kubectl_kvcache.launch import Launch, find_launch
-
-DECLARED, IMAGE, MINIMUM = "declared", "image", "minimum"
+from kubectl_kvcache.engine import releases as engines, kvparse
+from kubectl_kvcache.engine.argv import Undecidable, build_argv
+from kubectl_kvcache.engine.launch import Launch, find_launch
 
 
 @dataclass(frozen=True)
@@ -20,7 +18,7 @@ class Prediction:
     reason: str
     engine: Optional[str]             # lower case
     version: Optional[str]            # the version judged against
-    version_source: Optional[str]     # declared | image | minimum
+    version_source: Optional[str]     # where the version was read (releases.SPEC_VERSION, ...)
     occurrences: Tuple[kvparse.Occurrence, ...] = ()
     winner: Optional[int] = None
     via: str = ""
@@ -29,22 +27,13 @@ class Prediction:
 def _version(engine, declared_version, image):
     """(Version, source, note) for an engine: declared, else from the image tag, else the minimum."""
     note = ""
-    if declared_version:
-        parsed = engines.parse_version(declared_version)
-        if parsed:
-            return parsed, DECLARED, ""
+    if declared_version and not engines.parse_version(declared_version):
         note = f"engine version {declared_version!r} is not a release number; "
-    found = engines.version_from_image(image, engine)
-    if found:
-        return found[1], IMAGE, note
-    minimum = engines.minimum_version(engine)
-    return minimum, MINIMUM, note + (f"version unknown: judged as {engines.DISPLAY_NAMES[engine]} {minimum}, "
-                                     f"the operator's minimum")
-
-
-def version_label(engine, version, source):
-    where = {DECLARED: "spec", IMAGE: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
-    return f"{engines.DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
+    version, source = engines.resolve_versions(engine, declared_version, ((engines.IMAGE_TAG, (image,)),))[0]
+    if source == engines.MINIMUM:
+        note += (f"version unknown: judged as {engines.DISPLAY_NAMES[engine]} {version}, "
+                 f"the operator's minimum")
+    return version, source, note
 
 
 def predict(container: dict, declared_engine=None, declared_version=None, manufacturer=None) -> Prediction:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from kubectl_kvcache import engines
+from kubectl_kvcache.engine import releases as engines
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,17 @@ shell `-c` script, `env -S`, a `.sh` program, also behind the wrappers it looks 
 import os
 from typing import List, Tuple
 
-from kubectl_kvcache import engine_data, shell, snapshot as snap
-from kubectl_kvcache.argv import Token, Undecidable
-from kubectl_kvcache.launch import strip_wrapper
-
-SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
-WRAPPERS = ("env", "tini", "dumb-init", "busybox", "toybox", "timeout")
+from kubectl_kvcache.engine import data, shell
+from kubectl_kvcache.engine.argv import Token, Undecidable
+from kubectl_kvcache.engine.launch import strip_wrapper
 
 
 def _unwrap(argv: List[str]) -> Tuple[List[str], str]:
     """(the argv behind the wrappers the webhook looks through, the refusal if one splits its argument)."""
     tokens = [Token(t, "command", k) for k, t in enumerate(argv)]
-    while tokens and os.path.basename(tokens[0].text) in WRAPPERS:
+    while tokens and os.path.basename(tokens[0].text) in data.WEBHOOK_LOOKS_THROUGH:
         program = os.path.basename(tokens[0].text)
-        stripped = strip_wrapper(tokens, engine_data.WRAPPERS.get(program, {}))
+        stripped = strip_wrapper(tokens, data.WRAPPERS.get(program, {}))
         if isinstance(stripped, Undecidable):
             option = next((t.text for t in tokens[1:] if t.text.startswith(("-S", "--split-string"))), "-S")
             return [t.text for t in tokens], f"`{program} {option.split('=', 1)[0]}` (the argument is split at run time)"
@@ -30,8 +27,9 @@ def _unwrap(argv: List[str]) -> Tuple[List[str], str]:
     return [t.text for t in tokens], ""
 
 
-def program_refusal(argv: List[str]) -> Tuple[str, str]:
-    """(why, fix) when the webhook refuses the program an argv runs, else ('', '')."""
+def program_refusal(argv: List[str], inject_label: str) -> Tuple[str, str]:
+    """(why, fix) when the webhook refuses the program an argv runs, else ('', ''); the fix
+    names `inject_label`, the opt-in label to drop."""
     rest, refusal = _unwrap(argv)
     via = f" (behind {' '.join(argv[:len(argv) - len(rest)])})" if len(rest) < len(argv) and rest else ""
     if refusal:
@@ -39,10 +37,10 @@ def program_refusal(argv: List[str]) -> Tuple[str, str]:
     if not rest:
         return "", ""
     program = os.path.basename(rest[0])
-    if program in SHELLS and shell.shell_invocation(rest) is not None:
+    if program in shell.SHELLS and shell.shell_invocation(rest) is not None:
         return (f"it runs a shell command (`{program} -c`){via}: the webhook cannot append to a script",
                 "run the engine directly (e.g. command: [vllm, serve, ...]) instead of a shell -c, or drop the "
-                f"{snap.INJECT_LABEL} label")
+                f"{inject_label} label")
     if program.endswith(".sh"):
         return (f"it runs the script {rest[0]}{via}: the webhook cannot see the engine's argv",
                 "run the engine directly instead of a .sh script, or drop the inject label")

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
+from kubectl_kvcache.engine import data
+
+SHELLS = data.SHELLS
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from kubectl_kvcache.argv import Token
-from kubectl_kvcache.engines import DTYPE_OPTION, Profile
+from kubectl_kvcache.engine.argv import Token
+from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _SPACE = "one element holding a space is not an option"

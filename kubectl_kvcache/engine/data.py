@@ -141,5 +141,24 @@ WRAPPERS = {
     "nice": {"value_options": ("-n", "--adjustment")},
 }
 
+# Shells whose `-c` script the plugin reads (and the injection webhook refuses to append to).
+SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
+
+# The wrappers the operator's injection webhook looks through to find the program it appends to
+# (operator.md); the rest of WRAPPERS only the plugin looks through.
+WEBHOOK_LOOKS_THROUGH = ("env", "tini", "dumb-init", "busybox", "toybox", "timeout")
+
+# Spellings that mean the same cache format, most portable first: the fix for a rejected
+# spelling names the first of these every engine involved accepts. (On CUDA vLLM's `fp8` is
+# the e4m3 format.)
+SAME_FORMAT = {
+    "bf16": ("bfloat16",),
+    "bfloat16": ("bf16",),
+    "fp8": ("fp8_e4m3",),
+    "fp8_e4m3": ("fp8",),
+    "fp16": ("float16",),
+    "half": ("float16",),
+}
+
 # Python options that take the next token (besides -m and -c, which end the options).
 PYTHON_VALUE_OPTIONS = ("-X", "-W", "--check-hash-based-pycs")

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from kubectl_kvcache import engine_data as data
-from kubectl_kvcache.argv import Token, Undecidable
+from kubectl_kvcache.engine import data
+from kubectl_kvcache.engine.argv import Token, Undecidable
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -111,7 +111,7 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
         return Undecidable("the argv runs no program")
     head = tokens[0]
     base = _base(head)
-    from kubectl_kvcache import shell  # lazy: only shell-wrapped containers pay for it
+    from kubectl_kvcache.engine import shell  # lazy: only shell-wrapped containers pay for it
 
     if base in shell.SHELLS:
         return _launch_in_shell(tokens, env, _depth, via)
@@ -135,7 +135,7 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
 
 
 def _launch_in_shell(tokens, env, depth, via):
-    from kubectl_kvcache import shell
+    from kubectl_kvcache.engine import shell
 
     if any(t.text is None for t in tokens[:2]):
         return Undecidable("the shell invocation depends on unknown values")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Optional, Tuple
 
-from kubectl_kvcache import engine_data as data
+from kubectl_kvcache.engine import data
 
 ENGINES = ("vllm", "sglang")
 DISPLAY_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -124,6 +124,32 @@ def profile(engine: str, version: Version) -> Profile:
 
 def minimum_version(engine) -> Version:
     return parse_version(data.OPERATOR_MINIMUM[engine])
+
+
+# --- where a version comes from -----------------------------------------------------------
+
+# The one vocabulary for where the plugin read an engine version, in the order it is tried.
+SPEC_VERSION, SPEC_IMAGE, POD_IMAGE, IMAGE_TAG, MINIMUM = (
+    "spec.engine.version", "spec.engine.image", "Pod image", "image tag", "operator minimum")
+
+
+def resolve_versions(engine, declared=None, images=()) -> Tuple[Tuple[Version, str], ...]:
+    """The releases of `engine` to judge against, each with where it was read: the declared
+    version; else the tags of the first group of `images` ((source, [image refs]) in order)
+    that names any (all distinct ones, in order); else the operator's minimum."""
+    if declared:
+        parsed = parse_version(declared)
+        if parsed:
+            return ((parsed, SPEC_VERSION),)
+    for source, refs in images:
+        found = []
+        for ref in refs:
+            hit = version_from_image(ref, engine) if ref else None
+            if hit and (hit[1], source) not in found:
+                found.append((hit[1], source))
+        if found:
+            return tuple(found)
+    return ((minimum_version(engine), MINIMUM),)
 
 
 # --- images -------------------------------------------------------------------------------
