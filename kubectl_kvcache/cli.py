@@ -1,19 +1,24 @@
-"""Flags to options, options to a command, outcome to an exit code. No logic lives here.
+"""Flags to options, options to a command, outcome to an exit code. No judgement lives here.
 
-Heavy modules (the kubernetes client, yaml, tabulate) are imported by the commands that need
-them, so `--help` and `version` stay fast.
+kubectl's Complete -> Validate -> Run: argparse reads the flags, `options_for` turns them into
+frozen option objects once (validating them: nothing below this module sees argparse), and the
+dispatch table runs the command module. Command modules (and the kubernetes client, yaml,
+tabulate under them) are imported only when run, so `--help` and `version` stay fast.
 """
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 
-from kubectl_kvcache import __version__
+from kubectl_kvcache import __version__, exitcodes
+from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_WAIT_TIMEOUT, CheckOptions,
+                                     Connection, Output, Scope, SettingOptions, VerifyOptions, parse_duration)
 
 PROG = "kubectl kvcache"
-
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
 
 DESCRIPTION = """\
 What --kv-cache-dtype every vLLM and SGLang engine of the GPUStack Operator will really run
@@ -53,7 +58,7 @@ def _connection_flags(p):
     g.add_argument("--as-group", action="append", default=[], help="group to impersonate (repeatable)")
     g.add_argument("--request-timeout", default="0",
                    help="time to wait for one request (e.g. 10s, 1m; 0 waits forever)")
-    g.add_argument("--chunk-size", type=int, default=500,
+    g.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
                    help="objects per page when listing (0 lists without paging)")
 
 
@@ -135,13 +140,56 @@ def build_parser():
                        choices=("none", "client", "server"),
                        help="client: print the patch and what would roll; server: let the API server "
                             "validate the patch without persisting it")
-        a.add_argument("--field-manager", default="kubectl-kvcache", help="the field manager of the patch")
+        a.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the patch")
         a.add_argument("--wait", action="store_true", help="wait until status.value reports the new value")
-        a.add_argument("--timeout", default="60s", help="how long --wait waits (e.g. 30s, 2m)")
+        a.add_argument("--timeout", default=DEFAULT_WAIT_TIMEOUT, help="how long --wait waits (e.g. 30s, 2m)")
         _connection_flags(a)
 
     sub.add_parser("version", help="print the plugin version")
     return parser
+
+
+# -- Complete and Validate: flags -> options ----------------------------------------------------
+
+def connection(ns) -> Connection:
+    if ns.as_group and not ns.as_user:
+        raise PluginError("--as-group needs --as")
+    conn = Connection(kubeconfig=ns.kubeconfig, context=ns.context, cluster=ns.cluster, user=ns.user,
+                      server=ns.server, token=ns.token, certificate_authority=ns.certificate_authority,
+                      insecure_skip_tls_verify=ns.insecure_skip_tls_verify, as_user=ns.as_user,
+                      as_groups=tuple(ns.as_group), request_timeout=ns.request_timeout, chunk_size=ns.chunk_size)
+    conn.timeout  # a bad --request-timeout fails before anything is sent
+    return conn
+
+
+def scope(ns, names=(), workloads=False) -> Scope:
+    if ns.all_namespaces and ns.namespace:
+        raise PluginError("-n/--namespace and -A/--all-namespaces cannot be used together")
+    return Scope(namespace=ns.namespace, all_namespaces=ns.all_namespaces, selector=getattr(ns, "selector", None),
+                 names=tuple(names), files=tuple(ns.filename), workloads=workloads,
+                 assume_setting={"on": True, "off": False}.get(ns.assume_setting))
+
+
+def output(ns) -> Output:
+    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False))
+
+
+def options_for(ns):
+    """The command's module name and its validated options."""
+    if ns.command == "verify":
+        return "verify", VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns))
+    if ns.command in ("check", "bindings", "roles"):
+        return "check", CheckOptions(ns.command, connection(ns), scope(ns, workloads=ns.command != "roles"),
+                                     output(ns), strict=getattr(ns, "strict", False))
+    if ns.action == "status":
+        return "setting", SettingOptions("status", connection(ns), Output(format=ns.output))
+    return "setting", SettingOptions(ns.action, connection(ns), yes=ns.yes, dry_run=ns.dry_run,
+                                     field_manager=ns.field_manager, wait=ns.wait,
+                                     timeout=parse_duration(ns.timeout, "--timeout"))
+
+
+COMMANDS = {"verify": "kubectl_kvcache.commands.verify", "check": "kubectl_kvcache.commands.check",
+            "setting": "kubectl_kvcache.commands.setting"}
 
 
 def main(argv=None, stdin=None, stdout=None, stderr=None):
@@ -151,37 +199,36 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            opts = parser.parse_args(argv)
+            ns = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits for --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    if opts.command is None:
+    from kubectl_kvcache import render
+
+    if ns.command is None:
         parser.print_help(stdout)
         return EXIT_OK
-    if opts.command == "version":
-        print(f"kubectl-kvcache {__version__}", file=stdout)
+    if ns.command == "version":
+        render.line(stdout, f"kubectl-kvcache {__version__}")
         return EXIT_OK
-    if opts.command == "setting" and opts.action is None:
-        print(f"error: setting needs an action: status, on or off\nSee '{PROG} setting --help' for usage.",
-              file=stderr)
+    if ns.command == "setting" and ns.action is None:
+        render.error(stderr, f"setting needs an action: status, on or off\nSee '{PROG} setting --help' for usage.")
         return EXIT_ERROR
-
-    from kubectl_kvcache import commands
-    from kubectl_kvcache.errors import PluginError
-
-    io = commands.IO(stdin=stdin, stdout=stdout, stderr=stderr)
     try:
-        return commands.run(opts, io)
+        name, options = options_for(ns)
+        from kubectl_kvcache.commands import IO
+
+        return importlib.import_module(COMMANDS[name]).run(options, IO(stdin=stdin, stdout=stdout, stderr=stderr))
     except PluginError as exc:
-        print(f"error: {exc}", file=stderr)
+        render.error(stderr, str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("error: interrupted", file=stderr)
-        return 130
+        render.error(stderr, "interrupted")
+        return exitcodes.INTERRUPTED
     except BrokenPipeError:
         return EXIT_ERROR
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("KVCACHE_DEBUG"):
             raise
-        print(f"error: internal error: {exc.__class__.__name__}: {exc} (set KVCACHE_DEBUG=1 for the traceback; "
-              f"please report it)", file=stderr)
+        render.error(stderr, f"internal error: {exc.__class__.__name__}: {exc} (set KVCACHE_DEBUG=1 for the "
+                             f"traceback; please report it)")
         return EXIT_ERROR

@@ -15,3 +15,8 @@ class NotFound(PluginError):
 
 class Conflict(PluginError):
     """The object changed since it was read (resourceVersion no longer matches)."""
+
+
+class ExpiredContinue(PluginError):
+    """410 Gone: a list's continue token (or a watch's resourceVersion) expired; the caller
+    restarts from the beginning."""

@@ -6,30 +6,16 @@ what was refused or unreachable.
 import json
 import os
 import re
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote
 
-from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
+from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
+from kubectl_kvcache.options import Connection
 
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
 SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 MAX_LIST_RESTARTS = 3
-
-
-def parse_duration(text, flag="--request-timeout") -> Optional[float]:
-    """`0` -> None (no limit); `10`, `10s`, `500ms`, `1m30s`, `1h` -> seconds, as kubectl takes them."""
-    text = str(text).strip()
-    if text in ("", "0"):
-        return None
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text) or None
-    if not re.fullmatch(r"(\d+(\.\d+)?(ms|h|m|s))+", text):
-        raise PluginError(f"invalid duration {text!r} for {flag} (use e.g. 30s, 2m, 1h)")
-    total = sum(float(n) * _UNITS[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ms|h|m|s)", text))
-    return total or None
 
 
 def _status_message(body: bytes) -> Tuple[str, str]:
@@ -43,7 +29,8 @@ def _status_message(body: bytes) -> Tuple[str, str]:
 class Client:
     """A thin raw-JSON client over the kubernetes package's configuration and connection pool."""
 
-    def __init__(self, opts, trace_stream=None):
+    def __init__(self, conn: Connection, trace: Optional[Callable[[str], None]] = None):
+        """`trace`: called with one line per request when KVCACHE_TRACE is set (render prints it)."""
         from kubernetes import client as k8s_client
         from kubernetes.config import ConfigException
 
@@ -52,44 +39,42 @@ class Client:
         cfg = k8s_client.Configuration()
         self.namespace = "default"
         try:
-            self._load(cfg, opts)
+            self._load(cfg, conn)
         except ConfigException as exc:
-            raise PluginError(f"kubeconfig: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}")
+            raise PluginError(f"kubeconfig: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}") \
+                from exc
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise PluginError(f"kubeconfig: {exc}")
-        if getattr(opts, "server", None):
-            cfg.host = opts.server
-        if getattr(opts, "token", None):
-            cfg.api_key = {"BearerToken": opts.token}
+            raise PluginError(f"kubeconfig: {exc}") from exc
+        if conn.server:
+            cfg.host = conn.server
+        if conn.token:
+            cfg.api_key = {"BearerToken": conn.token}
             cfg.api_key_prefix = {"BearerToken": "Bearer"}
-        if getattr(opts, "certificate_authority", None):
-            cfg.ssl_ca_cert = opts.certificate_authority
-        if getattr(opts, "insecure_skip_tls_verify", False):
+        if conn.certificate_authority:
+            cfg.ssl_ca_cert = conn.certificate_authority
+        if conn.insecure_skip_tls_verify:
             cfg.verify_ssl = False
         cfg.retries = False
         self.host = cfg.host
-        self.timeout = parse_duration(getattr(opts, "request_timeout", "0"))
-        self.impersonate_user = getattr(opts, "as_user", None)
-        self.impersonate_groups = list(getattr(opts, "as_group", None) or ())
-        if self.impersonate_groups and not self.impersonate_user:
-            raise PluginError("--as-group needs --as")
+        self.timeout = conn.timeout
+        self.impersonate_user = conn.as_user
+        self.impersonate_groups = list(conn.as_groups)
         self.api = k8s_client.ApiClient(cfg)
-        self.trace = os.environ.get("KVCACHE_TRACE") not in (None, "", "0")
-        self.trace_stream = trace_stream or sys.stderr
+        self.trace = trace if os.environ.get("KVCACHE_TRACE") not in (None, "", "0") else None
         self._discovery: Dict[str, dict] = {}
 
     # -- configuration, as kubectl reads it ------------------------------------------------
 
-    def _load(self, cfg, opts):
+    def _load(self, cfg, conn: Connection):
         from kubernetes.config import incluster_config, kube_config
 
-        path = getattr(opts, "kubeconfig", None) or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        path = conn.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         paths = [os.path.expanduser(p) for p in path.split(os.pathsep) if p]
         existing = [p for p in paths if os.path.exists(p)]
-        if getattr(opts, "kubeconfig", None) and not existing:
-            raise PluginError(f"kubeconfig {opts.kubeconfig} does not exist")
+        if conn.kubeconfig and not existing:
+            raise PluginError(f"kubeconfig {conn.kubeconfig} does not exist")
         if not existing:
-            if os.environ.get("KUBERNETES_SERVICE_HOST") and not getattr(opts, "server", None):
+            if os.environ.get("KUBERNETES_SERVICE_HOST") and not conn.server:
                 incluster_config.InClusterConfigLoader(
                     token_filename=incluster_config.SERVICE_TOKEN_FILENAME,
                     cert_filename=incluster_config.SERVICE_CERT_FILENAME).load_and_set(cfg)
@@ -97,13 +82,13 @@ class Client:
                     with open(SA_NAMESPACE_FILE) as f:
                         self.namespace = f.read().strip() or "default"
                 return
-            if getattr(opts, "server", None):
+            if conn.server:
                 return
             raise PluginError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig "
                               "(or run inside a cluster)")
         merger = kube_config.KubeConfigMerger(os.pathsep.join(existing))
         merged = merger.config
-        context_name = getattr(opts, "context", None) or merged.value.get("current-context")
+        context_name = conn.context or merged.value.get("current-context")
         context = next((c for c in _entries(merged, "contexts") if c.get("name") == context_name), None)
         if context is None:
             if context_name:
@@ -113,7 +98,7 @@ class Client:
         if not isinstance(ctx, dict):
             ctx = context["context"] = {}
         for flag in ("cluster", "user"):
-            value = getattr(opts, flag, None)
+            value = getattr(conn, flag)
             if value:
                 if value not in {e.get("name") for e in _entries(merged, flag + "s")}:
                     raise PluginError(f"{flag} {value!r} not found in the kubeconfig")
@@ -149,25 +134,24 @@ class Client:
                                      _request_timeout=self.timeout)
             data = resp.read()
         except urllib3.exceptions.MaxRetryError as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc.reason)}")
+            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc.reason)}") from exc
         except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.NameResolutionError) as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}")
+            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}") from exc
         except urllib3.exceptions.SSLError as exc:
-            raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}")
-        except (urllib3.exceptions.TimeoutError, TimeoutError):
+            raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from exc
+        except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
             raise PluginError(f"the API server at {self.host} did not answer within the request timeout "
-                              f"({what})")
+                              f"({what})") from exc
         except urllib3.exceptions.HTTPError as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}")
+            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}") from exc
         except OSError as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {exc}")
+            raise PluginError(f"cannot reach the API server at {self.host}: {exc}") from exc
         if self.trace:
             from urllib.parse import urlencode
 
             shown = path + ("?" + urlencode(query) if query else "")
             with self._lock:
-                print(f"trace: {method} {shown} -> {resp.status} ({len(data or b'')} bytes)",
-                      file=self.trace_stream, flush=True)
+                self.trace(f"{method} {shown} -> {resp.status} ({len(data or b'')} bytes)")
         if resp.status >= 400:
             raise self._error(resp.status, data, what)
         return data if raw else _decode(data, what)
@@ -184,9 +168,7 @@ class Client:
         if status == 409:
             return Conflict(f"conflict: {what}: {message}")
         if status == 410:
-            err = PluginError(f"gone: {what}: {message}")
-            err.expired = True
-            return err
+            return ExpiredContinue(f"gone: {what}: {message}")
         return PluginError(f"the API server answered {status} {reason or ''} for {what}: {message}".strip())
 
     def get(self, path, what=None):
@@ -248,11 +230,15 @@ class Client:
                             pending = None
                         if not token:
                             return records
-                except PluginError as exc:
+                except ExpiredContinue:
                     if pending is not None:
                         _settle(pending)
-                    if getattr(exc, "expired", False) and token:
+                    if token:
                         continue
+                    raise
+                except PluginError:
+                    if pending is not None:
+                        _settle(pending)
                     raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
@@ -264,9 +250,9 @@ class Client:
             return self._discovery[group]
         try:
             info = self.get(f"/apis/{group}", what=f"discover the API group {group}")
-        except NotFound:
+        except NotFound as exc:
             raise NotFound(f"the API server does not serve the API group {group} "
-                           f"(is the GPUStack Operator installed at a release that has it?)")
+                           f"(is the GPUStack Operator installed at a release that has it?)") from exc
         versions = {}
         for v in info.get("versions") or ():
             version = v.get("version")
@@ -288,8 +274,8 @@ class Client:
 def _decode(data, what):
     try:
         return json.loads(data) if data else {}
-    except ValueError:
-        raise PluginError(f"the API server answered {what} with something that is not JSON")
+    except ValueError as exc:
+        raise PluginError(f"the API server answered {what} with something that is not JSON") from exc
 
 
 _DECODER = json.JSONDecoder()

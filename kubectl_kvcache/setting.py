@@ -1,26 +1,20 @@
 """The operator's Setting model-deployment-kv-cache-dtype-owned: what its value means.
 
-Pure: the value as the operator reads it (Go's strconv.ParseBool), its default, the one-line
-meaning shown to users, what flipping it touches (blast radius), the merge patch that flips it,
-and the command that flips it back.
+Pure: the value as the operator reads it (Go's strconv.ParseBool), its default, what flipping
+it touches (blast radius), the merge patch that flips it, and the command that flips it back.
+How it is shown is render/setting.py.
 """
 
 import shlex
 from dataclasses import dataclass
 from typing import Iterable, Optional, Tuple
 
-from kubectl_kvcache.snapshot import SETTING_NAME, SETTING_NAMESPACE, Setting
+from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, Connection
+from kubectl_kvcache.snapshot import Setting
 
 DEFAULT = True
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
-
-MEANING = {
-    True: "on: the operator hands each Binding's dtype to the engine as --kv-cache-dtype and refuses roles "
-          "and Pods that pass the flag themselves",
-    False: "off: the operator renders no --kv-cache-dtype and refuses nothing",
-}
-
 
 def parse_bool(text) -> Optional[bool]:
     """Go's strconv.ParseBool: exactly these spellings, anything else is None (refused)."""
@@ -80,32 +74,6 @@ def blast_radius(deployments: Optional[Iterable], injected_pods: Optional[Iterab
     return BlastRadius(n_md, replicas, namespaces, n_pods, pod_namespaces, deployments_why, pods_why)
 
 
-def _plural(n, one, many=None):
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
-def blast_radius_lines(radius: BlastRadius, want: bool) -> Tuple[str, ...]:
-    head = f"Turning the Setting {action_for(want)} ({'renders' if want else 'stops rendering'} " \
-           f"--kv-cache-dtype) affects, cluster-wide:"
-    if radius.deployments is None:
-        md = f"  pool-attached ModelDeployments: unknown ({radius.deployments_why})"
-    elif radius.deployments == 0:
-        md = "  0 pool-attached ModelDeployments: nothing rolls"
-    else:
-        md = (f"  {_plural(radius.deployments, 'pool-attached ModelDeployment')} "
-              f"({_plural(radius.replicas, 'replica')}) in {_plural(radius.namespaces, 'namespace')}: "
-              f"{'each rolls' if radius.deployments != 1 else 'it rolls'} at its next reconcile")
-    if radius.injected_pods is None:
-        pods = f"  Pods opted into injection: unknown ({radius.pods_why})"
-    elif radius.injected_pods == 0:
-        pods = "  0 Pods opted into injection (label kvcache.gpustack.ai/inject=true)"
-    else:
-        pods = (f"  {_plural(radius.injected_pods, 'Pod')} opted into injection (label "
-                f"kvcache.gpustack.ai/inject=true) in {_plural(radius.injected_namespaces, 'namespace')}: "
-                f"affected when next created")
-    return head, md, pods
-
-
 # -- the change itself ----------------------------------------------------------------------
 
 def patch_body(resource_version: str, value: bool) -> dict:
@@ -136,84 +104,34 @@ _VALUE_FLAGS = (("kubeconfig", "--kubeconfig"), ("context", "--context"), ("clus
                 ("certificate_authority", "--certificate-authority"), ("as_user", "--as"))
 
 
-def connection_args(opts) -> Tuple[str, ...]:
+def connection_args(conn: Connection) -> Tuple[str, ...]:
     """The connection flags the user gave, as argv (the token itself is never echoed: it is
     referenced as $KVCACHE_TOKEN)."""
     args = []
     for attr, flag in _VALUE_FLAGS:
-        value = getattr(opts, attr, None)
+        value = getattr(conn, attr)
         if value:
             args += [flag, value]
-    for group in getattr(opts, "as_group", None) or ():
+    for group in conn.as_groups:
         args += ["--as-group", group]
-    if getattr(opts, "token", None):
+    if conn.token:
         args += ["--token", "$" + TOKEN_VARIABLE]
-    if getattr(opts, "insecure_skip_tls_verify", False):
+    if conn.insecure_skip_tls_verify:
         args.append("--insecure-skip-tls-verify")
-    if str(getattr(opts, "request_timeout", "0") or "0") != "0":
-        args += ["--request-timeout", str(opts.request_timeout)]
-    if getattr(opts, "chunk_size", 500) not in (None, 500):
-        args += ["--chunk-size", str(opts.chunk_size)]
+    if str(conn.request_timeout or "0") != "0":
+        args += ["--request-timeout", str(conn.request_timeout)]
+    if conn.chunk_size != DEFAULT_CHUNK_SIZE:
+        args += ["--chunk-size", str(conn.chunk_size)]
     return tuple(args)
 
 
-def reverse_command(previous: bool, opts) -> str:
+def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIELD_MANAGER) -> str:
     """`kubectl kvcache setting on|off --yes ...`: the shell command that restores `previous`."""
     argv = ["kubectl", "kvcache", "setting", action_for(previous), "--yes"]
-    manager = getattr(opts, "field_manager", None)
-    if manager and manager != "kubectl-kvcache":
-        argv += ["--field-manager", manager]
-    argv += connection_args(opts)
+    if field_manager and field_manager != DEFAULT_FIELD_MANAGER:
+        argv += ["--field-manager", field_manager]
+    argv += connection_args(conn)
     return " ".join(f'"{a}"' if a == "$" + TOKEN_VARIABLE else shlex.quote(a) for a in argv)
-
-
-# -- status ---------------------------------------------------------------------------------
-
-def status_view(setting: Setting) -> dict:
-    """The stable `SettingStatus` shape of `setting status -o json|yaml`."""
-    value = effective_value(setting)
-    raw = setting.status_value
-    return {
-        "kind": "SettingStatus",
-        "name": SETTING_NAME,
-        "namespace": SETTING_NAMESPACE,
-        "value": value,
-        "raw": raw,
-        "source": "cluster" if raw is not None else "default",
-        "editable": setting.editable,
-        "description": setting.description,
-        "meaning": MEANING[value] if value is not None else
-        f"unreadable: {raw!r} is not a value the operator accepts (1 t T TRUE true True 0 f F FALSE false False)",
-    }
-
-
-def _shown(value: Optional[bool], raw: Optional[str]) -> str:
-    if value is None:
-        return f"unreadable ({raw!r})"
-    text = f"{action_for(value)} ({WORD[value]})"
-    return text if raw in (None, WORD[value]) else f"{text}, written {raw!r}"
-
-
-def status_lines(setting: Setting) -> Tuple[str, ...]:
-    view = status_view(setting)
-    if setting.source == "default":
-        source = "default: the Setting object does not exist (the operator's default applies)"
-    elif view["raw"] is None:
-        source = "default: status.value is unset (the operator's default applies)"
-    else:
-        source = f"cluster: status.value {view['raw']!r}"
-    editable = {True: "yes", False: "no", None: "unknown (status.editable is unset)"}[view["editable"]]
-    lines = [f"Setting {SETTING_NAMESPACE}/{SETTING_NAME}",
-             f"  value:       {_shown(view['value'], view['raw'])}",
-             f"  source:      {source}",
-             f"  editable:    {editable}",
-             f"  description: {view['description'] or '(none)'}",
-             f"  meaning:     {view['meaning']}"]
-    pending = pending_value(setting)
-    if pending is not None:
-        lines.append(f"  pending:     spec.value {setting.spec_value!r} asks for {action_for(pending)}; the "
-                     f"operator has not reported it in status.value yet (it caches values for about 30 s)")
-    return tuple(lines)
 
 
 def pending_value(setting: Setting) -> Optional[bool]:

@@ -63,6 +63,32 @@ class Pod:
     def container(self, name):
         return next((c for c in self.containers if c.get("name") == name), None)
 
+    @property
+    def md_controlled(self) -> bool:
+        """Controlled by a ModelDeployment: the operator renders it; the injection webhook does not."""
+        return self.owner is not None and self.owner[1] == "ModelDeployment" and \
+            self.owner[0].split("/")[0] == GROUP
+
+    @property
+    def opted_in(self) -> bool:
+        """Labelled for the injection webhook."""
+        return self.labels.get(INJECT_LABEL) == "true"
+
+
+def injection_target(annotations: Dict[str, str], containers) -> Tuple[Optional[dict], str]:
+    """The container the injection webhook appends to (its annotation's, else the only one),
+    or None and why it cannot pick one. The one place this is decided, for verify and check."""
+    named = annotations.get(ANNOTATION_PREFIX + "container")
+    if named:
+        match = next((c for c in containers if c.get("name") == named), None)
+        if match is None:
+            return None, f"annotation {ANNOTATION_PREFIX}container names {named!r}, which is not a container"
+        return match, ""
+    if len(containers) == 1:
+        return containers[0], ""
+    return None, (f"{len(containers)} containers and no {ANNOTATION_PREFIX}container annotation "
+                  f"to say which runs the engine")
+
 
 @dataclass(frozen=True)
 class Role:
@@ -132,6 +158,11 @@ class Snapshot:
     source: str = "cluster"
     namespace: Optional[str] = None       # the namespace asked for; None: all
     notes: List[str] = field(default_factory=list)
+
+
+def in_namespace(namespace, wanted) -> bool:
+    """Whether an object in `namespace` is in scope when `wanted` was asked for (None: all)."""
+    return wanted is None or namespace == wanted
 
 
 def _meta(obj, what):

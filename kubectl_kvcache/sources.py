@@ -7,24 +7,16 @@ import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from dataclasses import replace
+from typing import Optional
 
 from kubectl_kvcache import snapshot as snap
 from kubectl_kvcache.errors import NotFound, PluginError
+from kubectl_kvcache.options import Connection, Scope
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
 # Kinds a saved cluster commonly holds that no command reads: not worth a note.
 _KNOWN_UNUSED = {"KVCachePool", "KVCacheBackend", "Namespace", "Service", "ConfigMap", "Event"}
-
-
-@dataclass(frozen=True)
-class Scope:
-    namespace: Optional[str]       # None: every namespace
-    selector: Optional[str] = None
-    pod_names: Sequence[str] = ()
-    workloads: bool = False        # also read workload templates (check)
-    assume_setting: Optional[bool] = None   # --assume-setting: do not read the Setting
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -111,7 +103,8 @@ def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
         try:
             if kind == "Pod" and group == "":
                 record = snap.pod_record(obj, intern)
-                if (_in_scope(record.namespace, scope) and (not scope.pod_names or record.name in scope.pod_names)
+                if (snap.in_namespace(record.namespace, scope.namespace)
+                        and (not scope.names or record.name in scope.names)
                         and selector_matches(record.labels, scope.selector)):
                     result.pods.append(record)
             elif kind == "ModelDeployment" and group == snap.GROUP:
@@ -125,7 +118,7 @@ def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
                     result.setting = snap.setting_record(obj, "file")
             elif scope.workloads and kind in snap.WORKLOAD_KINDS and group in ("apps", "batch"):
                 record = snap.workload_record(obj)
-                if _in_scope(record.namespace, scope):
+                if snap.in_namespace(record.namespace, scope.namespace):
                     result.workloads.append(record)
             elif kind not in _KNOWN_UNUSED and kind not in snap.WORKLOAD_KINDS:
                 ignored[kind] = ignored.get(kind, 0) + 1
@@ -138,7 +131,7 @@ def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
         result.setting = snap.assumed_setting(scope.assume_setting)
     elif result.setting is None:
         result.setting = snap.default_setting()
-    missing = [n for n in scope.pod_names if n not in {p.name for p in result.pods}]
+    missing = [n for n in scope.names if n not in {p.name for p in result.pods}]
     if missing:
         raise PluginError(f"pod {missing[0]!r} not found in the input")
     return result
@@ -185,17 +178,13 @@ def _split_requirements(selector):
     return parts
 
 
-def _in_scope(namespace, scope):
-    return scope.namespace is None or namespace == scope.namespace
-
-
 # -- cluster -------------------------------------------------------------------------------
 
 def _and(*selectors):
     return ",".join(s for s in selectors if s) or None
 
 
-def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
+def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
     """Lists run concurrently; each kind is fetched once (pods by two server-side selectors)."""
     from kubectl_kvcache.kube import collection_path
 
@@ -216,10 +205,10 @@ def load_cluster(client, scope: Scope, chunk=500) -> snap.Snapshot:
     }
     if scope.assume_setting is None:
         jobs["setting"] = lambda: _get_setting(client, setting_version)
-    if scope.pod_names:
+    if scope.names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
             f"{collection_path('', 'v1', 'pods', ns or 'default')}/{name}",
-            what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.pod_names]
+            what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.names]
     else:
         intern = snap.Interner()     # replicas share their containers and labels
 
@@ -308,36 +297,33 @@ def _run_all(jobs):
     return results
 
 
-def open_client(opts, io=None):
+def open_client(connection: Connection, trace=None):
+    """The API client for these connection flags; `trace` prints KVCACHE_TRACE lines."""
     from kubectl_kvcache.kube import Client
 
-    return Client(opts, trace_stream=io.stderr if io is not None else None)
+    return Client(connection, trace=trace)
 
 
-def resolve_namespace(opts, client=None) -> Optional[str]:
-    if getattr(opts, "all_namespaces", False):
-        if getattr(opts, "namespace", None):
-            raise PluginError("-n/--namespace and -A/--all-namespaces cannot be used together")
+def resolve_namespace(scope: Scope, client=None) -> Optional[str]:
+    """The one namespace to look at, or None for all: -A, else -n, else the context's (files: all)."""
+    if scope.all_namespaces:
         return None
-    if getattr(opts, "namespace", None):
-        return opts.namespace
+    if scope.namespace:
+        return scope.namespace
     return client.namespace if client is not None else None
 
 
-def load(opts, io, workloads=False, pod_names=()) -> snap.Snapshot:
+def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> snap.Snapshot:
     """The snapshot the command asked for: files when -f is given (no cluster is contacted)."""
-    assume = {"on": True, "off": False}.get(getattr(opts, "assume_setting", None))
-    if getattr(opts, "filename", None):
-        namespace = resolve_namespace(opts)
-        result = load_files(opts.filename, Scope(namespace, getattr(opts, "selector", None), pod_names, workloads,
-                                                 assume), stdin=io.stdin)
+    if scope.files:
+        namespace = resolve_namespace(scope)
+        result = load_files(scope.files, replace(scope, namespace=namespace), stdin=stdin)
         result.namespace = namespace
         return result
-    client = open_client(opts, io)
-    namespace = resolve_namespace(opts, client)
-    if pod_names and namespace is None:
+    client = open_client(connection, trace)
+    namespace = resolve_namespace(scope, client)
+    if scope.names and namespace is None:
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
-    result = load_cluster(client, Scope(namespace, getattr(opts, "selector", None), pod_names, workloads, assume),
-                          chunk=getattr(opts, "chunk_size", 500))
+    result = load_cluster(client, replace(scope, namespace=namespace), chunk=connection.chunk_size)
     result.namespace = namespace
     return result

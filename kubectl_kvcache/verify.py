@@ -6,7 +6,7 @@ the engine (`main`, or the injection annotation's), and the verdict.
 """
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 from kubectl_kvcache import engine as model, setting as setting_mod, snapshot as snap
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
@@ -80,16 +80,12 @@ class Candidate:
     problem: str = ""           # set when the candidate itself cannot be judged
 
 
-def _is_md_owner(owner):
-    return owner is not None and owner[1] == "ModelDeployment" and owner[0].split("/")[0] == snap.GROUP
-
-
 def candidates(snapshot: snap.Snapshot) -> List[Candidate]:
     found = []
     for pod in snapshot.pods:
-        if _is_md_owner(pod.owner):
+        if pod.md_controlled:
             cand = _deployment_candidate(pod, snapshot)
-        elif pod.labels.get(snap.INJECT_LABEL) == "true":
+        elif pod.opted_in:
             cand = _injected_candidate(pod)
         else:
             cand = None
@@ -124,13 +120,9 @@ def _injected_candidate(pod):
     container = ann.get(snap.ANNOTATION_PREFIX + "container")
     role = ann.get(snap.ANNOTATION_PREFIX + "role")
     manufacturer = ann.get(snap.ANNOTATION_PREFIX + "manufacturer")
-    problem = ""
-    if not container:
-        if len(pod.containers) == 1:
-            container = pod.containers[0]["name"]
-        else:
-            problem = (f"{len(pod.containers)} containers and no {snap.ANNOTATION_PREFIX}container annotation "
-                       f"to say which runs the engine")
+    target, problem = snap.injection_target(ann, pod.containers)
+    if target is not None:
+        container = target["name"]
     if not problem and not binding:
         problem = f"no {snap.ANNOTATION_PREFIX}binding annotation"
     if not problem and not model.normalise_engine(engine):
@@ -231,22 +223,3 @@ def verify(snapshot: snap.Snapshot) -> Report:
     predictor = CachedPredict()
     items = [judge_candidate(c, snapshot, on, predictor) for c in candidates(snapshot)]
     return Report(on, snapshot.setting.source if snapshot.setting else "default", items)
-
-
-def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
-    """(position, element, mark) rows for a Pod's engine container, each occurrence marked."""
-    spec = item.container_spec or {}
-    marks = {}
-    for n, occ in enumerate(item.occurrences):
-        mark = f"<- kv-cache-dtype #{n + 1} = {occ['value']!r}"
-        if n == item.winner and item.status != REJECTED:
-            mark += "  (wins)"
-        elif n == item.winner:
-            mark += "  (fatal)"
-        key = (occ["source"], occ["index"])
-        marks[key] = marks[key] + "; " + mark if key in marks else mark
-    rows = []
-    for source in ("command", "args"):
-        for index, element in enumerate(spec.get(source) or ()):
-            rows.append((f"{source}[{index}]", element, marks.get((source, index), "")))
-    return rows

@@ -6,6 +6,7 @@ import pytest
 from kubectl_kvcache import checks, snapshot as snap
 from kubectl_kvcache.engine import releases as engines
 from kubectl_kvcache.engine.argv import Token
+from kubectl_kvcache.render.checks import engine_label
 
 NS = "team"
 
@@ -204,7 +205,7 @@ def test_a_binding_used_by_both_engines_needs_a_value_in_both_sets(dtype, sugges
     report = run(binding("b", dtype), deployment("v", engine="vLLM", version="0.29.0"),
                  deployment("s", engine="SGLang", version="0.5.18"))
     e = entry(report, "b")
-    assert [a.label for a in e.engines()] == ["sglang 0.5.18", "vllm 0.29.0"]
+    assert [engine_label(a) for a in e.engines()] == ["sglang 0.5.18", "vllm 0.29.0"]
     if dtype == suggestion:
         assert e.verdict == "OK"
     else:
@@ -231,7 +232,7 @@ def test_version_from_spec_image_then_pods_then_minimum_and_the_message_says_whi
     # no version, image in spec.engine.image
     r = run(binding("b", "bf16"), deployment("md", engine="SGLang", version=None, image="lmsysorg/sglang:v0.5.3-cu124"))
     assert "SGLang 0.5.3 (from spec.engine.image)" in only(r, "binding-dtype-rejected").message
-    assert entry(r, "b").engines()[0].label == "sglang 0.5.3 (image)"
+    assert engine_label(entry(r, "b").engines()[0]) == "sglang 0.5.3 (image)"
     # no version, no image: the Pods' images (every distinct version is judged)
     pods = [md_pod("md", "server", ["python3", "-m", "sglang.launch_server"], image="lmsysorg/sglang:v0.5.3",
                    name="p-old", created="2026-01-01T00:00:00Z"),
@@ -240,11 +241,11 @@ def test_version_from_spec_image_then_pods_then_minimum_and_the_message_says_whi
     r = run(binding("b", "bf16"), deployment("md", engine="SGLang", version=None), *pods)
     f = only(r, "binding-dtype-rejected")
     assert "SGLang 0.5.3 (from Pod image)" in f.message and "0.5.4" not in f.message
-    assert [a.label for a in entry(r, "b").engines()] == ["sglang 0.5.3 (pods)", "sglang 0.5.4 (pods)"]
+    assert [engine_label(a) for a in entry(r, "b").engines()] == ["sglang 0.5.3 (pods)", "sglang 0.5.4 (pods)"]
     # nothing at all: the operator's minimum, said so
     r = run(binding("b", "fp8"), deployment("md", engine="SGLang", version=None))
     assert "SGLang 0.5.18 (version unknown: the operator minimum)" in only(r, "binding-dtype-rejected").message
-    assert entry(r, "b").engines()[0].label == "sglang 0.5.18 (minimum)"
+    assert engine_label(entry(r, "b").engines()[0]) == "sglang 0.5.18 (minimum)"
 
 
 def test_an_unparseable_declared_version_falls_back_to_the_minimum():

@@ -1,5 +1,5 @@
 """`kubectl kvcache setting status|on|off`: the pure parts (setting.py) and the command flow
-(setting_cmd.py) against a fake API server that sits behind the real kube.Client (paging,
+(commands/setting.py) against a fake API server that sits behind the real kube.Client (paging,
 discovery, merge patches and error mapping are the real code; only the HTTP round trip is faked).
 """
 
@@ -13,7 +13,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as hs
 
-from kubectl_kvcache import cli, kube, setting, setting_cmd, sources
+from kubectl_kvcache import cli, kube, setting, sources
+from kubectl_kvcache.commands import setting as setting_cmd
+from kubectl_kvcache.options import Connection, SettingOptions
+from kubectl_kvcache.render import setting as setting_view
 from kubectl_kvcache.errors import Conflict, PluginError
 from kubectl_kvcache.snapshot import Deployment, Pod, Role, Setting, default_setting
 
@@ -193,7 +196,7 @@ class TTY(io.StringIO):
 
 def run_cli(api, argv, stdin=None, monkeypatch=None):
     out, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sources, "open_client", lambda opts, io=None: FakeClient(api))
+    monkeypatch.setattr(sources, "open_client", lambda *a, **k: FakeClient(api))
     code = cli.main(argv, stdin=stdin if stdin is not None else io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
 
@@ -218,10 +221,10 @@ def _record(status_value="true", spec_value=None, editable=True, source="cluster
 
 @pytest.mark.parametrize("raw", TRUE_SPELLINGS + FALSE_SPELLINGS)
 def test_every_parse_bool_spelling_is_normalised(raw):
-    view = setting.status_view(_record(raw))
+    view = setting_view.status_view(_record(raw))
     assert view["value"] is (raw in TRUE_SPELLINGS)
     assert view["raw"] == raw and view["source"] == "cluster"
-    value_line = next(line for line in setting.status_lines(_record(raw)) if "value:" in line)
+    value_line = next(line for line in setting_view.status_lines(_record(raw)) if "value:" in line)
     word = "true" if raw in TRUE_SPELLINGS else "false"
     assert f"({word})" in value_line
     assert (f"written {raw!r}" in value_line) is (raw != word)
@@ -230,27 +233,27 @@ def test_every_parse_bool_spelling_is_normalised(raw):
 @given(hs.text(max_size=6).filter(lambda t: t not in TRUE_SPELLINGS + FALSE_SPELLINGS))
 def test_anything_else_is_unreadable(raw):
     assert setting.parse_bool(raw) is None
-    view = setting.status_view(_record(raw))
+    view = setting_view.status_view(_record(raw))
     assert view["value"] is None and view["meaning"].startswith("unreadable")
 
 
 def test_missing_object_and_unset_value_read_the_default():
     for record, says in ((default_setting(), "does not exist"), (_record(None), "status.value is unset")):
-        view = setting.status_view(record)
+        view = setting_view.status_view(record)
         assert view["value"] is True and view["source"] == "default" and view["raw"] is None
-        assert any(says in line for line in setting.status_lines(record))
+        assert any(says in line for line in setting_view.status_lines(record))
 
 
 def test_status_view_has_the_stable_shape():
-    view = setting.status_view(_record("F", editable=False))
+    view = setting_view.status_view(_record("F", editable=False))
     assert view == {"kind": "SettingStatus", "name": NAME, "namespace": NS, "value": False, "raw": "F",
-                    "source": "cluster", "editable": False, "description": "d", "meaning": setting.MEANING[False]}
+                    "source": "cluster", "editable": False, "description": "d", "meaning": setting_view.MEANING[False]}
 
 
 def test_status_lines_show_a_pending_spec_value():
-    lines = setting.status_lines(_record("true", spec_value="0"))
+    lines = setting_view.status_lines(_record("true", spec_value="0"))
     assert any("pending" in line and "off" in line for line in lines)
-    assert not any("pending" in line for line in setting.status_lines(_record("true", spec_value="T")))
+    assert not any("pending" in line for line in setting_view.status_lines(_record("true", spec_value="T")))
 
 
 # -- pure: decide, patch, blast radius, reverse command -----------------------------------------
@@ -292,7 +295,7 @@ def test_blast_radius_counts_attached_deployments_replicas_namespaces_and_pods()
     radius = setting.blast_radius(deployments, pods)
     assert (radius.deployments, radius.replicas, radius.namespaces) == (3, 10, 2)
     assert (radius.injected_pods, radius.injected_namespaces) == (3, 2)
-    text = "\n".join(setting.blast_radius_lines(radius, False))
+    text = "\n".join(setting_view.blast_radius_lines(radius, False))
     assert "3 pool-attached ModelDeployments (10 replicas) in 2 namespaces" in text
     assert "3 Pods opted into injection" in text and "turning the setting off" in text.lower()
 
@@ -309,37 +312,40 @@ def test_blast_radius_property(specs):
 
 
 def test_blast_radius_of_nothing():
-    text = "\n".join(setting.blast_radius_lines(setting.blast_radius([_dep("a", kv=False)], []), True))
+    text = "\n".join(setting_view.blast_radius_lines(setting.blast_radius([_dep("a", kv=False)], []), True))
     assert "0 pool-attached ModelDeployments: nothing rolls" in text and "0 Pods opted into injection" in text
 
 
 def test_blast_radius_unknown_parts_say_why():
     radius = setting.blast_radius(None, None, "forbidden: cannot list md", "forbidden: cannot list pods")
-    text = "\n".join(setting.blast_radius_lines(radius, True))
+    text = "\n".join(setting_view.blast_radius_lines(radius, True))
     assert "unknown (forbidden: cannot list md)" in text and "unknown (forbidden: cannot list pods)" in text
 
 
-def _opts(**kw):
-    base = dict(kubeconfig=None, context=None, cluster=None, user=None, server=None, token=None,
-                certificate_authority=None, insecure_skip_tls_verify=False, as_user=None, as_group=[],
-                request_timeout="0", chunk_size=500, field_manager="kubectl-kvcache")
-    base.update(kw)
-    return types.SimpleNamespace(**base)
+def _conn(**kw):
+    if "as_group" in kw:
+        kw["as_groups"] = tuple(kw.pop("as_group"))
+    return Connection(**kw)
+
+
+def _opts(timeout=60.0, **kw):
+    flow = {k: kw.pop(k) for k in ("yes", "dry_run", "wait", "field_manager") if k in kw}
+    return SettingOptions("off", _conn(**kw), timeout=timeout, **flow)
 
 
 def test_reverse_command_repeats_the_connection_flags_given():
-    opts = _opts(kubeconfig="/tmp/my config", context="prod", as_user="alice", as_group=["ops", "sre"],
+    opts = _conn(kubeconfig="/tmp/my config", context="prod", as_user="alice", as_group=["ops", "sre"],
                  server="https://h:6443", insecure_skip_tls_verify=True, request_timeout="10s")
     cmd = setting.reverse_command(True, opts)
     assert shlex.split(cmd) == ["kubectl", "kvcache", "setting", "on", "--yes", "--kubeconfig", "/tmp/my config",
                                 "--context", "prod", "--server", "https://h:6443", "--as", "alice",
                                 "--as-group", "ops", "--as-group", "sre", "--insecure-skip-tls-verify",
                                 "--request-timeout", "10s"]
-    assert setting.reverse_command(False, _opts()) == "kubectl kvcache setting off --yes"
+    assert setting.reverse_command(False, _conn()) == "kubectl kvcache setting off --yes"
 
 
 def test_reverse_command_never_echoes_a_token():
-    cmd = setting.reverse_command(False, _opts(token="s3cr3t", field_manager="me"))
+    cmd = setting.reverse_command(False, _conn(token="s3cr3t"), "me")
     assert "s3cr3t" not in cmd and '--token "$KVCACHE_TOKEN"' in cmd and "--field-manager me" in cmd
 
 
@@ -350,7 +356,7 @@ def test_status_text(run):
     assert code == 0 and err == ""
     assert "off (false), written 'FALSE'" in out
     assert "editable:    yes" in out and "Hand the dtype to the engine" in out
-    assert setting.MEANING[False] in out
+    assert setting_view.MEANING[False] in out
 
 
 def test_status_missing_object_reads_default_and_says_so(run):
@@ -358,7 +364,7 @@ def test_status_missing_object_reads_default_and_says_so(run):
     assert code == 0
     assert json.loads(out) == {"kind": "SettingStatus", "name": NAME, "namespace": NS, "value": True, "raw": None,
                                "source": "default", "editable": None, "description": "",
-                               "meaning": setting.MEANING[True]}
+                               "meaning": setting_view.MEANING[True]}
     code, out, _ = run(FakeAPI(None), ["setting", "status"])
     assert code == 0 and "does not exist" in out and "on (true)" in out
 
@@ -369,7 +375,7 @@ def test_status_machine_output(run, fmt, load):
     assert code == 0
     assert load(out) == {"kind": "SettingStatus", "name": NAME, "namespace": NS, "value": True, "raw": "t",
                          "source": "cluster", "editable": False, "description": "Hand the dtype to the engine",
-                         "meaning": setting.MEANING[True]}
+                         "meaning": setting_view.MEANING[True]}
 
 
 def test_status_unreadable_value_is_a_finding(run):
@@ -583,9 +589,9 @@ def _fake_time():
 def test_wait_polls_until_status_reports_the_new_value():
     api = _cluster_api(operator=3)
     sleep, clock = _fake_time()
-    opts = _opts(yes=True, dry_run="none", wait=True)
+    opts = _opts(yes=True, dry_run="none", wait=True, timeout=60.0)
     streams = io_streams()
-    code = setting_cmd.run_toggle(FakeClient(api), opts, streams, False, 60.0, sleep, clock)
+    code = setting_cmd.run_toggle(FakeClient(api), opts, streams, False, sleep, clock)
     assert code == 0
     assert "status.value reports false (off)" in streams.stdout.getvalue()
     assert "Waiting for status.value" in streams.stderr.getvalue()
@@ -595,9 +601,9 @@ def test_wait_polls_until_status_reports_the_new_value():
 def test_wait_times_out_with_a_clear_message():
     api = _cluster_api()                      # no operator: status never follows
     sleep, clock = _fake_time()
-    opts = _opts(yes=True, dry_run="none", wait=True)
+    opts = _opts(yes=True, dry_run="none", wait=True, timeout=5.0)
     with pytest.raises(PluginError, match=r"timed out after 5s waiting for status.value to report 'false'"):
-        setting_cmd.run_toggle(FakeClient(api), opts, io_streams(), False, 5.0, sleep, clock)
+        setting_cmd.run_toggle(FakeClient(api), opts, io_streams(), False, sleep, clock)
     assert clock() == pytest.approx(5.0)
     assert api.setting["spec"]["value"] == "false"
 

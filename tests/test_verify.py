@@ -6,6 +6,7 @@ import objects as o
 from kubectl_kvcache import sources, verify
 from kubectl_kvcache.sources import Scope
 from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM
+from kubectl_kvcache.render.verify import argv_listing
 
 
 def snapshot_of(*objs, tmp_path, namespace=None):
@@ -203,7 +204,7 @@ def test_json_contract(tmp_path):
 def test_argv_listing_marks_every_occurrence_and_the_winner(tmp_path):
     item = only(judge(o.binding("b1", "fp8"), o.deployment("md"),
                       o.md_pod("a", "md", o.vllm_argv("fp8", ["--kv-cache-dtype=fp8_e5m2"])), tmp_path=tmp_path))
-    rows = verify.argv_listing(item)
+    rows = argv_listing(item)
     marked = [(pos, mark) for pos, _, mark in rows if mark]
     assert marked == [("command[3]", "<- kv-cache-dtype #1 = 'fp8'"),
                       ("command[5]", "<- kv-cache-dtype #2 = 'fp8_e5m2'  (wins)")]

@@ -266,16 +266,17 @@ def test_conflict_when_the_setting_changes_between_read_and_patch(fresh, monkeyp
 
 def test_a_stale_resource_version_is_a_conflict(fresh):
     """The same patch path with a resourceVersion that is no longer current."""
-    from kubectl_kvcache import setting, setting_cmd
+    from kubectl_kvcache import setting
+    from kubectl_kvcache.commands import setting as setting_cmd
     from kubectl_kvcache.errors import Conflict
+    from kubectl_kvcache.options import Connection
 
-    client = kube.Client(type("Opts", (), {"kubeconfig": fresh.admin_kubeconfig})())
+    client = kube.Client(Connection(kubeconfig=fresh.admin_kubeconfig))
     path = setting_cmd.setting_path(client)
     stale = _get(fresh)["metadata"]["resourceVersion"]
     fresh.set_status("settings.gpustack.ai", NAME, namespace=NS, status={"description": "changed"})
-    opts = type("Opts", (), {"field_manager": "kubectl-kvcache"})()
     with pytest.raises(Conflict) as exc:
-        setting_cmd._patch(client, path, setting.patch_body(stale, False), opts, dry_run=False)
+        setting_cmd._patch(client, path, setting.patch_body(stale, False), "kubectl-kvcache", dry_run=False)
     assert "re-run to see the new state" in str(exc.value) and "\n" not in str(exc.value)
     assert _get(fresh)["spec"]["value"] == "true"
 

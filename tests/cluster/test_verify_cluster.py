@@ -15,7 +15,8 @@ import urllib.request
 import pytest
 
 from kubectl_kvcache import kube
-from kubectl_kvcache.cli import build_parser, main
+from kubectl_kvcache.cli import main
+from kubectl_kvcache.options import Connection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -186,7 +187,7 @@ def test_expired_continue_token_restarts_the_list(cluster, monkeypatch):
     ns = cluster.new_namespace("expire")
     cluster.apply([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{n}", "namespace": ns},
                     "data": {"n": str(n)}} for n in range(7)])
-    client = kube.Client(build_parser().parse_args(["verify", "--kubeconfig", cluster.admin_kubeconfig]))
+    client = kube.Client(Connection(kubeconfig=cluster.admin_kubeconfig))
     original = client.request
     seen = []
 

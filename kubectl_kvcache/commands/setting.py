@@ -1,45 +1,38 @@
 """`kubectl kvcache setting status|on|off`: read the operator's Setting, or flip it.
 
-The flow (I/O) lives here; what it judges (values, blast radius, the patch, the reverse command)
-is in setting.py. Results go to stdout, prompts and diagnostics to stderr.
+The flow lives here; what it judges (values, blast radius, the patch, the reverse command) is
+in setting.py and how it is shown in render/setting.py. Results go to stdout, prompts and
+diagnostics to stderr.
 """
 
-import json
 import time
 
-from kubectl_kvcache import setting as st
-from kubectl_kvcache import snapshot as snap
+from kubectl_kvcache import exitcodes, render, setting as st, snapshot as snap, sources
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
-
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from kubectl_kvcache.kube import collection_path
+from kubectl_kvcache.options import SettingOptions
+from kubectl_kvcache.render import setting as view
 
 RESOURCE = f"settings.{snap.SETTING_GROUP}"
 WHERE = f"in namespace {snap.SETTING_NAMESPACE}"
 POLL_SECONDS = 1.0
-WEBHOOK_NOTE = ("the operator's webhooks pick the change up within about 30 s (they cache the value), and "
-                "each pool-attached ModelDeployment rolls at its next reconcile")
 
 
-def run(opts, io):
-    from kubectl_kvcache import sources
-
-    if opts.action == "status":
-        return run_status(sources.open_client(opts, io), opts, io)
-    want = st.ACTIONS[opts.action]
-    timeout = _wait_timeout(opts)          # a bad --timeout fails before anything is sent
-    return run_toggle(sources.open_client(opts, io), opts, io, want, timeout)
+def run(options: SettingOptions, io) -> int:
+    client = sources.open_client(options.connection, render.tracer(io.stderr))
+    if options.action == "status":
+        return run_status(client, options, io)
+    return run_toggle(client, options, io, st.ACTIONS[options.action])
 
 
 # -- reading ----------------------------------------------------------------------------------
 
 def setting_path(client) -> str:
     """The Setting's path, its API version resolved through discovery (never hard-coded)."""
-    from kubectl_kvcache.kube import collection_path
-
     try:
         version = client.resource_version_for(snap.SETTING_GROUP, "settings")
     except NotFound as exc:
-        raise NotFound(f"the Setting API ({RESOURCE}) is not served by this cluster: {exc}")
+        raise NotFound(f"the Setting API ({RESOURCE}) is not served by this cluster: {exc}") from exc
     return f"{collection_path(snap.SETTING_GROUP, version, 'settings', snap.SETTING_NAMESPACE)}/{snap.SETTING_NAME}"
 
 
@@ -51,32 +44,22 @@ def read_setting(client, path):
         return None
 
 
-def run_status(client, opts, io):
+def run_status(client, options: SettingOptions, io) -> int:
     obj = read_setting(client, setting_path(client))
     record = snap.default_setting() if obj is None else snap.setting_record(obj, "cluster")
-    view = st.status_view(record)
-    if opts.output in ("json", "yaml"):
-        from kubectl_kvcache import render
-
-        render.structured(view, opts.output, io.stdout)
+    if options.output.structured:
+        render.structured(view.status_view(record), options.output.format, io.stdout)
     else:
-        for line in st.status_lines(record):
-            print(line, file=io.stdout)
-    if view["value"] is None:
-        print(f"note: status.value {view['raw']!r} is not a value the operator accepts", file=io.stderr)
-        return EXIT_FINDINGS
-    return EXIT_OK
+        view.status(record, io.stdout)
+    if st.effective_value(record) is None:
+        render.note(io.stderr, f"status.value {record.status_value!r} is not a value the operator accepts")
+        return exitcodes.FINDINGS
+    return exitcodes.OK
 
 
 # -- flipping ---------------------------------------------------------------------------------
 
-def _wait_timeout(opts):
-    from kubectl_kvcache.kube import parse_duration
-
-    return parse_duration(getattr(opts, "timeout", "60s"), "--timeout")
-
-
-def run_toggle(client, opts, io, want, timeout=None, sleep=time.sleep, clock=time.monotonic):
+def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, clock=time.monotonic) -> int:
     path = setting_path(client)
     obj = read_setting(client, path)
     if obj is None:
@@ -88,33 +71,29 @@ def run_toggle(client, opts, io, want, timeout=None, sleep=time.sleep, clock=tim
         raise PluginError(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} is not editable "
                           f"(status.editable is false); nothing was changed")
     if decision == st.ALREADY:
-        print(f"The Setting is already {st.action_for(want)} (status.value {record.status_value or 'unset: default'}"
-              f"); nothing to change.", file=io.stdout)
-        return EXIT_OK
-    for line in st.blast_radius_lines(count_blast_radius(client, opts), want):
-        print(line, file=io.stdout)
+        view.already(record, want, io.stdout)
+        return exitcodes.OK
+    view.blast(count_blast_radius(client, options.connection.chunk_size), want, io.stdout)
     if not record.resource_version:
         raise PluginError(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} came without a "
                           f"metadata.resourceVersion: the change cannot be guarded against a concurrent one")
     body = st.patch_body(record.resource_version, want)
-    if opts.wait and opts.dry_run != "none":
-        print("note: --wait has no effect with --dry-run", file=io.stderr)
-    if opts.dry_run == "client":
-        return _show_client_dry_run(path, body, opts, io)
-    if opts.dry_run == "server":
-        return _server_dry_run(client, path, body, opts, io, want)
-    if not opts.yes:
+    if options.wait and options.dry_run != "none":
+        render.note(io.stderr, "--wait has no effect with --dry-run")
+    if options.dry_run == "client":
+        view.client_dry_run(path, body, options.field_manager, io.stdout)
+        return exitcodes.OK
+    if options.dry_run == "server":
+        return _server_dry_run(client, path, body, options, io, want)
+    if not options.yes:
         confirm(io, want)
-    patched = _patch(client, path, body, opts, dry_run=False)
-    return _report(client, path, patched, record, opts, io, want, timeout, sleep, clock)
+    patched = _patch(client, path, body, options.field_manager, dry_run=False)
+    return _report(client, path, patched, record, options, io, want, sleep, clock)
 
 
-def count_blast_radius(client, opts) -> st.BlastRadius:
+def count_blast_radius(client, chunk) -> st.BlastRadius:
     """Pool-attached ModelDeployments and injection Pods in every namespace (paged lists). A list
     that is forbidden or not served leaves its count unknown, with why, instead of failing."""
-    from kubectl_kvcache.kube import collection_path
-
-    chunk = getattr(opts, "chunk_size", 500)
     deployments, md_why = None, ""
     try:
         version = client.resource_version_for(snap.GROUP, "modeldeployments")
@@ -142,63 +121,46 @@ def confirm(io, want):
     if not (isatty and isatty()):
         raise PluginError(f"refusing to turn the Setting {st.action_for(want)} without confirmation: standard "
                           f"input is not a terminal; pass --yes to confirm (or --dry-run to preview)")
-    print(f"Turn the Setting {st.action_for(want)}? [y/N] ", end="", file=io.stderr, flush=True)
+    render.prompt(io.stderr, f"Turn the Setting {st.action_for(want)}? [y/N] ")
     answer = io.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
         raise PluginError("aborted: the Setting was not changed")
 
 
-def _patch(client, path, body, opts, dry_run):
+def _patch(client, path, body, field_manager, dry_run):
     what = f"patch {RESOURCE} {snap.SETTING_NAME} {WHERE}"
     try:
-        return client.patch_merge(path, body, field_manager=opts.field_manager, dry_run=dry_run, what=what)
-    except Conflict:
+        return client.patch_merge(path, body, field_manager=field_manager, dry_run=dry_run, what=what)
+    except Conflict as exc:
         raise Conflict(f"conflict: the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} changed since it was "
                        f"read (resourceVersion {body['metadata']['resourceVersion']}); nothing was overwritten: "
-                       f"re-run to see the new state")
+                       f"re-run to see the new state") from exc
     except Forbidden as exc:
-        raise Forbidden(f"{exc} (needs RBAC verb patch on {RESOURCE} {WHERE})")
+        raise Forbidden(f"{exc} (needs RBAC verb patch on {RESOURCE} {WHERE})") from exc
 
 
-def _show_client_dry_run(path, body, opts, io):
-    print("Dry run (client): nothing was sent. The patch would be:", file=io.stdout)
-    print(f"  PATCH {path}?fieldManager={opts.field_manager}", file=io.stdout)
-    print("  Content-Type: application/merge-patch+json", file=io.stdout)
-    print(f"  {json.dumps(body)}", file=io.stdout)
-    return EXIT_OK
-
-
-def _server_dry_run(client, path, body, opts, io, want):
-    result = _patch(client, path, body, opts, dry_run=True)
+def _server_dry_run(client, path, body, options, io, want):
+    result = _patch(client, path, body, options.field_manager, dry_run=True)
     spec_value = (result.get("spec") or {}).get("value")
-    print(f"Dry run (server): the API server accepted the patch (spec.value {spec_value!r}); nothing was "
-          f"persisted.", file=io.stdout)
+    view.server_dry_run(spec_value, io.stdout)
     if st.parse_bool(spec_value) != want:
         raise PluginError(f"the API server's dry run answered spec.value {spec_value!r}, not "
                           f"{st.WORD[want]!r}")
-    return EXIT_OK
+    return exitcodes.OK
 
 
-def _report(client, path, patched, before, opts, io, want, timeout, sleep, clock):
+def _report(client, path, patched, before, options, io, want, sleep, clock):
     meta = patched.get("metadata") or {}
-    print(f"Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} patched: spec.value {st.WORD[want]!r} "
-          f"(resourceVersion {before.resource_version} -> {meta.get('resourceVersion', '?')}).", file=io.stdout)
+    view.patched(want, before.resource_version, meta.get("resourceVersion", "?"), io.stdout)
     now = snap.setting_record(patched, "cluster")
-    if opts.wait and st.effective_value(now) != want:
-        limit = "no time limit" if timeout is None else f"up to {_seconds(timeout)}"
-        print(f"Waiting for status.value to report {st.WORD[want]!r} ({limit})...", file=io.stderr)
-        now = wait_for(client, path, want, timeout, sleep, clock)
-    reported = st.effective_value(now)
-    if reported == want:
-        print(f"status.value reports {now.status_value or 'unset'} ({st.action_for(want)}); {WEBHOOK_NOTE}.",
-              file=io.stdout)
-    else:
-        print(f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
-              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.", file=io.stdout)
-    print(f"To undo: {st.reverse_command(not want, opts)}", file=io.stdout)
-    if getattr(opts, "token", None):
-        print(f"note: the undo command reads the token from ${st.TOKEN_VARIABLE}", file=io.stderr)
-    return EXIT_OK
+    if options.wait and st.effective_value(now) != want:
+        view.waiting(want, options.timeout, io.stderr)
+        now = wait_for(client, path, want, options.timeout, sleep, clock)
+    view.reported(now, want, io.stdout)
+    view.undo(st.reverse_command(not want, options.connection, options.field_manager), io.stdout)
+    if options.connection.token:
+        render.note(io.stderr, f"the undo command reads the token from ${st.TOKEN_VARIABLE}")
+    return exitcodes.OK
 
 
 def wait_for(client, path, want, timeout, sleep=time.sleep, clock=time.monotonic):

@@ -1,0 +1,50 @@
+"""Everything the upgrade (the Setting on) will break, found before it happens.
+
+Pure: a snapshot in, a report out (findings, the Binding table, the role table). No cluster,
+no files, no printing. Engine questions go to the engine model (`engines`, `kvparse`,
+`predict`), Pod questions to `verify`; nothing here matches option names with a regex.
+
+The checks, in the upgrade guide's order:
+  1. every Binding's dtype against every engine (and engine version) it will be handed to;
+  2. roles that pass --kv-cache-dtype themselves in extraArgs (refused at their next edit);
+  3. take-over roles (`command` set) attached to a pool: the operator renders nothing for them;
+  4. injection opt-ins (Pods and workload Pod templates) the webhook will refuse;
+  5. the Setting itself.
+
+One module per check; `check` runs them all and is the face the commands use.
+"""
+
+from kubectl_kvcache import setting as setting_mod, snapshot as snap
+from kubectl_kvcache.checks.bindings import BindingEntry, Use, check_bindings
+from kubectl_kvcache.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
+from kubectl_kvcache.checks.findings import CODES, ERROR, INFO, SEVERITIES, WARNING, Finding, Report
+from kubectl_kvcache.checks.injection import check_injection
+from kubectl_kvcache.checks.inputs import EnginePods, opt_ins
+from kubectl_kvcache.checks.roles import RoleEntry, check_roles
+from kubectl_kvcache.checks.setting import setting_finding, setting_state
+from kubectl_kvcache.engine import MINIMUM
+
+__all__ = ["BindingEntry", "CODES", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM", "Report", "RoleEntry",
+           "SEVERITIES", "Use", "WARNING", "accepted_since", "check", "flag_tokens", "suggest_dtype"]
+
+
+_RANK = {s: n for n, s in enumerate(SEVERITIES)}
+
+
+def check(snapshot: snap.Snapshot) -> Report:
+    state = setting_state(snapshot.setting, snapshot.source)
+    on = state["on"] if state["on"] is not None else setting_mod.DEFAULT
+    deployments = sorted((md for md in snapshot.deployments.values() if snap.in_namespace(md.namespace, snapshot.namespace)),
+                         key=lambda d: (d.namespace, d.name))
+    pods = EnginePods(snapshot)
+    optins = opt_ins(snapshot)
+    bindings, found = check_bindings(snapshot, deployments, optins, pods, on)
+    roles, role_findings = check_roles(snapshot, deployments, pods, on)
+    found += role_findings
+    found += check_injection(optins)
+    found.sort(key=lambda f: (_RANK[f.severity], f.namespace or "", f.kind, f.name, f.code))
+    found.append(setting_finding(state, sum(1 for f in found if f.severity == ERROR),
+                                 any(b.rejected_by for b in bindings)))
+    checked = {"bindings": sum(1 for b in bindings if b.binding), "deployments": len(deployments),
+               "optIns": len(optins)}
+    return Report(state, found, bindings, roles, checked)

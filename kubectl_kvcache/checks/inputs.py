@@ -1,0 +1,78 @@
+"""What the checks read from a snapshot: injection opt-ins (Pods and workload templates) and the
+engine Pods of pool-attached deployments, grouped by role."""
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from kubectl_kvcache import snapshot as snap, verify
+
+
+@dataclass(frozen=True)
+class OptIn:
+    """A Pod, or a workload's Pod template, labelled kvcache.gpustack.ai/inject=true."""
+
+    kind: str
+    namespace: str
+    name: str
+    annotations: Dict[str, str]
+    containers: Tuple[dict, ...]
+    existing_pod: bool = False
+    owner: Optional[Tuple[str, str]] = None     # (kind, name) of a Pod's controller
+
+    @property
+    def obj(self):
+        return (self.namespace, self.kind, self.name)
+
+    def annotation(self, key):
+        return self.annotations.get(snap.ANNOTATION_PREFIX + key)
+
+
+def opt_ins(snapshot) -> List[OptIn]:
+    found = []
+    for pod in snapshot.pods:
+        if not snap.in_namespace(pod.namespace, snapshot.namespace) or pod.md_controlled:
+            continue
+        if pod.opted_in:
+            owner = (pod.owner[1], pod.owner[2]) if pod.owner else None
+            found.append(OptIn("Pod", pod.namespace, pod.name, pod.annotations, pod.containers, True, owner))
+    for w in snapshot.workloads:
+        if snap.in_namespace(w.namespace, snapshot.namespace) and w.labels.get(snap.INJECT_LABEL) == "true":
+            found.append(OptIn(w.kind, w.namespace, w.name, w.annotations, w.containers))
+    return sorted(found, key=lambda o: (o.namespace, o.kind != "Pod", o.kind, o.name))
+
+
+def target_container(optin: OptIn) -> Tuple[Optional[dict], str]:
+    """The container the webhook injects into, or why it refuses to pick one."""
+    return snap.injection_target(optin.annotations, optin.containers)
+
+
+def unique(items):
+    """The items in order, each once."""
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+class EnginePods:
+    """Engine Pods of pool-attached deployments, grouped (verify decides which Pods count)."""
+
+    def __init__(self, snapshot):
+        self.by_role: Dict[Tuple[str, str, str], List[verify.Candidate]] = {}
+        self._roles: Dict[Tuple[str, str], List[Tuple[str, str, str]]] = {}
+        for cand in verify.candidates(snapshot):
+            if cand.owner and not cand.problem:
+                key = (cand.pod.namespace, cand.owner["name"], cand.role)
+                if key not in self.by_role:
+                    self._roles.setdefault(key[:2], []).append(key)
+                self.by_role.setdefault(key, []).append(cand)
+
+    def of(self, md, role=None):
+        if role is not None:
+            return self.by_role.get((md.namespace, md.name, role), [])
+        return [c for key in self._roles.get((md.namespace, md.name), ()) for c in self.by_role[key]]
+
+    def images(self, md):
+        cands = sorted(self.of(md), key=lambda c: c.pod.created)
+        return [(c.pod.container(snap.ENGINE_CONTAINER) or {}).get("image") for c in cands]

@@ -1,0 +1,39 @@
+"""5. The Setting itself: its value as the checks read it, and the finding that says what it means."""
+
+from typing import Optional
+
+from kubectl_kvcache import setting as setting_mod, snapshot as snap
+from kubectl_kvcache.checks.findings import ERROR, Finding, finding
+
+
+def setting_state(setting: Optional[snap.Setting], input_source="cluster") -> dict:
+    setting = setting or snap.default_setting()
+    return {"namespace": snap.SETTING_NAMESPACE, "name": snap.SETTING_NAME, "value": setting.status_value,
+            "specValue": setting.spec_value, "on": setting_mod.effective_value(setting),
+            "source": setting.source if input_source == "cluster" or setting.source != "default" else "assumed"}
+
+
+def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
+    obj = (snap.SETTING_NAMESPACE, "Setting", snap.SETTING_NAME)
+    value, on, source = state["value"], state["on"], state["source"]
+    if on is None:
+        return finding("setting", obj, f"status.value is {value!r}, which the operator cannot read as a "
+                                       f"boolean", "patch spec.value to \"true\" or \"false\"", severity=ERROR)
+    if source == "flag":
+        shown = f"assumed {'on' if on else 'off'} (--assume-setting), not read"
+    elif source == "assumed":
+        shown = "not in the input: assuming the operator's default \"true\""
+    elif value is None:
+        shown = "status.value is unset: the operator's default \"true\" applies"
+    else:
+        shown = f"status.value is {value!r}"
+    if on:
+        message = (f"{shown}: already on. The operator hands each Binding's dtype to the engine and the "
+                   f"webhooks refuse own flags: the findings are the cluster's state now")
+        fix = ("if new Pods fail argument parsing, the guide's recovery turns it off first: kubectl kvcache setting "
+               "off" if failing else "")
+    else:
+        message = (f"{shown}: off. Turning it on rolls every pool-attached ModelDeployment; the findings are "
+                   f"what that will cause")
+        fix = "fix the errors first, then: kubectl kvcache setting on" if errors else "kubectl kvcache setting on"
+    return finding("setting", obj, message, fix)

@@ -1,0 +1,38 @@
+"""`check`, `bindings` and `roles`: one judgement (`checks`), three views.
+
+Exit codes: check 1 on an error finding (a warning too with --strict); bindings 1 when a
+Binding is rejected or missing; roles 1 on an error role.
+"""
+
+from kubectl_kvcache import checks, exitcodes, render, sources
+from kubectl_kvcache.options import CheckOptions
+from kubectl_kvcache.render import checks as views
+
+_BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing"}
+
+
+def exit_code(options: CheckOptions, report) -> int:
+    if options.view == "check":
+        counts = report.summary()
+        bad = counts[checks.ERROR] or (options.strict and counts[checks.WARNING])
+    elif options.view == "bindings":
+        bad = any(f.code in _BINDING_ERRORS for f in report.findings)
+    else:
+        bad = any(e.severity == checks.ERROR for e in report.roles)
+    return exitcodes.FINDINGS if bad else exitcodes.OK
+
+
+def run(options: CheckOptions, io) -> int:
+    snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
+    render.notes(snapshot, io.stderr)
+    report = checks.check(snapshot)
+    view = views.VIEWS[options.view]
+    listed = render.show(view, report, options.output, io.stdout)
+    if not options.output.structured:
+        if options.view == "check":
+            if not any(report.checked.values()):
+                render.nothing_found(snapshot, view.empty, io.stderr)
+            render.line(io.stderr, views.summary(report))
+        elif not listed:
+            render.nothing_found(snapshot, view.empty, io.stderr)
+    return exit_code(options, report)

@@ -1,0 +1,131 @@
+"""The printer every command shares: a View is columns plus a row source and a structured form,
+printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAML. Diagnostics
+(notes, summaries, errors) are printed here too, to stderr. Nothing outside render/ prints.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Tuple
+
+NONE = "<none>"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A header and how to get its cell from a row (pluto's columns): one definition serves every
+    format. `wide_value`, when set, is the cell in -o wide (e.g. every name instead of a count)."""
+
+    header: str
+    value: Callable[[Any], Any]
+    wide_value: Optional[Callable[[Any], Any]] = None
+
+    def cell(self, row, wide):
+        return (self.wide_value or self.value)(row) if wide else self.value(row)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a command lists: its columns (and the extra ones of -o wide), the rows of a report,
+    the report's structured form for -o json|yaml, and what to call the rows when there are none."""
+
+    columns: Tuple[Column, ...]
+    wide: Tuple[Column, ...]
+    rows: Callable[[Any], Iterable]
+    to_dict: Callable[[Any], dict]
+    empty: str
+
+    def cells(self, report, wide):
+        columns = self.columns + (self.wide if wide else ())
+        return [[c.cell(row, wide) for c in columns] for row in self.rows(report)]
+
+    def headers(self, wide):
+        return [c.header for c in self.columns + (self.wide if wide else ())]
+
+
+def cell(value):
+    if value is None or value == "":
+        return NONE
+    return str(value)
+
+
+def table(headers, rows, out, no_headers=False):
+    from tabulate import tabulate
+
+    rows = [[cell(v) for v in row] for row in rows]
+    if not rows:
+        return
+    if no_headers:
+        text = tabulate(rows, tablefmt="plain", disable_numparse=True)
+    else:
+        text = tabulate(rows, headers=[h.upper() for h in headers], tablefmt="plain", disable_numparse=True)
+    out.write(text + "\n")
+
+
+def as_json(data, out):
+    buf = []
+    for chunk in json.JSONEncoder(indent=2).iterencode(data):
+        buf.append(chunk)
+        if len(buf) >= 8192:
+            out.write("".join(buf))
+            buf.clear()
+    buf.append("\n")
+    out.write("".join(buf))
+
+
+def as_yaml(data, out):
+    import yaml
+
+    out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
+
+
+def structured(data, fmt, out):
+    (as_json if fmt == "json" else as_yaml)(data, out)
+
+
+def show(view: View, report, output, out) -> int:
+    """Print `report` through `view` in the asked format; returns how many rows were listed
+    (structured output: -1, it is never empty)."""
+    if output.structured:
+        structured(view.to_dict(report), output.format, out)
+        return -1
+    rows = view.cells(report, output.wide)
+    table(view.headers(output.wide), rows, out, not output.headers)
+    return len(rows)
+
+
+# -- diagnostics (stderr) -------------------------------------------------------------------
+
+def line(out, text=""):
+    """One line of a result or message, to the stream the command chose."""
+    print(text, file=out)
+
+
+def error(err, message):
+    print(f"error: {message}", file=err)
+
+
+def notes(snapshot, err):
+    for note in snapshot.notes:
+        print(f"note: {note}", file=err)
+
+
+def note(err, text):
+    print(f"note: {text}", file=err)
+
+
+def nothing_found(snapshot, what, err):
+    where = f"in {snapshot.namespace} namespace" if snapshot.namespace else "in any namespace"
+    if snapshot.source == "file":
+        where = "in the input" + (f" (namespace {snapshot.namespace})" if snapshot.namespace else "")
+    print(f"No {what} found {where}.", file=err)
+
+
+def prompt(err, question):
+    print(question, end="", file=err, flush=True)
+
+
+def tracer(err):
+    """The KVCACHE_TRACE line printer handed to the API client."""
+    def trace(text):
+        print(f"trace: {text}", file=err, flush=True)
+    return trace

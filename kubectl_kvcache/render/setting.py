@@ -1,0 +1,146 @@
+"""The Setting as people read it: `setting status` lines and its structured `SettingStatus`,
+the blast radius of a flip, and the messages of on/off."""
+
+import json
+from typing import Optional, Tuple
+
+from kubectl_kvcache.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
+from kubectl_kvcache.snapshot import SETTING_NAME, SETTING_NAMESPACE, Setting
+
+MEANING = {
+    True: "on: the operator hands each Binding's dtype to the engine as --kv-cache-dtype and refuses roles "
+          "and Pods that pass the flag themselves",
+    False: "off: the operator renders no --kv-cache-dtype and refuses nothing",
+}
+
+
+def _plural(n, one, many=None):
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def blast_radius_lines(radius: BlastRadius, want: bool) -> Tuple[str, ...]:
+    head = f"Turning the Setting {action_for(want)} ({'renders' if want else 'stops rendering'} " \
+           f"--kv-cache-dtype) affects, cluster-wide:"
+    if radius.deployments is None:
+        md = f"  pool-attached ModelDeployments: unknown ({radius.deployments_why})"
+    elif radius.deployments == 0:
+        md = "  0 pool-attached ModelDeployments: nothing rolls"
+    else:
+        md = (f"  {_plural(radius.deployments, 'pool-attached ModelDeployment')} "
+              f"({_plural(radius.replicas, 'replica')}) in {_plural(radius.namespaces, 'namespace')}: "
+              f"{'each rolls' if radius.deployments != 1 else 'it rolls'} at its next reconcile")
+    if radius.injected_pods is None:
+        pods = f"  Pods opted into injection: unknown ({radius.pods_why})"
+    elif radius.injected_pods == 0:
+        pods = "  0 Pods opted into injection (label kvcache.gpustack.ai/inject=true)"
+    else:
+        pods = (f"  {_plural(radius.injected_pods, 'Pod')} opted into injection (label "
+                f"kvcache.gpustack.ai/inject=true) in {_plural(radius.injected_namespaces, 'namespace')}: "
+                f"affected when next created")
+    return head, md, pods
+
+
+def status_view(setting: Setting) -> dict:
+    """The stable `SettingStatus` shape of `setting status -o json|yaml`."""
+    value = effective_value(setting)
+    raw = setting.status_value
+    return {
+        "kind": "SettingStatus",
+        "name": SETTING_NAME,
+        "namespace": SETTING_NAMESPACE,
+        "value": value,
+        "raw": raw,
+        "source": "cluster" if raw is not None else "default",
+        "editable": setting.editable,
+        "description": setting.description,
+        "meaning": MEANING[value] if value is not None else
+        f"unreadable: {raw!r} is not a value the operator accepts (1 t T TRUE true True 0 f F FALSE false False)",
+    }
+
+
+def _shown(value: Optional[bool], raw: Optional[str]) -> str:
+    if value is None:
+        return f"unreadable ({raw!r})"
+    text = f"{action_for(value)} ({WORD[value]})"
+    return text if raw in (None, WORD[value]) else f"{text}, written {raw!r}"
+
+
+def status_lines(setting: Setting) -> Tuple[str, ...]:
+    view = status_view(setting)
+    if setting.source == "default":
+        source = "default: the Setting object does not exist (the operator's default applies)"
+    elif view["raw"] is None:
+        source = "default: status.value is unset (the operator's default applies)"
+    else:
+        source = f"cluster: status.value {view['raw']!r}"
+    editable = {True: "yes", False: "no", None: "unknown (status.editable is unset)"}[view["editable"]]
+    lines = [f"Setting {SETTING_NAMESPACE}/{SETTING_NAME}",
+             f"  value:       {_shown(view['value'], view['raw'])}",
+             f"  source:      {source}",
+             f"  editable:    {editable}",
+             f"  description: {view['description'] or '(none)'}",
+             f"  meaning:     {view['meaning']}"]
+    pending = pending_value(setting)
+    if pending is not None:
+        lines.append(f"  pending:     spec.value {setting.spec_value!r} asks for {action_for(pending)}; the "
+                     f"operator has not reported it in status.value yet (it caches values for about 30 s)")
+    return tuple(lines)
+
+
+# -- on / off ---------------------------------------------------------------------------------
+
+WEBHOOK_NOTE = ("the operator's webhooks pick the change up within about 30 s (they cache the value), and "
+                "each pool-attached ModelDeployment rolls at its next reconcile")
+
+
+def _seconds(timeout):
+    return f"{timeout:g}s"
+
+
+def status(record: Setting, out):
+    for text in status_lines(record):
+        print(text, file=out)
+
+
+def already(record: Setting, want: bool, out):
+    print(f"The Setting is already {action_for(want)} (status.value {record.status_value or 'unset: default'}"
+          f"); nothing to change.", file=out)
+
+
+def blast(radius: BlastRadius, want: bool, out):
+    for text in blast_radius_lines(radius, want):
+        print(text, file=out)
+
+
+def client_dry_run(path, body, field_manager, out):
+    print("Dry run (client): nothing was sent. The patch would be:", file=out)
+    print(f"  PATCH {path}?fieldManager={field_manager}", file=out)
+    print("  Content-Type: application/merge-patch+json", file=out)
+    print(f"  {json.dumps(body)}", file=out)
+
+
+def server_dry_run(spec_value, out):
+    print(f"Dry run (server): the API server accepted the patch (spec.value {spec_value!r}); nothing was "
+          f"persisted.", file=out)
+
+
+def patched(want: bool, before: str, after: str, out):
+    print(f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} patched: spec.value {WORD[want]!r} "
+          f"(resourceVersion {before} -> {after}).", file=out)
+
+
+def waiting(want: bool, timeout: Optional[float], err):
+    limit = "no time limit" if timeout is None else f"up to {_seconds(timeout)}"
+    print(f"Waiting for status.value to report {WORD[want]!r} ({limit})...", file=err)
+
+
+def reported(now: Setting, want: bool, out):
+    if effective_value(now) == want:
+        print(f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.", file=out)
+    else:
+        print(f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
+              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.", file=out)
+
+
+def undo(command: str, out):
+    print(f"To undo: {command}", file=out)
