@@ -29,27 +29,27 @@ def rss_mb():
 
 def phases(argv, kubeconfig):
     """verify/check split into load (imports, client, lists), judge and render."""
-    from kubectl_kvcache import cli, commands, sources
+    from kubectl_kvcache import cli, render, sources
+    from kubectl_kvcache.commands import IO, check
 
     t0 = time.perf_counter()
-    opts = cli.build_parser().parse_args(argv + ["--kubeconfig", kubeconfig])
+    name, options = cli.options_for(cli.build_parser().parse_args(argv + ["--kubeconfig", kubeconfig]))
     sink = open(os.devnull, "w")
-    iot = commands.IO(stdin=sys.stdin, stdout=sink, stderr=sys.stderr)
+    iot = IO(stdin=sys.stdin, stdout=sink, stderr=sys.stderr)
     marks = [("parse", time.perf_counter(), rss_mb())]
-    if opts.command == "verify":
-        from kubectl_kvcache import render, verify
+    if name == "verify":
+        from kubectl_kvcache import verify
+        from kubectl_kvcache.render import verify as view
 
-        snapshot = sources.load(opts, iot, pod_names=tuple(opts.pods))
+        snapshot = sources.load(options.connection, options.scope, sys.stdin)
         marks.append(("load", time.perf_counter(), rss_mb()))
         report = verify.verify(snapshot)
         marks.append(("judge", time.perf_counter(), rss_mb()))
-        render.verify_report(report, opts.output, sink)
+        render.show(view.VIEW, report, options.output, sink)
         marks.append(("render", time.perf_counter(), rss_mb()))
         print(f"{len(snapshot.pods)} pods, {len(report.items)} items", file=sys.stderr)
     else:
-        from kubectl_kvcache import check_cmd
-
-        check_cmd.run(opts, iot)
+        check.run(options, iot)
         marks.append(("all", time.perf_counter(), rss_mb()))
     prev = t0
     for name, t, rss in marks:

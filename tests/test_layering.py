@@ -1,6 +1,9 @@
-"""The layering the design promises: the engine model and the judges never touch the cluster
-client, and `--help`/`version` do not pay for importing it."""
+"""The architecture, enforced: only render/ prints; only kube.py talks HTTP; engine/ imports
+nothing outside itself (and only the standard library); nothing below cli.py touches argparse;
+no import cycles, function-level imports included; the judges never load the kubernetes client;
+`--help`/`version` pay for none of kubernetes, yaml, tabulate."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -8,7 +11,119 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "kubectl_kvcache")
 PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.verify", "kubectl_kvcache.checks", "kubectl_kvcache.setting"]
+HTTP_MODULES = ("kubernetes", "urllib3", "requests", "http", "socket", "ssl", "urllib.request")
+
+
+def modules():
+    """{dotted name: (path, ast)} of every module of the plugin."""
+    found = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                dotted = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+                with open(path, encoding="utf-8") as f:
+                    found[dotted] = (path, ast.parse(f.read(), path))
+    return found
+
+
+MODULES = modules()
+
+
+def reexports(package):
+    """Names a package's __init__ binds by importing them (they shadow its submodules)."""
+    entry = MODULES.get(package)
+    if entry is None:
+        return set()
+    return {a.asname or a.name for n in ast.walk(entry[1]) if isinstance(n, ast.ImportFrom) for a in n.names}
+
+
+def imports(tree):
+    """Every module an AST imports, at any level: `from pkg import sub` counts as `pkg.sub` when
+    that is a module of the plugin (and not a name pkg's __init__ re-exports), else as `pkg`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                names.add(sub if sub in MODULES and a.name not in reexports(node.module) else node.module)
+    return names
+
+
+def calls(tree, name):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Name) and n.func.id == name)
+        or (isinstance(n.func, ast.Attribute) and n.func.attr == name))]
+
+
+def outside(prefix):
+    return {m: v for m, v in MODULES.items() if not (m == prefix or m.startswith(prefix + "."))}
+
+
+def test_the_walk_sees_the_layout():
+    assert {"kubectl_kvcache.cli", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
+            "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.commands.verify", "kubectl_kvcache.checks.roles"} \
+        <= set(MODULES)
+
+
+def test_only_render_prints():
+    offenders = [f"{m}:{c.lineno}" for m, (_, tree) in outside("kubectl_kvcache.render").items()
+                 for c in calls(tree, "print") + calls(tree, "write")]
+    assert offenders == []
+
+
+def test_only_kube_talks_http():
+    offenders = {m: sorted(i for i in imports(tree) if i.split(".")[0] in HTTP_MODULES or i in HTTP_MODULES)
+                 for m, (_, tree) in MODULES.items() if m != "kubectl_kvcache.kube"}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_engine_imports_nothing_outside_itself():
+    stdlib = set(sys.stdlib_module_names)
+    for m, (_, tree) in MODULES.items():
+        if m.startswith("kubectl_kvcache.engine"):
+            for name in imports(tree):
+                assert name.startswith("kubectl_kvcache.engine") or name.split(".")[0] in stdlib, (m, name)
+
+
+def test_the_rest_uses_the_engine_through_its_face():
+    for m, (_, tree) in outside("kubectl_kvcache.engine").items():
+        inner = [i for i in imports(tree) if i.startswith("kubectl_kvcache.engine.")]
+        assert inner == [], (m, inner)
+
+
+def test_nothing_below_cli_touches_argparse():
+    for m, (path, tree) in MODULES.items():
+        if m == "kubectl_kvcache.cli":
+            continue
+        assert "argparse" not in imports(tree), m
+        with open(path, encoding="utf-8") as f:
+            assert "getattr(opts" not in f.read(), m
+
+
+def test_no_import_cycles_function_level_imports_included():
+    graph = {m: {i for i in imports(tree) if i in MODULES and i != m} for m, (_, tree) in MODULES.items()}
+    state, path = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                pytest.fail("import cycle: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
 
 
 def loaded_after(code):
