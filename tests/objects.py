@@ -1,5 +1,6 @@
-"""Builders for the Kubernetes objects the tests feed the plugin, shaped as `kubectl get -o json`
-prints them. Shared by the file, CLI and cluster tests."""
+"""The one family of builders for the Kubernetes objects the tests feed the plugin, shaped as
+`kubectl get -o json` prints them. Shared by every tier: unit tests turn them into records
+(snapshot.*_record), CLI tests write them to files, cluster tests apply them."""
 
 import uuid
 
@@ -10,23 +11,39 @@ def _uid(kind, ns, name):
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{ns}/{name}"))
 
 
-def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=GROUP_V1ALPHA1):
+def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=GROUP_V1ALPHA1, used_by=()):
     spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}}
     if dtype is not None:
         spec["domain"]["dtype"] = dtype
     if domain:
         spec["domain"]["name"] = domain
+    status = {"phase": "Bound"}
+    if used_by:
+        status["usedBy"] = [{"kind": "ModelDeployment", "namespace": ns, "name": n} for n in used_by]
     return {"apiVersion": api_version, "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns, "uid": _uid("b", ns, name)},
-            "spec": spec, "status": {"phase": "Bound"}}
+            "spec": spec, "status": status}
+
+
+def role(name="server", extra_args=None, command=None, env=None, replicas=1):
+    r = {"name": name, "kind": "server", "replicas": replicas}
+    if extra_args is not None:
+        r["extraArgs"] = list(extra_args)
+    if command is not None:
+        r["command"] = list(command)
+    if env is not None:
+        r["env"] = env
+    return r
 
 
 def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="team", roles=None,
-               api_version=GROUP_V1ALPHA1):
-    spec = {"engine": {"name": engine}, "roles": roles or [{"name": "server", "kind": "server", "replicas": 1}]}
+               api_version=GROUP_V1ALPHA1, image=None, kv_cache=True):
+    spec = {"engine": {"name": engine}, "roles": roles if roles is not None else [role()]}
     if version is not None:
         spec["engine"]["version"] = version
-    if binding_name is not None:
+    if image:
+        spec["engine"]["image"] = image
+    if binding_name is not None and kv_cache:
         spec["kvCache"] = {"poolRef": {"name": binding_name}}
     return {"apiVersion": api_version, "kind": "ModelDeployment",
             "metadata": {"name": name, "namespace": ns, "uid": _uid("md", ns, name)},
@@ -59,10 +76,11 @@ def container(name="main", command=None, args=None, image="gpustack/runner:cuda1
 
 
 def md_pod(name, md_name, command, ns="team", role="server", containers=None, exit_code=None,
-           image="gpustack/runner:cuda12.9-vllm0.29.0"):
+           image="gpustack/runner:cuda12.9-vllm0.29.0", created=None):
     containers = containers or [container("main", command=command, image=image)]
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": name, "namespace": ns,
+                        **({"creationTimestamp": created} if created else {}),
                         "labels": {"app.kubernetes.io/name": "model-deployment",
                                    "app.kubernetes.io/instance": md_name,
                                    "app.kubernetes.io/component": role,
@@ -80,15 +98,41 @@ def md_pod(name, md_name, command, ns="team", role="server", containers=None, ex
     return pod
 
 
-def injected_pod(name, binding_name, engine="vLLM", containers=None, ns="team", target=None, extra_ann=None):
-    ann = {"kvcache.gpustack.ai/binding": binding_name, "kvcache.gpustack.ai/engine": engine}
+def opt_in_meta(binding_name, engine, extra_ann=None, inject=True, target=None):
+    """Labels and annotations of a Pod (or Pod template) opted into injection."""
+    ann = {}
+    if binding_name:
+        ann["kvcache.gpustack.ai/binding"] = binding_name
+    if engine:
+        ann["kvcache.gpustack.ai/engine"] = engine
     if target:
         ann["kvcache.gpustack.ai/container"] = target
     ann.update(extra_ann or {})
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": {"kvcache.gpustack.ai/inject": "true"},
-                         "annotations": ann},
+    labels = {"app": "x"}
+    if inject:
+        labels["kvcache.gpustack.ai/inject"] = "true"
+    return {"labels": labels, "annotations": ann}
+
+
+def injected_pod(name, binding_name, engine="vLLM", containers=None, ns="team", target=None, extra_ann=None,
+                 owner=None):
+    meta = opt_in_meta(binding_name, engine, extra_ann, target=target)
+    meta.update(name=name, namespace=ns)
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1], "controller": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"containers": containers}, "status": {"phase": "Running"}}
+
+
+def workload(name, containers, kind="Deployment", binding_name="b", engine="vLLM", annotations=None, ns="team",
+             inject=True):
+    template = {"metadata": opt_in_meta(binding_name, engine, annotations, inject),
+                "spec": {"containers": containers}}
+    spec = {"template": template}
+    if kind == "CronJob":
+        spec = {"jobTemplate": {"spec": {"template": template}}}
+    return {"apiVersion": "batch/v1" if kind in ("Job", "CronJob") else "apps/v1",
+            "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
 def setting(value, spec_value=None, editable=True):

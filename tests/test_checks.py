@@ -3,6 +3,8 @@ boundary that decides a finding."""
 
 import pytest
 
+import objects as o
+
 from kubectl_kvcache import checks, snapshot as snap
 from kubectl_kvcache.engine import releases as engines
 from kubectl_kvcache.engine.argv import Token
@@ -11,95 +13,40 @@ from kubectl_kvcache.render.checks import engine_label
 NS = "team"
 
 
-# -- builders --------------------------------------------------------------------------------
+# -- builders: records made from the shared object builders (tests/objects.py) ---------------
 
 def binding(name, dtype, ns=NS, pool="pool-a", domain="default", used_by=()):
-    return snap.binding_record({
-        "apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"poolRef": {"name": pool}, "domain": {"name": domain, "blockSize": 16, "dtype": dtype}},
-        "status": {"usedBy": [{"kind": "ModelDeployment", "namespace": ns, "name": n} for n in used_by]}})
+    return snap.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
 
 
-def role(name="server", extra_args=None, command=None, env=None):
-    r = {"name": name, "kind": "server", "replicas": 1}
-    if extra_args is not None:
-        r["extraArgs"] = list(extra_args)
-    if command is not None:
-        r["command"] = list(command)
-    if env is not None:
-        r["env"] = env
-    return r
+role = o.role
 
 
 def deployment(name, engine="vLLM", version="0.29.0", binding_name="b", roles=None, ns=NS, image=None,
                kv_cache=True):
-    eng = {"name": engine}
-    if version is not None:
-        eng["version"] = version
-    if image:
-        eng["image"] = image
-    spec = {"engine": eng, "roles": roles if roles is not None else [role()]}
-    if kv_cache:
-        spec["kvCache"] = {"poolRef": {"name": binding_name}}
-    return snap.deployment_record({"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
-                                   "metadata": {"name": name, "namespace": ns}, "spec": spec})
+    return snap.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
+                                               image=image, kv_cache=kv_cache))
 
 
 def md_pod(md_name, role_name, command, image="gpustack/runner:cuda12.9-vllm0.29.0", name=None, ns=NS,
            created="2026-03-10T09:00:00Z", exit_code=None):
-    obj = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name or f"{md_name}-{role_name}-0", "namespace": ns, "creationTimestamp": created,
-                        "labels": {"app.kubernetes.io/name": "model-deployment",
-                                   "app.kubernetes.io/instance": md_name,
-                                   "app.kubernetes.io/component": role_name},
-                        "ownerReferences": [{"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
-                                             "name": md_name, "controller": True}]},
-           "spec": {"containers": [{"name": "main", "image": image, "command": list(command)}]}}
-    if exit_code is not None:
-        obj["status"] = {"containerStatuses": [{"name": "main", "lastState": {"terminated": {"exitCode": exit_code}}}]}
-    return snap.pod_record(obj)
-
-
-def _template_meta(binding_name, engine, extra_annotations=None, inject=True):
-    ann = {}
-    if binding_name:
-        ann["kvcache.gpustack.ai/binding"] = binding_name
-    if engine:
-        ann["kvcache.gpustack.ai/engine"] = engine
-    ann.update(extra_annotations or {})
-    labels = {"app": "x"}
-    if inject:
-        labels["kvcache.gpustack.ai/inject"] = "true"
-    return {"labels": labels, "annotations": ann}
+    return snap.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
+                                    role=role_name, exit_code=exit_code, image=image, created=created))
 
 
 def container(name="engine", image="vllm/vllm-openai:v0.29.0", command=None, args=None):
-    c = {"name": name, "image": image}
-    if command is not None:
-        c["command"] = list(command)
-    if args is not None:
-        c["args"] = list(args)
-    return c
+    return o.container(name, command=list(command) if command is not None else None,
+                       args=list(args) if args is not None else None, image=image)
 
 
 def workload(name, containers, kind="Deployment", binding_name="b", engine="vLLM", annotations=None, ns=NS,
              inject=True):
-    template = {"metadata": _template_meta(binding_name, engine, annotations, inject),
-                "spec": {"containers": containers}}
-    spec = {"template": template}
-    if kind == "CronJob":
-        spec = {"jobTemplate": {"spec": {"template": template}}}
-    return snap.workload_record({"apiVersion": "batch/v1" if kind in ("Job", "CronJob") else "apps/v1",
-                                 "kind": kind, "metadata": {"name": name, "namespace": ns}, "spec": spec})
+    return snap.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
 
 
 def injected_pod(name, containers, binding_name="b", engine="vLLM", annotations=None, ns=NS, owner=None):
-    meta = _template_meta(binding_name, engine, annotations)
-    meta.update(name=name, namespace=ns)
-    if owner:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1], "controller": True}]
-    return snap.pod_record({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": containers}})
+    return snap.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
+                                          owner=owner))
 
 
 def setting(value="true"):

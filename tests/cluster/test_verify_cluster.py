@@ -16,6 +16,7 @@ import pytest
 
 from kubectl_kvcache import kube
 from kubectl_kvcache.cli import main
+from kubectl_kvcache.errors import ExpiredContinue
 from kubectl_kvcache.options import Connection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -205,7 +206,7 @@ def test_expired_continue_token_restarts_the_list(cluster, monkeypatch):
 
     monkeypatch.setattr(client, "request", request)
     names = client.list(f"/api/v1/namespaces/{ns}/configmaps", lambda o: o["metadata"]["name"], chunk=3)
-    assert len(seen) == 1 and getattr(seen[0], "expired", False), seen
+    assert len(seen) == 1 and isinstance(seen[0], ExpiredContinue), seen
     assert "410" in str(seen[0]) or "gone" in str(seen[0])
     expected = [o["metadata"]["name"] for o in cluster.get("configmaps", namespace=ns)["items"]]
     assert sorted(names) == sorted(expected)  # every item once: nothing lost, nothing doubled
