@@ -275,7 +275,7 @@ class Executor:
         n = 0
         try:
             for n, step in enumerate(self.steps, 1):
-                outcome = self.done.get(n) or (self.probe(step) if step["action"] != "wait" else None)
+                outcome = self.probe(step) if step["action"] != "wait" else None    # fresh: earlier steps moved it
                 if not outcome:
                     outcome = self.execute(n, step)
                 view.step_result(n, total, step, outcome, self.out)
@@ -381,7 +381,8 @@ class Executor:
 
     def _wait(self, n, step):
         t, cond = step["target"], step["for"]
-        label = f"{t['kind']} {t['namespace']}/{t['name']} {cond}"
+        label = (f"the Setting reports status.value {cond[6:]}" if cond.startswith("value=")
+                 else f"{t['kind']} {t['namespace']}/{t['name']} is {cond}")
         check = self._condition(n, step)
         start = self.clock()
         limit = self.options.timeout
