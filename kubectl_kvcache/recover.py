@@ -57,6 +57,7 @@ class Inputs:
     workloads: List[dict]                 # workload objects of the namespace whose template opts in
     pods: List[snap.Pod]                  # Pods of the namespace that opt in
     report: object                        # checks.Report on the snapshot (suggestion, rejecting engines)
+    setting: Optional[snap.Setting] = None
     backups: List[dict] = field(default_factory=list)   # objects an earlier run backed up (resume)
     notes: List[str] = field(default_factory=list)
 
@@ -238,12 +239,15 @@ def plan(inputs: Inputs, request: Request) -> Plan:
     movers = _deployments_to_move(inputs, old_name)
     state = inputs.report.setting
     on = state.get("on")
+    if on is None:
+        raise PluginError(f"the Setting's status.value {state.get('value')!r} is not a boolean the operator reads; "
+                          f"fix it first ('kubectl kvcache setting on|off')")
     crash = bool(rejected)
     own_flags = [r for r in inputs.report.roles if r.type == "own-flag" and r.namespace == ns
                  and r.deployment in {_meta(m).get("name") for m, _ in movers}]
     turn_off = on is True and (crash or bool(own_flags))
     turned_off_before = on is False and any(_setting_was_on(b) for b in inputs.backups)
-    if turn_off and state.get("editable") is False:
+    if turn_off and inputs.setting is not None and inputs.setting.editable is False:
         raise PluginError("the Setting is not editable (status.editable is false): it cannot be turned off "
                           "for the recovery")
     for r in own_flags:
