@@ -386,18 +386,20 @@ class Executor:
         check = self._condition(n, step)
         start = self.clock()
         limit = self.options.timeout
+        first = True
         while True:
             obj = self.get(t["kind"], t["namespace"], t["name"])
             ok, state = check(obj)
             elapsed = self.clock() - start
             if ok:
-                if elapsed >= 1:
+                if not first:
                     view.waited(self.io.stderr, self._tty)
                 return f"done ({state}" + (f", after {elapsed:.0f}s)" if elapsed >= 1 else ")")
             if limit is not None and elapsed >= limit:
                 view.waited(self.io.stderr, self._tty)
                 raise PluginError(f"timed out after {limit:g}s waiting until {label} ({state})")
-            view.waiting(label, elapsed, limit, self.io.stderr, self._tty)
+            view.waiting(label, elapsed, limit, self.io.stderr, self._tty, first)
+            first = False
             self.sleep(POLL_SECONDS if limit is None else max(0.0, min(POLL_SECONDS, limit - elapsed)))
 
     def _condition(self, n, step):

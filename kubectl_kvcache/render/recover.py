@@ -116,13 +116,14 @@ def backup_dir(path, out):
     print(f"Backups go to {safe(path)}", file=out, flush=True)
 
 
-def waiting(text, elapsed, limit, err, tty):
-    """The progress of a wait: one rewritten line on a terminal, a line at the start elsewhere."""
-    shown = f"waiting: {safe(text)} ({elapsed:.0f}s" + (f" of {limit:g}s)" if limit else ")")
+def waiting(text, elapsed, limit, err, tty, first):
+    """The progress of a wait: one line rewritten in place on a terminal; elsewhere one line when
+    the wait starts."""
+    shown = f"waiting until {safe(text)} ({elapsed:.0f}s" + (f" of {limit:g}s)" if limit else ")")
     if tty:
         print("\r" + shown + " " * 8, end="", file=err, flush=True)
-    elif elapsed == 0:
-        print(shown, file=err, flush=True)
+    elif first:
+        print(f"waiting until {safe(text)}" + (f" (up to {limit:g}s)" if limit else ""), file=err, flush=True)
 
 
 def waited(err, tty):

@@ -8,6 +8,7 @@ Available (unless the test holds one back: no spare capacity). It records when e
 appeared, became available and went, so the tests can check the order of what the plugin did.
 """
 
+import io
 import json
 import os
 import re
@@ -18,6 +19,8 @@ import threading
 import time
 
 import pytest
+
+from kubectl_kvcache import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN = os.path.join(REPO, "bin", "kubectl-kvcache")
@@ -378,3 +381,76 @@ def test_rbac_refusal_part_way_then_resumed(scene, tmp_path):
     assert op.errors == []
     assert set(mds(cluster, ns)) == {"alpha-fp8-e4m3", "beta-fp8-e4m3", "other"}
     assert binding(cluster, ns, "sgl-fp8") is None and setting_value(cluster) == "true"
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal (what the plugin sees when a person runs it)."""
+
+    def isatty(self):
+        return True
+
+
+def in_process(cluster, *argv, stdin=""):
+    out, err = Terminal(), Terminal()
+    old = os.environ.get("KUBECONFIG")
+    os.environ["KUBECONFIG"] = cluster.admin_kubeconfig
+    try:
+        code = cli.main(list(argv), stdin=Terminal(stdin), stdout=out, stderr=err)
+    finally:
+        if old is None:
+            os.environ.pop("KUBECONFIG")
+        else:
+            os.environ["KUBECONFIG"] = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_on_a_terminal_it_asks_once_and_shows_the_wait(scene, tmp_path):
+    cluster, ns = scene
+    backups = str(tmp_path / "b")
+    code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--backup-dir", backups,
+                                stdin="n\n")
+    assert code == 2 and err.count("Apply these 16 steps? [y/N] ") == 1
+    assert err.strip().splitlines()[-1].endswith("error: aborted: nothing was changed")
+    assert setting_value(cluster) == "true" and not os.path.exists(backups)
+    with Operator(cluster, ns) as op:
+        op.hold.add("alpha-fp8-e4m3")
+        started = []
+
+        def release(op):        # capacity frees up after a few seconds
+            if "alpha-fp8-e4m3" in op._seen:
+                started.append(started[0] if started else time.monotonic())
+                if time.monotonic() - started[0] > 2.5:
+                    op.hold.clear()
+                    op.hooks.remove(release)
+        op.hooks.append(release)
+        code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--backup-dir", backups,
+                                    stdin="y\n")
+    assert code == 0, err
+    assert re.search(rf"\rwaiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available \([12]s of 600s\)", err)
+    assert "Recovery finished: 16 steps done" in out
+
+
+def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path):
+    cluster, ns = scene
+    with Operator(cluster, ns) as op:
+        op.hold.add("alpha-fp8-e4m3")
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "2s",
+                   "--backup-dir", str(tmp_path / "b"), cwd=tmp_path)
+    assert p.returncode == 2
+    line = one_error_line(p.stderr)
+    assert f"timed out after 2s waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available " \
+           f"(no Available condition yet)" in line, line
+    assert f"waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available (up to 2s)" in p.stderr
+    assert "Stopped at step 6 of 16. Done: 1, 2, 3, 4, 5. Left: 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16." in p.stderr
+    assert {"alpha", "beta", "alpha-fp8-e4m3"} <= set(mds(cluster, ns))
+
+
+def test_client_dry_run_lists_the_requests_and_sends_nothing(scene, tmp_path):
+    cluster, ns = scene
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--dry-run", "-o", "json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["kind"] == "RecoveryPlan"        # stdout stays data
+    assert f"3. POST {API}/namespaces/{ns}/kvcachepoolbindings?fieldManager=kubectl-kvcache" in p.stderr
+    assert f"7. DELETE {API}/namespaces/{ns}/modeldeployments/alpha preconditions uid" in p.stderr
+    assert binding(cluster, ns, "sgl-fp8-e4m3") is None and setting_value(cluster) == "true"
+    assert os.listdir(tmp_path) == []
