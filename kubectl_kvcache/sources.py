@@ -359,8 +359,8 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
 
     backups = list(backups)
     if scope.files:
-        namespace = resolve_namespace(scope) or "default"
         objects = list(read_objects(scope.files, stdin))
+        namespace = resolve_namespace(scope) or _namespace_of(objects, binding_name)
         snapshot = snapshot_of(objects, replace(scope, namespace=namespace, workloads=True))
         snapshot.namespace = namespace
         full = [o for o, _ in objects]
@@ -423,6 +423,17 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
                             pods=[p for p in snapshot.pods if p.namespace == namespace and p.opted_in],
                             report=report, setting=snapshot.setting, backups=backups, notes=notes + list(snapshot.notes))
     return inputs, client
+
+
+def _namespace_of(objects, binding_name):
+    """Files without -n: the namespace of the one Binding of that name in them ('default' when
+    none is); several is an error."""
+    found = sorted({_ns(o) for o, _ in objects if o.get("kind") == "KVCachePoolBinding"
+                    and (o.get("metadata") or {}).get("name") == binding_name})
+    if len(found) > 1:
+        raise PluginError(f"KVCachePoolBinding {binding_name!r} is in several namespaces of the input "
+                          f"({', '.join(found)}): pass -n")
+    return found[0] if found else "default"
 
 
 def _typed(kind, api_version):

@@ -309,3 +309,10 @@ def test_the_planner_is_pure():
     out = subprocess.run([sys.executable, "-c", "import kubectl_kvcache.recover, sys; "
                           "print(' '.join(sys.modules))"], capture_output=True, text=True, check=True, cwd=ROOT)
     assert not {m for m in out.stdout.split() if m == "kubernetes" or m.startswith(("kubernetes.", "urllib3"))}
+
+
+def test_files_without_a_namespace_find_the_binding(tmp_path):
+    assert plan_of("sgl-fp8", "-f", EXAMPLE)["target"]["namespace"] == "llm-prod"
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", ns="x"), ob.binding("b", "fp8", ns="y"))))
+    assert "is in several namespaces of the input (x, y): pass -n" in refused("b", "-f", str(path))
