@@ -56,17 +56,17 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
         executor.probe_all()
         view.server_dry_run(executor.server_dry_run(), out)
         return exitcodes.OK
-    if not options.yes:
-        confirm(io, data)
-    return executor.apply()
+    isatty = getattr(io.stdin, "isatty", None)
+    if not options.yes and not (isatty and isatty()):
+        raise PluginError("refusing to apply the recovery without confirmation: standard input is not a terminal; "
+                          "pass --yes to confirm (or --dry-run to preview)")
+    return executor.apply(None if options.yes else lambda: confirm(io, data))
 
 
 def confirm(io, data):
-    isatty = getattr(io.stdin, "isatty", None)
-    if not (isatty and isatty()):
-        raise PluginError("refusing to apply the recovery without confirmation: standard input is not a terminal; "
-                          "pass --yes to confirm (or --dry-run to preview)")
-    render.prompt(io.stderr, f"Apply these {len(data['steps'])} steps? [y/N] ")
+    """Asked once, after the server dry run passed and before the first change."""
+    render.prompt(io.stderr, f"The API server accepted every write in a dry run. Apply these {len(data['steps'])} "
+                             f"steps? [y/N] ")
     if io.stdin.readline().strip().lower() not in ("y", "yes"):
         raise PluginError("aborted: nothing was changed")
 
@@ -114,6 +114,7 @@ class Executor:
         self.done = {}          # step number -> outcome, for steps found finished by the probe
         self._versions = {}
         self._tty = bool(getattr(io.stderr, "isatty", None) and io.stderr.isatty())
+        self._progress = False      # a progress line is open on the terminal
 
     # paths -------------------------------------------------------------------------------------
 
@@ -262,9 +263,12 @@ class Executor:
 
     # apply -------------------------------------------------------------------------------------
 
-    def apply(self) -> int:
+    def apply(self, ask=None) -> int:
+        """Probe, server dry run, `ask` (the question; None: --yes), then every step in order."""
         self.probe_all()
         self.server_dry_run()
+        if ask is not None:
+            ask()
         os.makedirs(self.backup_dir, mode=0o700, exist_ok=True)
         view.backup_dir(self.backup_dir, self.out)
         plan_file = os.path.join(self.backup_dir, "plan.json")
@@ -281,7 +285,7 @@ class Executor:
                 view.step_result(n, total, step, outcome, self.out)
                 finished.append(n)
         except (PluginError, KeyboardInterrupt):
-            view.waited(self.io.stderr, self._tty)
+            self._end_progress()
             view.stopped(finished, n, [m for m in range(n, total + 1)], total, self.resume_command(),
                          self.io.stderr)
             raise
@@ -392,15 +396,20 @@ class Executor:
             ok, state = check(obj)
             elapsed = self.clock() - start
             if ok:
-                if not first:
-                    view.waited(self.io.stderr, self._tty)
+                self._end_progress()
                 return f"done ({state}" + (f", after {elapsed:.0f}s)" if elapsed >= 1 else ")")
             if limit is not None and elapsed >= limit:
-                view.waited(self.io.stderr, self._tty)
+                self._end_progress()
                 raise PluginError(f"timed out after {limit:g}s waiting until {label} ({state})")
             view.waiting(label, elapsed, limit, self.io.stderr, self._tty, first)
+            self._progress = self._tty
             first = False
             self.sleep(POLL_SECONDS if limit is None else max(0.0, min(POLL_SECONDS, limit - elapsed)))
+
+    def _end_progress(self):
+        if self._progress:
+            view.waited(self.io.stderr, self._tty)
+            self._progress = False
 
     def _condition(self, n, step):
         cond = step["for"]

@@ -409,7 +409,7 @@ def test_on_a_terminal_it_asks_once_and_shows_the_wait(scene, tmp_path):
     backups = str(tmp_path / "b")
     code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--backup-dir", backups,
                                 stdin="n\n")
-    assert code == 2 and err.count("Apply these 16 steps? [y/N] ") == 1
+    assert code == 2 and err.count("Apply these 16 steps? [y/N] ") == 1 and "accepted every write in a dry run" in err
     assert err.strip().splitlines()[-1].endswith("error: aborted: nothing was changed")
     assert setting_value(cluster) == "true" and not os.path.exists(backups)
     with Operator(cluster, ns) as op:
