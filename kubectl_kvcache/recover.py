@@ -236,6 +236,9 @@ def plan(inputs: Inputs, request: Request) -> Plan:
     _check_receivers(inputs, ns, target_name, dtype, entry)
 
     warnings, manual, notes = [], [], list(inputs.notes)
+    for use in (entry.uses if entry else ()):
+        if use.problem:
+            warnings.append(f"{use.kind} {use.name}: {use.problem}, so dtype {dtype!r} is not checked against it")
     movers = _deployments_to_move(inputs, old_name)
     state = inputs.report.setting
     on = state.get("on")

@@ -316,3 +316,15 @@ def test_files_without_a_namespace_find_the_binding(tmp_path):
     path = tmp_path / "two.json"
     path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", ns="x"), ob.binding("b", "fp8", ns="y"))))
     assert "is in several namespaces of the input (x, y): pass -n" in refused("b", "-f", str(path))
+
+
+def test_an_engine_that_cannot_be_judged_is_a_warning(tmp_path):
+    files = ob.as_list(ob.binding("b", "fp8", pool="p"),
+                       ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
+                       ob.deployment("t", engine="TensorRT-LLM", version="1.0", binding_name="b"), ob.setting("true"))
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(files))
+    plan = plan_of("b", "-n", "team", "-f", str(path))
+    assert "ModelDeployment t: engine 'TensorRT-LLM' is not vLLM or SGLang, so dtype 'fp8_e4m3' is not checked " \
+           "against it" in plan["warnings"]
+    assert "create ModelDeployment t-fp8-e4m3" in actions(plan)

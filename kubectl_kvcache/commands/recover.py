@@ -288,6 +288,8 @@ class Executor:
             self._end_progress()
             view.stopped(finished, n, [m for m in range(n, total + 1)], total, self.resume_command(),
                          self.io.stderr)
+            if self.options.connection.token:
+                render.note(self.io.stderr, f"the command reads the token from ${st.TOKEN_VARIABLE}")
             raise
         view.finished(total, self.backup_dir, self.out)
         return exitcodes.OK
