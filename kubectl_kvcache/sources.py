@@ -421,7 +421,8 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
     inputs = recover.Inputs(namespace=namespace, binding_name=binding_name, binding=binding, binding_gone=gone,
                             bindings=bindings, deployments=deployments, workloads=workloads,
                             pods=[p for p in snapshot.pods if p.namespace == namespace and p.opted_in],
-                            report=report, setting=snapshot.setting, backups=backups, notes=notes + list(snapshot.notes))
+                            report=report, setting=snapshot.setting, backups=backups,
+                            notes=notes + list(snapshot.notes))
     return inputs, client
 
 

@@ -9,11 +9,11 @@ import os
 import subprocess
 import sys
 
+import objects as ob
 import pytest
 import yaml
 
 from kubectl_kvcache import cli, recover
-from tests import objects as ob
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -78,7 +78,8 @@ def test_side_by_side_plan_of_the_rejected_binding_in_execution_order():
 
 def test_the_new_objects_are_clean_manifests():
     data = json.load(open(EXAMPLE))
-    old_md = next(o for o in data["items"] if o["kind"] == "ModelDeployment" and o["metadata"]["name"] == "deepseek-sgl")
+    old_md = next(o for o in data["items"]
+                  if o["kind"] == "ModelDeployment" and o["metadata"]["name"] == "deepseek-sgl")
     plan = plan_of("sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE)
     binding = plan["steps"][2]["object"]
     md = plan["steps"][4]["object"]
@@ -272,7 +273,8 @@ def test_resume_after_the_old_binding_went_plans_from_its_backup(tmp_path):
     plan = recover.plan(_inputs(str(path), backups=[ob.binding("b", "fp8", pool="p"), ob.setting("true")]),
                         recover.Request(dtype="fp8_e4m3"))
     assert plan.binding["exists"] is False
-    assert actions(plan.to_dict()) == ["create KVCachePoolBinding b-fp8-e4m3", "wait KVCachePoolBinding b-fp8-e4m3 bound",
+    assert actions(plan.to_dict()) == ["create KVCachePoolBinding b-fp8-e4m3",
+                                       "wait KVCachePoolBinding b-fp8-e4m3 bound",
                                        "setting True", "wait Setting model-deployment-kv-cache-dtype-owned value=true"]
 
 
@@ -294,7 +296,8 @@ def test_a_taken_side_by_side_name_is_skipped(tmp_path):
     path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"),
                                           ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
                                           ob.deployment("s-fp8-e4m3", binding_name="unrelated"), ob.setting("true"))))
-    assert "create ModelDeployment s-fp8-e4m3-2" in actions(recover.plan(_inputs(str(path)), recover.Request()).to_dict())
+    plan = recover.plan(_inputs(str(path)), recover.Request())
+    assert "create ModelDeployment s-fp8-e4m3-2" in actions(plan.to_dict())
 
 
 def test_derived_names():

@@ -209,8 +209,9 @@ class Executor:
                 yield (f"{n}. DELETE {self.path(t['kind'], t['namespace'], t['name'])} preconditions uid "
                        f"{t.get('uid')} + resourceVersion as read, propagationPolicy Background (after a backup)")
             else:
-                yield f"{n}. GET {self.path(step['target']['kind'], step['target']['namespace'], step['target']['name'])} " \
-                      f"until it {step['for']} (every {POLL_SECONDS:g}s, up to --timeout)"
+                t = step["target"]
+                yield (f"{n}. GET {self.path(t['kind'], t['namespace'], t['name'])} until it {step['for']} "
+                       f"(every {POLL_SECONDS:g}s, up to --timeout)")
 
     # the server dry run ------------------------------------------------------------------------
 
@@ -340,8 +341,9 @@ class Executor:
                 return "already done"
             self.backup(current)
             try:
-                self.client.patch_merge(self.path(t["kind"], t["namespace"], t["name"]), _guarded(step["patch"], current),
-                                        field_manager=self.options.field_manager, what=_what("patch", t))
+                self.client.patch_merge(self.path(t["kind"], t["namespace"], t["name"]),
+                                        _guarded(step["patch"], current), field_manager=self.options.field_manager,
+                                        what=_what("patch", t))
                 return "patched"
             except Conflict:
                 continue        # it changed between the read and the patch: read it again, back it up again

@@ -178,7 +178,8 @@ def plugin(cluster, *args, kubeconfig=None, cwd=None, timeout=180):
 
 
 def mds(cluster, ns):
-    return {m["metadata"]["name"]: m for m in cluster.request("GET", f"{API}/namespaces/{ns}/modeldeployments")[1]["items"]}
+    items = cluster.request("GET", f"{API}/namespaces/{ns}/modeldeployments")[1]["items"]
+    return {m["metadata"]["name"]: m for m in items}
 
 
 def binding(cluster, ns, name):
