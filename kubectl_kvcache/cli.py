@@ -14,8 +14,9 @@ import sys
 
 from kubectl_kvcache import __version__, exitcodes
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_WAIT_TIMEOUT, CheckOptions,
-                                     Connection, Output, Scope, SettingOptions, VerifyOptions, parse_duration)
+from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_RECOVER_TIMEOUT,
+                                     DEFAULT_WAIT_TIMEOUT, CheckOptions, Connection, Output, RecoverOptions, Scope,
+                                     SettingOptions, VerifyOptions, parse_duration)
 
 PROG = "kubectl kvcache"
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
@@ -31,6 +32,7 @@ Commands:
   bindings   every KVCachePoolBinding with its dtype, the engines that use it and a verdict
   roles      roles that pass --kv-cache-dtype themselves, and take-over roles, on pools
   setting    status|on|off of the operator's Setting model-deployment-kv-cache-dtype-owned
+  recover    move a Binding's users to a new Binding the engines accept (the guide's recovery)
   version    print the plugin version
 
 Exit codes: 0 all good, 1 findings (something is not OK), 2 the plugin could not do its job.
@@ -145,6 +147,41 @@ def build_parser():
         a.add_argument("--timeout", default=DEFAULT_WAIT_TIMEOUT, help="how long --wait waits (e.g. 30s, 2m)")
         _connection_flags(a)
 
+    rc = sub.add_parser("recover", help="plan (or --apply) the guide's recovery of a rejected Binding",
+                        description="The upgrade guide's 'If new Pods fail argument parsing', planned from the "
+                                    "cluster (or -f files) and, with --apply, executed step by step: the Setting "
+                                    "off, a new Binding on the same pool with a spelling every engine accepts "
+                                    "and a new domain, each ModelDeployment recreated on it, opted-in workload "
+                                    "templates re-pointed, the old Binding deleted, the Setting back on. "
+                                    "Without --apply it prints the plan and changes nothing.")
+    rc.add_argument("binding", metavar="BINDING", help="the KVCachePoolBinding to recover from")
+    rc.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
+    rc.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                    help="plan from saved objects instead of a cluster (not with --apply); repeatable")
+    rc.add_argument("--dtype", help="the new Binding's dtype (default: check's suggestion, a spelling of the same "
+                                    "format every receiving engine accepts)")
+    rc.add_argument("--name", help="the new Binding's name (default: derived from the old name and the dtype)")
+    rc.add_argument("--domain", help="the new Binding's spec.domain.name (default: derived; must be unclaimed "
+                                     "on the pool)")
+    rc.add_argument("--strategy", default="side-by-side", choices=("side-by-side", "replace"),
+                    help="side-by-side (default): create each deployment under a new name, wait until it is "
+                         "available, then delete the old one (needs spare capacity); replace: back up, "
+                         "delete, wait until gone, create under the same name (downtime per deployment)")
+    rc.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"),
+                    help="the plan as text (numbered steps with manifests) or as data")
+    rc.add_argument("--apply", action="store_true", help="execute the plan (asks first on a terminal)")
+    rc.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    rc.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client", "server"),
+                    help="client: print the plan and the requests, send nothing; server: the API server "
+                         "validates every create, patch and delete (dryRun=All), nothing persisted")
+    rc.add_argument("--backup-dir", help="where objects are backed up before they are deleted or patched "
+                                         "(default: a new directory named after the Binding and the time); "
+                                         "pass an earlier run's to resume it")
+    rc.add_argument("--timeout", default=DEFAULT_RECOVER_TIMEOUT,
+                    help="how long each wait step waits (e.g. 10m; 0 waits forever)")
+    rc.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the writes")
+    _connection_flags(rc)
+
     sub.add_parser("version", help="print the plugin version")
     return parser
 
@@ -181,6 +218,14 @@ def options_for(ns):
     if ns.command in ("check", "bindings", "roles"):
         return "check", CheckOptions(ns.command, connection(ns), scope(ns, workloads=ns.command != "roles"),
                                      output(ns), strict=getattr(ns, "strict", False))
+    if ns.command == "recover":
+        if ns.filename and (ns.apply or ns.dry_run != "none"):
+            raise PluginError("--apply and --dry-run need a cluster: -f only plans")
+        return "recover", RecoverOptions(
+            ns.binding, connection(ns), Scope(namespace=ns.namespace, files=tuple(ns.filename)),
+            Output(format=ns.output), dtype=ns.dtype, name=ns.name, domain=ns.domain, strategy=ns.strategy,
+            apply=ns.apply, yes=ns.yes, dry_run=ns.dry_run, backup_dir=ns.backup_dir,
+            timeout=parse_duration(ns.timeout, "--timeout"), field_manager=ns.field_manager)
     if ns.action == "status":
         return "setting", SettingOptions("status", connection(ns), Output(format=ns.output))
     return "setting", SettingOptions(ns.action, connection(ns), yes=ns.yes, dry_run=ns.dry_run,
@@ -189,7 +234,7 @@ def options_for(ns):
 
 
 COMMANDS = {"verify": "kubectl_kvcache.commands.verify", "check": "kubectl_kvcache.commands.check",
-            "setting": "kubectl_kvcache.commands.setting"}
+            "setting": "kubectl_kvcache.commands.setting", "recover": "kubectl_kvcache.commands.recover"}
 
 
 def main(argv=None, stdin=None, stdout=None, stderr=None):

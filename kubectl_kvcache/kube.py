@@ -185,6 +185,39 @@ class Client:
         return self.request("PATCH", path, query=query, body=body,
                             content_type="application/merge-patch+json", what=what)
 
+    def create(self, collection, body, field_manager=None, dry_run=False, what=None):
+        """POST one object to its collection (`dry_run`: dryRun=All, nothing persisted). Returns
+        the object as created; 409 AlreadyExists raises Conflict."""
+        query = {}
+        if field_manager:
+            query["fieldManager"] = field_manager
+        if dry_run:
+            query["dryRun"] = "All"
+        return self.request("POST", collection, query=query, body=body, content_type="application/json",
+                            what=what)
+
+    def delete(self, path, uid=None, resource_version=None, propagation="Background", dry_run=False,
+               what=None):
+        """DELETE one object with DeleteOptions: preconditions (uid, resourceVersion: 409 when
+        the object is not the one read), the propagation policy, dryRun=All. Returns the answer
+        (the object, marked for deletion when finalizers hold it, or a Status)."""
+        options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if propagation:
+            options["propagationPolicy"] = propagation
+        if dry_run:
+            options["dryRun"] = ["All"]
+        return self.request("DELETE", path, body=options, content_type="application/json", what=what)
+
+    def get_or_none(self, path, what=None):
+        """The object, or None when it does not exist (404)."""
+        try:
+            return self.get(path, what=what)
+        except NotFound:
+            return None
+
     def list(self, path, convert: Callable[[dict], object], selector=None, chunk=500, what=None) -> List:
         """Every item of a list, converted page by page (memory follows the records, not the
         pages); restarts from the first page when the continue token expires.

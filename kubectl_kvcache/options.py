@@ -108,3 +108,26 @@ class SettingOptions:
     field_manager: str = DEFAULT_FIELD_MANAGER
     wait: bool = False
     timeout: Optional[float] = 60.0     # seconds --wait waits; None: no limit
+
+
+DEFAULT_RECOVER_TIMEOUT = "10m"
+
+
+@dataclass(frozen=True)
+class RecoverOptions:
+    """`recover BINDING`: plan (default), or --apply it."""
+
+    binding: str
+    connection: Connection
+    scope: Scope
+    output: Output = field(default_factory=lambda: Output(format="text"))
+    dtype: Optional[str] = None
+    name: Optional[str] = None          # the new Binding's name
+    domain: Optional[str] = None        # the new Binding's spec.domain.name
+    strategy: str = "side-by-side"      # side-by-side | replace
+    apply: bool = False
+    yes: bool = False
+    dry_run: str = "none"               # none | client | server
+    backup_dir: Optional[str] = None    # None: a new directory named after the Binding and the time
+    timeout: Optional[float] = 600.0    # seconds each wait step waits; None: no limit
+    field_manager: str = DEFAULT_FIELD_MANAGER

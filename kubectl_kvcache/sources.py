@@ -94,10 +94,15 @@ def _group(obj):
 
 
 def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
+    return snapshot_of(read_objects(paths, stdin), scope)
+
+
+def snapshot_of(objects, scope: Scope) -> snap.Snapshot:
+    """The snapshot of saved objects, `(object, where)` pairs as read_objects yields them."""
     result = snap.Snapshot(source="file")
     ignored = {}
     intern = snap.Interner()
-    for obj, where in read_objects(paths, stdin):
+    for obj, where in objects:
         kind = obj.get("kind")
         group = _group(obj)
         try:
@@ -327,3 +332,119 @@ def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> snap.S
     result = load_cluster(client, replace(scope, namespace=namespace), chunk=connection.chunk_size)
     result.namespace = namespace
     return result
+
+
+# -- recovery: the FULL objects around one Binding -----------------------------------------
+
+_WORKLOAD_APIS = (("Deployment", "apps", "deployments"), ("StatefulSet", "apps", "statefulsets"),
+                  ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
+                  ("Job", "batch", "jobs"), ("CronJob", "batch", "cronjobs"))
+
+
+def _template_opted_in(obj):
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    labels = (((spec.get("template") or {}).get("metadata")) or {}).get("labels") or {}
+    return labels.get(snap.INJECT_LABEL) == "true"
+
+
+def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None, trace=None, backups=()):
+    """What `recover` plans from: the normal snapshot (for checks) and the full objects its
+    records drop (the Binding, every Binding's domain claim, the namespace's ModelDeployments,
+    opted-in workloads), from files (-f) or the cluster. `backups`: objects an earlier run backed
+    up; one deleted since (the old Binding) is planned from its backup. Returns recover.Inputs
+    and the client (None for files)."""
+    from kubectl_kvcache import checks, recover
+
+    backups = list(backups)
+    if scope.files:
+        objects = list(read_objects(scope.files, stdin))
+        namespace = resolve_namespace(scope) or _namespace_of(objects, binding_name)
+        snapshot = snapshot_of(objects, replace(scope, namespace=namespace, workloads=True))
+        snapshot.namespace = namespace
+        full = [o for o, _ in objects]
+        client = None
+
+        def of(kind, group=snap.GROUP):
+            return [o for o in full if o.get("kind") == kind and _group(o) == group]
+        bindings = of("KVCachePoolBinding")
+        deployments = [o for o in of("ModelDeployment") if _ns(o) == namespace]
+        workloads = [dict(o) for kind, group, _ in _WORKLOAD_APIS for o in of(kind, group)
+                     if _ns(o) == namespace and _template_opted_in(o)]
+        binding = next((b for b in bindings if _ns(b) == namespace and b["metadata"].get("name") == binding_name),
+                       None)
+        notes = []
+    else:
+        from kubectl_kvcache.errors import Forbidden
+        from kubectl_kvcache.kube import collection_path
+
+        client = open_client(connection, trace)
+        namespace = resolve_namespace(replace(scope, all_namespaces=False), client)
+        snapshot = load_cluster(client, replace(scope, namespace=namespace, workloads=True),
+                                chunk=connection.chunk_size)
+        snapshot.namespace = namespace
+        chunk = connection.chunk_size
+        b_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
+        as_binding = _typed("KVCachePoolBinding", f"{snap.GROUP}/{b_version}")
+        md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
+        notes = []
+        try:
+            bindings = client.list(collection_path(snap.GROUP, b_version, "kvcachepoolbindings"), as_binding,
+                                   chunk=chunk, what=f"list kvcachepoolbindings.{snap.GROUP} in all namespaces")
+        except Forbidden:
+            bindings = client.list(collection_path(snap.GROUP, b_version, "kvcachepoolbindings", namespace),
+                                   as_binding,
+                                   chunk=chunk, what=f"list kvcachepoolbindings.{snap.GROUP} in namespace "
+                                                     f"{namespace}")
+            notes.append("Bindings of other namespaces could not be listed (RBAC): a domain claimed there is not "
+                         "seen; the API server refuses the new Binding if its domain is taken")
+        deployments = client.list(collection_path(snap.GROUP, md_version, "modeldeployments", namespace),
+                                  _typed("ModelDeployment", f"{snap.GROUP}/{md_version}"),
+                                  chunk=chunk, what=f"list modeldeployments.{snap.GROUP} in namespace {namespace}")
+        workloads = []
+        for kind, group, plural in _WORKLOAD_APIS:
+            workloads += client.list(collection_path(group, "v1", plural, namespace),
+                                     lambda o, k=kind, g=group: (dict(o, kind=k, apiVersion=f"{g}/v1")
+                                                                 if _template_opted_in(o) else None),
+                                     chunk=chunk, what=f"list {plural}.{group} in namespace {namespace}")
+        binding = next((b for b in bindings if _ns(b) == namespace and b["metadata"].get("name") == binding_name),
+                       None)
+    gone = False
+    if binding is None:
+        saved = [o for o in backups if o.get("kind") == "KVCachePoolBinding" and _ns(o) == namespace
+                 and (o.get("metadata") or {}).get("name") == binding_name]
+        if saved:
+            binding, gone = saved[-1], True
+            snapshot.bindings[(namespace, binding_name)] = snap.binding_record(binding)
+    report = checks.check(snapshot)
+    inputs = recover.Inputs(namespace=namespace, binding_name=binding_name, binding=binding, binding_gone=gone,
+                            bindings=bindings, deployments=deployments, workloads=workloads,
+                            pods=[p for p in snapshot.pods if p.namespace == namespace and p.opted_in],
+                            report=report, setting=snapshot.setting, backups=backups,
+                            notes=notes + list(snapshot.notes))
+    return inputs, client
+
+
+def _namespace_of(objects, binding_name):
+    """Files without -n: the namespace of the one Binding of that name in them ('default' when
+    none is); several is an error."""
+    found = sorted({_ns(o) for o, _ in objects if o.get("kind") == "KVCachePoolBinding"
+                    and (o.get("metadata") or {}).get("name") == binding_name})
+    if len(found) > 1:
+        raise PluginError(f"KVCachePoolBinding {binding_name!r} is in several namespaces of the input "
+                          f"({', '.join(found)}): pass -n")
+    return found[0] if found else "default"
+
+
+def _typed(kind, api_version):
+    """List items as objects: with their kind and apiVersion (a list's items may omit them)."""
+    def convert(obj):
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", api_version)
+        return obj
+    return convert
+
+
+def _ns(obj):
+    return (obj.get("metadata") or {}).get("namespace") or "default"

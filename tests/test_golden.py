@@ -24,6 +24,12 @@ for command in ("verify", "check", "bindings", "roles"):
 CASES["verify-pods"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "llama-long-server-0", "deepseek-sgl-server-0"]
 CASES["verify-pod-json"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "qwen-chat-server-0", "-o", "json"]
 CASES["check-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict"]
+for fmt in ("text", "json", "yaml"):
+    CASES[f"recover-{fmt}"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", fmt]
+CASES["recover-replace"] = ["recover", "chat-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "fp8_e4m3",
+                            "--strategy", "replace"]
+CASES["recover-optins"] = ["recover", "research-bf16", "-f", EXAMPLE, "--dtype", "bfloat16"]
+CASES["recover-refused"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "float16"]
 
 
 def run(argv):

@@ -1,0 +1,480 @@
+"""The upgrade guide's "If new Pods fail argument parsing", planned: objects in, a plan out.
+
+Pure: no cluster, no files, no printing. `plan(inputs, request)` turns the full objects read for
+one Binding (sources.load_recovery) into an ordered list of steps, each a plain dict, the
+stable `RecoveryPlan` contract (README "recover"):
+
+  {"action": "setting", "value": false}
+  {"action": "create", "object": {...}}
+  {"action": "patch", "target": {kind, namespace, name}, "patch": {...}}      (JSON merge patch)
+  {"action": "delete", "target": {kind, namespace, name, uid}}
+  {"action": "wait", "target": {kind, namespace, name}, "for": "available|bound|unused|deleted|value=..."}
+
+A refusal is a PluginError (one line, exit 2) saying why. The executor is commands/recover.py.
+"""
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from kubectl_kvcache import engine as model, snapshot as snap
+from kubectl_kvcache.checks.engines import dtype_outcome, plain
+from kubectl_kvcache.errors import PluginError
+
+SIDE_BY_SIDE, REPLACE = "side-by-side", "replace"
+STRATEGIES = (SIDE_BY_SIDE, REPLACE)
+DEFAULT_STRATEGY = SIDE_BY_SIDE
+
+MD_KIND, BINDING_KIND, SETTING_KIND = "ModelDeployment", "KVCachePoolBinding", "Setting"
+BINDING_ANNOTATION = snap.ANNOTATION_PREFIX + "binding"
+# Metadata the API server (or kubectl) writes: never copied into a recreated object.
+SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+NAME_MAX = 63        # a ModelDeployment's name is its Pods' app.kubernetes.io/instance label value
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Workload kinds whose Pod template can be re-pointed by a patch (a Job's template is immutable).
+PATCHABLE = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob")
+
+# `for` of wait steps
+AVAILABLE, BOUND, UNUSED, DELETED = "available", "bound", "unused", "deleted"
+
+
+def value_for(value: bool) -> str:
+    return f"value={'true' if value else 'false'}"
+
+
+@dataclass
+class Inputs:
+    """What the planner reads, as sources.load_recovery gathers it."""
+
+    namespace: str
+    binding_name: str
+    binding: Optional[dict]               # the old Binding (from a backup when `binding_gone`)
+    binding_gone: bool                    # already deleted by an earlier run (known from its backup)
+    bindings: List[dict]                  # Bindings whose domain claims are known (other namespaces too)
+    deployments: List[dict]               # every ModelDeployment of the namespace
+    workloads: List[dict]                 # workload objects of the namespace whose template opts in
+    pods: List[snap.Pod]                  # Pods of the namespace that opt in
+    report: object                        # checks.Report on the snapshot (suggestion, rejecting engines)
+    setting: Optional[snap.Setting] = None
+    backups: List[dict] = field(default_factory=list)   # objects an earlier run backed up (resume)
+    notes: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Request:
+    dtype: Optional[str] = None
+    name: Optional[str] = None
+    domain: Optional[str] = None
+    strategy: str = DEFAULT_STRATEGY
+
+
+@dataclass
+class Plan:
+    binding: dict
+    target: dict
+    steps: List[dict]
+    warnings: List[str] = field(default_factory=list)
+    manual: List[dict] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    def to_dict(self):
+        return {"kind": "RecoveryPlan", "binding": self.binding, "target": self.target, "steps": self.steps,
+                "warnings": self.warnings, "manual": self.manual}
+
+
+def ref(kind, namespace, name, **extra):
+    return {"kind": kind, "namespace": namespace, "name": name, **extra}
+
+
+def setting_ref():
+    return ref(SETTING_KIND, snap.SETTING_NAMESPACE, snap.SETTING_NAME)
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+def _meta(obj) -> dict:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj) -> dict:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def pool_of(binding) -> Optional[str]:
+    return (_spec(binding).get("poolRef") or {}).get("name")
+
+
+def domain_of(binding) -> dict:
+    domain = _spec(binding).get("domain")
+    return domain if isinstance(domain, dict) else {}
+
+
+def domain_name(binding) -> str:
+    return domain_of(binding).get("name") or "default"
+
+
+def binding_named(md) -> Optional[str]:
+    kv = _spec(md).get("kvCache")
+    return ((kv.get("poolRef") or {}).get("name")) if isinstance(kv, dict) else None
+
+
+def template_of(workload) -> Optional[dict]:
+    spec = _spec(workload)
+    if workload.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    template = spec.get("template")
+    return template if isinstance(template, dict) else None
+
+
+def template_patch(kind, annotations) -> dict:
+    inner = {"template": {"metadata": {"annotations": annotations}}}
+    return {"spec": {"jobTemplate": {"spec": inner}}} if kind == "CronJob" else {"spec": inner}
+
+
+def controller_of(obj) -> Optional[dict]:
+    return next((r for r in _meta(obj).get("ownerReferences") or () if isinstance(r, dict) and r.get("controller")),
+                None)
+
+
+def contains(actual, wanted) -> bool:
+    """Whether `actual` holds everything `wanted` says (dicts key by key; other values equal):
+    an object the API server defaulted still matches what was sent."""
+    if isinstance(wanted, dict):
+        return isinstance(actual, dict) and all(contains(actual.get(k), v) for k, v in wanted.items())
+    return actual == wanted
+
+
+def slug(text: str) -> str:
+    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
+
+
+def derive(base: str, old_dtype: Optional[str], dtype: str, limit=NAME_MAX) -> str:
+    """`sgl-fp8` + fp8 -> fp8_e4m3: `sgl-fp8-e4m3`; `deepseek` -> `deepseek-fp8-e4m3`. The old
+    dtype's suffix is dropped first, so names do not pile dtypes up."""
+    new, old = slug(dtype), slug(old_dtype or "")
+    stem = base[:-len(old) - 1] if old and base.endswith("-" + old) and len(base) > len(old) + 1 else base
+    stem = stem[:max(1, limit - len(new) - 1)].rstrip("-.")
+    return f"{stem}-{new}"
+
+
+def _numbered(name: str, n: int, limit=NAME_MAX) -> str:
+    suffix = f"-{n}"
+    return name[:limit - len(suffix)].rstrip("-.") + suffix
+
+
+def check_dtype_form(dtype: str):
+    if not dtype or len(dtype) > 32 or dtype != dtype.lower() or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", dtype):
+        raise PluginError(f"--dtype {dtype!r}: a Binding's dtype is lower case, at most 32 characters "
+                          f"(letters, digits, '_', '-', '.')")
+    if dtype == "auto":
+        raise PluginError("--dtype auto: with the Setting on, a new Binding may not declare auto; name the "
+                          "spelling the engines should run (e.g. fp8_e4m3 or bfloat16)")
+
+
+# -- cleaning objects for re-creation --------------------------------------------------------
+
+def clean_metadata(obj, name) -> dict:
+    """name, namespace, labels and annotations (minus server-set ones): no uid, resourceVersion,
+    creationTimestamp, generation, managedFields, finalizers, ownerReferences."""
+    meta = _meta(obj)
+    out = {"name": name, "namespace": meta.get("namespace")}
+    if meta.get("labels"):
+        out["labels"] = dict(meta["labels"])
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in SERVER_ANNOTATIONS}
+    if annotations:
+        out["annotations"] = annotations
+    return out
+
+
+def new_binding(old, name, domain, dtype) -> dict:
+    spec = copy.deepcopy(_spec(old))
+    spec["domain"] = dict(domain_of(old), name=domain, dtype=dtype)
+    return {"apiVersion": old.get("apiVersion"), "kind": BINDING_KIND,
+            "metadata": clean_metadata(old, name), "spec": spec}
+
+
+def new_deployment(old, name, binding) -> dict:
+    spec = copy.deepcopy(_spec(old))
+    kv = spec.get("kvCache") if isinstance(spec.get("kvCache"), dict) else {}
+    spec["kvCache"] = dict(kv, poolRef=dict(kv.get("poolRef") or {}, name=binding))
+    return {"apiVersion": old.get("apiVersion"), "kind": MD_KIND,
+            "metadata": clean_metadata(old, name), "spec": spec}
+
+
+# -- the plan ------------------------------------------------------------------------------
+
+def plan(inputs: Inputs, request: Request) -> Plan:
+    if request.strategy not in STRATEGIES:
+        raise PluginError(f"--strategy {request.strategy!r}: use one of {', '.join(STRATEGIES)}")
+    ns, old_name = inputs.namespace, inputs.binding_name
+    old = inputs.binding
+    if old is None:
+        raise PluginError(f"KVCachePoolBinding {old_name!r} not found in namespace {ns}")
+    pool, old_domain = pool_of(old), domain_name(old)
+    old_dtype = domain_of(old).get("dtype")
+    if not pool:
+        raise PluginError(f"KVCachePoolBinding {ns}/{old_name}: spec.poolRef.name is not set")
+    entry = _entry(inputs.report, ns, old_name)
+    rejected = [(u, e, why) for u, e, why in (entry.rejected_by if entry else ())]
+
+    dtype, source = _target_dtype(inputs, request, entry, old_dtype)
+    by_name = {(_meta(b).get("namespace"), _meta(b).get("name")): b for b in inputs.bindings}
+    target_name = request.name or derive(old_name, old_dtype, dtype)
+    _check_name(target_name, "--name", subdomain=True)
+    if target_name == old_name:
+        raise PluginError(f"--name {target_name!r} is the Binding being replaced; the new Binding needs a new name")
+    existing = by_name.get((ns, target_name))
+    domain = _target_domain(inputs, request, pool, old, old_dtype, dtype, target_name, existing)
+    target_binding = new_binding(old, target_name, domain, dtype)
+    if existing is not None and not contains(existing, {"spec": target_binding["spec"]}):
+        raise PluginError(f"KVCachePoolBinding {ns}/{target_name} already exists with another spec (pool "
+                          f"{pool_of(existing)}, domain {domain_name(existing)}, dtype "
+                          f"{domain_of(existing).get('dtype')!r}); pass --name to choose another name")
+    _check_receivers(inputs, ns, target_name, dtype, entry)
+
+    warnings, manual, notes = [], [], list(inputs.notes)
+    for use in (entry.uses if entry else ()):
+        if use.problem:
+            warnings.append(f"{use.kind} {use.name}: {use.problem}, so dtype {dtype!r} is not checked against it")
+    movers = _deployments_to_move(inputs, old_name)
+    state = inputs.report.setting
+    on = state.get("on")
+    if on is None:
+        raise PluginError(f"the Setting's status.value {state.get('value')!r} is not a boolean the operator reads; "
+                          f"fix it first ('kubectl kvcache setting on|off')")
+    crash = bool(rejected)
+    own_flags = [r for r in inputs.report.roles if r.type == "own-flag" and r.namespace == ns
+                 and r.deployment in {_meta(m).get("name") for m, _ in movers}]
+    turn_off = on is True and (crash or bool(own_flags))
+    turned_off_before = on is False and any(_setting_was_on(b) for b in inputs.backups)
+    if turn_off and inputs.setting is not None and inputs.setting.editable is False:
+        raise PluginError("the Setting is not editable (status.editable is false): it cannot be turned off "
+                          "for the recovery")
+    for r in own_flags:
+        paths = ", ".join(f["path"] for f in r.flags)
+        warnings.append(f"ModelDeployment {r.deployment} role {r.role} passes its own --kv-cache-dtype ({paths}): "
+                        f"with the Setting on, its next edit (and its re-creation) is refused; remove the flag "
+                        f"from extraArgs once the Binding's dtype is the one it should run")
+
+    steps: List[dict] = []
+    if turn_off:
+        steps += [{"action": "setting", "value": False}, {"action": "wait", "target": setting_ref(),
+                                                            "for": value_for(False)}]
+    steps += [{"action": "create", "object": target_binding},
+              {"action": "wait", "target": ref(BINDING_KIND, ns, target_name), "for": BOUND}]
+    taken = {_meta(m).get("name") for m in inputs.deployments}
+    for md, present in movers:
+        steps += _move(md, present, request.strategy, target_name, old_dtype, dtype, inputs, taken, warnings)
+    for w in sorted(inputs.workloads, key=lambda o: (o.get("kind", ""), _meta(o).get("name", ""))):
+        step = _repoint(w, old_name, target_name, manual)
+        if step:
+            steps.append(step)
+    for pod in inputs.pods:
+        if pod.annotations.get(BINDING_ANNOTATION) != old_name or pod.md_controlled:
+            continue
+        if pod.owner is None:
+            manual.append({"kind": "Pod", "namespace": pod.namespace, "name": pod.name,
+                           "do": f"recreate it with annotation {BINDING_ANNOTATION}={target_name} (a bare Pod: "
+                                 f"nothing recreates it)"})
+        elif pod.owner[1] not in snap.WORKLOAD_KINDS:
+            manual.append({"kind": "Pod", "namespace": pod.namespace, "name": pod.name,
+                           "do": f"point its owner {pod.owner[1]} {pod.owner[2]} at {target_name} "
+                                 f"(annotation {BINDING_ANNOTATION} of its Pod template)"})
+    old_ref = ref(BINDING_KIND, ns, old_name)
+    if not inputs.binding_gone:
+        uid = _meta(old).get("uid")
+        steps += [{"action": "wait", "target": old_ref, "for": UNUSED},
+                  {"action": "delete", "target": dict(old_ref, **({"uid": uid} if uid else {}))},
+                  {"action": "wait", "target": old_ref, "for": DELETED}]
+    if turn_off or turned_off_before:
+        steps += [{"action": "setting", "value": True}, {"action": "wait", "target": setting_ref(),
+                                                           "for": value_for(True)}]
+    elif on is False:
+        notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
+                     "'kubectl kvcache check -A' finds no errors (it rolls every pool-attached deployment)")
+
+    binding_view = {"namespace": ns, "name": old_name, "pool": pool, "domain": old_domain, "dtype": old_dtype,
+                    "blockSize": domain_of(old).get("blockSize"), "exists": not inputs.binding_gone,
+                    "rejectedBy": [{"kind": u.kind, "name": u.name, **e.to_dict(), "reason": why}
+                                   for u, e, why in rejected]}
+    target = {"namespace": ns, "name": target_name, "pool": pool, "domain": domain, "dtype": dtype,
+              "dtypeSource": source, "strategy": request.strategy,
+              "setting": {"on": on, "turnOff": turn_off, "turnOnAtEnd": turn_off or turned_off_before}}
+    return Plan(binding_view, target, steps, warnings, manual, notes)
+
+
+def _entry(report, ns, name):
+    return next((b for b in report.bindings if b.namespace == ns and b.name == name), None)
+
+
+def _target_dtype(inputs, request, entry, old_dtype) -> Tuple[str, str]:
+    if request.dtype is not None:
+        check_dtype_form(request.dtype)
+        if request.dtype == old_dtype:
+            raise PluginError(f"--dtype {request.dtype!r} is the dtype of {inputs.binding_name} already: nothing to "
+                              f"recover")
+        return request.dtype, "flag"
+    if entry is None or not entry.rejected_by:
+        why = "no engine that receives it rejects it" if entry is not None else "its users could not be judged"
+        raise PluginError(f"KVCachePoolBinding {inputs.namespace}/{inputs.binding_name} has dtype {old_dtype!r} and "
+                          f"{why}: nothing to recover; pass --dtype to move its users to another dtype anyway")
+    if not entry.suggestion:
+        rejecting = ", ".join(sorted({e.name for _, e, _ in entry.rejected_by}))
+        raise PluginError(f"no spelling of {old_dtype!r} is accepted by every engine that receives it ({rejecting} "
+                          f"reject it); pass --dtype with a value they all accept (see 'kubectl kvcache check')")
+    return entry.suggestion, "suggestion"
+
+
+def _check_name(name, flag, subdomain=False):
+    ok = (_SUBDOMAIN if subdomain else _LABEL).fullmatch(name or "") and len(name) <= NAME_MAX
+    if not ok:
+        raise PluginError(f"{flag} {name!r}: not a valid name (lower case letters, digits and '-', at most "
+                          f"{NAME_MAX} characters{', dots between parts' if subdomain else ''})")
+
+
+def _claims(inputs, pool, domain, except_key) -> List[Tuple[str, str]]:
+    return [(_meta(b).get("namespace"), _meta(b).get("name")) for b in inputs.bindings
+            if pool_of(b) == pool and domain_name(b) == domain
+            and (_meta(b).get("namespace"), _meta(b).get("name")) != except_key]
+
+
+def _target_domain(inputs, request, pool, old, old_dtype, dtype, target_name, existing) -> str:
+    key = (inputs.namespace, target_name)
+    if request.domain is not None:
+        _check_name(request.domain, "--domain")
+        claimed = _claims(inputs, pool, request.domain, key)
+        if claimed:
+            ns, name = claimed[0]
+            raise PluginError(f"--domain {request.domain!r} is claimed on pool {pool} by KVCachePoolBinding "
+                              f"{ns}/{name}; a new Binding needs a domain no Binding on the pool claims")
+        return request.domain
+    if existing is not None and pool_of(existing) == pool and domain_name(existing) != domain_name(old):
+        return domain_name(existing)     # resuming: the new Binding exists with its domain
+    base = derive(domain_name(old), old_dtype, dtype)
+    for n in range(1, 100):
+        candidate = base if n == 1 else _numbered(base, n)
+        if not _claims(inputs, pool, candidate, key):
+            return candidate
+    raise PluginError(f"no free domain name derived from {base!r} on pool {pool}; pass --domain")
+
+
+def _check_receivers(inputs, ns, target_name, dtype, entry):
+    """Refuse a dtype an engine that would receive it rejects (the old Binding's users and, when
+    resuming, the new Binding's)."""
+    refusals = []
+    entries = [entry, _entry(inputs.report, ns, target_name)]
+    for e in entries:
+        for use in (e.uses if e else ()):
+            for at in use.engines if use.renders else ():
+                outcome = dtype_outcome(dtype, at)
+                if outcome.outcome == model.REJECTED:
+                    refusals.append(f"{use.kind} {use.name} on {at.name} ({plain(outcome.reason)})")
+    if refusals:
+        raise PluginError(f"dtype {dtype!r} is rejected by " + "; ".join(dict.fromkeys(refusals)))
+
+
+def _deployments_to_move(inputs, old_name) -> List[Tuple[dict, bool]]:
+    """ModelDeployments naming the old Binding: (object, still in the cluster). One an earlier run
+    deleted (replace: before re-creating it) comes from its backup."""
+    present = {_meta(m).get("name"): m for m in inputs.deployments}
+    movers = [(m, True) for m in inputs.deployments if binding_named(m) == old_name]
+    seen = {_meta(m).get("name") for m, _ in movers}
+    for b in _latest(o for o in inputs.backups if o.get("kind") == MD_KIND
+                     and _meta(o).get("namespace") == inputs.namespace and binding_named(o) == old_name):
+        name = _meta(b).get("name")
+        if name in seen:
+            continue
+        current = present.get(name)
+        if current is not None and binding_named(current) == old_name:
+            continue
+        movers.append((b, False))
+        seen.add(name)
+    return sorted(movers, key=lambda mp: _meta(mp[0]).get("name", ""))
+
+
+def _latest(objects) -> List[dict]:
+    """One backup per object: the newest resourceVersion (numeric when it is)."""
+    best: Dict[Tuple, dict] = {}
+    for o in objects:
+        key = (o.get("kind"), _meta(o).get("namespace"), _meta(o).get("name"))
+        rv = str(_meta(o).get("resourceVersion") or "")
+        have = best.get(key)
+        if have is None or _rv_key(rv) > _rv_key(str(_meta(have).get("resourceVersion") or "")):
+            best[key] = o
+    return list(best.values())
+
+
+def _rv_key(rv):
+    return (1, int(rv), "") if rv.isdigit() else (0, 0, rv)
+
+
+def _setting_was_on(obj) -> bool:
+    if obj.get("kind") != SETTING_KIND or _meta(obj).get("name") != snap.SETTING_NAME:
+        return False
+    value = (obj.get("status") or {}).get("value")
+    return value is None or str(value) in ("1", "t", "T", "TRUE", "true", "True")
+
+
+def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> List[dict]:
+    meta = _meta(md)
+    ns, name = meta.get("namespace") or inputs.namespace, meta.get("name")
+    owner = controller_of(md)
+    if owner:
+        warnings.append(f"ModelDeployment {name} is controlled by {owner.get('kind')} {owner.get('name')}: the "
+                        f"re-created one is not (ownerReferences are not copied), and its controller may "
+                        f"recreate or revert the old one")
+    if strategy == REPLACE:
+        new = new_deployment(md, name, target_name)
+        steps = []
+        if present:
+            old_ref = ref(MD_KIND, ns, name, **({"uid": meta["uid"]} if meta.get("uid") else {}))
+            steps += [{"action": "delete", "target": old_ref},
+                      {"action": "wait", "target": ref(MD_KIND, ns, name), "for": DELETED}]
+        return steps + [{"action": "create", "object": new},
+                        {"action": "wait", "target": ref(MD_KIND, ns, name), "for": AVAILABLE}]
+    new_name = _free_name(name, old_dtype, dtype, target_name, md, inputs, taken)
+    taken.add(new_name)
+    steps = [{"action": "create", "object": new_deployment(md, new_name, target_name)},
+             {"action": "wait", "target": ref(MD_KIND, ns, new_name), "for": AVAILABLE}]
+    if present:
+        steps.append({"action": "delete", "target": ref(MD_KIND, ns, name,
+                                                        **({"uid": meta["uid"]} if meta.get("uid") else {}))})
+    return steps
+
+
+def _free_name(name, old_dtype, dtype, target_name, md, inputs, taken) -> str:
+    """The side-by-side name: derived from the old one; a name an earlier run already created
+    (naming the new Binding with this spec) is reused, one taken by anything else is skipped."""
+    existing = {_meta(m).get("name"): m for m in inputs.deployments}
+    base = derive(name, old_dtype, dtype)
+    wanted = new_deployment(md, base, target_name)["spec"]
+    for n in range(1, 100):
+        candidate = base if n == 1 else _numbered(base, n)
+        other = existing.get(candidate)
+        if other is not None and contains(other, {"spec": wanted}):
+            return candidate
+        if other is None and candidate not in taken:
+            return candidate
+    raise PluginError(f"no free name derived from {base!r} for the re-created ModelDeployment {name}; use "
+                      f"--strategy replace")
+
+
+def _repoint(workload, old_name, target_name, manual) -> Optional[dict]:
+    kind, meta = workload.get("kind"), _meta(workload)
+    template = template_of(workload) or {}
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(BINDING_ANNOTATION) != old_name:
+        return None
+    owner = controller_of(workload)
+    if owner and owner.get("kind") in snap.WORKLOAD_KINDS:
+        return None         # its owner's template is patched (a Deployment's ReplicaSet, a CronJob's Job)
+    if kind not in PATCHABLE:
+        manual.append({"kind": kind, "namespace": meta.get("namespace"), "name": meta.get("name"),
+                       "do": f"recreate it with annotation {BINDING_ANNOTATION}={target_name} in its Pod template "
+                             f"(a {kind}'s template cannot be changed)"})
+        return None
+    return {"action": "patch", "target": ref(kind, meta.get("namespace"), meta.get("name")),
+            "patch": template_patch(kind, {BINDING_ANNOTATION: target_name})}

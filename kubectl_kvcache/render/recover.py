@@ -1,0 +1,142 @@
+"""`recover` as people read it: the plan as a numbered list with its manifests, and the lines of
+an --apply run (each step's outcome, the wait's progress line, what was done and what is left).
+Cluster data is escaped before it reaches a terminal."""
+
+import json
+from typing import Iterable, List
+
+RULE = "  "
+
+
+def safe(text) -> str:
+    """Cluster data for a terminal: control characters (escape sequences, carriage returns, ...)
+    shown as \\x.. escapes."""
+    text = str(text)
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def _ref(target) -> str:
+    ns = target.get("namespace")
+    return safe(f"{target.get('kind')} {ns + '/' if ns else ''}{target.get('name')}")
+
+
+_FOR = {"available": "is available (condition Available=True for its current generation)",
+        "bound": "is bound (status.phase Bound: its domain is claimed)",
+        "unused": "is used by no ModelDeployment (status.usedBy)",
+        "deleted": "is gone (its finalizers released)"}
+
+
+def describe(step) -> str:
+    """One line for a step of the plan."""
+    action = step.get("action")
+    if action == "setting":
+        word = "true" if step["value"] else "false"
+        return (f"Turn the Setting {'on' if step['value'] else 'off'}: merge patch spec.value \"{word}\" of "
+                f"Setting gpustack-system/model-deployment-kv-cache-dtype-owned"
+                + ("" if step["value"] else " (replicas are recreated without --kv-cache-dtype)"))
+    if action == "create":
+        obj = step["object"]
+        meta = obj.get("metadata") or {}
+        return f"Create {_ref({'kind': obj.get('kind'), 'namespace': meta.get('namespace'), 'name': meta.get('name')})}"
+    if action == "patch":
+        return f"Patch {_ref(step['target'])} (JSON merge patch, backed up first): {safe(json.dumps(step['patch']))}"
+    if action == "delete":
+        uid = step["target"].get("uid")
+        return f"Delete {_ref(step['target'])}" + (f" (uid {safe(uid)}; backed up first)" if uid else
+                                                   " (backed up first)")
+    if action == "wait":
+        cond = step.get("for", "")
+        if cond.startswith("value="):
+            return f"Wait until the Setting reports status.value {cond[6:]}"
+        return f"Wait until {_ref(step['target'])} {_FOR.get(cond, safe(cond))}"
+    return safe(f"{action}: {step}")
+
+
+def _manifest(obj, out, indent="       "):
+    import yaml
+
+    text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=False)
+    for row in text.splitlines():
+        print(indent + row, file=out)
+
+
+def plan(plan_dict, out):
+    b, t = plan_dict["binding"], plan_dict["target"]
+    rejected = ", ".join(f"{r['kind']} {r['name']} on {r['engine']} {r['version']}" for r in b["rejectedBy"])
+    print(safe(f"Recovery of KVCachePoolBinding {b['namespace']}/{b['name']} (pool {b['pool']}, domain "
+               f"{b['domain']}, dtype {b['dtype']!r}"
+               + (f"; rejected by {rejected}" if rejected else "") + ")"
+               + ("" if b["exists"] else " [already deleted: planned from its backup]")), file=out)
+    source = {"flag": "--dtype", "suggestion": "check's suggestion"}.get(t["dtypeSource"], t["dtypeSource"])
+    print(safe(f"Target: KVCachePoolBinding {t['namespace']}/{t['name']}, domain {t['domain']}, dtype "
+               f"{t['dtype']!r} ({source}); strategy {t['strategy']}"), file=out)
+    print("", file=out)
+    print("Steps:", file=out)
+    for i, step in enumerate(plan_dict["steps"], 1):
+        print(f"{i:>3}. {describe(step)}", file=out)
+        if step["action"] == "create":
+            _manifest(step["object"], out)
+    if plan_dict["warnings"]:
+        print("", file=out)
+        print("Warnings:", file=out)
+        for w in plan_dict["warnings"]:
+            print(f"  - {safe(w)}", file=out)
+    if plan_dict["manual"]:
+        print("", file=out)
+        print("By hand (the plan cannot do these):", file=out)
+        for m in plan_dict["manual"]:
+            print(safe(f"  - {m['kind']} {m['namespace']}/{m['name']}: {m['do']}"), file=out)
+
+
+def planned_only(err):
+    print("Nothing was changed. Review the plan, then run it with --apply (on a terminal it asks once; "
+          "--yes skips the question).", file=err)
+
+
+def requests(lines: Iterable[str], out):
+    print("", file=out)
+    print("Dry run (client): nothing was sent. The requests, in order (each guarded as described):", file=out)
+    for text in lines:
+        print(f"  {safe(text)}", file=out)
+
+
+def server_dry_run(results, out):
+    print("", file=out)
+    print("Dry run (server): the API server validated every create, patch and delete (dryRun=All); nothing "
+          "was persisted.", file=out)
+    for n, step, outcome in results:
+        print(f"{n:>3}. {describe(step)}: {safe(outcome)}", file=out)
+
+
+def step_result(n, total, step, outcome, out):
+    print(f"[{n}/{total}] {describe(step)}: {safe(outcome)}", file=out, flush=True)
+
+
+def backup_dir(path, out):
+    print(f"Backups go to {safe(path)}", file=out, flush=True)
+
+
+def waiting(text, elapsed, limit, err, tty, first):
+    """The progress of a wait: one line rewritten in place on a terminal; elsewhere one line when
+    the wait starts."""
+    shown = f"waiting until {safe(text)} ({elapsed:.0f}s" + (f" of {limit:g}s)" if limit else ")")
+    if tty:
+        print("\r" + shown + " " * 8, end="", file=err, flush=True)
+    elif first:
+        print(f"waiting until {safe(text)}" + (f" (up to {limit:g}s)" if limit else ""), file=err, flush=True)
+
+
+def waited(err, tty):
+    if tty:
+        print("", file=err, flush=True)
+
+
+def stopped(done: List[int], failed: int, left: List[int], total: int, resume: str, err):
+    def span(ns):
+        return ", ".join(str(n) for n in ns) if ns else "none"
+    print(f"Stopped at step {failed} of {total}. Done: {span(done)}. Left: {span(left)}.", file=err)
+    print(f"To continue: {resume}", file=err)
+
+
+def finished(total, backups, out):
+    print(f"Recovery finished: {total} steps done. Backups: {safe(backups)}", file=out)
