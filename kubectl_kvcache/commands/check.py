@@ -8,7 +8,7 @@ from kubectl_kvcache import checks, exitcodes, render, sources
 from kubectl_kvcache.options import CheckOptions
 from kubectl_kvcache.render import checks as views
 
-_BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing"}
+_BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing", "binding-domain-claimed"}
 
 
 def exit_code(options: CheckOptions, report) -> int:
