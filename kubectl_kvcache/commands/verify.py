@@ -16,6 +16,9 @@ def run(options: VerifyOptions, io) -> int:
             view.pod_details(report, io.stdout)
         if report.items:
             render.line(io.stderr, view.summary(report))
+            step = view.next_step(report, options.scope)
+            if step:
+                render.line(io.stderr, step)
         else:
             render.nothing_found(snapshot, view.VIEW.empty, io.stderr)
     listed = {i.pod for i in report.items}
