@@ -96,6 +96,12 @@ class CheckOptions:
     scope: Scope
     output: Output
     strict: bool = False
+    selector: Optional[str] = None      # -l: which judged objects are reported (all in scope are read)
+
+
+@dataclass(frozen=True)
+class CompletionOptions:
+    shell: str                          # bash | zsh | fish | powershell
 
 
 @dataclass(frozen=True)
