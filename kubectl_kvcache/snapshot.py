@@ -162,6 +162,10 @@ class Snapshot:
     namespace: Optional[str] = None       # the namespace asked for; None: all
     notes: List[str] = field(default_factory=list)
 
+    def absent(self, namespace) -> str:
+        """How to say an object was not there: saved files are an input, a cluster is not."""
+        return "is not in the input" if self.source == "file" else f"was not found in namespace {namespace}"
+
 
 def in_namespace(namespace, wanted) -> bool:
     """Whether an object in `namespace` is in scope when `wanted` was asked for (None: all)."""

@@ -105,7 +105,7 @@ def _deployment_candidate(pod, snapshot):
     role_name = pod.labels.get(snap.COMPONENT_LABEL)
     if md is None:
         return Candidate(pod, container, owner, role_name, None, None, None,
-                         problem=f"its ModelDeployment {name} is not in the input")
+                         problem=f"its ModelDeployment {name} {snapshot.absent(pod.namespace)}")
     if not md.kv_cache:
         return None
     role = md.role(role_name) if role_name else None

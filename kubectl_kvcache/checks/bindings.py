@@ -89,7 +89,8 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> Dict[Tuple[
     return uses
 
 
-def judge_binding(entry: BindingEntry, on: bool, claimed_by: Optional[snap.Binding] = None) -> List[Finding]:
+def judge_binding(entry: BindingEntry, on: bool, claimed_by: Optional[snap.Binding] = None,
+                  source: str = "file") -> List[Finding]:
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
     if b is None:
@@ -132,7 +133,9 @@ def judge_binding(entry: BindingEntry, on: bool, claimed_by: Optional[snap.Bindi
         x.kind == "ModelDeployment" and x.name == u[2] for x in entry.uses)]
     if stale:
         results.append(finding("unchecked", obj, "status.usedBy names " + ", ".join(
-            f"ModelDeployment {u[2]}" for u in stale) + ", not in the input: their engines are not checked"))
+            f"ModelDeployment {u[2]}" for u in stale) + (", not in the input" if source == "file" else
+                                                          f", which were not found in namespace {entry.namespace} "
+                                                          f"(deleted since?)") + ": their engines are not checked"))
     if claimed_by is not None:
         holder = claimed_by
         verdicts.append(f"DOMAIN CLAIMED by {holder.namespace}/{holder.name}")
@@ -233,7 +236,7 @@ def check_bindings(snapshot, deployments, optins, pods, on) -> Tuple[List[Bindin
         holder = (claims.get((binding.pool, binding.domain))
                   if binding and binding.pool and binding.phase != BOUND else None)
         entry = BindingEntry(key[0], key[1], binding, uses.get(key, []))
-        found += judge_binding(entry, on, holder if _claims_before(holder, binding) else None)
+        found += judge_binding(entry, on, holder if _claims_before(holder, binding) else None, snapshot.source)
         entries.append(entry)
     return entries, found
 

@@ -92,7 +92,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
         verdict, severity, why = "UNKNOWN", WARNING, plain(after.reason, _OPERATOR_FIRST)
     elif dtype is None:
         verdict, severity = "UNKNOWN", WARNING
-        why = f"Binding {md.binding} is not in the input, so its dtype is unknown"
+        why = f"Binding {md.binding} {snapshot.absent(md.namespace)}, so its dtype is unknown"
     elif after.effective == dtype:
         verdict, severity = "SAME", WARNING
         why = "It sets the Binding's own value, so only the deployment's next edit is refused"
@@ -143,7 +143,7 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Tu
         after = pred.effective or "auto (engine default)"
         if dtype is None:
             verdict, severity = "UNKNOWN", WARNING
-            why = f"runs {after}; Binding {md.binding} is not in the input"
+            why = f"runs {after}; Binding {md.binding} {snapshot.absent(md.namespace)}"
         elif pred.effective is None:
             verdict, severity = "MISSING", WARNING
             why = f"its command passes no --kv-cache-dtype: the engine runs its default, not the Binding's {dtype!r}"
