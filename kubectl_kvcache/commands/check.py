@@ -50,7 +50,7 @@ def run(options: CheckOptions, io) -> int:
     render.notes(snapshot, io.stderr)
     report = select(checks.check(snapshot), snapshot, options.selector)
     view = views.VIEWS[options.view]
-    listed = render.show(view, report, options.output, io.stdout)
+    listed = render.show(view, report, options.output, io.stdout, io.stderr)
     if not options.output.structured:
         if options.view == "check":
             if not any(report.checked.values()):

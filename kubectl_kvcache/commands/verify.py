@@ -9,7 +9,7 @@ def run(options: VerifyOptions, io) -> int:
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = verify.verify(snapshot)
-    render.show(view.VIEW, report, options.output, io.stdout)
+    render.show(view.VIEW, report, options.output, io.stdout, io.stderr)
     names = options.scope.names
     if not options.output.structured:
         if names:
