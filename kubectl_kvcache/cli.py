@@ -16,7 +16,7 @@ from kubectl_kvcache import __version__, exitcodes
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_WAIT_TIMEOUT, CheckOptions,
                                      CompletionOptions, Connection, Output, Scope, SettingOptions, VerifyOptions,
-                                     parse_duration)
+                                     parse_duration, validate_selector)
 
 PROG = "kubectl kvcache"
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
@@ -275,6 +275,8 @@ def connection(ns) -> Connection:
 def scope(ns, names=(), workloads=False, selector=True) -> Scope:
     """-A wins over -n, as in kubectl. `selector`: whether -l narrows what is read (verify's Pods)."""
     namespace = None if ns.all_namespaces else ns.namespace
+    if ns.selector:
+        validate_selector(ns.selector)      # a malformed selector fails before any request
     return Scope(namespace=namespace, all_namespaces=ns.all_namespaces,
                  selector=ns.selector if selector else None,
                  names=tuple(names), files=tuple(ns.filename), workloads=workloads,

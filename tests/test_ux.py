@@ -98,9 +98,10 @@ def test_selector_on_check_keeps_findings_about_selected_objects_and_the_setting
     assert [f["code"] for f in report["findings"]] == ["setting"] and code == 0
 
 
+@pytest.mark.parametrize("command", ["check", "verify"])
 @pytest.mark.parametrize("selector", ["a,,b", "a=b=c", "k in (a", "=v", "a b"])
-def test_a_malformed_selector_is_one_error_line(write, selector):
-    code, out, err = kvcache("check", "-A", "-l", selector, "-f", write(*_team_objects()))
+def test_a_malformed_selector_is_one_error_line(write, selector, command):
+    code, out, err = kvcache(command, "-A", "-l", selector, "-f", write(*_team_objects()))
     assert code == 2 and out == "" and err.startswith("error: invalid label selector") and len(err.splitlines()) == 1
 
 

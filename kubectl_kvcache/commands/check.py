@@ -4,10 +4,7 @@ Exit codes: check 1 on an error finding (a warning too with --strict); bindings 
 Binding is rejected or missing; roles 1 on an error role.
 """
 
-import re
-
 from kubectl_kvcache import checks, exitcodes, render, sources
-from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import CheckOptions
 from kubectl_kvcache.render import checks as views
 
@@ -23,30 +20,6 @@ def exit_code(options: CheckOptions, report) -> int:
     else:
         bad = any(e.severity == checks.ERROR for e in report.roles)
     return exitcodes.FINDINGS if bad else exitcodes.OK
-
-
-_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
-_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-_REQUIREMENT = re.compile(rf"\s*(!?{_KEY}|{_KEY}\s*(==?|!=)\s*{_VALUE}|{_KEY}\s+(in|notin)\s+\(\s*{_VALUE}"
-                          rf"(\s*,\s*{_VALUE})*\s*\))\s*")
-
-
-def validate_selector(selector):
-    """A label selector as the API server parses one (k, !k, k=v, k==v, k!=v, k in (..), k notin (..),
-    comma-separated), else one error naming it."""
-    parts, depth, current = [], 0, ""
-    for ch in selector:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    bad = next((p for p in parts if not _REQUIREMENT.fullmatch(p)), None)
-    if bad is not None:
-        raise PluginError(f"invalid label selector {selector!r}: {bad.strip() or 'an empty requirement'!r} is not "
-                          f"k, !k, k=v, k!=v, k in (v1,v2) or k notin (v1,v2)")
 
 
 def select(report, snapshot, selector):
@@ -71,8 +44,6 @@ def select(report, snapshot, selector):
 
 
 def run(options: CheckOptions, io) -> int:
-    if options.selector:
-        validate_selector(options.selector)                 # a malformed selector fails before any request
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = select(checks.check(snapshot), snapshot, options.selector)
