@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import os
 import sys
+import textwrap
 
 from kubectl_kvcache import __version__, exitcodes
 from kubectl_kvcache.errors import PluginError
@@ -113,6 +114,11 @@ HELP = {
 }
 
 
+def _wrap(text, width=100):
+    """Each paragraph filled to `width` (the descriptions are raw text: the examples keep their lines)."""
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), width) for p in text.split("\n\n"))
+
+
 def _examples(examples):
     return "Examples:\n" + "\n".join(f"  {PROG} {e}" for e in examples) + "\n"
 
@@ -138,7 +144,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _command(sub, name, **extra):
     h = HELP[name]
-    return sub.add_parser(name, help=h["help"], description=h["description"], epilog=_examples(h["examples"]),
+    return sub.add_parser(name, help=h["help"], description=_wrap(h["description"]), epilog=_examples(h["examples"]),
                           formatter_class=argparse.RawDescriptionHelpFormatter, **extra)
 
 
@@ -223,9 +229,9 @@ def build_parser():
     s = commands[("setting", None)] = _command(sub, "setting")
     ssub = s.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     st = commands[("setting", "status")] = ssub.add_parser(
-        "status", help="the Setting's current value", description="The Setting's value (status.value; unset reads "
-        "true), whether it is editable, its description and what it means. Exit 1 when status.value is not a "
-        "value the operator accepts.", epilog=_examples(("setting status", "setting status -o json")),
+        "status", help="the Setting's current value", description=_wrap("The Setting's value (status.value; unset "
+        "reads true), whether it is editable, its description and what it means. Exit 1 when status.value is not a "
+        "value the operator accepts."), epilog=_examples(("setting status", "setting status -o json")),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     st.add_argument("-o", "--output", default="table", type=_status_output, choices=("table", "json", "yaml"),
                     help="output format (table: the lines a person reads)")
@@ -233,10 +239,10 @@ def build_parser():
     for name, word in (("on", "true"), ("off", "false")):
         a = commands[("setting", name)] = ssub.add_parser(
             name, help=f"set the Setting to \"{word}\" (shows what will roll first)",
-            description=f"Set spec.value to \"{word}\" with a JSON merge patch guarded by the object's "
-                        f"resourceVersion, after showing what will roll. On a terminal it asks first (answering "
-                        f"anything but y/yes cancels: nothing is changed, exit 1); without a terminal it needs "
-                        f"--yes.",
+            description=_wrap(f"Set spec.value to \"{word}\" with a JSON merge patch guarded by the object's "
+                              f"resourceVersion, after showing what will roll. On a terminal it asks first "
+                              f"(answering anything but y/yes cancels: nothing is changed, exit 1); without a "
+                              f"terminal it needs --yes."),
             epilog=_examples((f"setting {name} --dry-run", f"setting {name} --dry-run=server",
                               f"setting {name}", f"setting {name} --yes --wait --timeout 2m")),
             formatter_class=argparse.RawDescriptionHelpFormatter)
