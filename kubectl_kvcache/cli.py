@@ -136,8 +136,9 @@ class _Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         ns, extra = self.parse_known_args(args, namespace)
         if extra:   # argparse reports these from the top parser: report them from the subcommand's
-            target = self._commands.get((getattr(ns, "command", None), getattr(ns, "action", None))) \
-                or self._commands.get((getattr(ns, "command", None), None)) or self
+            commands = getattr(self, "_commands", {})
+            target = commands.get((getattr(ns, "command", None), getattr(ns, "action", None))) \
+                or commands.get((getattr(ns, "command", None), None)) or self
             target.error(f"unrecognized arguments: {' '.join(extra)}")
         return ns
 
@@ -260,8 +261,6 @@ def build_parser():
     comp.add_argument("shell", choices=("bash", "zsh", "fish", "powershell"), help="the shell")
     commands[("version", None)] = _command(sub, "version")
     parser._commands = commands
-    for p in commands.values():
-        p._commands = {}
     return parser
 
 

@@ -54,28 +54,30 @@ def cell(value):
     return str(value)
 
 
-def _tabulate(headers, rows, no_headers):
-    from tabulate import tabulate
-
-    if no_headers:
-        return tabulate(rows, tablefmt="plain", disable_numparse=True)
-    return tabulate(rows, headers=[h.upper() for h in headers], tablefmt="plain", disable_numparse=True)
-
-
 def table(headers, rows, out, no_headers=False, fit=()) -> bool:
     """Print a table; `fit`: the indexes of the columns that may be shortened so that the table
     fits a terminal (piped output is never touched). Returns whether a cell was shortened."""
+    from tabulate import tabulate
+
     rows = [[cell(v) for v in row] for row in rows]
     if not rows:
         return False
-    width = terminal_width(out) if fit else None
-    shortened = False
-    if width:
-        fitted = fit_to_width(headers, rows, width, no_headers, fit)
-        shortened = fitted != rows
-        rows = fitted
-    out.write(_tabulate(headers, rows, no_headers) + "\n")
+    rows, shortened = fit_rows(headers, rows, out, no_headers, fit)
+    if no_headers:
+        text = tabulate(rows, tablefmt="plain", disable_numparse=True)
+    else:
+        text = tabulate(rows, headers=[h.upper() for h in headers], tablefmt="plain", disable_numparse=True)
+    out.write(text + "\n")
     return shortened
+
+
+def fit_rows(headers, rows, out, no_headers, fit):
+    """(rows, shortened): fitted to the terminal `out` is, when it is one and `fit` names columns."""
+    width = terminal_width(out) if fit else None
+    if not width:
+        return rows, False
+    fitted = fit_to_width(headers, rows, width, no_headers, fit)
+    return fitted, fitted != rows
 
 
 ELLIPSIS = "\u2026"
