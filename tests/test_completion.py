@@ -141,7 +141,10 @@ def test_completion_needs_a_known_shell():
     assert "invalid choice" in err.getvalue()
 
 
-def _bash_complete(tmp_path, line):
+BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
+
+
+def _bash_complete(tmp_path, line, preamble=""):
     """COMPREPLY of the bash script for `line` (the cursor at its end), in a real bash."""
     script = tmp_path / "kvcache.bash"
     out = io.StringIO()
@@ -149,7 +152,7 @@ def _bash_complete(tmp_path, line):
     script.write_text(out.getvalue())
     words = line.split(" ")
     quoted = " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
-    program = (f"source {script}\nCOMP_WORDS=({quoted})\nCOMP_CWORD={len(words) - 1}\nCOMP_LINE='{line}'\n"
+    program = (f"{preamble}source {script}\nCOMP_WORDS=({quoted})\nCOMP_CWORD={len(words) - 1}\nCOMP_LINE='{line}'\n"
                f"COMP_POINT={len(line)}\n_kubectl_kvcache\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
     p = subprocess.run(["bash", "--norc", "--noprofile", "-c", program], capture_output=True, text=True,
                        env=_launcher_env(tmp_path))
@@ -163,6 +166,14 @@ def test_the_bash_script_completes_in_bash(tmp_path):
     assert _bash_complete(tmp_path, "kubectl-kvcache verify -o w") == ["wide"]
     assert _bash_complete(tmp_path, "kubectl-kvcache check --stri") == ["--strict"]
     assert _bash_complete(tmp_path, "kubectl-kvcache setting off --dry-run=cl") in (["client"], ["--dry-run=client"])
+
+
+@pytest.mark.skipif(not os.path.exists(BASH_COMPLETION) or shutil.which("bash") is None,
+                    reason="the bash-completion package is not installed")
+def test_the_bash_script_with_bash_completion_keeps_flag_equals_values_whole(tmp_path):
+    preamble = f"source {BASH_COMPLETION}\n"
+    assert _bash_complete(tmp_path, "kubectl-kvcache setting off --dry-run=cl", preamble) == ["client"]
+    assert _bash_complete(tmp_path, "kubectl-kvcache verify -o w", preamble) == ["wide"]
 
 
 def test_names_from_a_slow_cluster_are_abandoned_in_time():

@@ -130,6 +130,8 @@ _kubectl_kvcache() {
     if [[ $cur == *=* && $COMP_WORDBREAKS == *=* ]]; then
         local i; for i in "${!COMPREPLY[@]}"; do COMPREPLY[i]=${COMPREPLY[i]#*=}; done
     fi
+    # contexts such as EKS's arn:aws:eks:...: readline replaces only what follows the last ':'
+    declare -F __ltrim_colon_completions >/dev/null 2>&1 && __ltrim_colon_completions "$cur"
     (( directive & 2 )) && compopt -o nospace 2>/dev/null
     if (( ${#COMPREPLY[@]} == 0 )) && ! (( directive & 4 )); then
         compopt -o default 2>/dev/null; COMPREPLY=()
