@@ -11,12 +11,14 @@ import contextlib
 import importlib
 import os
 import sys
+import textwrap
 
 from kubectl_kvcache import __version__, exitcodes
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_RECOVER_TIMEOUT,
-                                     DEFAULT_WAIT_TIMEOUT, CheckOptions, Connection, Output, RecoverOptions, Scope,
-                                     SettingOptions, VerifyOptions, parse_duration)
+                                     DEFAULT_WAIT_TIMEOUT, CheckOptions, CompletionOptions, Connection, Output,
+                                     RecoverOptions, Scope, SettingOptions, VerifyOptions, parse_duration,
+                                     validate_selector)
 
 PROG = "kubectl kvcache"
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
@@ -25,25 +27,137 @@ DESCRIPTION = """\
 What --kv-cache-dtype every vLLM and SGLang engine of the GPUStack Operator will really run
 with, judged against its KVCachePoolBinding, before and after the upgrade that makes the
 Binding's dtype the engine's argument.
+"""
 
-Commands:
-  verify     the effective dtype of every pool-attached engine container, against its Binding
-  check      everything the upgrade guide asks you to check before turning the Setting on
-  bindings   every KVCachePoolBinding with its dtype, the engines that use it and a verdict
-  roles      roles that pass --kv-cache-dtype themselves, and take-over roles, on pools
-  setting    status|on|off of the operator's Setting model-deployment-kv-cache-dtype-owned
-  recover    move a Binding's users to a new Binding the engines accept (the guide's recovery)
-  version    print the plugin version
+EPILOG = f"""\
+Examples:
+  # what every engine replica runs with, in every namespace
+  {PROG} verify -A
+
+  # everything the upgrade will break, with the fix for each finding
+  {PROG} check -A -o wide
+
+  # the same on saved objects (kubectl get -o json output), no cluster needed
+  {PROG} check -A -f saved.json
 
 Exit codes: 0 all good, 1 findings (something is not OK), 2 the plugin could not do its job.
+Use "{PROG} COMMAND --help" for more about a command.
 """
+
+SCOPE_NOTE = """\
+Scope: -n NAMESPACE (default: the context's namespace), -A every namespace (it wins over -n, as in
+kubectl), -f PATH saved objects instead of a cluster (all namespaces unless -n).
+"""
+
+HELP = {
+    "verify": dict(
+        help="the effective dtype of every pool-attached engine container, against its Binding",
+        description="For each pool-attached engine container: the --kv-cache-dtype the engine will run with "
+                    "(parsed as that engine version parses its argv), against its Binding. Naming PODs also "
+                    "prints their argv with every occurrence marked.\n\nStatus: OK, MISMATCH, MISSING (not "
+                    "rolled yet), REJECTED (the engine exits on its arguments), UNKNOWN (cannot be decided, with "
+                    "why). -o wide adds the reason and the fix; after a summary that is not all OK, the command "
+                    "to run next is printed on stderr.\n\n" + SCOPE_NOTE
+                    + "-l/--selector selects Pods by label (ANDed with the plugin's own selectors).",
+        examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod llama-long-server-0",
+                  "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
+                  "verify -f saved.json -o json")),
+    "check": dict(
+        help="everything the upgrade guide asks you to check before turning the Setting on",
+        description="Everything the upgrade guide asks you to check before the Setting is on: Binding spellings "
+                    "against their engines, Bindings reusing a claimed domain, roles that pass the flag "
+                    "themselves, take-over roles, injection opt-ins the webhook will refuse, and the Setting. "
+                    "-o wide adds the fix of each finding.\n\n" + SCOPE_NOTE
+                    + "-l/--selector keeps the findings about objects (Bindings, ModelDeployments, Pods, workloads) "
+                      "with those labels; everything in scope is still read and judged, and the Setting's "
+                      "finding is always shown.",
+        examples=("check -A", "check -n llm-prod -o wide", "check -A --strict",
+                  "check -A -l team=research", "check -A -f saved.json -o json")),
+    "bindings": dict(
+        help="every KVCachePoolBinding with its dtype, the engines that use it and a verdict",
+        description="Every KVCachePoolBinding in scope: its pool, domain and dtype, the engine releases the "
+                    "dtype is handed to, who uses it, and a verdict (OK, REJECTED by <engine>, WARNING auto, "
+                    "UNUSED, DOMAIN CLAIMED by <Binding>, MISSING, UNKNOWN). The upgrade guide's \"Check every "
+                    "Binding first\", judged.\n\n" + SCOPE_NOTE
+                    + "-l/--selector keeps the Bindings with those labels (a MISSING row has no object, so no "
+                      "labels); their users are still read in full.",
+        examples=("bindings -A", "bindings -n llm-prod -o wide", "bindings -A -l team=research",
+                  "bindings -A -o json")),
+    "roles": dict(
+        help="roles that pass --kv-cache-dtype themselves, and take-over roles, on pools",
+        description="Roles of pool-attached ModelDeployments that pass --kv-cache-dtype themselves in extraArgs "
+                    "(the webhook refuses their next edit), and take-over roles (command set: the operator renders "
+                    "nothing for them): the flag and where it is, what the role runs today and after the upgrade, "
+                    "and a verdict. The upgrade guide's \"Find roles that pass the flag themselves\", judged.\n\n"
+                    + SCOPE_NOTE + "-l/--selector keeps the roles of ModelDeployments with those labels.",
+        examples=("roles -A", "roles -n llm-prod -o wide", "roles -A -l team=research")),
+    "setting": dict(
+        help="status|on|off of the operator's Setting model-deployment-kv-cache-dtype-owned",
+        description="The Setting gpustack-system/model-deployment-kv-cache-dtype-owned decides whether the "
+                    "operator hands each Binding's dtype to the engine. Flipping it rolls every pool-attached "
+                    "ModelDeployment.",
+        examples=("setting status", "setting off --dry-run", "setting off --dry-run=server",
+                  "setting on --yes --wait --timeout 2m")),
+    "completion": dict(
+        help="print a shell completion script (bash, zsh, fish, powershell)",
+        description="Print a script that completes commands, flags, namespaces, Pods, Bindings and contexts "
+                    "for the kubectl-kvcache executable in that shell. For `kubectl kvcache <TAB>` (kubectl "
+                    "1.26+), put the kubectl_complete-kvcache executable on PATH instead: kubectl's own "
+                    "completion then asks it (pip and krew installs provide it).",
+        examples=("completion bash > ~/.local/share/bash-completion/completions/kubectl-kvcache",
+                  "completion zsh > \"${fpath[1]}/_kubectl-kvcache\"",
+                  "completion fish > ~/.config/fish/completions/kubectl-kvcache.fish",
+                  "completion powershell >> $PROFILE")),
+    "recover": dict(
+        help="plan (or --apply) the guide's recovery of a rejected Binding",
+        description="The upgrade guide's 'If new Pods fail argument parsing', planned from the cluster (or -f "
+                    "files) and, with --apply, executed step by step: the Setting off, a new Binding on the same "
+                    "pool with a spelling every engine accepts and a new domain, each ModelDeployment recreated "
+                    "on it, opted-in workload templates re-pointed, the old Binding deleted, the Setting back on. "
+                    "Without --apply it prints the plan and changes nothing.",
+        examples=("recover sgl-fp8 -n llm-prod", "recover sgl-fp8 -n llm-prod --dtype fp8_e4m3 -o yaml",
+                  "recover sgl-fp8 -n llm-prod --strategy replace", "recover sgl-fp8 -n llm-prod --apply",
+                  "recover sgl-fp8 -n llm-prod --apply --backup-dir ./recover-sgl-fp8-20260310T0900Z")),
+    "version": dict(
+        help="print the plugin version",
+        description="Print the plugin version (as --version does).",
+        examples=("version",)),
+}
+
+
+def _wrap(text, width=100):
+    """Each paragraph filled to `width` (the descriptions are raw text: the examples keep their lines)."""
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), width) for p in text.split("\n\n"))
+
+
+def _examples(examples):
+    return "Examples:\n" + "\n".join(f"  {PROG} {e}" for e in examples) + "\n"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2, like kubectl."""
+    """argparse that reports usage errors as one line and exit code 2, like kubectl, pointing at
+    the help of the (sub)command that was being parsed."""
 
     def error(self, message):
+        if message.startswith("unrecognized arguments: "):
+            extra = message[len("unrecognized arguments: "):]
+            message = ("unknown flag: " if extra.startswith("-") else "unexpected argument: ") + extra
         self.exit(EXIT_ERROR, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:   # argparse reports these from the top parser: report them from the subcommand's
+            commands = getattr(self, "_commands", {})
+            target = commands.get((getattr(ns, "command", None), getattr(ns, "action", None))) \
+                or commands.get((getattr(ns, "command", None), None)) or self
+            target.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
+
+
+def _command(sub, name, **extra):
+    h = HELP[name]
+    return sub.add_parser(name, help=h["help"], description=_wrap(h["description"]), epilog=_examples(h["examples"]),
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **extra)
 
 
 def _connection_flags(p):
@@ -64,9 +178,11 @@ def _connection_flags(p):
                    help="objects per page when listing (0 lists without paging)")
 
 
-def _scope_flags(p, files=True):
+def _scope_flags(p, files=True, selects="objects"):
     p.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
-    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (wins over -n)")
+    p.add_argument("-l", "--selector", help=f"label selector: only {selects} with these labels "
+                                            f"(k=v, k!=v, k, !k, k in (a,b), k notin (a,b))")
     if files:
         p.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
                        help="read saved objects (JSON or YAML; a file, a directory or '-') "
@@ -85,58 +201,63 @@ def _output_flags(p, formats=("table", "wide", "json", "yaml")):
         p.add_argument("--no-headers", action="store_true", help="tables without the header row")
 
 
-def build_parser():
-    parser = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"kubectl-kvcache {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+def _status_output(text):
+    return "table" if text == "text" else text     # `text`: the name before 0.x, still accepted
 
-    v = sub.add_parser("verify", help="effective dtype of every pool-attached engine container",
-                       description="For each pool-attached engine container: the --kv-cache-dtype the engine "
-                                   "will run with (parsed as that engine version parses its argv), against "
-                                   "its Binding. Naming PODs also prints their argv with every occurrence "
-                                   "marked.\n\nStatus: OK, MISMATCH, MISSING (not rolled yet), REJECTED "
-                                   "(the engine exits on its arguments), UNKNOWN (cannot be decided, with why).",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+
+SELECTS = {"verify": "Pods (ANDed with the plugin's own selectors)",
+           "check": "findings about objects", "bindings": "Bindings",
+           "roles": "roles of ModelDeployments"}
+
+
+def build_parser():
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kubectl-kvcache {__version__}")
+    sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = {}
+
+    v = commands[("verify", None)] = _command(sub, "verify")
     v.add_argument("pods", nargs="*", metavar="POD", help="only these Pods (in the namespace)")
-    _scope_flags(v)
-    v.add_argument("-l", "--selector", help="label selector, ANDed with the plugin's own")
+    _scope_flags(v, selects=SELECTS["verify"])
     _assume_setting_flag(v)
     _output_flags(v)
     _connection_flags(v)
 
-    c = sub.add_parser("check", help="pre-upgrade findings",
-                       description="Everything the upgrade guide asks you to check before the Setting is on: "
-                                   "Binding spellings against their engines, roles that pass the flag "
-                                   "themselves, take-over roles, injection opt-ins the webhook will refuse, "
-                                   "and the Setting.")
-    _scope_flags(c)
+    c = commands[("check", None)] = _command(sub, "check")
+    _scope_flags(c, selects=SELECTS["check"])
     _assume_setting_flag(c)
     _output_flags(c)
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     _connection_flags(c)
 
-    b = sub.add_parser("bindings", help="every Binding with its dtype, engines and verdict")
-    _scope_flags(b)
-    _assume_setting_flag(b)
-    _output_flags(b)
-    _connection_flags(b)
+    for name in ("bindings", "roles"):
+        b = commands[(name, None)] = _command(sub, name)
+        _scope_flags(b, selects=SELECTS[name])
+        _assume_setting_flag(b)
+        _output_flags(b)
+        _connection_flags(b)
 
-    r = sub.add_parser("roles", help="roles on pools that pass the flag themselves, and take-over roles")
-    _scope_flags(r)
-    _assume_setting_flag(r)
-    _output_flags(r)
-    _connection_flags(r)
-
-    s = sub.add_parser("setting", help="status|on|off of the operator's Setting",
-                       description="The Setting gpustack-system/model-deployment-kv-cache-dtype-owned decides "
-                                   "whether the operator hands each Binding's dtype to the engine. Flipping it "
-                                   "rolls every pool-attached ModelDeployment.")
+    s = commands[("setting", None)] = _command(sub, "setting")
     ssub = s.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
-    st = ssub.add_parser("status", help="the Setting's current value")
-    st.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"), help="output format")
+    st = commands[("setting", "status")] = ssub.add_parser(
+        "status", help="the Setting's current value", description=_wrap("The Setting's value (status.value; unset "
+        "reads true), whether it is editable, its description and what it means. Exit 1 when status.value is not a "
+        "value the operator accepts."), epilog=_examples(("setting status", "setting status -o json")),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    st.add_argument("-o", "--output", default="table", type=_status_output, choices=("table", "json", "yaml"),
+                    help="output format (table: the lines a person reads)")
     _connection_flags(st)
     for name, word in (("on", "true"), ("off", "false")):
-        a = ssub.add_parser(name, help=f"set the Setting to \"{word}\" (shows what will roll first)")
+        a = commands[("setting", name)] = ssub.add_parser(
+            name, help=f"set the Setting to \"{word}\" (shows what will roll first)",
+            description=_wrap(f"Set spec.value to \"{word}\" with a JSON merge patch guarded by the object's "
+                              f"resourceVersion, after showing what will roll. On a terminal it asks first "
+                              f"(answering anything but y/yes cancels: nothing is changed, exit 1); without a "
+                              f"terminal it needs --yes."),
+            epilog=_examples((f"setting {name} --dry-run", f"setting {name} --dry-run=server",
+                              f"setting {name}", f"setting {name} --yes --wait --timeout 2m")),
+            formatter_class=argparse.RawDescriptionHelpFormatter)
         a.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
         a.add_argument("--dry-run", nargs="?", const="client", default="none",
                        choices=("none", "client", "server"),
@@ -147,13 +268,7 @@ def build_parser():
         a.add_argument("--timeout", default=DEFAULT_WAIT_TIMEOUT, help="how long --wait waits (e.g. 30s, 2m)")
         _connection_flags(a)
 
-    rc = sub.add_parser("recover", help="plan (or --apply) the guide's recovery of a rejected Binding",
-                        description="The upgrade guide's 'If new Pods fail argument parsing', planned from the "
-                                    "cluster (or -f files) and, with --apply, executed step by step: the Setting "
-                                    "off, a new Binding on the same pool with a spelling every engine accepts "
-                                    "and a new domain, each ModelDeployment recreated on it, opted-in workload "
-                                    "templates re-pointed, the old Binding deleted, the Setting back on. "
-                                    "Without --apply it prints the plan and changes nothing.")
+    rc = commands[("recover", None)] = _command(sub, "recover")
     rc.add_argument("binding", metavar="BINDING", help="the KVCachePoolBinding to recover from")
     rc.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
     rc.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
@@ -182,7 +297,10 @@ def build_parser():
     rc.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the writes")
     _connection_flags(rc)
 
-    sub.add_parser("version", help="print the plugin version")
+    comp = commands[("completion", None)] = _command(sub, "completion")
+    comp.add_argument("shell", choices=("bash", "zsh", "fish", "powershell"), help="the shell")
+    commands[("version", None)] = _command(sub, "version")
+    parser._commands = commands
     return parser
 
 
@@ -199,10 +317,13 @@ def connection(ns) -> Connection:
     return conn
 
 
-def scope(ns, names=(), workloads=False) -> Scope:
-    if ns.all_namespaces and ns.namespace:
-        raise PluginError("-n/--namespace and -A/--all-namespaces cannot be used together")
-    return Scope(namespace=ns.namespace, all_namespaces=ns.all_namespaces, selector=getattr(ns, "selector", None),
+def scope(ns, names=(), workloads=False, selector=True) -> Scope:
+    """-A wins over -n, as in kubectl. `selector`: whether -l narrows what is read (verify's Pods)."""
+    namespace = None if ns.all_namespaces else ns.namespace
+    if ns.selector:
+        validate_selector(ns.selector)      # a malformed selector fails before any request
+    return Scope(namespace=namespace, all_namespaces=ns.all_namespaces,
+                 selector=ns.selector if selector else None,
                  names=tuple(names), files=tuple(ns.filename), workloads=workloads,
                  assume_setting={"on": True, "off": False}.get(ns.assume_setting))
 
@@ -216,8 +337,12 @@ def options_for(ns):
     if ns.command == "verify":
         return "verify", VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns))
     if ns.command in ("check", "bindings", "roles"):
-        return "check", CheckOptions(ns.command, connection(ns), scope(ns, workloads=ns.command != "roles"),
-                                     output(ns), strict=getattr(ns, "strict", False))
+        # -l picks what is reported, not what is read: a Binding's users must all be judged
+        return "check", CheckOptions(ns.command, connection(ns),
+                                     scope(ns, workloads=ns.command != "roles", selector=False),
+                                     output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+    if ns.command == "completion":
+        return "completion", CompletionOptions(ns.shell)
     if ns.command == "recover":
         if ns.filename and (ns.apply or ns.dry_run != "none"):
             raise PluginError("--apply and --dry-run need a cluster: -f only plans")
@@ -234,7 +359,49 @@ def options_for(ns):
 
 
 COMMANDS = {"verify": "kubectl_kvcache.commands.verify", "check": "kubectl_kvcache.commands.check",
-            "setting": "kubectl_kvcache.commands.setting", "recover": "kubectl_kvcache.commands.recover"}
+            "setting": "kubectl_kvcache.commands.setting", "recover": "kubectl_kvcache.commands.recover",
+            "completion": "kubectl_kvcache.commands.completion"}
+
+
+def completion_spec(parser=None):
+    """The command tree as plain data for completion (nothing below cli.py sees argparse)."""
+    from kubectl_kvcache.completion import Flag, Node
+
+    spec = {}
+
+    def walk(p, path):
+        subcommands, flags, positionals, repeat = {}, [], [], False
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help or "" for a in action._choices_actions}
+                for name, child in action.choices.items():
+                    subcommands[name] = helps.get(name, "")
+                    walk(child, path + (name,))
+            elif action.option_strings:
+                if action.help == argparse.SUPPRESS:
+                    continue
+                value = "none" if action.nargs == 0 else ("optional" if action.nargs == "?" else "required")
+                flags.append(Flag(tuple(action.option_strings), action.dest, value,
+                                  tuple(action.choices or ()), (action.help or "").split(" (")[0]))
+            else:
+                positionals.append((action.metavar or action.dest.upper(), tuple(action.choices or ())))
+                repeat = action.nargs in ("*", "+")
+        spec[path] = Node(subcommands, tuple(flags), tuple(positionals), repeat)
+
+    walk(parser or build_parser(), ())
+    return spec
+
+
+def complete(argv=None):
+    """The `kubectl_complete-kvcache` executable: kubectl (1.26+) runs it with the words typed
+    after `kubectl kvcache`, the last one being completed."""
+    return main(["__complete"] + completion_words(sys.argv[1:] if argv is None else argv))
+
+
+def completion_words(words):
+    from kubectl_kvcache.completion import strip_protocol
+
+    return strip_protocol(words)
 
 
 def main(argv=None, stdin=None, stdout=None, stderr=None):
@@ -242,9 +409,18 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     parser = build_parser()
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "__complete":     # cobra's hidden command: the shell scripts and kubectl ask it
+        from kubectl_kvcache.commands import IO, completion as complete_command
+
+        try:
+            return complete_command.complete(completion_spec(parser), args[1:],
+                                             IO(stdin=stdin, stdout=stdout, stderr=stderr))
+        except BrokenPipeError:
+            return EXIT_ERROR
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            ns = parser.parse_args(argv)
+            ns = parser.parse_args(args)
     except SystemExit as exc:  # argparse exits for --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     from kubectl_kvcache import render

@@ -368,3 +368,20 @@ def collection_path(group, version, plural, namespace=None):
     if namespace:
         return f"{base}/namespaces/{quote(namespace, safe='')}/{plural}"
     return f"{base}/{plural}"
+
+
+def kubeconfig_names(conn: Connection, key: str) -> List[str]:
+    """The names of the kubeconfig's `contexts`, `clusters` or `users` (merged as kubectl merges
+    KUBECONFIG's paths); [] when there is no kubeconfig. For shell completion: never raises a
+    config error, sends nothing."""
+    from kubernetes.config import kube_config
+
+    path = conn.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    existing = [p for p in (os.path.expanduser(p) for p in path.split(os.pathsep) if p) if os.path.exists(p)]
+    if not existing:
+        return []
+    try:
+        merged = kube_config.KubeConfigMerger(os.pathsep.join(existing)).config
+        return sorted({str(e.get("name")) for e in _entries(merged, key) if isinstance(e, dict) and e.get("name")})
+    except Exception:   # a broken kubeconfig completes nothing; the command itself reports it
+        return []

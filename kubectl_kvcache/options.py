@@ -29,6 +29,31 @@ def parse_duration(text, flag="--request-timeout") -> Optional[float]:
     return total or None
 
 
+_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
+_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
+_REQUIREMENT = re.compile(rf"\s*(!?{_KEY}|{_KEY}\s*(==?|!=)\s*{_VALUE}|{_KEY}\s+(in|notin)\s+\(\s*{_VALUE}"
+                          rf"(\s*,\s*{_VALUE})*\s*\))\s*")
+
+
+def validate_selector(selector):
+    """A label selector as the API server parses one (k, !k, k=v, k==v, k!=v, k in (..), k notin (..),
+    comma-separated), else one error naming it."""
+    parts, depth, current = [], 0, ""
+    for ch in selector:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    bad = next((p for p in parts if not _REQUIREMENT.fullmatch(p)), None)
+    if bad is not None:
+        what = repr(bad.strip()) if bad.strip() else "an empty requirement"
+        raise PluginError(f"invalid label selector {selector!r}: {what} is not k, !k, k=v, k!=v, k in (v1,v2) "
+                          f"or k notin (v1,v2)")
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where requests go and as whom: kubectl's connection flags, as given (None: not given)."""
@@ -96,6 +121,12 @@ class CheckOptions:
     scope: Scope
     output: Output
     strict: bool = False
+    selector: Optional[str] = None      # -l: which judged objects are reported (all in scope are read)
+
+
+@dataclass(frozen=True)
+class CompletionOptions:
+    shell: str                          # bash | zsh | fish | powershell
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ class Deployment:
     roles: Tuple[Role, ...]
     status_dtype: Optional[str] = None
     image: Optional[str] = None
+    labels: Dict[str, str] = field(default_factory=dict, hash=False, compare=False)   # for -l on roles/check
 
     def role(self, name):
         return next((r for r in self.roles if r.name == name), None)
@@ -125,6 +126,8 @@ class Binding:
     dtype: Optional[str]
     used_by: Tuple[Tuple[str, str, str], ...] = ()
     phase: str = ""
+    labels: Dict[str, str] = field(default_factory=dict, hash=False, compare=False)   # for -l on bindings/check
+    created: str = ""             # metadata.creationTimestamp: who claimed a pool's domain first
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,10 @@ class Snapshot:
     source: str = "cluster"
     namespace: Optional[str] = None       # the namespace asked for; None: all
     notes: List[str] = field(default_factory=list)
+
+    def absent(self, namespace) -> str:
+        """How to say an object was not there: saved files are an input, a cluster is not."""
+        return "is not in the input" if self.source == "file" else f"was not found in namespace {namespace}"
 
 
 def in_namespace(namespace, wanted) -> bool:
@@ -277,6 +284,7 @@ def deployment_record(obj) -> Deployment:
         roles=tuple(roles),
         status_dtype=((status.get("kvCache") or {}).get("domain") or {}).get("dtype"),
         image=engine.get("image"),
+        labels=dict(meta.get("labels") or {}),
     )
 
 
@@ -294,6 +302,8 @@ def binding_record(obj) -> Binding:
         dtype=domain.get("dtype"),
         used_by=used_by,
         phase=status.get("phase", ""),
+        labels=dict(meta.get("labels") or {}),
+        created=str(meta.get("creationTimestamp") or ""),
     )
 
 

@@ -35,13 +35,15 @@ class Item:
     version_source: Optional[str] = None
     winner: Optional[int] = None
     container_spec: Optional[dict] = None   # kept for the per-Pod argv listing
+    fix: str = ""                           # the next step for a non-OK item, in check's words
+    recover: bool = False                   # the fix is the guide's recovery of its Binding
 
     def to_dict(self):
         return {
             "namespace": self.namespace, "pod": self.pod, "container": self.container, "owner": self.owner,
             "role": self.role, "engine": self.engine, "engineVersion": self.engine_version,
             "binding": self.binding, "expected": self.expected, "effective": self.effective,
-            "status": self.status, "reason": self.reason, "occurrences": self.occurrences,
+            "status": self.status, "reason": self.reason, "fix": self.fix, "occurrences": self.occurrences,
         }
 
 
@@ -103,7 +105,7 @@ def _deployment_candidate(pod, snapshot):
     role_name = pod.labels.get(snap.COMPONENT_LABEL)
     if md is None:
         return Candidate(pod, container, owner, role_name, None, None, None,
-                         problem=f"its ModelDeployment {name} is not in the input")
+                         problem=f"its ModelDeployment {name} {snapshot.absent(pod.namespace)}")
     if not md.kv_cache:
         return None
     role = md.role(role_name) if role_name else None
@@ -136,6 +138,13 @@ def _occurrences(prediction: Prediction):
 
 
 def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict) -> Item:
+    item = _judge(cand, snapshot, setting_on, predictor)
+    if item.status != OK:
+        item.fix, item.recover = fix_for(item, cand, snapshot, setting_on)
+    return item
+
+
+def _judge(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict) -> Item:
     pod = cand.pod
     binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
     expected = binding.dtype if (binding and setting_on) else None
@@ -208,6 +217,131 @@ def _mismatch_hint(cand):
     if cand.owner:
         return " (a role's own later flag wins over the operator's)"
     return ""
+
+
+# -- the fix: what to do about a non-OK item, in check's words -------------------------------------
+
+def recover_command(namespace, binding):
+    """The command that walks the guide's recovery for one Binding."""
+    return f"kubectl kvcache recover {binding} -n {namespace}"
+
+
+def _entries(positions, prefix):
+    return " and ".join(f"{prefix}[{j}]" for j in positions)
+
+
+def _own_positions(occurrences, source_argv, offset=0, limit=None):
+    """The argv positions (relative to `offset`) of every occurrence the parser read, each with
+    the separate value it took: removing the flag alone would leave the value a stray positional."""
+    positions = []
+    for occ in occurrences:
+        j = occ["index"] - offset
+        if j < 0 or (limit is not None and j >= limit):
+            continue
+        positions.append(j)
+        if "=" not in occ["text"] and occ.get("value") is not None and j + 1 < (limit or len(source_argv)):
+            positions.append(j + 1)
+    return sorted(set(positions))
+
+
+def _abbreviations(argv, profile):
+    """Positions of entries that abbreviate --kv-cache-dtype (an ambiguous one never becomes an
+    occurrence: the parser exits on it), each with the word after it that was meant as its value."""
+    positions = []
+    for j, text in enumerate(argv):
+        name = text.split("=", 1)[0]
+        if profile is not None and profile.underscores:
+            name = name.replace("_", "-")
+        if len(name) > 4 and model.DTYPE_OPTION.startswith(name) and name.startswith("--"):
+            positions.append(j)
+            if "=" not in text and j + 1 < len(argv) and not argv[j + 1].startswith("-"):
+                positions.append(j + 1)
+    return sorted(set(positions))
+
+
+def _extra_args_start(role, command):
+    """Where the role's extraArgs sit in the rendered command (the operator appends them after its
+    own arguments), or None when this Pod was rendered from another spec."""
+    extra = list(role.extra_args)
+    if not extra:
+        return None
+    for s in range(len(command) - len(extra), -1, -1):
+        if list(command[s:s + len(extra)]) == extra:
+            return s
+    return None
+
+
+def _nearest(item, profile):
+    from kubectl_kvcache.spelling import nearest_spelling
+
+    values = [o.get("value") for o in item.occurrences if o.get("value") not in (None, *profile.accepted)]
+    near = nearest_spelling(values[-1], profile.accepted) if values else None
+    return f" ({values[-1]!r} is not a spelling {profile.label} accepts; the nearest is {near!r})" if near else ""
+
+
+def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bool):
+    """(fix, recover) for a non-OK item: one line of what to change, in check's words."""
+    pod = cand.pod
+    binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
+    md = snapshot.deployments.get((pod.namespace, cand.owner["name"])) if cand.owner else None
+    role_index = next((n for n, r in enumerate(md.roles) if r.name == cand.role), None) if md else None
+    role = md.roles[role_index] if role_index is not None else None
+    where = f"ModelDeployment {md.name}" if md else f"Pod {pod.name}"
+    profile = (model.profile(item.engine, model.parse_version(item.engine_version))
+               if item.engine and item.engine_version else None)
+    if item.status == UNKNOWN:
+        if cand.problem.startswith("its ModelDeployment"):
+            return f"check ModelDeployment {cand.owner['name']} in namespace {pod.namespace} by hand", False
+        if cand.problem:
+            return ("set the annotations " + ", ".join(f"{snap.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
+                    + " (and container, with several containers) on the Pod's template"), False
+        if cand.binding and binding is None:
+            return (f"create KVCachePoolBinding {cand.binding} in namespace {pod.namespace}, or point "
+                    + ("spec.kvCache.poolRef.name (a new deployment)" if cand.owner
+                       else f"annotation {snap.ANNOTATION_PREFIX}binding") + " at an existing Binding"), False
+        return (f"read the argv by hand: kubectl kvcache verify -n {pod.namespace} {pod.name} lists it with "
+                f"every --kv-cache-dtype marked"), False
+    dtype = binding.dtype if binding else None
+    if (item.status in (REJECTED, MISSING) and setting_on and dtype and profile is not None
+            and dtype not in profile.accepted and not cand.takeover):
+        return (f"the Binding's dtype {dtype!r} is rejected by {profile.label}: recover with "
+                f"{recover_command(pod.namespace, binding.name)}"), True
+    if cand.takeover and role is not None:
+        path = f"spec.roles[{role_index}].command of ModelDeployment {md.name}"
+        if item.status == REJECTED:
+            return f"fix {path}: the engine exits on its arguments" + (_nearest(item, profile) if profile else ""), False
+        verb = "add" if item.status == MISSING else "set"
+        return f"{verb} `--kv-cache-dtype {dtype}` in {path} if it should run the Binding's value", False
+    if item.status == MISSING:
+        if cand.owner:
+            return ("nothing to change: the operator adds the Binding's dtype when the replica rolls at "
+                    f"{where}'s next reconcile"), False
+        return ("recreate the Pod (or let its owner replace it): the webhook appends the Binding's dtype to "
+                "Pods created from now on"), False
+    spec = item.container_spec or {}
+    hint = _nearest(item, profile) if profile else ""
+    own = [o for o in item.occurrences if o["source"] != "command" or not cand.owner]
+    if role is not None:
+        command = list(spec.get("command") or ())
+        start = _extra_args_start(role, command)
+        positions = (_own_positions(item.occurrences, command, start, len(role.extra_args))
+                     if start is not None else []) or _abbreviations(role.extra_args, profile)
+        if positions:
+            return (f"remove {_entries(positions, f'spec.roles[{role_index}].extraArgs')} from {where} "
+                    f"(the role's own --kv-cache-dtype)" + hint), False
+        if not setting_on and start is not None:
+            return (f"nothing to change in the spec: the flag was rendered while the Setting was on, and the "
+                    f"replica drops it when it rolls at {where}'s next reconcile"), False
+        return (f"remove the role's own --kv-cache-dtype from spec.roles[{role_index}].extraArgs of {where} "
+                f"(kubectl kvcache check -o wide names the entries)" + hint), False
+    if not cand.owner:
+        args = list(spec.get("args") or ())
+        tail = 2 if pod.annotations.get(snap.ANNOTATION_PREFIX + "injected") and len(args) >= 2 else 0
+        positions = _own_positions([o for o in own if o["source"] == "args"], args, 0, len(args) - tail)
+        if positions:
+            return (f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
+                    f"template: the webhook appends the Binding's dtype" + hint), False
+    return "kubectl kvcache check -o wide has the fix for its deployment or template" + hint, False
 
 
 def setting_on(snapshot) -> bool:

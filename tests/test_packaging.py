@@ -383,3 +383,39 @@ def test_binary_installed_the_krew_way_runs_through_its_symlink(binary):
     r = run([kubectl, "kvcache", "--help"], env=env, cwd=binary.home)
     assert r.returncode == 0, r.stderr
     check_help(r.stdout)
+
+
+# --------------------------------------------------------------------------------------
+# 4. Shell completion as installed: kubectl (1.26+) runs kubectl_complete-kvcache from PATH
+# --------------------------------------------------------------------------------------
+
+def _kubectl_completes(kubectl, env, cwd):
+    r = run([kubectl, "__complete", "kvcache", "setting", "o"], env=env, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["on", "off", ":4"], r.stdout
+
+
+@pytest.mark.packaging
+def test_wheel_installs_the_completion_helper_kubectl_runs(wheel_install):
+    helper = wheel_install.bin / "kubectl_complete-kvcache"
+    assert helper.is_file() and os.access(helper, os.X_OK)
+    kubectl = find_kubectl()
+    if not kubectl:
+        skip_unless_required("no kubectl (set KVCACHE_KUBECTL or put kubectl on PATH)")
+    _kubectl_completes(kubectl, scrubbed_env(wheel_install.home, wheel_install.bin, Path(kubectl).parent),
+                       wheel_install.home)
+
+
+@pytest.mark.packaging
+@pytest.mark.skipif(os.name == "nt", reason="the sh helper is not shipped on Windows")
+def test_binary_archive_ships_the_completion_helper_kubectl_runs(binary):
+    helper = binary.root / "kubectl-kvcache" / "kubectl_complete-kvcache"
+    assert helper.is_file() and os.access(helper, os.X_OK)
+    bindir = binary.out / "completion-bin"
+    bindir.mkdir()
+    (bindir / "kubectl-kvcache").symlink_to(binary.exe)        # as krew links the plugin
+    (bindir / "kubectl_complete-kvcache").symlink_to(helper)   # as the caveats say to link the helper
+    kubectl = find_kubectl()
+    if not kubectl:
+        skip_unless_required("no kubectl (set KVCACHE_KUBECTL or put kubectl on PATH)")
+    _kubectl_completes(kubectl, scrubbed_env(binary.home, bindir, Path(kubectl).parent), binary.home)

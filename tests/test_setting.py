@@ -482,10 +482,12 @@ def test_terminal_confirmation_yes(run, answer):
 
 
 @pytest.mark.parametrize("answer", ["n\n", "\n", "", "yep\n"])
-def test_terminal_confirmation_anything_else_aborts(run, answer):
+def test_terminal_confirmation_anything_else_cancels(run, answer):
+    # declining is the user's choice, not a failure: exit 1 ("not done"), no error line, nothing sent
     api = _cluster_api()
-    code, _, err = run(api, ["setting", "off"], stdin=TTY(answer))
-    assert code == 2 and "aborted" in err and api.patches == []
+    code, out, err = run(api, ["setting", "off"], stdin=TTY(answer))
+    assert code == 1 and "Cancelled: the Setting was not changed." in err and "error:" not in err
+    assert api.patches == [] and "To undo" not in out
 
 
 def test_dry_run_client_sends_no_patch(run):

@@ -197,7 +197,7 @@ def test_json_contract(tmp_path):
     assert data["kind"] == "VerifyReport"
     assert data["setting"] == {"value": True, "source": "default"}
     assert set(data["items"][0]) == {"namespace", "pod", "container", "owner", "role", "engine", "engineVersion",
-                                     "binding", "expected", "effective", "status", "reason", "occurrences"}
+                                     "binding", "expected", "effective", "status", "reason", "fix", "occurrences"}
     assert data["summary"] == {"total": 1, "OK": 1, "MISMATCH": 0, "MISSING": 0, "REJECTED": 0, "UNKNOWN": 0}
 
 

@@ -118,8 +118,9 @@ def test_missing_file_and_bad_flags(tmp_path):
     assert code == 2 and "no such file or directory" in err and len(err.splitlines()) == 1
     code, _, err = run("verify", "-o", "toml")
     assert code == 2 and "invalid choice" in err
-    code, _, err = run("verify", "-f", EXAMPLE, "-n", "x", "-A")
-    assert code == 2 and "cannot be used together" in err
+    # -A wins over -n, as in kubectl: every namespace is read
+    code, out, _ = run("verify", "-f", EXAMPLE, "-n", "x", "-A")
+    assert code == 1 and "llm-prod" in out and "llm-research" in out
 
 
 def test_help_and_version_speak_of_kubectl_kvcache():

@@ -9,6 +9,9 @@ from kubectl_kvcache.checks.engines import (EngineAt, accepted_since, deployment
 from kubectl_kvcache.checks.findings import Finding, finding
 from kubectl_kvcache.checks.inputs import EnginePods, target_container, unique
 from kubectl_kvcache.engine import SAME_FORMAT
+from kubectl_kvcache.spelling import nearest_spelling
+
+BOUND = "Bound"     # status.phase of a Binding the operator bound (its domain is claimed)
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> Dict[Tuple[
     return uses
 
 
-def judge_binding(entry: BindingEntry, on: bool) -> List[Finding]:
+def judge_binding(entry: BindingEntry, on: bool, claimed_by: Optional[snap.Binding] = None,
+                  source: str = "file") -> List[Finding]:
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
     if b is None:
@@ -129,8 +133,23 @@ def judge_binding(entry: BindingEntry, on: bool) -> List[Finding]:
         x.kind == "ModelDeployment" and x.name == u[2] for x in entry.uses)]
     if stale:
         results.append(finding("unchecked", obj, "status.usedBy names " + ", ".join(
-            f"ModelDeployment {u[2]}" for u in stale) + ", not in the input: their engines are not checked"))
-    if not entry.uses and not b.used_by:
+            f"ModelDeployment {u[2]}" for u in stale) + (", not in the input" if source == "file" else
+                                                          f", which were not found in namespace {entry.namespace} "
+                                                          f"(deleted since?)") + ": their engines are not checked"))
+    if claimed_by is not None:
+        holder = claimed_by
+        verdicts.append(f"DOMAIN CLAIMED by {holder.namespace}/{holder.name}")
+        results.append(finding(
+            "binding-domain-claimed", obj,
+            f"domain.name {b.domain!r} on pool {b.pool} is still claimed by KVCachePoolBinding "
+            f"{holder.namespace}/{holder.name} ("
+            + ("reported Bound" if holder.phase == BOUND else "created earlier")
+            + "; a domain stays claimed until its Binding is gone): the operator will not bind this one"
+            + (f", so its users ({', '.join(u.ref for u in entry.uses)}) get no KV cache pool" if entry.uses else ""),
+            f"recreate it with a domain.name no Binding on pool {b.pool} uses (domain is immutable), and point "
+            f"its users at the new one; or delete {holder.namespace}/{holder.name} first if it is the one being "
+            f"replaced (its deletion completes once no deployment holds it)"))
+    if not entry.uses and not b.used_by and claimed_by is None:
         verdicts.append("UNUSED")
         results.append(finding("binding-unused", obj,
                                f"named by no ModelDeployment, injected Pod or workload template "
@@ -197,7 +216,11 @@ def _no_common_spelling(dtype, entry):
         else:
             hints.append(f"{model.DISPLAY_NAMES[engine]} has no spelling of {dtype!r}")
     common = sorted(set.intersection(*(set(e.profile.accepted) for e in entry.engines())) - {"auto"})
-    choice = f"one of {', '.join(common)}" if common else "a value each engine accepts (or split the users)"
+    near = nearest_spelling(dtype, common)
+    if near:
+        choice = f"the nearest accepted spelling is {near!r}"
+    else:
+        choice = f"one of {', '.join(common)}" if common else "a value each engine accepts (or split the users)"
     return f"a dtype every engine accepts ({'; '.join(hints)}; or upgrade the engine): {choice}"
 
 
@@ -205,9 +228,35 @@ def check_bindings(snapshot, deployments, optins, pods, on) -> Tuple[List[Bindin
     uses = binding_uses(snapshot, deployments, optins, pods)
     keys = [k for k in snapshot.bindings if snap.in_namespace(k[0], snapshot.namespace)]
     keys += [k for k in uses if k not in snapshot.bindings]
+    claims = domain_claims(snapshot.bindings.values())
     entries, found = [], []
     for key in sorted(set(keys)):
-        entry = BindingEntry(key[0], key[1], snapshot.bindings.get(key), uses.get(key, []))
-        found += judge_binding(entry, on)
+        binding = snapshot.bindings.get(key)
+        # the operator's own status wins over the guess: a Binding it reports Bound holds its domain
+        holder = (claims.get((binding.pool, binding.domain))
+                  if binding and binding.pool and binding.phase != BOUND else None)
+        entry = BindingEntry(key[0], key[1], binding, uses.get(key, []))
+        found += judge_binding(entry, on, holder if _claims_before(holder, binding) else None, snapshot.source)
         entries.append(entry)
     return entries, found
+
+
+def _claims_before(holder, binding) -> bool:
+    """Evidence that `holder`, not `binding`, holds their shared domain: the operator reports it
+    Bound, or it was created earlier. Without either (no status, no timestamps) nothing is said."""
+    if holder is None or holder is binding:
+        return False
+    return holder.phase == BOUND or bool(holder.created and binding.created and holder.created < binding.created)
+
+
+def domain_claims(bindings) -> Dict[Tuple[str, str], snap.Binding]:
+    """Which Binding holds each (pool, domain.name): one the operator reports bound
+    (status.phase Bound), else the oldest by metadata.creationTimestamp (then namespace/name).
+    A domain stays claimed until
+    its Binding is gone, so a newer Binding naming it is not bound. Only what was read is seen:
+    with -n, Bindings of other namespaces on the same pool are not."""
+    claims: Dict[Tuple[str, str], snap.Binding] = {}
+    for b in sorted(bindings, key=lambda b: (b.phase != BOUND, b.created or "\uffff", b.namespace, b.name)):
+        if b.pool:
+            claims.setdefault((b.pool, b.domain), b)
+    return claims

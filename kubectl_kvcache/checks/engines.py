@@ -52,16 +52,35 @@ class FlagToken:
     text: str
     value: Optional[str]      # None: no value follows
     ambiguous: str = ""       # the options an ambiguous abbreviation could mean
+    value_at: Optional[Tuple[str, int]] = None   # (source, index) of the separate value it takes
 
     @property
     def where(self):
         return f"{self.source}[{self.index}]"
 
     @property
+    def value_where(self):
+        return f"{self.value_at[0]}[{self.value_at[1]}]" if self.value_at else None
+
+    @property
+    def value_text(self):
+        """The separate value after it: the parsed one, or the word an ambiguous abbreviation would take."""
+        return self.value if self.value is not None else self.next_text
+
+    next_text: Optional[str] = None
+
+    @property
     def shown(self):
-        if self.value is None or "=" in self.text:
+        if self.value_at is None:
             return self.text
-        return f"{self.text} {self.value}"
+        return f"{self.text} {self.value_text}"
+
+    def removal(self, path=None):
+        """`args[0] and args[1]`: every entry to delete with it, so that no value is left behind
+        as a stray positional (`path` turns a (source, index) into the object's path)."""
+        path = path or (lambda source, index: f"{source}[{index}]")
+        first = path(self.source, self.index)
+        return f"{first} and {path(*self.value_at)}" if self.value_at else first
 
 
 def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> Tuple[EngineAt, ...]:
@@ -120,12 +139,21 @@ def flag_tokens(tokens: Sequence[Token], profile) -> List[FlagToken]:
         if tok.text is None or not tok.text.startswith("--"):
             continue
         probe = model.parse([tok, _PROBE], profile)
+        after = tokens[j + 1] if j + 1 < len(tokens) else None
         if probe.occurrences:
             actual = model.parse([tok] + list(tokens[j + 1:j + 2]), profile)
             value = actual.occurrences[0].value if actual.occurrences else None
-            found.append(FlagToken(tok.source, tok.index, tok.text, value))
+            took = after is not None and value is not None and "=" not in tok.text and after.text == value
+            found.append(FlagToken(tok.source, tok.index, tok.text, value,
+                                   value_at=(after.source, after.index) if took else None,
+                                   next_text=after.text if took else None))
         elif probe.error == model.AMBIGUOUS and _could_abbreviate_dtype(tok.text, profile):
-            found.append(FlagToken(tok.source, tok.index, tok.text, None, ambiguous=probe.reason))
+            # the word after it was meant as its value: removing the flag alone leaves it a stray positional
+            took = (after is not None and "=" not in tok.text and after.text is not None
+                    and not after.text.startswith("-"))
+            found.append(FlagToken(tok.source, tok.index, tok.text, None, ambiguous=probe.reason,
+                                   value_at=(after.source, after.index) if took else None,
+                                   next_text=after.text if took else None))
     return found
 
 

@@ -13,6 +13,8 @@ CODES = {
     "binding-dtype-rejected": (ERROR, "a Binding's dtype is a spelling an engine that will receive it rejects"),
     "binding-missing": (ERROR, "a deployment, Pod or template names a Binding that does not exist"),
     "binding-auto": (WARNING, "a stored Binding declares auto: it keeps working, a new one may not"),
+    "binding-domain-claimed": (ERROR, "a Binding reuses a domain.name another Binding still claims on the same "
+                                      "pool: the operator will not bind it"),
     "binding-unused": (INFO, "a Binding nobody in the input names"),
     "role-own-flag": (WARNING, "a role passes --kv-cache-dtype itself in extraArgs (error when its value "
                                "differs from the Binding's or the engine rejects it)"),

@@ -39,11 +39,11 @@ def injection_problems(optin: OptIn) -> List[Tuple[str, str]]:
         for f in flag_tokens(tokens, at.profile):
             if f.ambiguous:
                 problems.append((f"container {name}: {f.where} `{f.text}` is an ambiguous abbreviation on "
-                                 f"{at.long_label}: {f.ambiguous}", f"remove {f.where}"))
+                                 f"{at.long_label}: {f.ambiguous}", f"remove {f.removal()} `{f.shown}`"))
             else:
                 problems.append((f"container {name} passes the flag itself on {at.long_label}: "
                                  f"{f.where} `{f.shown}`",
-                                 f"remove {f.where} `{f.text}`: the webhook appends the Binding's dtype"))
+                                 f"remove {f.removal()} `{f.shown}`: the webhook appends the Binding's dtype"))
     return problems
 
 

@@ -9,6 +9,7 @@ from kubectl_kvcache.checks.engines import (EXTRA_ARGS, EngineAt, deployment_eng
                                             plain)
 from kubectl_kvcache.checks.findings import ERROR, INFO, WARNING, Finding, finding
 from kubectl_kvcache.engine import Token, predict
+from kubectl_kvcache.spelling import nearest_spelling
 
 
 @dataclass
@@ -79,8 +80,8 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
     own_value = next((f.value for f in reversed(flags) if not f.ambiguous), None)
     predicted_today = after if on else own
     today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
-    paths = ", ".join(_role_path(i, f.index) for f in flags)
-    spelled = ", ".join(f"`{f.shown}` at {_role_path(i, f.index)}" for f in flags)
+    paths = ", ".join(f.removal(lambda _source, j: _role_path(i, j)) for f in flags)
+    spelled = ", ".join(f"`{f.shown}` at {f.removal(lambda _source, j: _role_path(i, j))}" for f in flags)
 
     if after.outcome == model.REJECTED:
         verdict, severity = "REJECTED", ERROR
@@ -91,7 +92,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
         verdict, severity, why = "UNKNOWN", WARNING, plain(after.reason, _OPERATOR_FIRST)
     elif dtype is None:
         verdict, severity = "UNKNOWN", WARNING
-        why = f"Binding {md.binding} is not in the input, so its dtype is unknown"
+        why = f"Binding {md.binding} {snapshot.absent(md.namespace)}, so its dtype is unknown"
     elif after.effective == dtype:
         verdict, severity = "SAME", WARNING
         why = "It sets the Binding's own value, so only the deployment's next edit is refused"
@@ -107,8 +108,12 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
     fix = f"remove {paths} from the role" + (
         f" once the Binding's dtype is the one it should run (to keep {keep}, move the deployment to a Binding "
         f"with dtype {keep!r} and a new domain.name)" if keep else "")
+    near = nearest_spelling(own_value, at.profile.accepted) if own_value not in at.profile.accepted else None
+    if near:
+        fix += f" (its value {own_value!r} is not a spelling {at.name} accepts; the nearest is {near!r})"
     entry = RoleEntry(md.namespace, md.name, role.name, i, "own-flag", at, md.binding, dtype,
                       [{"path": _role_path(i, f.index), "text": f.text, "value": f.value,
+                        **({"valuePath": _role_path(i, f.value_at[1])} if f.value_at else {}),
                         **({"ambiguous": f.ambiguous} if f.ambiguous else {})} for f in flags],
                       today, after_text, verdict, severity, why)
     return entry, finding("role-own-flag", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
@@ -138,7 +143,7 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Tu
         after = pred.effective or "auto (engine default)"
         if dtype is None:
             verdict, severity = "UNKNOWN", WARNING
-            why = f"runs {after}; Binding {md.binding} is not in the input"
+            why = f"runs {after}; Binding {md.binding} {snapshot.absent(md.namespace)}"
         elif pred.effective is None:
             verdict, severity = "MISSING", WARNING
             why = f"its command passes no --kv-cache-dtype: the engine runs its default, not the Binding's {dtype!r}"

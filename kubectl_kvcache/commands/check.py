@@ -8,7 +8,7 @@ from kubectl_kvcache import checks, exitcodes, render, sources
 from kubectl_kvcache.options import CheckOptions
 from kubectl_kvcache.render import checks as views
 
-_BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing"}
+_BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing", "binding-domain-claimed"}
 
 
 def exit_code(options: CheckOptions, report) -> int:
@@ -22,12 +22,33 @@ def exit_code(options: CheckOptions, report) -> int:
     return exitcodes.FINDINGS if bad else exitcodes.OK
 
 
+def select(report, snapshot, selector):
+    """-l: keep what is about objects with those labels. Everything in scope was read and judged
+    (a Binding's verdict needs all its users); the Setting's finding always stays."""
+    if not selector:
+        return report
+    labels = {("KVCachePoolBinding", b.namespace, b.name): b.labels for b in snapshot.bindings.values()}
+    labels.update({("ModelDeployment", d.namespace, d.name): d.labels for d in snapshot.deployments.values()})
+    labels.update({("Pod", p.namespace, p.name): p.labels for p in snapshot.pods})
+    labels.update({(w.kind, w.namespace, w.name): w.labels for w in snapshot.workloads})
+
+    def chosen(kind, namespace, name):
+        return sources.selector_matches(labels.get((kind, namespace, name)) or {}, selector)
+
+    return checks.Report(
+        report.setting,
+        [f for f in report.findings if f.code == "setting" or chosen(f.kind, f.namespace, f.name)],
+        [e for e in report.bindings if chosen("KVCachePoolBinding", e.namespace, e.name)],
+        [e for e in report.roles if chosen("ModelDeployment", e.namespace, e.deployment)],
+        report.checked)
+
+
 def run(options: CheckOptions, io) -> int:
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = checks.check(snapshot)
+    report = select(checks.check(snapshot), snapshot, options.selector)
     view = views.VIEWS[options.view]
-    listed = render.show(view, report, options.output, io.stdout)
+    listed = render.show(view, report, options.output, io.stdout, io.stderr)
     if not options.output.structured:
         if options.view == "check":
             if not any(report.checked.values()):

@@ -85,8 +85,9 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
         return exitcodes.OK
     if options.dry_run == "server":
         return _server_dry_run(client, path, body, options, io, want)
-    if not options.yes:
-        confirm(io, want)
+    if not options.yes and not confirm(io, want):
+        view.cancelled(io.stderr)       # the user's choice, not a failure: exit 1, "not done"
+        return exitcodes.FINDINGS
     patched = _patch(client, path, body, options.field_manager, dry_run=False)
     return _report(client, path, patched, record, options, io, want, sleep, clock)
 
@@ -115,16 +116,18 @@ def _attached_only(obj):
     return record if record.kv_cache else None
 
 
-def confirm(io, want):
-    """Ask on the terminal (prompt on stderr); without one, refuse: --yes is the only way."""
+def confirm(io, want) -> bool:
+    """Ask on the terminal (prompt on stderr); without one, refuse: --yes is the only way. True
+    when the answer is y/yes; anything else (also an empty line or end of input) declines."""
     isatty = getattr(io.stdin, "isatty", None)
     if not (isatty and isatty()):
         raise PluginError(f"refusing to turn the Setting {st.action_for(want)} without confirmation: standard "
                           f"input is not a terminal; pass --yes to confirm (or --dry-run to preview)")
     render.prompt(io.stderr, f"Turn the Setting {st.action_for(want)}? [y/N] ")
-    answer = io.stdin.readline().strip().lower()
-    if answer not in ("y", "yes"):
-        raise PluginError("aborted: the Setting was not changed")
+    answer = io.stdin.readline()
+    if not answer:
+        render.line(io.stderr)      # end of input (Ctrl-D): end the prompt's line
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _patch(client, path, body, field_manager, dry_run):
@@ -151,7 +154,7 @@ def _server_dry_run(client, path, body, options, io, want):
 
 def _report(client, path, patched, before, options, io, want, sleep, clock):
     meta = patched.get("metadata") or {}
-    view.patched(want, before.resource_version, meta.get("resourceVersion", "?"), io.stdout)
+    view.patched(want, before, meta.get("resourceVersion", "?"), io.stdout)
     now = snap.setting_record(patched, "cluster")
     if options.wait and st.effective_value(now) != want:
         view.waiting(want, options.timeout, io.stderr)

@@ -9,13 +9,16 @@ def run(options: VerifyOptions, io) -> int:
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = verify.verify(snapshot)
-    render.show(view.VIEW, report, options.output, io.stdout)
+    render.show(view.VIEW, report, options.output, io.stdout, io.stderr)
     names = options.scope.names
     if not options.output.structured:
         if names:
             view.pod_details(report, io.stdout)
         if report.items:
             render.line(io.stderr, view.summary(report))
+            step = view.next_step(report, options.scope)
+            if step:
+                render.line(io.stderr, step)
         else:
             render.nothing_found(snapshot, view.VIEW.empty, io.stderr)
     listed = {i.pod for i in report.items}

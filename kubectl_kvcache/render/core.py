@@ -4,6 +4,8 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 """
 
 import json
+import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Tuple
 
@@ -18,6 +20,7 @@ class Column:
     header: str
     value: Callable[[Any], Any]
     wide_value: Optional[Callable[[Any], Any]] = None
+    shorten: bool = False       # long free text: shortened to fit a terminal (names never are)
 
     def cell(self, row, wide):
         return (self.wide_value or self.value)(row) if wide else self.value(row)
@@ -41,6 +44,9 @@ class View:
     def headers(self, wide):
         return [c.header for c in self.columns + (self.wide if wide else ())]
 
+    def shortenable(self, wide):
+        return {i for i, c in enumerate(self.columns + (self.wide if wide else ())) if c.shorten}
+
 
 def cell(value):
     if value is None or value == "":
@@ -48,17 +54,78 @@ def cell(value):
     return str(value)
 
 
-def table(headers, rows, out, no_headers=False):
+def table(headers, rows, out, no_headers=False, fit=()) -> bool:
+    """Print a table; `fit`: the indexes of the columns that may be shortened so that the table
+    fits a terminal (piped output is never touched). Returns whether a cell was shortened."""
     from tabulate import tabulate
 
     rows = [[cell(v) for v in row] for row in rows]
     if not rows:
-        return
+        return False
+    rows, shortened = fit_rows(headers, rows, out, no_headers, fit)
     if no_headers:
         text = tabulate(rows, tablefmt="plain", disable_numparse=True)
     else:
         text = tabulate(rows, headers=[h.upper() for h in headers], tablefmt="plain", disable_numparse=True)
     out.write(text + "\n")
+    return shortened
+
+
+def fit_rows(headers, rows, out, no_headers, fit):
+    """(rows, shortened): fitted to the terminal `out` is, when it is one and `fit` names columns."""
+    width = terminal_width(out) if fit else None
+    if not width:
+        return rows, False
+    fitted = fit_to_width(headers, rows, width, no_headers, fit)
+    return fitted, fitted != rows
+
+
+ELLIPSIS = "\u2026"
+SEPARATOR = 2          # spaces between tabulate's plain columns
+_MIN_COLUMN = 12       # a column is not shortened below this (or its header)
+
+
+def terminal_width(out) -> Optional[int]:
+    """The width of the terminal `out` writes to; None when it is not a terminal (a pipe, a
+    file): then nothing is fitted. $COLUMNS wins, as for other tools."""
+    isatty = getattr(out, "isatty", None)
+    if not (isatty and isatty()):
+        return None
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+        if columns > 0:
+            return columns
+    except ValueError:
+        pass
+    try:
+        return os.get_terminal_size(out.fileno()).columns or None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def fit_to_width(headers, rows, width, no_headers=False, shortenable=None):
+    """Rows whose longest cells are cut (ending in an ellipsis) so that the table is at most
+    `width` characters wide: of the `shortenable` columns (default: all), the widest gives way
+    first, none below a readable minimum, so a table too wide even then stays wider than the
+    terminal rather than unreadable."""
+    allowed = set(range(len(headers))) if shortenable is None else set(shortenable)
+    pad = 0 if no_headers else SEPARATOR
+    heads = [0 if no_headers else len(h) for h in headers]
+    widths = [max([len(r[i]) for r in rows] + [heads[i] + pad]) for i in range(len(headers))]
+    floors = [max(_MIN_COLUMN, heads[i] + pad) for i in range(len(headers))]
+    excess = sum(widths) + SEPARATOR * (len(widths) - 1) - width
+    while excess > 0:
+        shrinkable = [i for i in allowed if widths[i] > floors[i]]
+        if not shrinkable:
+            break
+        widest = max(shrinkable, key=lambda i: widths[i])
+        others = [widths[i] for i in shrinkable if i != widest]
+        target = max(floors[widest], widths[widest] - excess, max(others) if others else 0)
+        if target >= widths[widest]:
+            target = widths[widest] - 1
+        excess -= widths[widest] - target
+        widths[widest] = target
+    return [[c if len(c) <= widths[i] else c[:widths[i] - 1] + ELLIPSIS for i, c in enumerate(r)] for r in rows]
 
 
 def as_json(data, out):
@@ -82,14 +149,18 @@ def structured(data, fmt, out):
     (as_json if fmt == "json" else as_yaml)(data, out)
 
 
-def show(view: View, report, output, out) -> int:
+def show(view: View, report, output, out, err=None) -> int:
     """Print `report` through `view` in the asked format; returns how many rows were listed
     (structured output: -1, it is never empty)."""
     if output.structured:
         structured(view.to_dict(report), output.format, out)
         return -1
     rows = view.cells(report, output.wide)
-    table(view.headers(output.wide), rows, out, not output.headers)
+    # the default table fits a terminal; -o wide is the full text, as kubectl's
+    if table(view.headers(output.wide), rows, out, not output.headers,
+             fit=() if output.wide else view.shortenable(False)):
+        note(sys.stderr if err is None else err, "long cells are shortened to fit the terminal: -o wide or -o json "
+                                                 "shows them in full")
     return len(rows)
 
 

@@ -124,9 +124,17 @@ def server_dry_run(spec_value, out):
           f"persisted.", file=out)
 
 
-def patched(want: bool, before: str, after: str, out):
+def patched(want: bool, before: Setting, after: str, out):
+    if after == before.resource_version:    # the API server changed nothing: spec.value already said so
+        print(f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} unchanged: spec.value was already {WORD[want]!r} "
+              f"(resourceVersion {after}); the operator has not reported it in status.value yet.", file=out)
+        return
     print(f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} patched: spec.value {WORD[want]!r} "
-          f"(resourceVersion {before} -> {after}).", file=out)
+          f"(resourceVersion {before.resource_version} -> {after}).", file=out)
+
+
+def cancelled(err):
+    print("Cancelled: the Setting was not changed.", file=err)
 
 
 def waiting(want: bool, timeout: Optional[float], err):

@@ -1,10 +1,11 @@
 """verify's view: one row per engine container, the per-Pod argv listing, the summary line."""
 
+import shlex
 from typing import List, Tuple
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 from kubectl_kvcache.render.core import Column, View, cell
-from kubectl_kvcache.verify import REJECTED, STATUSES, Item
+from kubectl_kvcache.verify import OK, REJECTED, STATUSES, Item, recover_command
 
 
 def version_label(engine, version, source):
@@ -27,7 +28,7 @@ VIEW = View(
              Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected),
              Column("effective", lambda i: i.effective), Column("status", lambda i: i.status)),
     wide=(Column("container", lambda i: i.container), Column("version", _version), Column("owner", _owner),
-          Column("reason", lambda i: i.reason)),
+          Column("reason", lambda i: i.reason), Column("fix", lambda i: i.fix)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
     empty="pool-attached engine pods",
@@ -39,6 +40,29 @@ def summary(report):
     parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]]
     noun = "pod" if counts["total"] == 1 else "pods"
     return f"{counts['total']} {noun}: " + ", ".join(parts) if parts else f"{counts['total']} {noun}"
+
+
+def _scope_args(scope):
+    """The flags that make another command look at what this one looked at."""
+    parts = ["-A"] if scope.all_namespaces else (["-n", scope.namespace] if scope.namespace else [])
+    for path in scope.files:
+        parts += ["-f", shlex.quote(path)]
+    if scope.assume_setting is not None:
+        parts += ["--assume-setting", "on" if scope.assume_setting else "off"]
+    return parts
+
+
+def next_step(report, scope):
+    """After a summary with non-OK items: the one command to run next. On a cluster, the guide's
+    recovery when exactly one Binding's dtype is what the engines reject; else check's findings
+    with their fixes, on the same scope and input."""
+    bad = [i for i in report.items if i.status != OK]
+    if not bad:
+        return None
+    recover = sorted({(i.namespace, i.binding) for i in bad if i.recover})
+    if len(recover) == 1 and not scope.files:      # recovery acts on the cluster, not on saved files
+        return f"next: {recover_command(*recover[0])}   (the guide's recovery for Binding {recover[0][1]})"
+    return f"next: kubectl kvcache check {' '.join(_scope_args(scope) + ['-o', 'wide'])}   (the fix for each finding)"
 
 
 def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
@@ -68,6 +92,8 @@ def pod_details(report, out):
             out.write(f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}\n")
         out.write(f"  expected: {cell(item.expected)}    effective: {cell(item.effective)}\n")
         out.write(f"  reason:   {item.reason}\n")
+        if item.fix:
+            out.write(f"  fix:      {item.fix}\n")
         rows = argv_listing(item)
         if rows:
             width = max(len(r[0]) for r in rows)
