@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Optional
 
 from kubectl_kvcache import snapshot as snap
-from kubectl_kvcache.errors import NotFound, PluginError
+from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
 from kubectl_kvcache.options import Connection, Scope
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -131,6 +131,8 @@ def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
         result.setting = snap.assumed_setting(scope.assume_setting)
     elif result.setting is None:
         result.setting = snap.default_setting()
+    if scope.workloads_skipped:
+        result.notes.append(WORKLOADS_SKIPPED)
     missing = [n for n in scope.names if n not in {p.name for p in result.pods}]
     if missing:
         raise PluginError(f"pod {missing[0]!r} not found in the input")
@@ -192,8 +194,12 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
     where = f"in namespace {ns}" if ns else "in all namespaces"
     md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
     binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
-    setting_version = (client.resource_version_for(snap.SETTING_GROUP, "settings")
-                       if scope.assume_setting is None else None)
+    setting_version = None
+    if scope.assume_setting is None:
+        try:
+            setting_version = client.resource_version_for(snap.SETTING_GROUP, "settings")
+        except NotFound:    # before the upgrade: the operator does not serve the Setting yet
+            setting_version = None
 
     jobs = {
         "deployments": lambda: client.list(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
@@ -203,7 +209,7 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
                                         snap.binding_record, chunk=chunk,
                                         what=f"list kvcachepoolbindings.{snap.GROUP} {where}"),
     }
-    if scope.assume_setting is None:
+    if setting_version is not None:
         jobs["setting"] = lambda: _get_setting(client, setting_version)
     if scope.names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
@@ -226,10 +232,10 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
         for kind, group, plural in (("Deployment", "apps", "deployments"), ("StatefulSet", "apps", "statefulsets"),
                                     ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
                                     ("Job", "batch", "jobs"), ("CronJob", "batch", "cronjobs")):
-            jobs[kind] = (lambda g=group, p=plural, k=kind: client.list(
+            jobs[kind] = (lambda g=group, p=plural, k=kind: _skippable(lambda: client.list(
                 collection_path(g, "v1", p, ns), lambda o, k=k: _opted_in(snap.workload_record(dict(o, kind=k))),
                 chunk=chunk,
-                what=f"list {p}.{g} {where}"))
+                what=f"list {p}.{g} {where}")))
     with _gc_paused():
         results = _run_all(jobs)
     result = snap.Snapshot(source="cluster")
@@ -237,7 +243,18 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
         result.deployments[(d.namespace, d.name)] = d
     for b in results["bindings"]:
         result.bindings[(b.namespace, b.name)] = b
-    result.setting = results.get("setting") or snap.assumed_setting(scope.assume_setting)
+    if scope.assume_setting is not None:
+        result.setting = snap.assumed_setting(scope.assume_setting)
+    elif setting_version is None:
+        result.setting = snap.not_served_setting()
+        result.notes.append(f"the cluster does not serve the Setting's API group {snap.SETTING_GROUP} yet (the "
+                            f"operator is not upgraded): judging as the upgrade will, with the Setting at its "
+                            f"default, on")
+    else:
+        result.setting = results["setting"]
+        if result.setting.source == "default":
+            result.notes.append(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} does not exist: "
+                                f"judging with its default, on, as the operator reads it")
     seen = set()
     for key in ("pods", "md_pods", "injected_pods"):
         for pod in results.get(key, ()):
@@ -247,7 +264,22 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
     if scope.workloads:
         for kind in snap.WORKLOAD_KINDS:
             result.workloads.extend(results[kind])
+    if scope.workloads_skipped:
+        result.notes.append(WORKLOADS_SKIPPED)
     return result
+
+
+WORKLOADS_SKIPPED = ("--skip-workloads: the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, "
+                     "Jobs and CronJobs were not read, so their injection opt-ins are not checked")
+
+
+def _skippable(list_workloads):
+    """A workload list RBAC refuses names the flag that does without it."""
+    try:
+        return list_workloads()
+    except Forbidden as exc:
+        raise Forbidden(f"{exc} (pass --skip-workloads to go on without the workload templates' injection "
+                        f"opt-ins)") from exc
 
 
 def _opted_in(workload):
