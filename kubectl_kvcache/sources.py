@@ -7,8 +7,8 @@ import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from typing import Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
 
 from kubectl_kvcache import snapshot as snap
 from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
@@ -186,8 +186,10 @@ def _and(*selectors):
     return ",".join(s for s in selectors if s) or None
 
 
-def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
-    """Lists run concurrently; each kind is fetched once (pods by two server-side selectors)."""
+def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
+    """Lists run concurrently; each kind is fetched once (pods by two server-side selectors).
+    `versions`: a dict that receives the resourceVersion of each list a watch follows
+    (keys as in `watch_targets`)."""
     from kubectl_kvcache.kube import collection_path
 
     ns = scope.namespace
@@ -201,8 +203,18 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
         except NotFound:    # before the upgrade: the operator does not serve the Setting yet
             setting_version = None
 
+    def listed(key):
+        """client.list, or, when a watch will follow, the list that also gives its resourceVersion."""
+        if versions is None:
+            return client.list
+
+        def list_versioned(*args, **kw):
+            records, versions[key] = client.list_versioned(*args, **kw)
+            return records
+        return list_versioned
+
     jobs = {
-        "deployments": lambda: client.list(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
+        "deployments": lambda: listed("deployments")(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
                                            snap.deployment_record, chunk=chunk,
                                            what=f"list modeldeployments.{snap.GROUP} {where}"),
         "bindings": lambda: client.list(collection_path(snap.GROUP, binding_version, "kvcachepoolbindings", ns),
@@ -223,11 +235,11 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
 
         md_selector = _and("=".join(snap.MD_NAME_LABEL), scope.selector)
         inject_selector = _and(f"{snap.INJECT_LABEL}=true", scope.selector)
-        jobs["md_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), pod_record,
-                                              selector=md_selector, chunk=chunk, what=f"list pods {where}")
-        jobs["injected_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), pod_record,
-                                                    selector=inject_selector, chunk=chunk,
-                                                    what=f"list pods {where}")
+        jobs["md_pods"] = lambda: listed("md_pods")(collection_path("", "v1", "pods", ns), pod_record,
+                                                    selector=md_selector, chunk=chunk, what=f"list pods {where}")
+        jobs["injected_pods"] = lambda: listed("injected_pods")(collection_path("", "v1", "pods", ns), pod_record,
+                                                                selector=inject_selector, chunk=chunk,
+                                                                what=f"list pods {where}")
     if scope.workloads:
         for kind, group, plural in (("Deployment", "apps", "deployments"), ("StatefulSet", "apps", "statefulsets"),
                                     ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
@@ -280,6 +292,39 @@ def _skippable(list_workloads):
     except Forbidden as exc:
         raise Forbidden(f"{exc} (pass --skip-workloads to go on without the workload templates' injection "
                         f"opt-ins)") from exc
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """A collection `verify --watch/--wait` follows: what load_cluster listed under `key`."""
+
+    key: str
+    path: str
+    selector: Optional[str]
+    convert: Callable[[dict], object]
+    what: str
+
+
+def watch_targets(client, scope: Scope):
+    """The lists of load_cluster that a rollout changes: ModelDeployments and the two Pod lists,
+    with the same paths and selectors (a watch starts from the list's resourceVersion)."""
+    from kubectl_kvcache.kube import collection_path
+
+    ns = scope.namespace
+    where = f"in namespace {ns}" if ns else "in all namespaces"
+    md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
+    intern = snap.Interner()
+
+    def pod_record(obj):
+        return snap.pod_record(obj, intern)
+
+    pods = collection_path("", "v1", "pods", ns)
+    return (WatchTarget("deployments", collection_path(snap.GROUP, md_version, "modeldeployments", ns), None,
+                        snap.deployment_record, f"watch modeldeployments.{snap.GROUP} {where}"),
+            WatchTarget("md_pods", pods, _and("=".join(snap.MD_NAME_LABEL), scope.selector), pod_record,
+                        f"watch pods {where}"),
+            WatchTarget("injected_pods", pods, _and(f"{snap.INJECT_LABEL}=true", scope.selector), pod_record,
+                        f"watch pods {where}"))
 
 
 def _opted_in(workload):

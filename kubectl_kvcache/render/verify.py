@@ -3,7 +3,7 @@
 from typing import List, Tuple
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
-from kubectl_kvcache.render.core import Column, View, cell
+from kubectl_kvcache.render.core import NONE, Column, View, cell
 from kubectl_kvcache.verify import CRASHING, DONE, NO_POD, REJECTED, STATUSES, STUCK, TO_ROLL, Item, state_label
 
 
@@ -116,3 +116,103 @@ def pod_details(report, out):
             for pos, element, mark in rows:
                 line = f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip()
                 out.write(line + "\n")
+
+
+# -- following a rollout (--watch / --wait) ------------------------------------------------------
+
+class RowPrinter:
+    """Table rows printed as they come (kubectl get -w): the column widths are fixed by the first
+    batch, so later rows line up under the header."""
+
+    def __init__(self, out, wide=False, headers=True):
+        self.out, self.wide, self.headers = out, wide, headers
+        self.widths = None
+
+    def emit(self, items):
+        columns = VIEW.columns + (VIEW.wide if self.wide else ())
+        rows = [[cell(c.cell(i, self.wide)) for c in columns] for i in items]
+        if self.widths is None:
+            heads = [c.header.upper() for c in columns]
+            self.widths = [max(len(x) for x in col) for col in zip(heads, *rows)]
+            if self.headers:
+                self._write(heads)
+        for row in rows:
+            self._write(row)
+        self.out.flush()
+
+    def _write(self, row):
+        self.out.write("  ".join(v.ljust(w) for v, w in zip(row, self.widths)).rstrip() + "\n")
+
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def progress_line(p, elapsed) -> str:
+    """`rollout: 3 OK, 1 MISSING, 1 NO-POD, 1 terminating | deployments 2/4 done | 0m42s`."""
+    counts = ", ".join(f"{p.counts[s]} {s}" for s in STATUSES if p.counts[s]) or "no replicas"
+    if p.counts["terminating"]:
+        counts += f", {p.counts['terminating']} terminating"
+    return f"rollout: {counts} | deployments {p.done}/{p.total} done | {_clock(elapsed)}"
+
+
+class ProgressLine:
+    """On a terminal one live line, rewritten in place; piped, a plain line whenever it changes."""
+
+    def __init__(self, err):
+        self.err = err
+        isatty = getattr(err, "isatty", None)
+        self.live = bool(isatty and isatty())
+        self.last = None
+        self.shown = False
+
+    def show(self, text, tick=False):
+        if self.live:
+            self.err.write("\r\x1b[K" + text)
+            self.err.flush()
+            self.shown = True
+        elif not tick and text.split(" | ")[:2] != (self.last or "").split(" | ")[:2]:
+            self.err.write(text + "\n")
+            self.err.flush()
+        self.last = text
+
+    def clear(self):
+        """Before other output on a terminal: take the live line away (show() puts it back)."""
+        if self.live and self.shown:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+            self.shown = False
+
+    def done(self):
+        if self.live and self.shown:
+            self.err.write("\n")
+            self.err.flush()
+            self.shown = False
+
+
+def wait_complete(report, elapsed, err):
+    n = len(report.deployments)
+    err.write(f"rollout complete after {_clock(elapsed)}: every replica of {n} pool-attached "
+              f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value\n")
+
+
+def wait_rejected(items, err):
+    for item in items:
+        err.write(f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
+                  f"(its engine exited with code 2: {item.reason}): the rollout crash-loops every replica it "
+                  f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}\n")
+
+
+def wait_timeout(timeout, p, err):
+    err.write(f"timed out after {_clock(timeout)}: {len(p.left)} "
+              f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "
+              f"({p.done}/{p.total} deployments done); listed on stdout\n")
+
+
+def watch_reconnect(what, why, err):
+    err.write(f"note: {what}: {why}; reconnecting\n")
+
+
+def watch_relist(what, err):
+    err.write(f"note: {what}: its resourceVersion expired (410 Gone); listed again\n")
