@@ -34,6 +34,8 @@ _RANK = {s: n for n, s in enumerate(SEVERITIES)}
 def check(snapshot: snap.Snapshot) -> Report:
     state = setting_state(snapshot.setting, snapshot.source)
     on = state["on"] if state["on"] is not None else setting_mod.DEFAULT
+    if state["source"] == snap.NOT_SERVED:
+        on = False      # before the upgrade the operator renders nothing today; the findings judge the upgrade
     deployments = sorted((md for md in snapshot.deployments.values() if snap.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
     pods = EnginePods(snapshot)

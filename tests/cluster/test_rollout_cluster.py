@@ -45,9 +45,20 @@ def run(cluster, *argv, kubeconfig=None, timeout=120):
     return p.returncode, out, err
 
 
-def finish(p, timeout=60):
+def finish(p, timeout=60, seen=""):
     out, err = p.communicate(timeout=timeout)
-    return p.returncode, out, err
+    return p.returncode, out, seen + err
+
+
+def first_progress(p):
+    """Block until the plugin has listed and judged (its first progress line); returns stderr so far."""
+    seen = ""
+    while True:
+        line = p.stderr.readline()
+        assert line, f"the plugin ended before its first progress line: {seen}"
+        seen += line
+        if line.startswith("rollout: "):
+            return seen
 
 
 def still_running(p, seconds=2.0):
@@ -138,7 +149,7 @@ def test_wait_follows_the_rollout_to_the_end(cluster):
     create_pod(cluster, md_pod(ns, "chat-server-0", "chat", None, running()), hold=True)   # not rolled yet
     p = start(cluster, "verify", "-n", ns, "--wait", "--watch", "--timeout", "90s")
     try:
-        assert still_running(p)
+        seen = first_progress(p)
         create_pod(cluster, md_pod(ns, "chat-server-1", "chat", "fp8", running()))
         assert still_running(p, 1.5)        # the old replica still runs without the flag
         delete_pod(cluster, ns, "chat-server-0")                           # Terminating (held)
@@ -149,7 +160,7 @@ def test_wait_follows_the_rollout_to_the_end(cluster):
         pod_status(cluster, ns, "chat-server-2", running())
         assert still_running(p, 1.5)        # the old replica is still Terminating
         release(cluster, ns, "chat-server-0")
-        code, out, err = finish(p)
+        code, out, err = finish(p, seen=seen)
     finally:
         if p.poll() is None:
             p.kill()
@@ -175,10 +186,11 @@ def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "bf16"))
     p = start(cluster, "verify", "-n", ns, "--wait", "--timeout", "90s")
     try:
+        seen = first_progress(p)
         assert still_running(p)       # REJECTED by the prediction, but it has not crashed yet
         pod_status(cluster, ns, "chat-server-0", running(ready=False, exit_code=2, waiting="CrashLoopBackOff",
                                                          restarts=3))
-        code, out, err = finish(p)
+        code, out, err = finish(p, seen=seen)
     finally:
         if p.poll() is None:
             p.kill()
