@@ -95,13 +95,15 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
 
 def gate(client, options: SettingOptions, io) -> bool:
     """Before turning the Setting on: check's judgement (the same lists, the same RBAC behaviour)
-    over every namespace, as it will be with the Setting on. False (refuse) when it finds errors,
-    unless --force. A check that cannot run is an error too, unless --force."""
+    over every namespace, with the Setting as it is now (not on: "already on" never gets here),
+    so its findings are what turning it on will cause and their fixes do not start with "turn it
+    off". False (refuse) when it finds errors, unless --force. A check that cannot run is an
+    error too, unless --force."""
     from kubectl_kvcache import checks
     from kubectl_kvcache.render import checks as check_views
 
     scope = Scope(all_namespaces=True, workloads=not options.skip_workloads,
-                  workloads_skipped=options.skip_workloads, assume_setting=True)
+                  workloads_skipped=options.skip_workloads, assume_setting=False)
     try:
         snapshot = sources.load_cluster(client, scope, chunk=options.connection.chunk_size)
     except PluginError as exc:

@@ -158,19 +158,23 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds()) for t in targets.values()]
     for w in watchers:
         w.start()
+    line = view.ProgressLine(io.stderr) if options.wait else None
     try:
-        return _follow(options, io, snapshot, targets, events, clock)
+        return _follow(options, io, snapshot, targets, events, clock, line)
+    except BaseException:
+        if line:
+            line.done()      # the error line (or "interrupted") starts on a line of its own
+        raise
     finally:
         stop.set()
 
 
-def _follow(options, io, snapshot, targets, events, clock):
+def _follow(options, io, snapshot, targets, events, clock, line):
     live = Live(snapshot)
     predictor = CachedPredict()
     account = accounts(options)
     changes = rollout.Changes()
     rows = view.RowPrinter(io.stdout, options.output.wide, options.output.headers) if options.watch else None
-    line = view.ProgressLine(io.stderr) if options.wait else None
     start = clock()
     deadline = None if options.timeout is None else start + options.timeout
     report = None
@@ -206,8 +210,6 @@ def _follow(options, io, snapshot, targets, events, clock):
                     break
         for key, kind, payload in batch:
             if kind == "ERROR":
-                if line:
-                    line.done()
                 raise payload
             if kind == "RECONNECT":
                 if line:

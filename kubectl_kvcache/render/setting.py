@@ -151,10 +151,10 @@ def undo(command: str, out):
 def gate_passed(counts: dict, out):
     extra = f" ({counts['warning']} warning{'s' if counts['warning'] != 1 else ''}: see kubectl kvcache check -A)" \
         if counts.get("warning") else ""
-    print(f"check -A, judged with the Setting on: no errors{extra}.", file=out)
+    print(f"Before turning it on, check -A: no errors{extra}.", file=out)
 
 
 def gate_failed(errors: int, force: bool, out):
     what = "turning it on anyway (--force)" if force else "the Setting is not turned on"
-    print(f"check -A, judged with the Setting on, found {errors} error{'s' if errors != 1 else ''}: {what}. "
+    print(f"Before turning it on, check -A found {errors} error{'s' if errors != 1 else ''}: {what}. "
           f"Each with its fix:", file=out)

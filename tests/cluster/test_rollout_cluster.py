@@ -302,7 +302,7 @@ def test_setting_on_is_refused_while_check_reports_errors(own):
                "status": {"value": "true"}})
     code, out, err = run(own, "setting", "off", "--yes")      # the recovery path is never gated
     assert code == 0, err
-    assert "check -A" not in out and spec_value(own) == "false"
+    assert "Before turning it on" not in out and spec_value(own) == "false"
     own.kubectl("delete", "namespace", ns, "--wait=false")
     own.request_ok("DELETE", f"/apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/kvcachepoolbindings/b1")
     own.request_ok("DELETE", f"/apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/modeldeployments/chat")
@@ -314,7 +314,7 @@ def test_setting_on_passes_the_gate_when_check_is_clean(own):
     own.apply([o.binding("b1", "fp8", ns=ns), o.deployment("chat", ns=ns)], with_status=False)
     code, out, err = run(own, "setting", "on", "--yes")
     assert code == 0, err
-    assert "check -A, judged with the Setting on: no errors" in out and spec_value(own) == "true"
+    assert "Before turning it on, check -A: no errors" in out and spec_value(own) == "true"
 
 
 def test_check_without_a_setting_object_judges_as_on(own):

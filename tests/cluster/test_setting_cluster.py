@@ -165,7 +165,7 @@ def test_off_then_on(fresh):
     # --force: the gate judges every namespace of this shared cluster, where other tests leave errors
     p = plugin(fresh, "setting", "on", "--yes", "--force", "--field-manager", "ops")
     assert p.returncode == 0, p.stderr
-    assert "check -A, judged with the Setting on" in p.stdout
+    assert "Before turning it on, check -A" in p.stdout
     assert "To undo: kubectl kvcache setting off --yes --field-manager ops" in p.stdout
     assert _get(fresh)["spec"] == {"value": "true"}
 
