@@ -16,6 +16,7 @@ from kubectl_kvcache.render import verify as view
 WATCH_SECONDS = 300         # the server ends each watch after this long; it is then resumed
 MAX_RECONNECTS = 5          # consecutive failed watch connections before giving up
 MAX_RELISTS = 5             # consecutive 410 Gone (resourceVersion too old) before giving up
+BACKOFF = 0.5               # seconds before the first reconnect; doubled each time, at most 10 s
 TICK = 1.0                  # how often the live progress line's clock moves
 
 
@@ -67,27 +68,37 @@ class Watcher(threading.Thread):
     resumed; 410 Gone lists again (a RELIST event with every record); connection failures are
     retried with backoff, MAX_RECONNECTS in a row at most; a refusal ends it with an error event."""
 
-    def __init__(self, client, target, version, events, stop, seconds):
+    def __init__(self, client, target, version, events, stop, seconds, chunk=None):
         super().__init__(daemon=True, name=f"watch-{target.key}")
         self.client, self.target, self.version = client, target, version
-        self.events, self.stop, self.seconds = events, stop, seconds
+        self.events, self.stop, self.seconds, self.chunk = events, stop, seconds, chunk
 
     def run(self):
         failures = relists = 0
         target = self.target
         while not self.stop.is_set():
+            started, seen = time.monotonic(), 0
             try:
                 for kind, obj in self.client.watch(target.path, self.version, target.selector, self.seconds,
                                                    what=target.what):
+                    seen += 1
                     version = (obj.get("metadata") or {}).get("resourceVersion")
                     if version:
                         self.version = version
                     failures = 0
                     if kind in ("ADDED", "MODIFIED", "DELETED"):
                         relists = 0
-                        self.events.put((target.key, kind, target.convert(obj)))
+                        try:
+                            record = target.convert(obj)
+                        except PluginError as exc:      # a malformed object: no reconnect mends it
+                            self._fail(exc)
+                            return
+                        self.events.put((target.key, kind, record))
                     if self.stop.is_set():
                         return
+                if not seen and time.monotonic() - started < 1.0:
+                    # the server ended the watch at once (client-go's "very short watch"): back off
+                    raise PluginError(f"{target.what}: the API server ended the watch at once")
             except ExpiredContinue:
                 relists += 1
                 if relists > MAX_RELISTS:
@@ -95,9 +106,10 @@ class Watcher(threading.Thread):
                                            f"{MAX_RELISTS} times in a row)"))
                     return
                 try:
-                    records, self.version = self.client.list_versioned(target.path, target.convert,
-                                                                       selector=target.selector,
-                                                                       what=target.what.replace("watch", "list", 1))
+                    kw = {} if self.chunk is None else {"chunk": self.chunk}
+                    records, self.version = self.client.list_versioned(
+                        target.path, target.convert, selector=target.selector,
+                        what=target.what.replace("watch", "list", 1), **kw)
                 except PluginError as exc:
                     self._fail(exc)
                     return
@@ -111,7 +123,7 @@ class Watcher(threading.Thread):
                     self._fail(PluginError(f"{exc} (gave up after {MAX_RECONNECTS} reconnects)"))
                     return
                 self.events.put((target.key, "RECONNECT", str(exc)))
-                self.stop.wait(min(0.5 * 2 ** failures, 10.0))
+                self.stop.wait(min(BACKOFF * 2 ** failures, 10.0))
 
     def _fail(self, exc):
         self.events.put((self.target.key, "ERROR", exc))
@@ -155,7 +167,8 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     render.notes(snapshot, io.stderr)
     targets = {t.key: t for t in sources.watch_targets(client, scope)}
     events, stop = queue.Queue(), threading.Event()
-    watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds()) for t in targets.values()]
+    watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds(), options.connection.chunk_size)
+                for t in targets.values()]
     for w in watchers:
         w.start()
     line = view.ProgressLine(io.stderr) if options.wait else None
