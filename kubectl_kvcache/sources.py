@@ -259,9 +259,10 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
         result.setting = snap.assumed_setting(scope.assume_setting)
     elif setting_version is None:
         result.setting = snap.not_served_setting()
-        result.notes.append(f"the cluster does not serve the Setting's API group {snap.SETTING_GROUP} yet (the "
-                            f"operator is not upgraded): judging as the upgrade will, with the Setting at its "
-                            f"default, on")
+        result.notes.append(f"the cluster does not serve the Setting's API group {snap.SETTING_GROUP} yet: the "
+                            f"operator is not upgraded, so it renders no --kv-cache-dtype yet (verify expects "
+                            f"nothing); the upgrade brings the Setting at its default, on (check, bindings and "
+                            f"roles judge that)")
     else:
         result.setting = results["setting"]
         if result.setting.source == "default":

@@ -213,3 +213,11 @@ def test_skip_workloads_does_not_read_templates_from_files_and_says_so(tmp_path)
     code, out, err = cli_run(["check", "-f", "FILE", "--skip-workloads"], tmp_path, o.binding("b1", "fp8"), refused)
     assert code == 0 and "injection-refused" not in out
     assert "note: --skip-workloads: the Pod templates of Deployments" in err
+
+
+def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):
+    pod = status(o.md_pod("p", "md", o.vllm_argv("fp8")), waiting="Evil\x1b[2J", ready=False)
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
+    out = io.StringIO()
+    view.RowPrinter(out, wide=True).emit(report.items)
+    assert "\x1b" not in out.getvalue() and "Evil\\x1b[2J" in out.getvalue()

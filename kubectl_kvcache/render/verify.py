@@ -26,6 +26,18 @@ def _pod(item):
     return item.pod if item.pod is not None else f"<no pod: {item.deployment}>"
 
 
+def _safe(text):
+    """Cluster text (a waiting reason is written by whoever writes Pod status) with control
+    characters shown as escapes, never sent to the terminal."""
+    if text is None:
+        return None
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+def _state(item):
+    return _safe(state_label(item))
+
+
 def _ready(item):
     if not item.state or item.state["ready"] is None:
         return None
@@ -42,7 +54,7 @@ VIEW = View(
              Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected),
              Column("effective", lambda i: i.effective), Column("status", lambda i: i.status)),
     wide=(Column("container", lambda i: i.container), Column("version", _version), Column("owner", _owner),
-          Column("state", state_label), Column("ready", _ready), Column("restarts", _restarts),
+          Column("state", _state), Column("ready", _ready), Column("restarts", _restarts),
           Column("reason", lambda i: i.reason)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
@@ -130,7 +142,7 @@ class RowPrinter:
 
     def emit(self, items):
         columns = VIEW.columns + (VIEW.wide if self.wide else ())
-        rows = [[cell(c.cell(i, self.wide)) for c in columns] for i in items]
+        rows = [[_safe(cell(c.cell(i, self.wide))) for c in columns] for i in items]
         if self.widths is None:
             heads = [c.header.upper() for c in columns]
             self.widths = [max(len(x) for x in col) for col in zip(heads, *rows)]

@@ -350,6 +350,7 @@ def test_before_the_upgrade_the_setting_api_is_not_served(own):
     assert code == 0, err
     item, = json.loads(out)["items"]
     assert item["status"] == "OK" and item["expected"] is None and "nothing is expected yet" in item["reason"]
+    assert "verify expects nothing" in err
 
 
 # -- read-only users without the workload kinds ---------------------------------------------------------
