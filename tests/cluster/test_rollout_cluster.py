@@ -368,3 +368,33 @@ def test_reader_without_workloads_uses_skip_workloads(cluster):
         assert "--skip-workloads: the Pod templates of Deployments" in err and "not checked" in err
     code, out, err = run(cluster, "roles", "-n", ns, kubeconfig=cluster.reader_kubeconfig)
     assert code == 0, err
+
+
+def test_progress_line_is_live_on_a_terminal(cluster):
+    """stderr a terminal: one line rewritten in place (its clock moves), ended before the last words."""
+    import pty
+
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", "verify", "-n", ns, "--wait", "--timeout", "3s",
+                          "--kubeconfig", cluster.admin_kubeconfig], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=slave, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    os.close(slave)
+    out, _ = p.communicate(timeout=60)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    err = b"".join(chunks).decode()
+    assert p.returncode == 1
+    live = [part for part in err.split("\r\x1b[K") if part.startswith("rollout: ")]
+    assert len(live) >= 3 and live[0].startswith("rollout: 1 NO-POD | deployments 0/1 done | 0m00s")
+    assert any("| 0m02s" in part for part in live)          # the clock ticks without events
+    assert "timed out after 0m03s" in err and "NO-POD" in out
