@@ -167,3 +167,19 @@ def test_an_error_event_410_lists_again(serve):
     code, out, err = wait_verify(config)
     assert code == 0, err
     assert "its resourceVersion expired (410 Gone); listed again" in err and server.pod_watches == 2
+
+
+def test_nothing_to_wait_for(serve, monkeypatch):
+    server, config = serve(lambda n: "drop")
+    monkeypatch.setattr(Handler, "do_GET", _without_deployments(Handler.do_GET))
+    code, out, err = wait_verify(config)
+    assert code == 0, err
+    assert err.strip().splitlines()[-1] == "nothing to wait for: no pool-attached ModelDeployment in scope"
+
+
+def _without_deployments(do_get):
+    def do_GET(self):
+        if self.path.split("?")[0].endswith("/modeldeployments") and "watch=true" not in self.path:
+            return self._json(listing([]))
+        return do_get(self)
+    return do_GET

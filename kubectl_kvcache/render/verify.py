@@ -205,6 +205,9 @@ class ProgressLine:
 
 def wait_complete(report, elapsed, err):
     n = len(report.deployments)
+    if n == 0:
+        err.write("nothing to wait for: no pool-attached ModelDeployment in scope\n")
+        return
     err.write(f"rollout complete after {_clock(elapsed)}: every replica of {n} pool-attached "
               f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value\n")
 
