@@ -318,6 +318,7 @@ class Client:
         if resp.status >= 400:
             raise self._error(resp.status, resp.read(), what)
         stream = resp.response
+        finished = False
         try:
             buffer = b""
             for chunk in stream.stream(65536, decode_content=True):
@@ -326,6 +327,7 @@ class Client:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield _watch_event(line, what)
+            finished = True
             if buffer.strip():
                 yield _watch_event(buffer, what)
         except PluginError:
@@ -333,7 +335,10 @@ class Client:
         except Exception as exc:   # noqa: BLE001 - a broken stream is one line, like any transport error
             raise _transport_error(exc, self.host, what) from exc
         finally:
-            stream.release_conn()
+            if finished:
+                stream.release_conn()       # read to the end: the connection can serve another request
+            else:
+                stream.close()              # left mid-stream: the connection is not reused
 
     # -- discovery -----------------------------------------------------------------------
 

@@ -51,14 +51,17 @@ def progress(report: Report) -> Progress:
 
 
 class Changes:
-    """Which rows are new or changed (verdict, values or Pod state) since the last report."""
+    """Which rows are new or changed since the last report: verdict, values, or Pod state (what the
+    table and -o wide show; not the reason, whose counts move with other replicas)."""
 
     def __init__(self):
         self._seen = {}
 
     @staticmethod
     def signature(item: Item):
-        return (item.status, item.expected, item.effective, verify.state_label(item), item.reason)
+        state = item.state or {}
+        return (item.status, item.expected, item.effective, verify.state_label(item), state.get("ready"),
+                state.get("restarts"))
 
     def update(self, report: Report) -> List[Item]:
         now = {i.key: self.signature(i) for i in report.items}

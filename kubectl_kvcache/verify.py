@@ -23,7 +23,7 @@ CRASH_LOOP = "CrashLoopBackOff"
 DONE = "done"                   # runs the expected value: OK, running, ready (as far as reported), not terminating
 CRASHING = "crash-looping"      # the engine container is in CrashLoopBackOff, or REJECTED and exited with code 2
 TO_ROLL = "to-roll"             # no Pod yet, not rolled (MISSING), Pending, not ready, or an old replica terminating
-STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED (not yet crashed), a take-over role: rolling will not fix it
+STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
 
 
 @dataclass

@@ -221,3 +221,13 @@ def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):
     out = io.StringIO()
     view.RowPrinter(out, wide=True).emit(report.items)
     assert "\x1b" not in out.getvalue() and "Evil\\x1b[2J" in out.getvalue()
+
+
+def test_a_no_pod_row_is_not_repeated_when_another_replica_appears(tmp_path):
+    changes = rollout.Changes()
+    three = o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 3}])
+    first = verify.verify(snapshot_of(o.binding("b1", "fp8"), three, tmp_path=tmp_path))
+    assert [i.status for i in changes.update(first)] == ["NO-POD"] * 3
+    second = verify.verify(snapshot_of(o.binding("b1", "fp8"), three,
+                                       status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))), tmp_path=tmp_path))
+    assert [(i.pod, i.status) for i in changes.update(second)] == [("md-server-0", "OK")]
