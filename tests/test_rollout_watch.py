@@ -183,3 +183,14 @@ def _without_deployments(do_get):
             return self._json(listing([]))
         return do_get(self)
     return do_GET
+
+
+def test_watch_with_nothing_yet_says_so_and_ends_at_its_timeout(serve, monkeypatch):
+    server, config = serve(lambda n: [])
+    monkeypatch.setattr(Handler, "do_GET", _without_deployments(Handler.do_GET))
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["verify", "--watch", "--timeout", "2s", "--kubeconfig", config], stdin=io.StringIO(""),
+                stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue() == ""
+    assert "No pool-attached engine pods (yet: watching) found in team namespace." in err.getvalue()

@@ -190,11 +190,14 @@ def _follow(options, io, snapshot, targets, events, clock, line):
     rows = view.RowPrinter(io.stdout, options.output.wide, options.output.headers) if options.watch else None
     start = clock()
     deadline = None if options.timeout is None else start + options.timeout
-    report = None
+    first = True
     while True:
         report = verify.verify(live.snapshot, account=account, predictor=predictor)
         changed = changes.update(report)
         now = rollout.progress(report)
+        if first and rows is not None and not report.items:
+            render.nothing_found(live.snapshot, view.VIEW.empty + " (yet: watching)", io.stderr)
+        first = False
         if rows is not None and changed:
             if line:
                 line.clear()

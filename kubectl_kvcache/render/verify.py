@@ -226,7 +226,8 @@ def wait_timeout(timeout, p, err):
 
 
 def watch_reconnect(what, why, err):
-    err.write(f"note: {what}: {why}; reconnecting\n")
+    """`why` names what failed (the watch, or the API server it could not reach)."""
+    err.write(f"note: {why if what in why else what + ': ' + why}; reconnecting\n")
 
 
 def watch_relist(what, err):
