@@ -213,6 +213,11 @@ def test_skip_workloads_does_not_read_templates_from_files_and_says_so(tmp_path)
     code, out, err = cli_run(["check", "-f", "FILE", "--skip-workloads"], tmp_path, o.binding("b1", "fp8"), refused)
     assert code == 0 and "injection-refused" not in out
     assert "note: --skip-workloads: the Pod templates of Deployments" in err
+    code, out, err = cli_run(["check", "-f", "FILE", "--skip-workloads", "-o", "json"], tmp_path,
+                             o.binding("b1", "fp8"), refused)
+    unchecked = [f for f in json.loads(out)["findings"] if f["code"] == "unchecked"]
+    assert [(f["severity"], f["kind"], f["name"]) for f in unchecked] == [("warning", "Workloads", "--skip-workloads")]
+    assert cli_run(["check", "-f", "FILE", "--skip-workloads", "--strict"], tmp_path, o.binding("b1", "fp8"))[0] == 1
 
 
 def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):

@@ -25,7 +25,7 @@ def exit_code(options: CheckOptions, report) -> int:
 def run(options: CheckOptions, io) -> int:
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = checks.check(snapshot)
+    report = checks.check(snapshot, skipped_workloads=options.scope.workloads_skipped)
     view = views.VIEWS[options.view]
     listed = render.show(view, report, options.output, io.stdout)
     if not options.output.structured:

@@ -113,7 +113,7 @@ def gate(client, options: SettingOptions, io) -> bool:
         render.note(io.stderr, f"--force: check's judgement could not run ({exc}); going ahead without it")
         return True
     render.notes(snapshot, io.stderr)
-    report = checks.check(snapshot)
+    report = checks.check(snapshot, skipped_workloads=options.skip_workloads)
     errors = [f for f in report.findings if f.severity == checks.ERROR]
     if not errors:
         view.gate_passed(report.summary(), io.stdout)

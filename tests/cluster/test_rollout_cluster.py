@@ -366,6 +366,8 @@ def test_reader_without_workloads_uses_skip_workloads(cluster):
         code, out, err = run(cluster, command, "-n", ns, "--skip-workloads", kubeconfig=cluster.reader_kubeconfig)
         assert code == 0, err
         assert "--skip-workloads: the Pod templates of Deployments" in err and "not checked" in err
+        if command == "check":
+            assert "unchecked" in out and "--skip-workloads" in out
     code, out, err = run(cluster, "roles", "-n", ns, kubeconfig=cluster.reader_kubeconfig)
     assert code == 0, err
 
