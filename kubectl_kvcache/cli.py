@@ -16,9 +16,9 @@ import textwrap
 from kubectl_kvcache import __version__, exitcodes
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_RECOVER_TIMEOUT,
-                                     DEFAULT_WAIT_TIMEOUT, CheckOptions, CompletionOptions, Connection, Output,
-                                     RecoverOptions, Scope, SettingOptions, VerifyOptions, parse_duration,
-                                     validate_selector)
+                                     DEFAULT_ROLLOUT_TIMEOUT, DEFAULT_WAIT_TIMEOUT, CheckOptions, CompletionOptions,
+                                     Connection, Output, RecoverOptions, Scope, SettingOptions, VerifyOptions,
+                                     parse_duration, validate_selector)
 
 PROG = "kubectl kvcache"
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
@@ -205,6 +205,12 @@ def _status_output(text):
     return "table" if text == "text" else text     # `text`: the name before 0.x, still accepted
 
 
+def _skip_workloads_flag(p):
+    p.add_argument("--skip-workloads", action="store_true",
+                   help="do not list Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs (for "
+                        "users RBAC does not let list them): their Pod templates' injection opt-ins are not checked")
+
+
 SELECTS = {"verify": "Pods (ANDed with the plugin's own selectors)",
            "check": "findings about objects", "bindings": "Bindings",
            "roles": "roles of ModelDeployments"}
@@ -222,6 +228,17 @@ def build_parser():
     _scope_flags(v, selects=SELECTS["verify"])
     _assume_setting_flag(v)
     _output_flags(v)
+    v.add_argument("--fail-on", metavar="STATUS,...",
+                   help="statuses that make the exit code 1 (default: every status but OK), e.g. "
+                        "REJECTED,MISMATCH,UNKNOWN to tolerate replicas that are still rolling")
+    v.add_argument("-w", "--watch", action="store_true",
+                   help="after the list, watch Pods and ModelDeployments and print a row whenever a "
+                        "replica's verdict or state changes")
+    v.add_argument("--wait", action="store_true",
+                   help="block until every replica of every pool-attached ModelDeployment in scope runs its "
+                        "expected value (exit 0); exit 1 as soon as one is confirmed REJECTED, or at --timeout")
+    v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
+                                     f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     _connection_flags(v)
 
     c = commands[("check", None)] = _command(sub, "check")
@@ -229,6 +246,7 @@ def build_parser():
     _assume_setting_flag(c)
     _output_flags(c)
     c.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    _skip_workloads_flag(c)
     _connection_flags(c)
 
     for name in ("bindings", "roles"):
@@ -236,6 +254,8 @@ def build_parser():
         _scope_flags(b, selects=SELECTS[name])
         _assume_setting_flag(b)
         _output_flags(b)
+        if name == "bindings":
+            _skip_workloads_flag(b)
         _connection_flags(b)
 
     s = commands[("setting", None)] = _command(sub, "setting")
@@ -266,6 +286,11 @@ def build_parser():
         a.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the patch")
         a.add_argument("--wait", action="store_true", help="wait until status.value reports the new value")
         a.add_argument("--timeout", default=DEFAULT_WAIT_TIMEOUT, help="how long --wait waits (e.g. 30s, 2m)")
+        if name == "on":
+            a.add_argument("--force", action="store_true",
+                           help="turn it on although check reports errors (the rollout will crash-loop or "
+                                "refuse what they name)")
+            _skip_workloads_flag(a)
         _connection_flags(a)
 
     rc = commands[("recover", None)] = _command(sub, "recover")
@@ -322,10 +347,40 @@ def scope(ns, names=(), workloads=False, selector=True) -> Scope:
     namespace = None if ns.all_namespaces else ns.namespace
     if ns.selector:
         validate_selector(ns.selector)      # a malformed selector fails before any request
+    skipped = workloads and getattr(ns, "skip_workloads", False)
     return Scope(namespace=namespace, all_namespaces=ns.all_namespaces,
                  selector=ns.selector if selector else None,
-                 names=tuple(names), files=tuple(ns.filename), workloads=workloads,
-                 assume_setting={"on": True, "off": False}.get(ns.assume_setting))
+                 names=tuple(names), files=tuple(ns.filename), workloads=workloads and not skipped,
+                 workloads_skipped=skipped, assume_setting={"on": True, "off": False}.get(ns.assume_setting))
+
+
+def verify_options(ns) -> VerifyOptions:
+    from kubectl_kvcache.verify import OK, STATUSES
+
+    fail_on = ()
+    if ns.fail_on is not None:
+        words = [w.strip().upper() for w in ns.fail_on.split(",") if w.strip()]
+        unknown = [w for w in words if w not in STATUSES]
+        if unknown or not words:
+            raise PluginError(f"--fail-on: {unknown[0] if unknown else ns.fail_on!r} is not a status (use a "
+                              f"comma-separated list of {', '.join(STATUSES)})")
+        fail_on = tuple(dict.fromkeys(words))
+    if (ns.watch or ns.wait) and ns.filename:
+        raise PluginError("--watch/--wait follow a live cluster: they cannot be used with -f/--filename")
+    if (ns.watch or ns.wait) and ns.pods:
+        raise PluginError("--watch/--wait follow every replica in scope: they cannot be used with POD names")
+    if ns.wait and ns.selector:
+        raise PluginError("--wait accounts for every replica of each deployment: it cannot be used with "
+                          "-l/--selector")
+    if ns.watch and ns.output in ("json", "yaml"):
+        raise PluginError("--watch prints table rows: use -o table or -o wide (--wait -o json prints the "
+                          "final report)")
+    if ns.timeout is not None and not (ns.watch or ns.wait):
+        raise PluginError("--timeout needs --wait or --watch")
+    timeout = parse_duration(ns.timeout if ns.timeout is not None else
+                             (DEFAULT_ROLLOUT_TIMEOUT if ns.wait else "0"), "--timeout")
+    return VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns), fail_on=fail_on or tuple(
+        s for s in STATUSES if s != OK), watch=ns.watch, wait=ns.wait, timeout=timeout)
 
 
 def output(ns) -> Output:
@@ -335,7 +390,7 @@ def output(ns) -> Output:
 def options_for(ns):
     """The command's module name and its validated options."""
     if ns.command == "verify":
-        return "verify", VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns))
+        return "verify", verify_options(ns)
     if ns.command in ("check", "bindings", "roles"):
         # -l picks what is reported, not what is read: a Binding's users must all be judged
         return "check", CheckOptions(ns.command, connection(ns),
@@ -355,7 +410,9 @@ def options_for(ns):
         return "setting", SettingOptions("status", connection(ns), Output(format=ns.output))
     return "setting", SettingOptions(ns.action, connection(ns), yes=ns.yes, dry_run=ns.dry_run,
                                      field_manager=ns.field_manager, wait=ns.wait,
-                                     timeout=parse_duration(ns.timeout, "--timeout"))
+                                     timeout=parse_duration(ns.timeout, "--timeout"),
+                                     force=getattr(ns, "force", False),
+                                     skip_workloads=getattr(ns, "skip_workloads", False))
 
 
 COMMANDS = {"verify": "kubectl_kvcache.commands.verify", "check": "kubectl_kvcache.commands.check",

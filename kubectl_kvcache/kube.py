@@ -275,6 +275,104 @@ class Client:
                     raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
+    def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=500,
+                       what=None) -> Tuple[List, str]:
+        """Every item of a list, converted, and the list's resourceVersion: where a watch of the
+        same collection starts so that it misses nothing and repeats nothing. Paged like `list`;
+        restarts from the first page when the continue token expires."""
+        what = what or f"list {path}"
+        for _attempt in range(MAX_LIST_RESTARTS + 1):
+            records, token, version = [], None, None
+            try:
+                while True:
+                    query = {}
+                    if selector:
+                        query["labelSelector"] = selector
+                    if chunk:
+                        query["limit"] = str(chunk)
+                    if token:
+                        query["continue"] = token
+                    page = self.request("GET", path, query=query, what=what)
+                    items = page.get("items")
+                    if not isinstance(items, list):
+                        raise PluginError(f"the API server answered {what} without a list of items")
+                    for item in items:
+                        record = convert(item)
+                        if record is not None:
+                            records.append(record)
+                    meta = page.get("metadata") or {}
+                    version = version or meta.get("resourceVersion")
+                    token = meta.get("continue") if chunk else None
+                    if not token:
+                        if not version:
+                            raise PluginError(f"the API server answered {what} without a resourceVersion")
+                        return records, version
+            except ExpiredContinue:
+                if token:
+                    continue
+                raise
+        raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
+
+    def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None):
+        """The events of a watch from `resource_version`, as (type, object) with type ADDED,
+        MODIFIED, DELETED or BOOKMARK (bookmarks are asked for), read from the streamed JSON lines
+        until the server ends the watch after `timeout_seconds`. Errors map as `request` maps them;
+        410 Gone (the resourceVersion is too old), as the answer or as an ERROR event, is
+        ExpiredContinue: the caller lists again."""
+        import urllib3
+
+        what = what or f"watch {path}"
+        query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": resource_version,
+                 "timeoutSeconds": str(int(timeout_seconds))}
+        if selector:
+            query["labelSelector"] = selector
+        headers = {"Accept": "application/json", "User-Agent": "kubectl-kvcache"}
+        method, url, headers, _, _ = self.api.param_serialize(
+            "GET", path, query_params=list(query.items()), header_params=headers, auth_settings=["BearerToken"])
+        if self.impersonate_user:
+            headers = urllib3.HTTPHeaderDict(headers)
+            headers["Impersonate-User"] = self.impersonate_user
+            for group in self.impersonate_groups:
+                headers.add("Impersonate-Group", group)
+        with self._lock:
+            self.requests += 1
+        # The server ends the watch after timeout_seconds; a read that waits longer than that
+        # (plus slack) means the connection is gone.
+        timeout = (self.timeout, timeout_seconds + 30)
+        try:
+            resp = self.api.call_api(method, url, header_params=headers, _request_timeout=timeout)
+        except Exception as exc:   # noqa: BLE001 - mapped to one-line errors below
+            raise _transport_error(exc, self.host, what) from exc
+        if self.trace:
+            from urllib.parse import urlencode
+
+            with self._lock:
+                self.trace(f"WATCH {path}?{urlencode(query)} -> {resp.status}")
+        if resp.status >= 400:
+            raise self._error(resp.status, resp.read(), what)
+        stream = resp.response
+        finished = False
+        try:
+            buffer = b""
+            for chunk in stream.stream(65536, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield _watch_event(line, what)
+            finished = True
+            if buffer.strip():
+                yield _watch_event(buffer, what)
+        except PluginError:
+            raise
+        except Exception as exc:   # noqa: BLE001 - a broken stream is one line, like any transport error
+            raise _transport_error(exc, self.host, what) from exc
+        finally:
+            if finished:
+                stream.release_conn()       # read to the end: the connection can serve another request
+            else:
+                stream.close()              # left mid-stream: the connection is not reused
+
     # -- discovery -----------------------------------------------------------------------
 
     def served(self, group) -> dict:
@@ -302,6 +400,41 @@ class Client:
             if plural in served["versions"].get(version, ()):
                 return version
         raise NotFound(f"the API server does not serve {plural}.{group} (is its CRD installed?)")
+
+
+def _watch_event(line: bytes, what):
+    try:
+        event = json.loads(line)
+    except ValueError as exc:
+        raise PluginError(f"the API server answered {what} with a line that is not JSON") from exc
+    kind, obj = event.get("type"), event.get("object")
+    if kind == "ERROR":
+        obj = obj if isinstance(obj, dict) else {}
+        message = obj.get("message") or ""
+        if obj.get("code") == 410:
+            raise ExpiredContinue(f"gone: {what}: {message}")
+        raise PluginError(f"the API server ended {what} with an error ({obj.get('code')} "
+                          f"{obj.get('reason') or ''}): {message}".replace("  ", " "))
+    if not isinstance(obj, dict):
+        raise PluginError(f"the API server answered {what} with an event without an object")
+    return kind, obj
+
+
+def _transport_error(exc, host, what) -> PluginError:
+    """A transport failure of a streamed request as one line (the same wording as `request`)."""
+    import urllib3
+
+    if isinstance(exc, PluginError):
+        return exc
+    if isinstance(exc, urllib3.exceptions.SSLError):
+        return PluginError(f"TLS with the API server at {host} failed: {_reason(exc)}")
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
+        return PluginError(f"the API server at {host} did not answer within the request timeout ({what})")
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        return PluginError(f"cannot reach the API server at {host}: {_reason(exc.reason)}")
+    if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+        return PluginError(f"cannot reach the API server at {host} ({what}): {_reason(exc)}")
+    raise exc
 
 
 def _decode(data, what):

@@ -11,6 +11,7 @@ from kubectl_kvcache.errors import PluginError
 DEFAULT_CHUNK_SIZE = 500            # objects per list page, as kubectl's --chunk-size
 DEFAULT_FIELD_MANAGER = "kubectl-kvcache"
 DEFAULT_WAIT_TIMEOUT = "60s"
+DEFAULT_ROLLOUT_TIMEOUT = "10m"     # verify --wait, as kubectl rollout status --timeout would be set
 TABLE, WIDE, JSON, YAML = "table", "wide", "json", "yaml"
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
@@ -88,6 +89,7 @@ class Scope:
     names: Tuple[str, ...] = ()         # Pod names (verify)
     files: Tuple[str, ...] = ()         # -f: read these instead of a cluster
     workloads: bool = False             # also read workload templates (injection opt-ins)
+    workloads_skipped: bool = False     # --skip-workloads: the command would read them, the user said not to
     assume_setting: Optional[bool] = None   # --assume-setting: judge without reading the Setting
 
 
@@ -110,6 +112,10 @@ class VerifyOptions:
     connection: Connection
     scope: Scope
     output: Output
+    fail_on: Tuple[str, ...] = ()       # statuses that make exit 1; () = every status but OK
+    watch: bool = False                 # -w: print a row whenever a replica's verdict changes
+    wait: bool = False                  # block until every replica runs its expected value
+    timeout: Optional[float] = None     # seconds --wait/--watch run; None: no limit
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,8 @@ class SettingOptions:
     field_manager: str = DEFAULT_FIELD_MANAGER
     wait: bool = False
     timeout: Optional[float] = 60.0     # seconds --wait waits; None: no limit
+    force: bool = False                 # `on`: go ahead although check reports errors
+    skip_workloads: bool = False        # `on`: the gate's check does not read workload templates
 
 
 DEFAULT_RECOVER_TIMEOUT = "10m"

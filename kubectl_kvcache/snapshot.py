@@ -59,6 +59,8 @@ class Pod:
     exit_codes: Dict[str, int]           # container -> last termination exit code
     phase: str = ""
     created: str = ""
+    deleting: str = ""                   # metadata.deletionTimestamp: Terminating
+    states: Dict[str, dict] = field(default_factory=dict)   # container -> {ready, restarts, waiting, running}
 
     def container(self, name):
         return next((c for c in self.containers if c.get("name") == name), None)
@@ -101,6 +103,16 @@ class Role:
 
 
 @dataclass(frozen=True)
+class RoleStatus:
+    """What the operator reports for a role in status.roles[]."""
+
+    name: str
+    replicas: Optional[int]
+    ready: Optional[int]
+    updated: Optional[int]
+
+
+@dataclass(frozen=True)
 class Deployment:
     namespace: str
     name: str
@@ -112,6 +124,10 @@ class Deployment:
     status_dtype: Optional[str] = None
     image: Optional[str] = None
     labels: Dict[str, str] = field(default_factory=dict, hash=False, compare=False)   # for -l on roles/check
+    status_roles: Tuple[RoleStatus, ...] = ()
+
+    def role_status(self, name):
+        return next((r for r in self.status_roles if r.name == name), None)
 
     def role(self, name):
         return next((r for r in self.roles if r.name == name), None)
@@ -236,6 +252,15 @@ def pod_record(obj, intern=None) -> Pod:
             terminated = (status.get(key) or {}).get("terminated")
             if terminated and "exitCode" in terminated and status.get("name") not in exit_codes:
                 exit_codes[status.get("name")] = terminated["exitCode"]
+    states = {}
+    for status in (obj.get("status") or {}).get("containerStatuses") or ():
+        if isinstance(status, dict) and status.get("name"):
+            state = status.get("state") if isinstance(status.get("state"), dict) else {}
+            waiting = state.get("waiting") if isinstance(state.get("waiting"), dict) else {}
+            states[status["name"]] = {"ready": status.get("ready") is True,
+                                      "restarts": _count(status.get("restartCount")) or 0,
+                                      "waiting": str(waiting.get("reason") or ""),
+                                      "running": "running" in state}
     return Pod(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -246,6 +271,8 @@ def pod_record(obj, intern=None) -> Pod:
         exit_codes=share(exit_codes),
         phase=(obj.get("status") or {}).get("phase", ""),
         created=meta.get("creationTimestamp", ""),
+        deleting=meta.get("deletionTimestamp") or "",
+        states=share(states),
     )
 
 
@@ -285,7 +312,14 @@ def deployment_record(obj) -> Deployment:
         status_dtype=((status.get("kvCache") or {}).get("domain") or {}).get("dtype"),
         image=engine.get("image"),
         labels=dict(meta.get("labels") or {}),
+        status_roles=tuple(RoleStatus(r["name"], _count(r.get("replicas")), _count(r.get("readyReplicas")),
+                                      _count(r.get("updatedReplicas")))
+                           for r in status.get("roles") or () if isinstance(r, dict) and r.get("name")),
     )
+
+
+def _count(value) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def binding_record(obj) -> Binding:
@@ -325,6 +359,15 @@ def setting_record(obj, source) -> Setting:
 
 def default_setting() -> Setting:
     return Setting(None, None, None, "", None, "", "default")
+
+
+NOT_SERVED = "not-served"     # Setting.source: the cluster does not serve the Setting's API group yet
+
+
+def not_served_setting() -> Setting:
+    """The Setting of a cluster that does not serve gpustack.ai yet (before the upgrade): unset,
+    so it reads as its default, on, which is what the upgrade brings."""
+    return Setting(None, None, None, "", None, "", NOT_SERVED)
 
 
 def assumed_setting(on: bool) -> Setting:

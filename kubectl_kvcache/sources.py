@@ -7,11 +7,11 @@ import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from typing import Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
 
 from kubectl_kvcache import snapshot as snap
-from kubectl_kvcache.errors import NotFound, PluginError
+from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
 from kubectl_kvcache.options import Connection, Scope
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -136,6 +136,8 @@ def snapshot_of(objects, scope: Scope) -> snap.Snapshot:
         result.setting = snap.assumed_setting(scope.assume_setting)
     elif result.setting is None:
         result.setting = snap.default_setting()
+    if scope.workloads_skipped:
+        result.notes.append(WORKLOADS_SKIPPED)
     missing = [n for n in scope.names if n not in {p.name for p in result.pods}]
     if missing:
         raise PluginError(f"pod {missing[0]!r} not found in the input")
@@ -189,26 +191,42 @@ def _and(*selectors):
     return ",".join(s for s in selectors if s) or None
 
 
-def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
-    """Lists run concurrently; each kind is fetched once (pods by two server-side selectors)."""
+def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
+    """Lists run concurrently; each kind is fetched once (pods by two server-side selectors).
+    `versions`: a dict that receives the resourceVersion of each list a watch follows
+    (keys as in `watch_targets`)."""
     from kubectl_kvcache.kube import collection_path
 
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
     md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
     binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
-    setting_version = (client.resource_version_for(snap.SETTING_GROUP, "settings")
-                       if scope.assume_setting is None else None)
+    setting_version = None
+    if scope.assume_setting is None:
+        try:
+            setting_version = client.resource_version_for(snap.SETTING_GROUP, "settings")
+        except NotFound:    # before the upgrade: the operator does not serve the Setting yet
+            setting_version = None
+
+    def listed(key):
+        """client.list, or, when a watch will follow, the list that also gives its resourceVersion."""
+        if versions is None:
+            return client.list
+
+        def list_versioned(*args, **kw):
+            records, versions[key] = client.list_versioned(*args, **kw)
+            return records
+        return list_versioned
 
     jobs = {
-        "deployments": lambda: client.list(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
+        "deployments": lambda: listed("deployments")(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
                                            snap.deployment_record, chunk=chunk,
                                            what=f"list modeldeployments.{snap.GROUP} {where}"),
         "bindings": lambda: client.list(collection_path(snap.GROUP, binding_version, "kvcachepoolbindings", ns),
                                         snap.binding_record, chunk=chunk,
                                         what=f"list kvcachepoolbindings.{snap.GROUP} {where}"),
     }
-    if scope.assume_setting is None:
+    if setting_version is not None:
         jobs["setting"] = lambda: _get_setting(client, setting_version)
     if scope.names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
@@ -222,19 +240,19 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
 
         md_selector = _and("=".join(snap.MD_NAME_LABEL), scope.selector)
         inject_selector = _and(f"{snap.INJECT_LABEL}=true", scope.selector)
-        jobs["md_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), pod_record,
-                                              selector=md_selector, chunk=chunk, what=f"list pods {where}")
-        jobs["injected_pods"] = lambda: client.list(collection_path("", "v1", "pods", ns), pod_record,
-                                                    selector=inject_selector, chunk=chunk,
-                                                    what=f"list pods {where}")
+        jobs["md_pods"] = lambda: listed("md_pods")(collection_path("", "v1", "pods", ns), pod_record,
+                                                    selector=md_selector, chunk=chunk, what=f"list pods {where}")
+        jobs["injected_pods"] = lambda: listed("injected_pods")(collection_path("", "v1", "pods", ns), pod_record,
+                                                                selector=inject_selector, chunk=chunk,
+                                                                what=f"list pods {where}")
     if scope.workloads:
         for kind, group, plural in (("Deployment", "apps", "deployments"), ("StatefulSet", "apps", "statefulsets"),
                                     ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
                                     ("Job", "batch", "jobs"), ("CronJob", "batch", "cronjobs")):
-            jobs[kind] = (lambda g=group, p=plural, k=kind: client.list(
+            jobs[kind] = (lambda g=group, p=plural, k=kind: _skippable(lambda: client.list(
                 collection_path(g, "v1", p, ns), lambda o, k=k: _opted_in(snap.workload_record(dict(o, kind=k))),
                 chunk=chunk,
-                what=f"list {p}.{g} {where}"))
+                what=f"list {p}.{g} {where}")))
     with _gc_paused():
         results = _run_all(jobs)
     result = snap.Snapshot(source="cluster")
@@ -242,7 +260,19 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
         result.deployments[(d.namespace, d.name)] = d
     for b in results["bindings"]:
         result.bindings[(b.namespace, b.name)] = b
-    result.setting = results.get("setting") or snap.assumed_setting(scope.assume_setting)
+    if scope.assume_setting is not None:
+        result.setting = snap.assumed_setting(scope.assume_setting)
+    elif setting_version is None:
+        result.setting = snap.not_served_setting()
+        result.notes.append(f"the cluster does not serve the Setting's API group {snap.SETTING_GROUP} yet: the "
+                            f"operator is not upgraded, so it renders no --kv-cache-dtype yet (verify expects "
+                            f"nothing); the upgrade brings the Setting at its default, on (check, bindings and "
+                            f"roles judge that)")
+    else:
+        result.setting = results["setting"]
+        if result.setting.source == "default":
+            result.notes.append(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} does not exist: "
+                                f"judging with its default, on, as the operator reads it")
     seen = set()
     for key in ("pods", "md_pods", "injected_pods"):
         for pod in results.get(key, ()):
@@ -252,7 +282,55 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
     if scope.workloads:
         for kind in snap.WORKLOAD_KINDS:
             result.workloads.extend(results[kind])
+    if scope.workloads_skipped:
+        result.notes.append(WORKLOADS_SKIPPED)
     return result
+
+
+WORKLOADS_SKIPPED = ("--skip-workloads: the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, "
+                     "Jobs and CronJobs were not read, so their injection opt-ins are not checked")
+
+
+def _skippable(list_workloads):
+    """A workload list RBAC refuses names the flag that does without it."""
+    try:
+        return list_workloads()
+    except Forbidden as exc:
+        raise Forbidden(f"{exc} (pass --skip-workloads to go on without the workload templates' injection "
+                        f"opt-ins)") from exc
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """A collection `verify --watch/--wait` follows: what load_cluster listed under `key`."""
+
+    key: str
+    path: str
+    selector: Optional[str]
+    convert: Callable[[dict], object]
+    what: str
+
+
+def watch_targets(client, scope: Scope):
+    """The lists of load_cluster that a rollout changes: ModelDeployments and the two Pod lists,
+    with the same paths and selectors (a watch starts from the list's resourceVersion)."""
+    from kubectl_kvcache.kube import collection_path
+
+    ns = scope.namespace
+    where = f"in namespace {ns}" if ns else "in all namespaces"
+    md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
+    intern = snap.Interner()
+
+    def pod_record(obj):
+        return snap.pod_record(obj, intern)
+
+    pods = collection_path("", "v1", "pods", ns)
+    return (WatchTarget("deployments", collection_path(snap.GROUP, md_version, "modeldeployments", ns), None,
+                        snap.deployment_record, f"watch modeldeployments.{snap.GROUP} {where}"),
+            WatchTarget("md_pods", pods, _and("=".join(snap.MD_NAME_LABEL), scope.selector), pod_record,
+                        f"watch pods {where}"),
+            WatchTarget("injected_pods", pods, _and(f"{snap.INJECT_LABEL}=true", scope.selector), pod_record,
+                        f"watch pods {where}"))
 
 
 def _opted_in(workload):

@@ -11,10 +11,19 @@ from typing import List, Optional
 from kubectl_kvcache import engine as model, setting as setting_mod, snapshot as snap
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.snapshot import NOT_SERVED
 
 OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
-STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN)
+NO_POD = "NO-POD"
+STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN, NO_POD)
 PARSE_ERROR_EXIT = 2
+CRASH_LOOP = "CrashLoopBackOff"
+
+# How a replica stands in the rollout (verify's per-deployment line, `verify --wait`):
+DONE = "done"                   # runs the expected value: OK, running, ready (as far as reported), not terminating
+CRASHING = "crash-looping"      # the engine container is in CrashLoopBackOff, or REJECTED and exited with code 2
+TO_ROLL = "to-roll"             # no Pod yet, not rolled (MISSING), Pending, not ready, or an old replica terminating
+STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
 
 
 @dataclass
@@ -37,6 +46,9 @@ class Item:
     container_spec: Optional[dict] = None   # kept for the per-Pod argv listing
     fix: str = ""                           # the next step for a non-OK item, in check's words
     recover: bool = False                   # the fix is the guide's recovery of its Binding
+    state: Optional[dict] = None            # the Pod's state (None: no Pod); see pod_state()
+    takeover: bool = False
+    slot: Optional[int] = None              # NO-POD rows: which missing replica of the role
 
     def to_dict(self):
         return {
@@ -44,7 +56,87 @@ class Item:
             "role": self.role, "engine": self.engine, "engineVersion": self.engine_version,
             "binding": self.binding, "expected": self.expected, "effective": self.effective,
             "status": self.status, "reason": self.reason, "fix": self.fix, "occurrences": self.occurrences,
+            "state": self.state,
         }
+
+    @property
+    def key(self):
+        """What identifies this row across judgements (a replica without a Pod: its deployment, role, slot)."""
+        return (self.namespace, self.pod) if self.pod is not None else \
+            (self.namespace, None, self.owner["name"], self.role, self.slot)
+
+    @property
+    def deployment(self) -> Optional[str]:
+        return self.owner["name"] if self.owner else None
+
+    @property
+    def terminating(self) -> bool:
+        return bool(self.state and self.state.get("terminating"))
+
+    @property
+    def confirmed_rejected(self) -> bool:
+        """REJECTED and the engine container already exited with the parser's code 2."""
+        return self.status == REJECTED and bool(self.state) and self.state.get("lastExitCode") == PARSE_ERROR_EXIT
+
+    @property
+    def progress(self) -> str:
+        """DONE, CRASHING, TO_ROLL or STUCK (see above)."""
+        state = self.state or {}
+        if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected:
+            return CRASHING
+        if self.status == NO_POD or self.terminating:
+            return TO_ROLL
+        if self.status == OK:
+            running = state.get("phase") in ("Running", "", None) and state.get("ready") is not False
+            return DONE if running else TO_ROLL
+        if self.status == MISSING and not self.takeover:
+            return TO_ROLL
+        return STUCK
+
+
+@dataclass
+class RoleProgress:
+    name: str
+    desired: int
+    pods: int                    # Pods that are not terminating
+    terminating: int
+    status: Optional[snap.RoleStatus]
+
+    def to_dict(self):
+        s = self.status
+        return {"name": self.name, "desired": self.desired, "pods": self.pods, "terminating": self.terminating,
+                "statusReplicas": s.replicas if s else None, "statusReady": s.ready if s else None,
+                "statusUpdated": s.updated if s else None}
+
+
+@dataclass
+class DeploymentProgress:
+    """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
+
+    namespace: str
+    name: str
+    binding: Optional[str]
+    expected: Optional[str]
+    roles: List[RoleProgress]
+    counts: dict                 # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
+    stuck: dict                  # status -> number, for the STUCK rows
+
+    @property
+    def desired(self):
+        return sum(r.desired for r in self.roles)
+
+    @property
+    def complete(self) -> bool:
+        """Every replica runs the expected value: no row is anything but done, none is missing."""
+        return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
+                                                          or self.counts[STUCK])
+
+    def to_dict(self):
+        return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
+                "expected": self.expected, "desired": self.desired, "done": self.counts[DONE],
+                "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
+                "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
+                "roles": [r.to_dict() for r in self.roles]}
 
 
 @dataclass
@@ -52,6 +144,8 @@ class Report:
     setting_value: bool
     setting_source: str
     items: List[Item]
+    deployments: List[DeploymentProgress] = field(default_factory=list)
+    accounted: bool = True       # replicas without a Pod were looked for (not with -l or named Pods)
 
     def summary(self):
         counts = {"total": len(self.items)}
@@ -63,7 +157,8 @@ class Report:
         return {"kind": "VerifyReport",
                 "setting": {"value": self.setting_value, "source": self.setting_source},
                 "items": [i.to_dict() for i in self.items],
-                "summary": self.summary()}
+                "summary": self.summary(),
+                "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None}
 
 
 @dataclass(frozen=True)
@@ -137,20 +232,28 @@ def _occurrences(prediction: Prediction):
             for o in prediction.occurrences]
 
 
-def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict) -> Item:
-    item = _judge(cand, snapshot, setting_on, predictor)
+OFF_REASON = "the Setting is off: nothing is expected"
+NOT_SERVED_REASON = ("the cluster does not serve the Setting's API group yet (before the upgrade): nothing is "
+                     "expected yet")
+
+
+def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict,
+                    off_reason=OFF_REASON) -> Item:
+    item = _judge(cand, snapshot, setting_on, predictor, off_reason)
     if item.status != OK:
         item.fix, item.recover = fix_for(item, cand, snapshot, setting_on)
     return item
 
 
-def _judge(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict) -> Item:
+def _judge(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict,
+           off_reason=OFF_REASON) -> Item:
     pod = cand.pod
     binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
     expected = binding.dtype if (binding and setting_on) else None
     container = pod.container(cand.container_name) if cand.container_name else None
     item = Item(pod.namespace, pod.name, cand.container_name, cand.owner, cand.role,
-                model.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "")
+                model.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "",
+                state=pod_state(pod, cand.container_name), takeover=cand.takeover)
     if cand.problem:
         item.reason = cand.problem
         return item
@@ -181,7 +284,7 @@ def _judge(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor
     note = "; the container last exited with code 2, which this prediction does not explain" if confirmed else ""
     if not setting_on:
         item.status = OK
-        item.reason = "the Setting is off: nothing is expected; the engine starts (" + pred.reason + ")" + note
+        item.reason = off_reason + "; the engine starts (" + pred.reason + ")" + note
         return item
     if binding.dtype is None:
         item.reason = f"Binding {binding.name} has no spec.domain.dtype"
@@ -344,7 +447,43 @@ def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bo
     return "kubectl kvcache check -o wide has the fix for its deployment or template" + hint, False
 
 
+def pod_state(pod: snap.Pod, container: Optional[str]) -> dict:
+    """The Pod's state as the rollout reads it: phase, Terminating, and its engine container's
+    readiness, restarts, waiting reason (CrashLoopBackOff, ...) and last exit code (None: not reported)."""
+    cs = pod.states.get(container) if container else None
+    return {"phase": pod.phase or None, "terminating": bool(pod.deleting),
+            "ready": cs["ready"] if cs else None, "restarts": cs["restarts"] if cs else None,
+            "waiting": (cs["waiting"] or None) if cs else None,
+            "lastExitCode": pod.exit_codes.get(container) if container else None}
+
+
+def state_label(item: Item) -> Optional[str]:
+    """`Running`, `Pending`, `Terminating`, `CrashLoopBackOff (exit 2)`, `Running, not ready`: one cell."""
+    state = item.state
+    if state is None:
+        return None
+    if state["terminating"]:
+        text = "Terminating"
+    elif state["waiting"]:
+        text = state["waiting"]
+    else:
+        text = state["phase"] or "Unknown"
+        if text == "Running" and state["ready"] is False:
+            text += ", not ready"
+    if state["lastExitCode"] is not None and not state["terminating"]:
+        text += f" (exit {state['lastExitCode']})"
+    return text
+
+
+def _not_served(snapshot) -> bool:
+    return snapshot.setting is not None and snapshot.setting.source == NOT_SERVED
+
+
 def setting_on(snapshot) -> bool:
+    """Whether the operator renders the dtype. Before the upgrade (the cluster does not serve the
+    Setting's API group) it renders nothing, whatever the Setting's default will be."""
+    if _not_served(snapshot):
+        return False
     value = setting_mod.effective_value(snapshot.setting)
     if value is None:
         raise PluginError(f"the Setting {snap.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
@@ -352,8 +491,67 @@ def setting_on(snapshot) -> bool:
     return value
 
 
-def verify(snapshot: snap.Snapshot) -> Report:
+def verify(snapshot: snap.Snapshot, account: bool = True, predictor=None) -> Report:
+    """`account`: also judge the replicas that have no Pod (not when the Pods were filtered by
+    name or label: the rest would look missing). `predictor`: reuse one across judgements."""
     on = setting_on(snapshot)
-    predictor = CachedPredict()
-    items = [judge_candidate(c, snapshot, on, predictor) for c in candidates(snapshot)]
-    return Report(on, snapshot.setting.source if snapshot.setting else "default", items)
+    predictor = predictor or CachedPredict()
+    off = NOT_SERVED_REASON if _not_served(snapshot) else OFF_REASON
+    items = [judge_candidate(c, snapshot, on, predictor, off) for c in candidates(snapshot)]
+    progress = []
+    if account:
+        items, progress = account_replicas(snapshot, items, on)
+    return Report(on, snapshot.setting.source if snapshot.setting else "default", items, progress, account)
+
+
+def account_replicas(snapshot: snap.Snapshot, items: List[Item], on: bool):
+    """Match every pool-attached ModelDeployment role's desired replicas (spec.roles[].replicas,
+    1 when unset as the API defaults it) with its Pods: a replica without a Pod becomes a NO-POD
+    row. Returns the items (sorted, the NO-POD rows after their deployment's Pods) and one
+    DeploymentProgress per deployment in scope."""
+    by_role = {}
+    for item in items:
+        if item.owner:
+            by_role.setdefault((item.namespace, item.deployment, item.role), []).append(item)
+    extra, progress = [], []
+    deployments = sorted((md for md in snapshot.deployments.values()
+                          if md.kv_cache and snap.in_namespace(md.namespace, snapshot.namespace)),
+                         key=lambda d: (d.namespace, d.name))
+    for md in deployments:
+        binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
+        expected = binding.dtype if (binding and on) else None
+        roles, rows = [], []
+        for index, role in enumerate(md.roles):
+            desired = 1 if role.replicas is None else max(0, int(role.replicas))
+            pods = by_role.get((md.namespace, md.name, role.name), [])
+            live = [i for i in pods if not i.terminating]
+            status = md.role_status(role.name)
+            for slot in range(len(live), desired):
+                reported = (f"; status.roles reports {status.replicas} replicas, {status.ready} ready, "
+                            f"{status.updated} updated" if status else "")
+                extra.append(Item(md.namespace, None, snap.ENGINE_CONTAINER,
+                                  {"kind": "ModelDeployment", "name": md.name}, role.name,
+                                  model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
+                                  NO_POD, f"replica {slot + 1} of {desired} (spec.roles[{index}].replicas) has no "
+                                          f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported,
+                                  takeover=bool(role.command), slot=slot,
+                                  fix=f"wait for the operator to create it; if it does not, kubectl describe "
+                                      f"modeldeployment {md.name} -n {md.namespace} says why"))
+                rows.append(extra[-1])
+            rows.extend(pods)
+            roles.append(RoleProgress(role.name, desired, len(live), len(pods) - len(live), status))
+        counts = {k: 0 for k in (DONE, CRASHING, TO_ROLL, STUCK)}
+        stuck = {}
+        for row in rows:
+            counts[row.progress] += 1
+            if row.progress == STUCK:
+                stuck[row.status] = stuck.get(row.status, 0) + 1
+        progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck))
+    items = sorted(items + extra, key=_row_order)
+    return items, progress
+
+
+def _row_order(item):
+    if item.pod is not None:
+        return (item.namespace, item.pod)
+    return (item.namespace, f"{item.deployment}-{item.role}-\uffff{item.slot:09d}")

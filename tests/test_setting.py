@@ -52,7 +52,7 @@ def _md(ns, name, kv=True, replicas=(1,)):
 def _pod(ns, name, inject=True):
     labels = {"kvcache.gpustack.ai/inject": "true"} if inject else {"app": "x"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"containers": [{"name": "main", "image": "vllm"}]}}
+            "spec": {"containers": [{"name": "main", "image": "vllm", "command": ["vllm", "serve", "m"]}]}}
 
 
 class FakeAPI:
@@ -60,8 +60,9 @@ class FakeAPI:
     resourceVersion precondition, dryRun), paged lists of ModelDeployments and Pods."""
 
     def __init__(self, setting=None, deployments=(), pods=(), setting_version="v1", served=("gpustack.ai",
-                 "worker.gpustack.ai"), forbidden=(), operator=None):
+                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=()):
         self.setting = setting
+        self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
         self.pods = list(pods)
         self.setting_version = setting_version
@@ -86,6 +87,13 @@ class FakeAPI:
             assert parts[:3] == ["apis", "gpustack.ai", self.setting_version], path
             assert parts[3:] == ["namespaces", NS, "settings", NAME], path
             return self._setting_get() if method == "GET" else self._setting_patch(query, body, content_type)
+        if parts[-1] == "kvcachepoolbindings":
+            self._check_forbidden(method, "kvcachepoolbindings")
+            assert method == "GET" and len(parts) == 4, path
+            return self._page(self.bindings, query)
+        if parts[0] == "apis" and parts[1] in ("apps", "batch") and len(parts) == 4:
+            self._check_forbidden(method, parts[3])      # workload templates: none here
+            return self._page([], query)
         if parts[-1] == "modeldeployments":
             self._check_forbidden(method, "modeldeployments")
             assert method == "GET" and len(parts) == 4, path  # cluster-wide
@@ -110,7 +118,8 @@ class FakeAPI:
         return {"versions": [{"version": version}], "preferredVersion": {"version": version}}
 
     def _group_version(self, group, version):
-        names = ["settings", "settings/status"] if group == "gpustack.ai" else ["modeldeployments"]
+        names = ["settings", "settings/status"] if group == "gpustack.ai" else ["modeldeployments",
+                                                                               "kvcachepoolbindings"]
         return {"resources": [{"name": n} for n in names]}
 
     def _page(self, items, query):
@@ -413,7 +422,14 @@ def _cluster_api(**kw):
     deployments = [_md("a", "m1", replicas=(2, 1)), _md("a", "m2", replicas=(None,)), _md("b", "m3"),
                    _md("c", "plain", kv=False, replicas=(5,))]
     pods = [_pod("a", "i1"), _pod("d", "i2"), _pod("d", "other", inject=False)]
+    kw.setdefault("bindings", [_binding("a", "b1"), _binding("b", "b1")])
     return FakeAPI(kw.pop("setting", _setting_obj("true")), deployments, pods, **kw)
+
+
+def _binding(ns, name, dtype="fp8"):
+    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"poolRef": {"name": "pool"}, "domain": {"blockSize": 16, "dtype": dtype}}}
 
 
 def test_off_with_yes_patches_only_spec_value_guarded_by_resource_version(run):

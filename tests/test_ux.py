@@ -125,7 +125,7 @@ def test_every_command_has_a_description_and_examples(command):
 
 def test_the_top_level_help_lists_each_command_once():
     _, out, _ = kvcache("--help")
-    for command in ("verify", "check", "bindings", "roles", "setting", "completion", "version"):
+    for command in ("verify", "check", "bindings", "roles", "setting", "recover", "completion", "version"):
         assert sum(1 for line in out.splitlines() if line.split()[:1] == [command]) == 1, command
     assert "Examples:" in out
 
@@ -133,7 +133,7 @@ def test_the_top_level_help_lists_each_command_once():
 @pytest.mark.parametrize("argv, help_of", [
     (["check", "--bogus"], "kubectl kvcache check"),
     (["bindings", "-A", "--nope=1"], "kubectl kvcache bindings"),
-    (["setting", "on", "--force"], "kubectl kvcache setting on"),
+    (["setting", "on", "--forse"], "kubectl kvcache setting on"),
     (["verify", "-A", "--chunk-size", "5", "--x"], "kubectl kvcache verify"),
 ])
 def test_an_unknown_flag_points_at_the_subcommands_help(argv, help_of):

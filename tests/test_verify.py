@@ -197,8 +197,11 @@ def test_json_contract(tmp_path):
     assert data["kind"] == "VerifyReport"
     assert data["setting"] == {"value": True, "source": "default"}
     assert set(data["items"][0]) == {"namespace", "pod", "container", "owner", "role", "engine", "engineVersion",
-                                     "binding", "expected", "effective", "status", "reason", "fix", "occurrences"}
-    assert data["summary"] == {"total": 1, "OK": 1, "MISMATCH": 0, "MISSING": 0, "REJECTED": 0, "UNKNOWN": 0}
+                                     "binding", "expected", "effective", "status", "reason", "fix", "occurrences",
+                                     "state"}
+    assert data["summary"] == {"total": 1, "OK": 1, "MISMATCH": 0, "MISSING": 0, "REJECTED": 0, "UNKNOWN": 0,
+                               "NO-POD": 0}
+    assert [(d["name"], d["desired"], d["done"], d["complete"]) for d in data["deployments"]] == [("md", 1, 1, True)]
 
 
 def test_argv_listing_marks_every_occurrence_and_the_winner(tmp_path):

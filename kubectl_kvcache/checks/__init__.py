@@ -17,7 +17,7 @@ One module per check; `check` runs them all and is the face the commands use.
 from kubectl_kvcache import setting as setting_mod, snapshot as snap
 from kubectl_kvcache.checks.bindings import BindingEntry, Use, check_bindings
 from kubectl_kvcache.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
-from kubectl_kvcache.checks.findings import CODES, ERROR, INFO, SEVERITIES, WARNING, Finding, Report
+from kubectl_kvcache.checks.findings import CODES, ERROR, INFO, SEVERITIES, WARNING, Finding, Report, finding
 from kubectl_kvcache.checks.injection import check_injection
 from kubectl_kvcache.checks.inputs import EnginePods, opt_ins
 from kubectl_kvcache.checks.roles import RoleEntry, check_roles
@@ -31,9 +31,13 @@ __all__ = ["BindingEntry", "CODES", "ERROR", "EngineAt", "Finding", "INFO", "MIN
 _RANK = {s: n for n, s in enumerate(SEVERITIES)}
 
 
-def check(snapshot: snap.Snapshot) -> Report:
+def check(snapshot: snap.Snapshot, skipped_workloads: bool = False) -> Report:
+    """`skipped_workloads`: the workload kinds were not read (--skip-workloads); the report says so
+    with an `unchecked` warning, so that no one reads its silence about them as a pass."""
     state = setting_state(snapshot.setting, snapshot.source)
     on = state["on"] if state["on"] is not None else setting_mod.DEFAULT
+    if state["source"] == snap.NOT_SERVED:
+        on = False      # before the upgrade the operator renders nothing today; the findings judge the upgrade
     deployments = sorted((md for md in snapshot.deployments.values() if snap.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
     pods = EnginePods(snapshot)
@@ -42,6 +46,11 @@ def check(snapshot: snap.Snapshot) -> Report:
     roles, role_findings = check_roles(snapshot, deployments, pods, on)
     found += role_findings
     found += check_injection(optins)
+    if skipped_workloads:
+        found.append(finding("unchecked", (snapshot.namespace, "Workloads", "--skip-workloads"),
+                             "the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "
+                             "CronJobs were not read (--skip-workloads): their injection opt-ins are not checked",
+                             "run check without --skip-workloads as a user who may list them"))
     found.sort(key=lambda f: (_RANK[f.severity], f.namespace or "", f.kind, f.name, f.code))
     found.append(setting_finding(state, sum(1 for f in found if f.severity == ERROR),
                                  any(b.rejected_by for b in bindings)))

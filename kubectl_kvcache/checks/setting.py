@@ -23,11 +23,19 @@ def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
         shown = f"assumed {'on' if on else 'off'} (--assume-setting), not read"
     elif source == "assumed":
         shown = "not in the input: assuming the operator's default \"true\""
+    elif source == snap.NOT_SERVED:
+        shown = (f"the cluster does not serve {snap.SETTING_GROUP} yet (before the upgrade): judged as the upgrade "
+                 f"will bring it, at its default \"true\"")
+    elif source == "default":
+        shown = "the Setting does not exist: the operator's default \"true\" applies"
     elif value is None:
         shown = "status.value is unset: the operator's default \"true\" applies"
     else:
         shown = f"status.value is {value!r}"
-    if on:
+    if on and source == snap.NOT_SERVED:
+        message = f"{shown}: the findings are what the upgrade will cause"
+        fix = "fix the errors before upgrading" if errors else ""
+    elif on:
         message = (f"{shown}: already on. The operator hands each Binding's dtype to the engine and the "
                    f"webhooks refuse own flags: the findings are the cluster's state now")
         fix = ("if new Pods fail argument parsing, the guide's recovery turns it off first: kubectl kvcache setting "

@@ -46,7 +46,8 @@ def select(report, snapshot, selector):
 def run(options: CheckOptions, io) -> int:
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = select(checks.check(snapshot), snapshot, options.selector)
+    report = select(checks.check(snapshot, skipped_workloads=options.scope.workloads_skipped), snapshot,
+                    options.selector)
     view = views.VIEWS[options.view]
     listed = render.show(view, report, options.output, io.stdout, io.stderr)
     if not options.output.structured:

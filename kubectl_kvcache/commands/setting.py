@@ -10,7 +10,7 @@ import time
 from kubectl_kvcache import exitcodes, render, setting as st, snapshot as snap, sources
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
 from kubectl_kvcache.kube import collection_path
-from kubectl_kvcache.options import SettingOptions
+from kubectl_kvcache.options import Output, Scope, SettingOptions
 from kubectl_kvcache.render import setting as view
 
 RESOURCE = f"settings.{snap.SETTING_GROUP}"
@@ -73,6 +73,8 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
     if decision == st.ALREADY:
         view.already(record, want, io.stdout)
         return exitcodes.OK
+    if want and not gate(client, options, io):
+        return exitcodes.FINDINGS
     view.blast(count_blast_radius(client, options.connection.chunk_size), want, io.stdout)
     if not record.resource_version:
         raise PluginError(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} came without a "
@@ -90,6 +92,51 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
         return exitcodes.FINDINGS
     patched = _patch(client, path, body, options.field_manager, dry_run=False)
     return _report(client, path, patched, record, options, io, want, sleep, clock)
+
+
+def gate(client, options: SettingOptions, io) -> bool:
+    """Before turning the Setting on: check's judgement (the same lists, the same RBAC behaviour)
+    over every namespace, with the Setting as it is now (not on: "already on" never gets here),
+    so its findings are what turning it on will cause and their fixes do not start with "turn it
+    off". False (refuse) when it finds errors, unless --force. A check that cannot run is an
+    error too, unless --force."""
+    from kubectl_kvcache import checks
+    from kubectl_kvcache.render import checks as check_views
+
+    scope = Scope(all_namespaces=True, workloads=not options.skip_workloads,
+                  workloads_skipped=options.skip_workloads, assume_setting=False)
+    try:
+        snapshot = sources.load_cluster(client, scope, chunk=options.connection.chunk_size)
+    except PluginError as exc:
+        if not options.force:
+            raise type(exc)(f"{exc}; the Setting was not changed: turning it on first runs check's judgement, "
+                            f"which could not run (pass --force to turn it on without it)") from exc
+        render.note(io.stderr, f"--force: check's judgement could not run ({exc}); going ahead without it")
+        return True
+    render.notes(snapshot, io.stderr)
+    report = checks.check(snapshot, skipped_workloads=options.skip_workloads)
+    errors = [f for f in report.findings if f.severity == checks.ERROR]
+    if not errors:
+        view.gate_passed(report.summary(), io.stdout)
+        return True
+    view.gate_failed(len(errors), options.force, io.stdout)
+    render.show(check_views.CHECK, _Findings(errors), Output(format="wide"), io.stdout)
+    if options.force:
+        render.note(io.stderr, f"--force: turning the Setting on despite {len(errors)} error finding"
+                               f"{'s' if len(errors) != 1 else ''}")
+        return True
+    render.error(io.stderr, f"refusing to turn the Setting on: check found {len(errors)} error"
+                            f"{'s' if len(errors) != 1 else ''} that the rollout turns into crash-looping or "
+                            f"refused replicas (listed above, each with its fix); fix them, or pass --force; "
+                            f"nothing was changed")
+    return False
+
+
+class _Findings:
+    """The shape the check view lists: just the findings."""
+
+    def __init__(self, findings):
+        self.findings = findings
 
 
 def count_blast_radius(client, chunk) -> st.BlastRadius:

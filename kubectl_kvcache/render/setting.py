@@ -152,3 +152,17 @@ def reported(now: Setting, want: bool, out):
 
 def undo(command: str, out):
     print(f"To undo: {command}", file=out)
+
+
+# -- the gate on `on` -------------------------------------------------------------------------
+
+def gate_passed(counts: dict, out):
+    extra = f" ({counts['warning']} warning{'s' if counts['warning'] != 1 else ''}: see kubectl kvcache check -A)" \
+        if counts.get("warning") else ""
+    print(f"Before turning it on, check -A: no errors{extra}.", file=out)
+
+
+def gate_failed(errors: int, force: bool, out):
+    what = "turning it on anyway (--force)" if force else "the Setting is not turned on"
+    print(f"Before turning it on, check -A found {errors} error{'s' if errors != 1 else ''}: {what}. "
+          f"Each with its fix:", file=out)

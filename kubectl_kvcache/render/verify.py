@@ -4,8 +4,9 @@ import shlex
 from typing import List, Tuple
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
-from kubectl_kvcache.render.core import Column, View, cell
-from kubectl_kvcache.verify import OK, REJECTED, STATUSES, Item, recover_command
+from kubectl_kvcache.render.core import NONE, Column, View, cell
+from kubectl_kvcache.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
+                                    recover_command, state_label)
 
 
 def version_label(engine, version, source):
@@ -22,12 +23,40 @@ def _version(item):
     return version_label(item.engine, item.engine_version, item.version_source) if item.engine_version else None
 
 
+def _pod(item):
+    """The Pod's name; a replica that has no Pod shows whose it is (angle brackets: never a Pod name)."""
+    return item.pod if item.pod is not None else f"<no pod: {item.deployment}>"
+
+
+def _safe(text):
+    """Cluster text (a waiting reason is written by whoever writes Pod status) with control
+    characters shown as escapes, never sent to the terminal."""
+    if text is None:
+        return None
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
+
+
+def _state(item):
+    return _safe(state_label(item))
+
+
+def _ready(item):
+    if not item.state or item.state["ready"] is None:
+        return None
+    return "true" if item.state["ready"] else "false"
+
+
+def _restarts(item):
+    return item.state["restarts"] if item.state and item.state["restarts"] is not None else None
+
+
 VIEW = View(
-    columns=(Column("namespace", lambda i: i.namespace), Column("pod", lambda i: i.pod),
+    columns=(Column("namespace", lambda i: i.namespace), Column("pod", _pod),
              Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
              Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected),
              Column("effective", lambda i: i.effective), Column("status", lambda i: i.status)),
     wide=(Column("container", lambda i: i.container), Column("version", _version), Column("owner", _owner),
+          Column("state", _state), Column("ready", _ready), Column("restarts", _restarts),
           Column("reason", lambda i: i.reason), Column("fix", lambda i: i.fix)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
@@ -38,8 +67,31 @@ VIEW = View(
 def summary(report):
     counts = report.summary()
     parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]]
-    noun = "pod" if counts["total"] == 1 else "pods"
-    return f"{counts['total']} {noun}: " + ", ".join(parts) if parts else f"{counts['total']} {noun}"
+    pods = counts["total"] - counts[NO_POD]
+    head = f"{pods} {'pod' if pods == 1 else 'pods'}"
+    if counts[NO_POD]:
+        head += f", {counts[NO_POD]} {'replica' if counts[NO_POD] == 1 else 'replicas'} without a Pod"
+    return f"{head}: " + ", ".join(parts) if parts else head
+
+
+def deployment_line(d) -> str:
+    """`deployment llm-prod/qwen-chat: 2/2 replicas run 'fp8', 0 to roll, 0 crash-looping`."""
+    value = f"{d.expected!r}" if d.expected is not None else "as expected (nothing is expected: the Setting is off)"
+    text = (f"deployment {d.namespace}/{d.name}: {d.counts[DONE]}/{d.desired} "
+            f"{'replica runs' if d.desired == 1 else 'replicas run'} {value}, {d.counts[TO_ROLL]} to roll, "
+            f"{d.counts[CRASHING]} crash-looping")
+    if d.counts[STUCK]:
+        which = ", ".join(f"{n} {s}" for s, n in sorted(d.stuck.items()))
+        text += f", {which} that rolling will not fix"
+    terminating = sum(r.terminating for r in d.roles)
+    if terminating:
+        text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
+    return text
+
+
+def deployment_lines(report, err):
+    for d in report.deployments:
+        err.write(deployment_line(d) + "\n")
 
 
 def _scope_args(scope):
@@ -87,6 +139,8 @@ def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
 def pod_details(report, out):
     """For named Pods: the argv with every kv-cache-dtype occurrence marked."""
     for item in report.items:
+        if item.pod is None:
+            continue
         out.write(f"\nPod {item.namespace}/{item.pod}, container {cell(item.container)}: {item.status}\n")
         if item.engine:
             out.write(f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}\n")
@@ -101,3 +155,107 @@ def pod_details(report, out):
             for pos, element, mark in rows:
                 line = f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip()
                 out.write(line + "\n")
+
+
+# -- following a rollout (--watch / --wait) ------------------------------------------------------
+
+class RowPrinter:
+    """Table rows printed as they come (kubectl get -w): the column widths are fixed by the first
+    batch, so later rows line up under the header."""
+
+    def __init__(self, out, wide=False, headers=True):
+        self.out, self.wide, self.headers = out, wide, headers
+        self.widths = None
+
+    def emit(self, items):
+        columns = VIEW.columns + (VIEW.wide if self.wide else ())
+        rows = [[_safe(cell(c.cell(i, self.wide))) for c in columns] for i in items]
+        if self.widths is None:
+            heads = [c.header.upper() for c in columns]
+            self.widths = [max(len(x) for x in col) for col in zip(heads, *rows)]
+            if self.headers:
+                self._write(heads)
+        for row in rows:
+            self._write(row)
+        self.out.flush()
+
+    def _write(self, row):
+        self.out.write("  ".join(v.ljust(w) for v, w in zip(row, self.widths)).rstrip() + "\n")
+
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def progress_line(p, elapsed) -> str:
+    """`rollout: 3 OK, 1 MISSING, 1 NO-POD, 1 terminating | deployments 2/4 done | 0m42s`."""
+    counts = ", ".join(f"{p.counts[s]} {s}" for s in STATUSES if p.counts[s]) or "no replicas"
+    if p.counts["terminating"]:
+        counts += f", {p.counts['terminating']} terminating"
+    return f"rollout: {counts} | deployments {p.done}/{p.total} done | {_clock(elapsed)}"
+
+
+class ProgressLine:
+    """On a terminal one live line, rewritten in place; piped, a plain line whenever it changes."""
+
+    def __init__(self, err):
+        self.err = err
+        isatty = getattr(err, "isatty", None)
+        self.live = bool(isatty and isatty())
+        self.last = None
+        self.shown = False
+
+    def show(self, text, tick=False):
+        if self.live:
+            self.err.write("\r\x1b[K" + text)
+            self.err.flush()
+            self.shown = True
+        elif not tick and text.split(" | ")[:2] != (self.last or "").split(" | ")[:2]:
+            self.err.write(text + "\n")
+            self.err.flush()
+        self.last = text
+
+    def clear(self):
+        """Before other output on a terminal: take the live line away (show() puts it back)."""
+        if self.live and self.shown:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+            self.shown = False
+
+    def done(self):
+        if self.live and self.shown:
+            self.err.write("\n")
+            self.err.flush()
+            self.shown = False
+
+
+def wait_complete(report, elapsed, err):
+    n = len(report.deployments)
+    if n == 0:
+        err.write("nothing to wait for: no pool-attached ModelDeployment in scope\n")
+        return
+    err.write(f"rollout complete after {_clock(elapsed)}: every replica of {n} pool-attached "
+              f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value\n")
+
+
+def wait_rejected(items, err):
+    for item in items:
+        err.write(f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
+                  f"(its engine exited with code 2: {item.reason}): the rollout crash-loops every replica it "
+                  f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}\n")
+
+
+def wait_timeout(timeout, p, err):
+    err.write(f"timed out after {_clock(timeout)}: {len(p.left)} "
+              f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "
+              f"({p.done}/{p.total} deployments done); listed on stdout\n")
+
+
+def watch_reconnect(what, why, err):
+    """`why` names what failed (the watch, or the API server it could not reach)."""
+    err.write(f"note: {why if what in why else what + ': ' + why}; reconnecting\n")
+
+
+def watch_relist(what, err):
+    err.write(f"note: {what}: its resourceVersion expired (410 Gone); listed again\n")

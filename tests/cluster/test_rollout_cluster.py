@@ -1,0 +1,402 @@
+"""The rollout against a real kube-apiserver: `verify --wait/--watch` while the test plays the
+operator's controller (creating, replacing and deleting Pods, writing their status), a watch
+whose resourceVersion expires (410 Gone) and one the server ends, the gate on `setting on`,
+check before the upgrade (no Setting object; the Setting API not served), and read-only users
+without the workload kinds (--skip-workloads)."""
+
+import copy
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import objects as o
+from kubectl_kvcache import kube
+from kubectl_kvcache.cli import main
+from kubectl_kvcache.commands import verify as verify_cmd
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SETTING_PATH = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings/model-deployment-kv-cache-dtype-owned"
+HOLD = "kvcache.test/hold"      # a finalizer that keeps a deleted Pod Terminating until the test lets go
+
+
+def set_setting(cluster, value):
+    cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                   "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+                   "spec": {"value": value}, "status": {"value": value, "editable": True}})
+
+
+def start(cluster, *argv, kubeconfig=None, env=None):
+    """The plugin as a user runs it: a separate process (stdout/stderr piped, not a terminal)."""
+    return subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", *argv, "--kubeconfig",
+                             kubeconfig or cluster.admin_kubeconfig],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT, **(env or {})))
+
+
+def run(cluster, *argv, kubeconfig=None, timeout=120):
+    p = start(cluster, *argv, kubeconfig=kubeconfig)
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
+
+def finish(p, timeout=60, seen=""):
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, seen + err
+
+
+def first_progress(p):
+    """Block until the plugin has listed and judged (its first progress line); returns stderr so far."""
+    seen = ""
+    while True:
+        line = p.stderr.readline()
+        assert line, f"the plugin ended before its first progress line: {seen}"
+        seen += line
+        if line.startswith("rollout: "):
+            return seen
+
+
+def still_running(p, seconds=2.0):
+    """The plugin is still waiting after `seconds` (it has not ended early)."""
+    try:
+        p.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+# -- the test plays the controller -----------------------------------------------------------------
+
+def pods_path(ns, name=""):
+    return f"/api/v1/namespaces/{ns}/pods" + (f"/{name}" if name else "")
+
+
+def create_pod(cluster, pod, hold=False):
+    pod = copy.deepcopy(pod)
+    status = pod.pop("status", None)
+    if hold:
+        pod["metadata"]["finalizers"] = [HOLD]
+    ns = pod["metadata"]["namespace"]
+    cluster.request_ok("POST", pods_path(ns), pod)
+    if status:
+        pod_status(cluster, ns, pod["metadata"]["name"], status)
+
+
+def pod_status(cluster, ns, name, status):
+    cluster.request_ok("PATCH", pods_path(ns, name) + "/status", {"status": status},
+                       content_type="application/merge-patch+json")
+
+
+def running(ready=True, exit_code=None, waiting=None, restarts=0):
+    cs = {"name": "main", "ready": ready, "restartCount": restarts, "image": "x", "imageID": "",
+          "state": {"waiting": {"reason": waiting}} if waiting else {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
+    if exit_code is not None:
+        cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": "Error",
+                                          "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z"}}
+    return {"phase": "Running", "containerStatuses": [cs]}
+
+
+def delete_pod(cluster, ns, name):
+    cluster.request_ok("DELETE", pods_path(ns, name))
+
+
+def release(cluster, ns, name):
+    """Drop the finalizer: a Terminating Pod goes away."""
+    cluster.request_ok("PATCH", pods_path(ns, name), {"metadata": {"finalizers": None}},
+                       content_type="application/merge-patch+json")
+
+
+def md_pod(ns, name, md, dtype, status=None):
+    pod = o.md_pod(name, md, o.vllm_argv(dtype), ns=ns)
+    pod["status"] = status or {"phase": "Pending"}
+    return pod
+
+
+def seed(cluster, dtype="fp8", replicas=2, name="chat"):
+    ns = cluster.new_namespace("rollout")
+    cluster.apply([o.binding("b1", dtype, ns=ns),
+                   o.deployment(name, ns=ns, roles=[{"name": "server", "kind": "server", "replicas": replicas}])],
+                  with_status=False)
+    return ns
+
+
+def compact_etcd(cluster):
+    """Compact etcd's history up to now (what the API server does every few minutes), through
+    etcd's own JSON gateway on its loopback client port."""
+    import base64
+    import urllib.request
+
+    def call(path, body):
+        req = urllib.request.Request(f"http://127.0.0.1:{cluster.etcd_port}{path}", json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    revision = call("/v3/kv/range", {"key": base64.b64encode(b"/").decode()})["header"]["revision"]
+    call("/v3/kv/compaction", {"revision": revision, "physical": True})
+
+
+# -- verify --wait / --watch -------------------------------------------------------------------------
+
+def test_wait_follows_the_rollout_to_the_end(cluster):
+    set_setting(cluster, "true")
+    ns = seed(cluster)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", None, running()), hold=True)   # not rolled yet
+    p = start(cluster, "verify", "-n", ns, "--wait", "--watch", "--timeout", "90s")
+    try:
+        seen = first_progress(p)
+        create_pod(cluster, md_pod(ns, "chat-server-1", "chat", "fp8", running()))
+        assert still_running(p, 1.5)        # the old replica still runs without the flag
+        delete_pod(cluster, ns, "chat-server-0")                           # Terminating (held)
+        create_pod(cluster, md_pod(ns, "chat-server-2", "chat", "fp8"))     # Pending
+        assert still_running(p, 1.5)
+        pod_status(cluster, ns, "chat-server-2", running(ready=False))
+        assert still_running(p, 1.0)        # not ready yet
+        pod_status(cluster, ns, "chat-server-2", running())
+        assert still_running(p, 1.5)        # the old replica is still Terminating
+        release(cluster, ns, "chat-server-0")
+        code, out, err = finish(p, seen=seen)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "POD", "ROLE", "ENGINE", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]
+    rows = [line.split() for line in lines[1:]]
+    # the first table: the old replica and the one that has no Pod yet; then each change as a row
+    assert rows[0][1] == "chat-server-0" and rows[0][-1] == "MISSING"
+    assert rows[1][1:4] == ["<no", "pod:", "chat>"] and rows[1][-1] == "NO-POD"
+    assert ["chat-server-1", "OK"] in [[r[1], r[-1]] for r in rows]
+    assert ["chat-server-2", "OK"] in [[r[1], r[-1]] for r in rows]
+    progress = [line for line in err.splitlines() if line.startswith("rollout: ")]
+    assert progress[0].startswith("rollout: 1 MISSING, 1 NO-POD | deployments 0/1 done")
+    assert any("1 terminating" in line for line in progress)
+    assert f"deployment {ns}/chat: 2/2 replicas run 'fp8', 0 to roll, 0 crash-looping" in err
+    assert "rollout complete" in err.splitlines()[-1]
+
+
+def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
+    set_setting(cluster, "true")
+    ns = seed(cluster, dtype="bf16", replicas=1)                          # vLLM rejects bf16
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "bf16"))
+    p = start(cluster, "verify", "-n", ns, "--wait", "--timeout", "90s")
+    try:
+        seen = first_progress(p)
+        assert still_running(p)       # REJECTED by the prediction, but it has not crashed yet
+        pod_status(cluster, ns, "chat-server-0", running(ready=False, exit_code=2, waiting="CrashLoopBackOff",
+                                                         restarts=3))
+        code, out, err = finish(p, seen=seen)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert code == 1, err
+    assert "REJECTED" in out and "chat-server-0" in out
+    assert f"kubectl kvcache recover b1 -n {ns}" in err
+    assert f"deployment {ns}/chat: 0/1 replica runs 'bf16', 0 to roll, 1 crash-looping" in err
+
+
+def test_wait_times_out_listing_what_is_left(cluster):
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=2)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    started = time.monotonic()
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "3s")
+    assert code == 1, err
+    assert time.monotonic() - started >= 3
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert [r[-1] for r in rows] == ["NO-POD"]          # only what is left
+    assert "timed out after 0m03s: 1 replica has not rolled" in err
+
+
+def test_watch_resumes_and_relists_after_410(cluster, monkeypatch):
+    """In process: the first watch starts from a resourceVersion long compacted away (the real
+    server answers 410 Gone), so the plugin lists again; every later watch the server ends after
+    one second (KVCACHE_WATCH_SECONDS) and the plugin resumes it."""
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    scratch = cluster.new_namespace("scratch")     # the watch caches see Pods and deployments move
+    create_pod(cluster, md_pod(scratch, "scratch", "other", "fp8"))
+    cluster.apply(o.deployment("other", ns=scratch), with_status=False)
+    delete_pod(cluster, scratch, "scratch")
+    compact_etcd(cluster)   # resourceVersion "1" is now compacted away: a watch from it is 410 Gone
+    monkeypatch.setenv("KVCACHE_WATCH_SECONDS", "1")
+    calls = []
+    real_watch = kube.Client.watch
+
+    def watch(self, path, resource_version, *args, **kw):
+        calls.append((path, resource_version))
+        first = sum(1 for c in calls if c[0] == path) == 1
+        return real_watch(self, path, "1" if first else resource_version, *args, **kw)
+
+    monkeypatch.setattr(kube.Client, "watch", watch)
+    out, err = io.StringIO(), io.StringIO()
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("code", main(
+        ["verify", "-n", ns, "--wait", "--timeout", "60s", "--kubeconfig", cluster.admin_kubeconfig],
+        stdin=io.StringIO(""), stdout=out, stderr=err)))
+    t.start()
+    time.sleep(3.0)          # longer than a server-side watch: it has been resumed at least once
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    t.join(60)
+    assert not t.is_alive()
+    assert result["code"] == 0, err.getvalue()
+    assert "its resourceVersion expired (410 Gone); listed again" in err.getvalue()
+    assert len(calls) >= 6          # three lists, each watched from "1", then again after the relist
+    assert "rollout complete" in err.getvalue()
+
+
+def test_a_deployment_whose_only_pod_was_deleted_is_not_ok(cluster):
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    code, out, err = run(cluster, "verify", "-n", ns, "-o", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert [(i["pod"], i["status"], i["owner"]) for i in report["items"]] == \
+        [(None, "NO-POD", {"kind": "ModelDeployment", "name": "chat"})]
+    assert report["deployments"][0]["toRoll"] == 1 and report["deployments"][0]["complete"] is False
+    code, _, _ = run(cluster, "verify", "-n", ns, "--fail-on", "REJECTED,MISMATCH,UNKNOWN")
+    assert code == 0
+
+
+# -- the gate on `setting on`, and before the upgrade --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def own(cluster_binaries):
+    """A cluster of this module's own: the gate judges every namespace, and the last tests take
+    the Setting's API away."""
+    import kvcache_test_harness as harness
+
+    c = harness.Cluster(cluster_binaries, with_crds=True, name="kvcache-rollout")
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def spec_value(cluster):
+    return cluster.request_ok("GET", SETTING_PATH)["spec"]["value"]
+
+
+def test_setting_on_is_refused_while_check_reports_errors(own):
+    set_setting(own, "false")
+    ns = own.new_namespace("gate")
+    own.apply([o.binding("b1", "bf16", ns=ns), o.deployment("chat", ns=ns)], with_status=False)
+    for argv in (("--yes",), ("--dry-run=client",), ("--dry-run=server",)):
+        code, out, err = run(own, "setting", "on", *argv)
+        assert code == 1, (argv, err)
+        assert "found 1 error: the Setting is not turned on" in out
+        assert "binding-dtype-rejected" in out and ns in out and "bfloat16" in out    # the fix names a spelling
+        assert err.strip().splitlines()[-1].startswith("error: refusing to turn the Setting on")
+        assert spec_value(own) == "false"
+    code, out, err = run(own, "setting", "on", "--yes", "--force")
+    assert code == 0, err
+    assert "turning it on anyway (--force)" in out and spec_value(own) == "true"
+    own.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+               "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+               "status": {"value": "true"}})
+    code, out, err = run(own, "setting", "off", "--yes")      # the recovery path is never gated
+    assert code == 0, err
+    assert "Before turning it on" not in out and spec_value(own) == "false"
+    own.kubectl("delete", "namespace", ns, "--wait=false")
+    own.request_ok("DELETE", f"/apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/kvcachepoolbindings/b1")
+    own.request_ok("DELETE", f"/apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/modeldeployments/chat")
+
+
+def test_setting_on_passes_the_gate_when_check_is_clean(own):
+    set_setting(own, "false")
+    ns = own.new_namespace("clean")
+    own.apply([o.binding("b1", "fp8", ns=ns), o.deployment("chat", ns=ns)], with_status=False)
+    code, out, err = run(own, "setting", "on", "--yes")
+    assert code == 0, err
+    assert "Before turning it on, check -A: no errors" in out and spec_value(own) == "true"
+
+
+def test_check_without_a_setting_object_judges_as_on(own):
+    own.request_ok("DELETE", SETTING_PATH)
+    ns = own.new_namespace("noset")
+    own.apply([o.binding("b1", "bf16", ns=ns), o.deployment("chat", ns=ns)], with_status=False)
+    code, out, err = run(own, "check", "-n", ns, "-o", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["setting"]["on"] is True and report["setting"]["source"] == "default"
+    assert "binding-dtype-rejected" in {f["code"] for f in report["findings"]}
+    assert "does not exist: judging with its default, on" in err
+
+
+def test_before_the_upgrade_the_setting_api_is_not_served(own):
+    own.kubectl("delete", "crd", "settings.gpustack.ai", check=True)
+    deadline = time.monotonic() + 30
+    while own.request("GET", "/apis/gpustack.ai")[0] != 404:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    ns = own.new_namespace("preupgrade")
+    own.apply([o.binding("b1", "bf16", ns=ns), o.deployment("chat", ns=ns)], with_status=False)
+    create_pod(own, md_pod(ns, "chat-server-0", "chat", None, running()))
+    for command in ("check", "bindings"):
+        code, out, err = run(own, command, "-n", ns)
+        assert code == 1, err                   # the findings, not "does not serve the API group"
+        assert "does not serve the Setting's API group gpustack.ai yet" in err and "error:" not in err
+    code, out, err = run(own, "check", "-n", ns, "-o", "json")
+    assert json.loads(out)["setting"] == {"namespace": "gpustack-system",
+                                          "name": "model-deployment-kv-cache-dtype-owned", "value": None,
+                                          "specValue": None, "on": True, "source": "not-served"}
+    code, out, err = run(own, "verify", "-n", ns, "-o", "json")
+    assert code == 0, err
+    item, = json.loads(out)["items"]
+    assert item["status"] == "OK" and item["expected"] is None and "nothing is expected yet" in item["reason"]
+    assert "verify expects nothing" in err
+
+
+# -- read-only users without the workload kinds ---------------------------------------------------------
+
+def test_reader_without_workloads_uses_skip_workloads(cluster):
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    for command in ("check", "bindings"):
+        code, out, err = run(cluster, command, "-n", ns, kubeconfig=cluster.reader_kubeconfig)
+        assert code == 2 and out == ""
+        line, = err.strip().splitlines()
+        assert line.startswith("error: forbidden") and "--skip-workloads" in line
+        code, out, err = run(cluster, command, "-n", ns, "--skip-workloads", kubeconfig=cluster.reader_kubeconfig)
+        assert code == 0, err
+        assert "--skip-workloads: the Pod templates of Deployments" in err and "not checked" in err
+        if command == "check":
+            assert "unchecked" in out and "--skip-workloads" in out
+    code, out, err = run(cluster, "roles", "-n", ns, kubeconfig=cluster.reader_kubeconfig)
+    assert code == 0, err
+
+
+def test_progress_line_is_live_on_a_terminal(cluster):
+    """stderr a terminal: one line rewritten in place (its clock moves), ended before the last words."""
+    import pty
+
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", "verify", "-n", ns, "--wait", "--timeout", "3s",
+                          "--kubeconfig", cluster.admin_kubeconfig], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=slave, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    os.close(slave)
+    out, _ = p.communicate(timeout=60)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    err = b"".join(chunks).decode()
+    assert p.returncode == 1
+    live = [part for part in err.split("\r\x1b[K") if part.startswith("rollout: ")]
+    assert len(live) >= 3 and live[0].startswith("rollout: 1 NO-POD | deployments 0/1 done | 0m00s")
+    assert any("| 0m02s" in part for part in live)          # the clock ticks without events
+    assert "timed out after 0m03s" in err and "NO-POD" in out

@@ -1,0 +1,238 @@
+"""Replica accounting (NO-POD, Terminating, Pod state), the per-deployment progress, the rollout's
+pure judgement (rollout.py), --fail-on, and the flag rules of --watch/--wait, on saved objects."""
+
+import io
+import json
+
+import pytest
+
+import objects as o
+from kubectl_kvcache import cli, rollout, sources, verify
+from kubectl_kvcache.options import Scope
+from kubectl_kvcache.render import verify as view
+
+
+def snapshot_of(*objs, tmp_path):
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(o.as_list(*objs)))
+    return sources.load_files([str(path)], Scope())
+
+
+def cli_run(argv, tmp_path, *objs):
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(o.as_list(*objs)))
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([a if a != "FILE" else str(path) for a in argv], stdin=io.StringIO(""), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def two_replicas(*pods):
+    return (o.binding("b1", "fp8"),
+            o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 2}]), *pods)
+
+
+def terminating(pod):
+    pod["metadata"]["deletionTimestamp"] = "2026-03-10T09:00:00Z"
+    return pod
+
+
+def status(pod, **state):
+    cs = {"name": "main", "ready": state.get("ready", True), "restartCount": state.get("restarts", 0),
+          "state": {"waiting": {"reason": state["waiting"]}} if state.get("waiting") else {"running": {}}}
+    if "exit" in state:
+        cs["lastState"] = {"terminated": {"exitCode": state["exit"]}}
+    pod["status"] = {"phase": state.get("phase", "Running"), "containerStatuses": [cs]}
+    return pod
+
+
+def test_a_replica_without_a_pod_is_no_pod_and_not_ok(tmp_path):
+    report = verify.verify(snapshot_of(*two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8")))),
+                                       tmp_path=tmp_path))
+    assert [(i.pod, i.status) for i in report.items] == [("md-server-0", "OK"), (None, "NO-POD")]
+    no_pod = report.items[1]
+    assert no_pod.owner == {"kind": "ModelDeployment", "name": "md"} and no_pod.expected == "fp8"
+    assert "replica 2 of 2 (spec.roles[0].replicas) has no Pod: 1 exists" in no_pod.reason
+    d, = report.deployments
+    assert (d.desired, d.counts[verify.DONE], d.counts[verify.TO_ROLL], d.complete) == (2, 1, 1, False)
+
+
+def test_a_deployment_with_no_pods_at_all_does_not_vanish(tmp_path):
+    md = o.deployment("md")
+    md["status"] = {"roles": [{"name": "server", "replicas": 0, "readyReplicas": 0, "updatedReplicas": 0}]}
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), md, tmp_path=tmp_path))
+    item, = report.items
+    assert item.status == "NO-POD" and "status.roles reports 0 replicas, 0 ready, 0 updated" in item.reason
+    assert report.deployments[0].roles[0].status.replicas == 0
+
+
+def test_replicas_default_to_one_and_zero_wants_none(tmp_path):
+    zero = o.deployment("z", roles=[{"name": "server", "kind": "server", "replicas": 0}])
+    unset = o.deployment("u", roles=[{"name": "server", "kind": "server"}])
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), zero, unset, tmp_path=tmp_path))
+    assert [(i.deployment, i.status) for i in report.items] == [("u", "NO-POD")]
+    assert [(d.name, d.desired, d.complete) for d in report.deployments] == [("u", 1, False), ("z", 0, True)]
+
+
+def test_a_terminating_pod_is_judged_with_its_state_but_is_not_a_replica(tmp_path):
+    old = terminating(status(o.md_pod("md-server-0", "md", o.vllm_argv(None))))
+    new = status(o.md_pod("md-server-1", "md", o.vllm_argv("fp8")))
+    report = verify.verify(snapshot_of(*two_replicas(old, new), tmp_path=tmp_path))
+    assert [(i.pod, i.status, verify.state_label(i)) for i in report.items] == [
+        ("md-server-0", "MISSING", "Terminating"), ("md-server-1", "OK", "Running"), (None, "NO-POD", None)]
+    d, = report.deployments
+    assert d.roles[0].pods == 1 and d.roles[0].terminating == 1
+    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 2 to roll, 0 crash-looping "
+                                       "(1 old Pod terminating)")
+
+
+@pytest.mark.parametrize("pod, progress, label", [
+    (status(o.md_pod("p", "md", o.vllm_argv("fp8"))), verify.DONE, "Running"),
+    (status(o.md_pod("p", "md", o.vllm_argv("fp8")), ready=False), verify.TO_ROLL, "Running, not ready"),
+    (status(o.md_pod("p", "md", o.vllm_argv("fp8")), phase="Pending"), verify.TO_ROLL, "Pending"),
+    (status(o.md_pod("p", "md", o.vllm_argv(None))), verify.TO_ROLL, "Running"),
+    (status(o.md_pod("p", "md", o.vllm_argv("fp8")), waiting="CrashLoopBackOff", exit=1, ready=False),
+     verify.CRASHING, "CrashLoopBackOff (exit 1)"),
+    (status(o.md_pod("p", "md", o.vllm_argv("fp8_e5m2"))), verify.STUCK, "Running"),
+    (status(o.md_pod("p", "md", o.vllm_argv("bf16"))), verify.STUCK, "Running"),
+    (status(o.md_pod("p", "md", o.vllm_argv("bf16")), exit=2, ready=False), verify.CRASHING,
+     "Running, not ready (exit 2)"),
+])
+def test_how_a_replica_stands_in_the_rollout(pod, progress, label, tmp_path):
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
+    item, = report.items
+    assert (item.progress, verify.state_label(item)) == (progress, label)
+
+
+def test_json_state_of_a_crash_looping_pod(tmp_path):
+    pod = status(o.md_pod("p", "md", o.vllm_argv("bf16")), waiting="CrashLoopBackOff", exit=2, ready=False,
+                 restarts=4)
+    report = verify.verify(snapshot_of(o.binding("b1", "bf16"), o.deployment("md"), pod, tmp_path=tmp_path))
+    item = report.to_dict()["items"][0]
+    assert item["state"] == {"phase": "Running", "terminating": False, "ready": False, "restarts": 4,
+                             "waiting": "CrashLoopBackOff", "lastExitCode": 2}
+    progress = rollout.progress(report)
+    assert progress.outcome == rollout.REJECTED and [i.pod for i in progress.rejected] == ["p"]
+
+
+def test_progress_and_changes_over_a_rollout(tmp_path):
+    before = snapshot_of(*two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv(None)))),
+                         tmp_path=tmp_path)
+    changes = rollout.Changes()
+    first = verify.verify(before)
+    assert [i.status for i in changes.update(first)] == ["MISSING", "NO-POD"]
+    p = rollout.progress(first)
+    assert (p.counts["MISSING"], p.counts["NO-POD"], p.done, p.total, p.outcome) == (1, 1, 0, 1, None)
+    assert view.progress_line(p, 75) == "rollout: 1 MISSING, 1 NO-POD | deployments 0/1 done | 1m15s"
+    assert changes.update(verify.verify(before)) == []          # nothing changed: no row
+    after = snapshot_of(*two_replicas(status(o.md_pod("md-server-1", "md", o.vllm_argv("fp8"))),
+                                      status(o.md_pod("md-server-2", "md", o.vllm_argv("fp8")))), tmp_path=tmp_path)
+    done = verify.verify(after)
+    assert [(i.pod, i.status) for i in changes.update(done)] == [("md-server-1", "OK"), ("md-server-2", "OK")]
+    assert rollout.progress(done).outcome == rollout.COMPLETE
+
+
+def test_injected_pods_are_listed_but_not_waited_for(tmp_path):
+    pod = o.injected_pod("inj", "b1", containers=[o.container("main", args=["--kv-cache-dtype", "bf16"],
+                                                               image="vllm/vllm-openai:v0.29.0")])
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), pod, tmp_path=tmp_path))
+    assert [i.status for i in report.items] == ["REJECTED"]
+    assert rollout.progress(report).outcome == rollout.COMPLETE and rollout.replicas(report) == []
+
+
+def test_row_printer_keeps_the_first_widths(tmp_path):
+    report = verify.verify(snapshot_of(*two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8")))),
+                                       tmp_path=tmp_path))
+    out = io.StringIO()
+    rows = view.RowPrinter(out)
+    rows.emit(report.items)
+    rows.emit(report.items[:1])
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("NAMESPACE  POD") and len(lines) == 4
+    assert [line.index("OK") for line in (lines[1], lines[3])] == [lines[0].index("STATUS")] * 2
+    assert "<no pod: md>" in lines[2] and lines[2].rstrip().endswith("NO-POD")
+
+
+class TTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_line_live_on_a_terminal_plain_when_piped():
+    piped, tty = io.StringIO(), TTY()
+    for err in (piped, tty):
+        line = view.ProgressLine(err)
+        line.show("rollout: 1 NO-POD | deployments 0/1 done | 0m00s")
+        line.show("rollout: 1 NO-POD | deployments 0/1 done | 0m01s", tick=True)
+        line.show("rollout: 1 OK | deployments 1/1 done | 0m02s")
+        line.done()
+    assert piped.getvalue().splitlines() == ["rollout: 1 NO-POD | deployments 0/1 done | 0m00s",
+                                             "rollout: 1 OK | deployments 1/1 done | 0m02s"]
+    assert tty.getvalue().count("\r\x1b[K") == 3 and tty.getvalue().endswith("0m02s\n")
+
+
+def test_fail_on_chooses_the_statuses_that_fail(tmp_path):
+    objs = two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))))
+    code, out, err = cli_run(["verify", "-f", "FILE"], tmp_path, *objs)
+    assert code == 1 and "NO-POD" in out and "1 pod, 1 replica without a Pod: 1 OK, 1 NO-POD" in err
+    assert cli_run(["verify", "-f", "FILE", "--fail-on", "rejected,MISMATCH,UNKNOWN"], tmp_path, *objs)[0] == 0
+    assert cli_run(["verify", "-f", "FILE", "--fail-on", "NO-POD"], tmp_path, *objs)[0] == 1
+
+
+def test_no_pod_accounting_is_off_when_pods_are_filtered(tmp_path):
+    objs = two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))))
+    code, out, _ = cli_run(["verify", "-f", "FILE", "-l", "app.kubernetes.io/component=server", "-o", "json"],
+                           tmp_path, *objs)
+    report = json.loads(out)
+    assert code == 0 and report["deployments"] is None and [i["status"] for i in report["items"]] == ["OK"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["verify", "--fail-on", "OK,BOGUS"], "--fail-on: 'BOGUS' is not a status"),
+    (["verify", "--wait", "-f", "x.json"], "cannot be used with -f/--filename"),
+    (["verify", "--watch", "-n", "a", "pod-0"], "cannot be used with POD names"),
+    (["verify", "--wait", "-l", "a=b"], "cannot be used with -l/--selector"),
+    (["verify", "--watch", "-o", "json"], "--watch prints table rows"),
+    (["verify", "--timeout", "5m"], "--timeout needs --wait or --watch"),
+    (["verify", "--wait", "--timeout", "soon"], "invalid duration 'soon' for --timeout"),
+])
+def test_flag_rules_are_one_error_line(argv, message):
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(argv, stdin=io.StringIO(""), stdout=out, stderr=err) == 2
+    line, = err.getvalue().splitlines()
+    assert line.startswith("error: ") and message in line and out.getvalue() == ""
+
+
+def test_skip_workloads_does_not_read_templates_from_files_and_says_so(tmp_path):
+    refused = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w", "namespace": "team"},
+               "spec": {"template": {"metadata": {"labels": {"kvcache.gpustack.ai/inject": "true"},
+                                                  "annotations": {"kvcache.gpustack.ai/binding": "b1",
+                                                                  "kvcache.gpustack.ai/engine": "vLLM"}},
+                                     "spec": {"containers": [{"name": "c", "image": "vllm/vllm-openai:v0.29.0"}]}}}}
+    code, out, err = cli_run(["check", "-f", "FILE"], tmp_path, o.binding("b1", "fp8"), refused)
+    assert code == 1 and "injection-refused" in out
+    code, out, err = cli_run(["check", "-f", "FILE", "--skip-workloads"], tmp_path, o.binding("b1", "fp8"), refused)
+    assert code == 0 and "injection-refused" not in out
+    assert "note: --skip-workloads: the Pod templates of Deployments" in err
+    code, out, err = cli_run(["check", "-f", "FILE", "--skip-workloads", "-o", "json"], tmp_path,
+                             o.binding("b1", "fp8"), refused)
+    unchecked = [f for f in json.loads(out)["findings"] if f["code"] == "unchecked"]
+    assert [(f["severity"], f["kind"], f["name"]) for f in unchecked] == [("warning", "Workloads", "--skip-workloads")]
+    assert cli_run(["check", "-f", "FILE", "--skip-workloads", "--strict"], tmp_path, o.binding("b1", "fp8"))[0] == 1
+
+
+def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):
+    pod = status(o.md_pod("p", "md", o.vllm_argv("fp8")), waiting="Evil\x1b[2J", ready=False)
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
+    out = io.StringIO()
+    view.RowPrinter(out, wide=True).emit(report.items)
+    assert "\x1b" not in out.getvalue() and "Evil\\x1b[2J" in out.getvalue()
+
+
+def test_a_no_pod_row_is_not_repeated_when_another_replica_appears(tmp_path):
+    changes = rollout.Changes()
+    three = o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 3}])
+    first = verify.verify(snapshot_of(o.binding("b1", "fp8"), three, tmp_path=tmp_path))
+    assert [i.status for i in changes.update(first)] == ["NO-POD"] * 3
+    second = verify.verify(snapshot_of(o.binding("b1", "fp8"), three,
+                                       status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))), tmp_path=tmp_path))
+    assert [(i.pod, i.status) for i in changes.update(second)] == [("md-server-0", "OK")]
