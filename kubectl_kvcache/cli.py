@@ -41,7 +41,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2, like kubectl."""
 
     def error(self, message):
-        self.exit(EXIT_ERROR, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
+        from kubectl_kvcache.render.core import escape   # the message may quote an argument
+
+        self.exit(EXIT_ERROR, f"error: {escape(message)}\nSee '{self.prog} --help' for usage.\n")
 
 
 def _connection_flags(p):
@@ -211,7 +213,8 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
         render.line(stdout, f"kubectl-kvcache {__version__}")
         return EXIT_OK
     if ns.command == "setting" and ns.action is None:
-        render.error(stderr, f"setting needs an action: status, on or off\nSee '{PROG} setting --help' for usage.")
+        render.error(stderr, "setting needs an action: status, on or off")
+        render.line(stderr, f"See '{PROG} setting --help' for usage.")
         return EXIT_ERROR
     try:
         name, options = options_for(ns)

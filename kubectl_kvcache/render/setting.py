@@ -5,6 +5,7 @@ import json
 from typing import Optional, Tuple
 
 from kubectl_kvcache.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
+from kubectl_kvcache.render.core import line
 from kubectl_kvcache.snapshot import SETTING_NAME, SETTING_NAMESPACE, Setting
 
 MEANING = {
@@ -99,48 +100,48 @@ def _seconds(timeout):
 
 def status(record: Setting, out):
     for text in status_lines(record):
-        print(text, file=out)
+        line(out, text)
 
 
 def already(record: Setting, want: bool, out):
-    print(f"The Setting is already {action_for(want)} (status.value {record.status_value or 'unset: default'}"
-          f"); nothing to change.", file=out)
+    line(out, f"The Setting is already {action_for(want)} (status.value {record.status_value or 'unset: default'}"
+          f"); nothing to change.")
 
 
 def blast(radius: BlastRadius, want: bool, out):
     for text in blast_radius_lines(radius, want):
-        print(text, file=out)
+        line(out, text)
 
 
 def client_dry_run(path, body, field_manager, out):
-    print("Dry run (client): nothing was sent. The patch would be:", file=out)
-    print(f"  PATCH {path}?fieldManager={field_manager}", file=out)
-    print("  Content-Type: application/merge-patch+json", file=out)
-    print(f"  {json.dumps(body)}", file=out)
+    line(out, "Dry run (client): nothing was sent. The patch would be:")
+    line(out, f"  PATCH {path}?fieldManager={field_manager}")
+    line(out, "  Content-Type: application/merge-patch+json")
+    line(out, f"  {json.dumps(body)}")
 
 
 def server_dry_run(spec_value, out):
-    print(f"Dry run (server): the API server accepted the patch (spec.value {spec_value!r}); nothing was "
-          f"persisted.", file=out)
+    line(out, f"Dry run (server): the API server accepted the patch (spec.value {spec_value!r}); nothing was "
+          f"persisted.")
 
 
 def patched(want: bool, before: str, after: str, out):
-    print(f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} patched: spec.value {WORD[want]!r} "
-          f"(resourceVersion {before} -> {after}).", file=out)
+    line(out, f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} patched: spec.value {WORD[want]!r} "
+          f"(resourceVersion {before} -> {after}).")
 
 
 def waiting(want: bool, timeout: Optional[float], err):
     limit = "no time limit" if timeout is None else f"up to {_seconds(timeout)}"
-    print(f"Waiting for status.value to report {WORD[want]!r} ({limit})...", file=err)
+    line(err, f"Waiting for status.value to report {WORD[want]!r} ({limit})...")
 
 
 def reported(now: Setting, want: bool, out):
     if effective_value(now) == want:
-        print(f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.", file=out)
+        line(out, f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.")
     else:
-        print(f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
-              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.", file=out)
+        line(out, f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
+              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.")
 
 
 def undo(command: str, out):
-    print(f"To undo: {command}", file=out)
+    line(out, f"To undo: {command}")

@@ -3,7 +3,7 @@
 from typing import List, Tuple
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
-from kubectl_kvcache.render.core import Column, View, cell
+from kubectl_kvcache.render.core import Column, View, cell, escape, line
 from kubectl_kvcache.verify import REJECTED, STATUSES, Item
 
 
@@ -61,17 +61,18 @@ def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
 
 
 def pod_details(report, out):
-    """For named Pods: the argv with every kv-cache-dtype occurrence marked."""
+    """For named Pods: the argv with every kv-cache-dtype occurrence marked (elements escaped
+    before the columns are measured)."""
     for item in report.items:
-        out.write(f"\nPod {item.namespace}/{item.pod}, container {cell(item.container)}: {item.status}\n")
+        line(out)
+        line(out, f"Pod {item.namespace}/{item.pod}, container {cell(item.container)}: {item.status}")
         if item.engine:
-            out.write(f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}\n")
-        out.write(f"  expected: {cell(item.expected)}    effective: {cell(item.effective)}\n")
-        out.write(f"  reason:   {item.reason}\n")
-        rows = argv_listing(item)
+            line(out, f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}")
+        line(out, f"  expected: {cell(item.expected)}    effective: {cell(item.effective)}")
+        line(out, f"  reason:   {item.reason}")
+        rows = [(pos, escape(element), escape(mark)) for pos, element, mark in argv_listing(item)]
         if rows:
             width = max(len(r[0]) for r in rows)
             ewidth = min(max(len(r[1]) for r in rows), 60)
             for pos, element, mark in rows:
-                line = f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip()
-                out.write(line + "\n")
+                line(out, f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip())
