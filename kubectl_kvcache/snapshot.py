@@ -490,6 +490,8 @@ def deployment_record(obj) -> Deployment:
         kv = _obj(kv, what, "spec.kvCache")
         binding = _str(_obj(kv.get("poolRef"), what, "spec.kvCache.poolRef").get("name"), what,
                        "spec.kvCache.poolRef.name")
+        if not binding:      # the operator requires it: a pool is attached through a named Binding
+            raise InvalidObject(what, "spec.kvCache.poolRef.name", "missing")
     engine = _obj(spec.get("engine"), what, "spec.engine")
     status = _obj(obj.get("status"), what, "status")
     domain = _obj(_obj(status.get("kvCache"), what, "status.kvCache").get("domain"), what, "status.kvCache.domain")
