@@ -30,6 +30,10 @@ class InvalidObject(PluginError):
         self.what, self.path, self.problem = what, path, problem
         super().__init__(f"{what}: missing {path}" if problem == "missing" else f"{what}: {path}: {problem}")
 
+    def named(self, what):
+        """This error with the object's name filled in (builders name objects only on error)."""
+        return self if self.what is not None else InvalidObject(what, self.path, self.problem)
+
     def located(self, where, location):
         """The message for a file: the file, then the object (by its index in the file when it
         has no name to go by)."""

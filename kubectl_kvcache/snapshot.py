@@ -376,21 +376,19 @@ class Interner:
         return self._checked.setdefault(check, set())
 
 
-def _own(value):
-    return value
+class _Unshared:
+    """The interner of a record built alone: nothing is shared, everything is checked."""
+
+    __slots__ = ()
+
+    def __call__(self, value):
+        return value
+
+    def checked(self, check):
+        return set()
 
 
-_own.checked = lambda check: set()
-
-
-def _shared(value, share, check, what, path):
-    """`value` through the interner, checked unless an equal value already was."""
-    value = share(value)
-    done = share.checked(check)
-    if id(value) not in done:
-        check(value, what, path)
-        done.add(id(value))
-    return value
+_own = _Unshared()
 
 
 def _check_labels(value, what, path):
@@ -402,10 +400,19 @@ def _check_container_at(value, what, path):
 
 
 def _pod_containers(value, what, path, share):
+    """The slimmed containers of a Pod (template) spec, each through the interner and checked
+    unless an equal container already was in this load."""
     if value.__class__ is not list:
         raise InvalidObject(what, path, "missing" if value is None else f"must be a list, not {_type_name(value)}")
-    return tuple(_shared(_slim_container(c, what, f"{path}[{i}]"), share, _check_container_at, what, f"{path}[{i}]")
-                 for i, c in enumerate(value))
+    done = share.checked(_check_container_at)
+    out = []
+    for i, c in enumerate(value):
+        slim = share(_slim_container(c, what, f"{path}[{i}]"))
+        if id(slim) not in done:
+            _check_container(slim, what, f"{path}[{i}]")
+            done.add(id(slim))
+        out.append(slim)
+    return tuple(out)
 
 
 def _owner(meta, what):
@@ -429,40 +436,63 @@ def _exit_codes(status, what):
     if not statuses:
         return exit_codes
     for i, cs in enumerate(_list(statuses, what, "status.containerStatuses")):
-        path = f"status.containerStatuses[{i}]"
         if cs.__class__ is not dict:
-            raise _bad(what, path, "an object", cs)
-        name = _str(cs.get("name"), what, path + ".name")
+            raise _bad(what, f"status.containerStatuses[{i}]", "an object", cs)
+        name = cs.get("name")
+        if name.__class__ is not str:
+            _str(name, what, f"status.containerStatuses[{i}].name")
         for key in ("state", "lastState"):
-            terminated = _obj(_obj(cs.get(key), what, f"{path}.{key}").get("terminated"), what,
-                              f"{path}.{key}.terminated")
+            state = cs.get(key)
+            if not state:
+                continue
+            if state.__class__ is not dict:
+                raise _bad(what, f"status.containerStatuses[{i}].{key}", "an object", state)
+            terminated = state.get("terminated")
+            if terminated is None:
+                continue
+            if terminated.__class__ is not dict:
+                raise _bad(what, f"status.containerStatuses[{i}].{key}.terminated", "an object", terminated)
             if "exitCode" in terminated and name not in exit_codes:
-                exit_codes[name] = _int(terminated["exitCode"], what, f"{path}.{key}.terminated.exitCode", _INT32)
+                exit_codes[name] = _int(terminated["exitCode"], what,
+                                        f"status.containerStatuses[{i}].{key}.terminated.exitCode", _INT32)
     return exit_codes
 
 
 def pod_record(obj, intern=None) -> Pod:
     """`intern`: an Interner shared by the records of one load (None: nothing is shared)."""
-    share = intern or _own
-    what = describe(obj, "Pod")
+    try:
+        return _pod_record(obj, intern or _own)
+    except InvalidObject as exc:      # named here, so that the valid path never formats a name
+        raise exc.named(describe(obj, "Pod")) from None
+
+
+def _pod_record(obj, share, what=None) -> Pod:
     meta = _meta(obj, what)
     spec = obj.get("spec")
     if spec.__class__ is not dict:
         raise InvalidObject(what, "spec.containers", "missing")
-    status = _obj(obj.get("status"), what, "status")
+    status = obj.get("status")
+    if status.__class__ is not dict:
+        status = _obj(status, what, "status")
     labels = meta.get("labels")
+    labels = share(dict(labels) if labels.__class__ is dict else {} if labels is None else labels)
+    done = share.checked(_check_labels)
+    if id(labels) not in done:
+        _str_map(labels, what, "metadata.labels")
+        done.add(id(labels))
+    phase = status.get("phase")
+    created = meta.get("creationTimestamp")
     return Pod(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
-        labels=_shared(dict(labels) if labels.__class__ is dict else {} if labels is None else labels, share,
-                       _check_labels, what,
-                       "metadata.labels"),
+        labels=labels,
         annotations=share(_kv_annotations(meta, what)),
         owner=_owner(meta, what),
         containers=_pod_containers(spec.get("containers"), what, "spec.containers", share),
         exit_codes=share(_exit_codes(status, what)),
-        phase=_str(status.get("phase"), what, "status.phase") or "",
-        created=_str(meta.get("creationTimestamp"), what, "metadata.creationTimestamp") or "",
+        phase=(phase if phase.__class__ is str else _str(phase, what, "status.phase")) or "",
+        created=(created if created.__class__ is str else
+                 _str(created, what, "metadata.creationTimestamp")) or "",
     )
 
 
