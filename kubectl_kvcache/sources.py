@@ -220,11 +220,17 @@ class _StreamedList(dict):
 
 
 # YAML ---------------------------------------------------------------------------------------
+#
+# libyaml parses (PyYAML's CParser, when PyYAML was built with it), and the nodes are composed
+# and constructed one top-level value at a time: a List's items one by one, so that a `kubectl
+# get -o yaml` dump is never held as one node graph (libyaml's own composer keeps every node of
+# a document, with two position marks each: ~40x the file in memory).
 
 # go-yaml's (gopkg.in/yaml.v2 and v3, behind sigs.k8s.io/yaml and so kubectl) limit on alias
 # expansion: after 1000 decoded nodes and 100 from aliases, the share of nodes decoded through
 # aliases may be at most 99% up to 400,000 nodes, 10% from 4,000,000, linear in between.
 _ALIAS_RANGE_LOW, _ALIAS_RANGE_HIGH = 400_000, 4_000_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _allowed_alias_ratio(decoded):
@@ -260,8 +266,6 @@ def _expanded_sizes(root, sizes):
             continue
         if key in sizes:
             continue
-        if key in active:
-            raise ValueError(f"anchor {node.tag} value contains itself")
         active.add(key)
         stack.append((node, True))
         for child in _children(node):
@@ -271,45 +275,66 @@ def _expanded_sizes(root, sizes):
                 stack.append((child, False))
 
 
-def _check_aliases(root):
-    """Decode counts as go-yaml keeps them, in document order: the first occurrence of a node
-    is decoded as written, every later one (an alias) expands to its whole subtree."""
-    decoded = aliased = 0
-    seen, sizes = set(), {}
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        key = id(node)
-        if key in seen:
-            _expanded_sizes(node, sizes)
-            decoded += 1 + sizes[key]
-            aliased += sizes[key]
-        else:
-            seen.add(key)
-            decoded += 1
-            children = _children(node)
-            if children:
-                stack.extend(reversed(children))
-        if aliased > 100 and decoded > 1000 and aliased / decoded > _allowed_alias_ratio(decoded):
-            raise ValueError("document contains excessive aliasing")
+class _AliasCount:
+    """go-yaml's decode counts over one document, in document order: the first occurrence of a
+    node is decoded as written, every later one (an alias) expands to its whole subtree."""
+
+    __slots__ = ("decoded", "aliased")
+
+    def __init__(self):
+        self.decoded = 0
+        self.aliased = 0
+
+    def add(self, root, earlier):
+        """Count the graph of one composed value; `earlier`: ids of anchored nodes decoded by
+        earlier values of the document (an alias to them expands them again)."""
+        seen, sizes = set(), {}
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            key = id(node)
+            if key in seen or key in earlier:
+                _expanded_sizes(node, sizes)
+                self.decoded += 1 + sizes[key]
+                self.aliased += sizes[key]
+            else:
+                seen.add(key)
+                self.decoded += 1
+                children = _children(node)
+                if children:
+                    stack.extend(reversed(children))
+            if self.aliased > 100 and self.decoded > 1000 and \
+                    self.aliased / self.decoded > _allowed_alias_ratio(self.decoded):
+                raise ValueError("document contains excessive aliasing")
 
 
 _LOADER = None
 
 
 def _loader():
-    """libyaml's safe loader when PyYAML was built with it, else the pure-Python one; timestamps
-    stay strings, as in the JSON kubectl would have printed."""
+    """libyaml's parser when PyYAML has it, else the pure-Python one; PyYAML's composer and safe
+    constructor; timestamps stay strings, as in the JSON kubectl would have printed."""
     global _LOADER
     if _LOADER is None:
         import yaml
+        from yaml.composer import Composer
+        from yaml.constructor import SafeConstructor
+        from yaml.resolver import Resolver
 
-        base = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+        try:
+            from yaml.cyaml import CParser
+        except ImportError:
+            class Loader(yaml.SafeLoader):
+                pass
+        else:
+            class Loader(CParser, Composer, SafeConstructor, Resolver):
+                def __init__(self, stream):
+                    CParser.__init__(self, stream)
+                    Composer.__init__(self)
+                    SafeConstructor.__init__(self)
+                    Resolver.__init__(self)
 
-        class Loader(base):
-            pass
-
-        Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.constructor.SafeConstructor.construct_yaml_str)
+        Loader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_yaml_str)
         _LOADER = Loader
     return _LOADER
 
@@ -318,30 +343,81 @@ def _yaml_documents(text, where):
     import yaml
 
     loader = _loader()(text)
+    aliases = "*" in text and "&" in text      # else no alias can exist: no counting
     n = 0
     try:
-        while True:
-            try:
-                if not loader.check_node():
-                    break
-                node = loader.get_node()
+        try:
+            loader.get_event()                 # stream start
+            while not loader.check_event(yaml.StreamEndEvent):
                 n += 1
-                if node is None:
-                    continue
-                if "*" in text and "&" in text:
-                    _check_aliases(node)
-                doc = loader.construct_document(node)
-            except yaml.YAMLError as exc:
-                first = " ".join(str(exc).split())
-                raise PluginError(f"{where}: not valid YAML: {first}")
-            except RecursionError:
-                raise PluginError(f"{where}: not valid YAML: {_MAX_DEPTH_MESSAGE}")
-            except ValueError as exc:      # an integer too long to convert, excessive aliasing
-                raise PluginError(f"{where}: not valid YAML: document {n}: {exc}")
-            if doc is not None:
-                yield doc, f"document {n}" if n > 1 else ""
+                yield from _yaml_document(loader, f"document {n}" if n > 1 else "", aliases, where)
+        except yaml.YAMLError as exc:
+            raise PluginError(f"{where}: not valid YAML: {' '.join(str(exc).split())}")
+        except RecursionError:
+            raise PluginError(f"{where}: not valid YAML: {_MAX_DEPTH_MESSAGE}")
+        except ValueError as exc:      # an integer too long to convert, excessive aliasing
+            raise PluginError(f"{where}: not valid YAML: document {n}: {exc}")
     finally:
         loader.dispose()
+
+
+def _yaml_document(loader, location, aliases, where):
+    """One document; a root mapping is read key by key and the values of its `items` one by
+    one (yielded as _Item before the root, which then carries `items: []`)."""
+    import yaml
+
+    loader.get_event()                          # document start
+    loader.anchors = {}
+    count = _AliasCount() if aliases else None
+
+    def value():
+        earlier = {id(n) for n in loader.anchors.values()} if count is not None else None
+        node = loader.compose_node(None, None)
+        if count is not None:
+            count.add(node, earlier)
+        return node
+
+    start = loader.peek_event()
+    if isinstance(start, yaml.MappingStartEvent) and start.anchor is None and \
+            start.tag in (None, "!", "tag:yaml.org,2002:map"):
+        loader.get_event()
+        doc, merged, streamed = {}, [], False
+        while not loader.check_event(yaml.MappingEndEvent):
+            key_node = value()
+            if key_node.tag == _MERGE_TAG:     # `<<: *base` at the root: the keys written win
+                merged.append(loader.construct_document(value()))
+                continue
+            key = loader.construct_document(key_node)
+            try:
+                hash(key)
+            except TypeError:
+                raise PluginError(f"{where}: not valid YAML: {_join(location, 'a key')} is a "
+                                  f"{type(key).__name__}, not a string")
+            if key == "items" and not streamed and loader.check_event(yaml.SequenceStartEvent) and \
+                    loader.peek_event().anchor is None:
+                loader.get_event()
+                i = 0
+                while not loader.check_event(yaml.SequenceEndEvent):
+                    yield _Item(loader.construct_document(value())), f"{_join(location, 'items')}[{i}]"
+                    i += 1
+                loader.get_event()
+                doc[key], streamed = [], True
+            else:
+                doc[key] = loader.construct_document(value())
+        loader.get_event()
+        for extra in merged:
+            for source in extra if isinstance(extra, list) else [extra]:
+                if not isinstance(source, dict):
+                    raise PluginError(f"{where}: not valid YAML: {_at(location)}a merge (<<) of "
+                                      f"{_type_name(source)}, not a mapping")
+                for k, v in source.items():
+                    doc.setdefault(k, v)
+        doc = _StreamedList(doc) if streamed else doc
+    else:
+        doc = loader.construct_document(value())
+    loader.get_event()                          # document end
+    if doc is not None:
+        yield doc, location
 
 
 # objects --------------------------------------------------------------------------------------

@@ -124,6 +124,31 @@ def test_json_streams_timestamps_bom_and_moderate_aliases_are_read(tmp_path):
     assert code == 0 and json.loads(out)["items"][0]["effective"] == "fp8", err
 
 
+def test_a_yaml_list_is_read_item_by_item_with_anchors_and_merges(tmp_path):
+    """`kubectl get -o yaml` Lists are streamed item by item: anchors defined in one item and
+    aliased in a later one still resolve, and are counted against the alias limit; a merge key
+    at a document's root merges (keys written win)."""
+    objs = [o.binding("b1", "fp8"), o.deployment("md"), o.md_pod("a", "md", "__A__"), o.md_pod("b", "md", "__B__")]
+    text = yaml.safe_dump(o.as_list(*objs))
+    text = text.replace("command: __A__", "command: &argv [vllm, serve, m, --kv-cache-dtype, fp8]")
+    text = text.replace("command: __B__", "command: *argv")
+    path = tmp_path / "list.yaml"
+    path.write_text(text)
+    code, out, err = run("verify", "-f", str(path), "-o", "json")
+    assert code == 0 and [i["effective"] for i in json.loads(out)["items"]] == ["fp8", "fp8"], err
+    bomb = "".join(f"    - &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 9))
+    path.write_text("apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n  x:\n    - &l0 [a, a, a, a, a, a, a, a, a]\n"
+                    + bomb + "- kind: Pod\n  y: [*l8, *l8]\n")
+    code, out, err = run("verify", "-f", str(path))
+    assert code == 2 and "excessive aliasing" in err
+    merged = tmp_path / "merge.yaml"
+    merged.write_text("x-base: &base {apiVersion: worker.gpustack.ai/v1alpha1, kind: Bogus,\n"
+                      "                metadata: {name: b1, namespace: team}}\n"
+                      "kind: KVCachePoolBinding\n<<: *base\nspec: {poolRef: {name: p}, domain: {dtype: fp8}}\n")
+    snapshot = sources.load_files([str(merged)], Scope())
+    assert list(snapshot.bindings) == [("team", "b1")]
+
+
 def test_an_unexpected_exception_names_the_file_and_object(tmp_path, monkeypatch):
     from kubectl_kvcache import snapshot
 
