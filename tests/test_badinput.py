@@ -237,3 +237,29 @@ def test_one_field_of_a_real_object_replaced_by_anything(tmp_path, data):
     fmt = data.draw(st.sampled_from(["json", "yaml"]))
     text = json.dumps(o.as_list(*objs)) if fmt == "json" else yaml.safe_dump_all(objs)
     _load_and_judge(tmp_path, f"objs.{fmt}", text)
+
+
+YAML_TEXT = st.lists(st.sampled_from(list("{}[]:-&*!|>'\"#%@`,?<=~\n\t .0123456789") +
+                                     ["kind", "items", "List", "Pod", "a", "b", "&a", "*a", "<<", "---", "...",
+                                      "!!str", "!!map", "!!binary", "\x1b", "\ufeff", "\n  ", ": ", "- "]),
+                     max_size=60).map("".join)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=YAML_TEXT)
+def test_random_text_raises_only_plugin_errors(tmp_path, text):
+    """Arbitrary text near YAML's syntax (anchors, merges, tags, flow and block, markers)."""
+    _load_and_judge(tmp_path, "text.yaml", text)
+
+
+JSON_TEXT = st.lists(st.sampled_from(list('{}[]:,"\\ \n\t0123456789.-eE') +
+                                     ['"kind"', '"items"', '"List"', '"Pod"', '"apiVersion"', '"v1"', "true", "null",
+                                      "NaN", '"metadata"', '{"name": "p"}', "\\u0000", '"\\ud800"']),
+                     max_size=60).map(lambda parts: "{" + "".join(parts))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=JSON_TEXT)
+def test_random_json_text_raises_only_plugin_errors(tmp_path, text):
+    """Arbitrary text near JSON's syntax through the value-by-value decoder."""
+    _load_and_judge(tmp_path, "text.json", text)

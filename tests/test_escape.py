@@ -183,6 +183,7 @@ def test_escape_matches_kubectl_for_esc_and_cr_and_leaves_text_alone():
     assert escape("plain ünïcode 名前 -- x=y") == "plain ünïcode 名前 -- x=y"
     assert escape("\x00\x07\x7f\x85\u2066") == "^@^G^?\\x85\\u2066"
     assert escape(escape(EVIL)) == escape(EVIL)
+    assert escape("a\ud800b") == "a\\ud800b"                 # a lone surrogate from JSON's "\ud800"
     assert escape(None) == "None" and escape(3) == "3"
 
 

@@ -16,8 +16,8 @@ NONE = "<none>"
 # Cluster data (Pod names, args, annotations, a Binding's dtype, the Setting's description, an
 # API server's error message) reaches a terminal only through `escape`: like kubectl's
 # printers.EscapeTerminal (ESC -> "^[", CR -> "\r"), and further every other control character
-# (C0, DEL, C1) and the Unicode bidi/line controls, so that nothing can colour, retitle, beep,
-# rewrite or forge a row. Human output only: -o json|yaml carry the data exactly (JSON escapes
+# (C0, DEL, C1), the Unicode bidi/line controls and lone surrogates, so that nothing can colour,
+# retitle, beep, rewrite or forge a row, or fail to encode. Human output only: -o json|yaml carry the data exactly (JSON escapes
 # control characters itself; YAML quotes and escapes them).
 
 def _escapes():
@@ -26,7 +26,8 @@ def _escapes():
         table.setdefault(code, "^" + chr(code + 0x40))
     for code in range(0x80, 0xA0):
         table[code] = f"\\x{code:02x}"
-    for code in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)):
+    for code in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                 *range(0xD800, 0xE000)):      # and lone surrogates (JSON's "\ud800"): not encodable
         table[code] = f"\\u{code:04x}"
     return table
 
