@@ -124,6 +124,7 @@ def _str_map(value, what, path):
 
 
 _EMPTY = {}
+_STR_OR_NONE = (str, type(None))
 
 _ENV_REFS = (("secretKeyRef", ("name", "key")), ("configMapKeyRef", ("name", "key")), ("fieldRef", ("fieldPath",)),
              ("resourceFieldRef", ("resource",)))
@@ -467,7 +468,10 @@ def pod_record(obj, intern=None) -> Pod:
 
 
 def _pod_record(obj, share, what=None) -> Pod:
-    meta = _meta(obj, what)
+    meta = obj.get("metadata")
+    if meta.__class__ is not dict or meta.get("name").__class__ is not str or not meta["name"] or \
+            meta.get("namespace").__class__ not in _STR_OR_NONE:
+        _meta(obj, what)                     # raises, naming the field
     spec = obj.get("spec")
     if spec.__class__ is not dict:
         raise InvalidObject(what, "spec.containers", "missing")
