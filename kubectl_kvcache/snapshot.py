@@ -2,13 +2,14 @@
 live cluster or from saved `kubectl get -o json` output.
 
 Built page by page from raw JSON, so memory follows the number of records, not the size of the
-objects. A missing required field is a PluginError naming the object, never a KeyError.
+objects. A missing or mistyped field is an InvalidObject (a PluginError) naming the object and the
+field path, never a KeyError or AttributeError.
 """
 
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from kubectl_kvcache.errors import InvalidObject, PluginError
+from kubectl_kvcache.errors import InvalidObject
 
 GROUP = "worker.gpustack.ai"
 SETTING_GROUP = "gpustack.ai"

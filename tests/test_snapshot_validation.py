@@ -26,7 +26,8 @@ def test_a_listed_pod_with_a_bad_field_is_named_with_its_kind_and_path():
 
 
 @pytest.mark.parametrize("path, value, message", [
-    (("status", "containerStatuses", 0, "lastState", "terminated", "exitCode"), True, "must be an integer, not a boolean"),
+    (("status", "containerStatuses", 0, "lastState", "terminated", "exitCode"), True,
+     "must be an integer, not a boolean"),
     (("status", "containerStatuses", 0, "lastState", "terminated", "exitCode"), 1 << 31, "integer out of range"),
     (("metadata", "ownerReferences"), [None], "must be an object, not null"),
     (("metadata", "labels", "app.kubernetes.io/component"), 3, "must be a string, not a number"),

@@ -17,8 +17,8 @@ NONE = "<none>"
 # API server's error message) reaches a terminal only through `escape`: like kubectl's
 # printers.EscapeTerminal (ESC -> "^[", CR -> "\r"), and further every other control character
 # (C0, DEL, C1), the Unicode bidi/line controls and lone surrogates, so that nothing can colour,
-# retitle, beep, rewrite or forge a row, or fail to encode. Human output only: -o json|yaml carry the data exactly (JSON escapes
-# control characters itself; YAML quotes and escapes them).
+# retitle, beep, rewrite or forge a row, or fail to encode. Human output only: -o json|yaml carry
+# the data exactly (JSON escapes control characters itself; YAML quotes and escapes them).
 
 def _escapes():
     table = {0x1B: "^[", 0x0D: "\\r", 0x0A: "\\n", 0x09: "\\t", 0x7F: "^?"}
