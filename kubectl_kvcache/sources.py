@@ -285,15 +285,16 @@ class _AliasCount:
         self.decoded = 0
         self.aliased = 0
 
-    def add(self, root, earlier):
-        """Count the graph of one composed value; `earlier`: ids of anchored nodes decoded by
-        earlier values of the document (an alias to them expands them again)."""
+    def add(self, root, anchors, mark):
+        """Count the graph of one composed value; `anchors`: the document's _Anchors, of which
+        the first `mark` were decoded by earlier values (an alias to them expands them again)."""
         seen, sizes = set(), {}
+        order = anchors.order
         stack = [root]
         while stack:
             node = stack.pop()
             key = id(node)
-            if key in seen or key in earlier:
+            if key in seen or order.get(key, mark) < mark:
                 _expanded_sizes(node, sizes)
                 self.decoded += 1 + sizes[key]
                 self.aliased += sizes[key]
@@ -306,6 +307,19 @@ class _AliasCount:
             if self.aliased > 100 and self.decoded > 1000 and \
                     self.aliased / self.decoded > _allowed_alias_ratio(self.decoded):
                 raise ValueError("document contains excessive aliasing")
+
+
+class _Anchors(dict):
+    """The composer's anchors of one document, remembering in which order their nodes came (an
+    id -> number map: which anchors an earlier value defined is one lookup, not a copy)."""
+
+    def __init__(self):
+        super().__init__()
+        self.order = {}
+
+    def __setitem__(self, name, node):
+        self.order.setdefault(id(node), len(self.order))
+        super().__setitem__(name, node)
 
 
 _LOADER = None
@@ -367,14 +381,14 @@ def _yaml_document(loader, location, aliases, where):
     import yaml
 
     loader.get_event()                          # document start
-    loader.anchors = {}
+    anchors = loader.anchors = _Anchors()
     count = _AliasCount() if aliases else None
 
     def value():
-        earlier = {id(n) for n in loader.anchors.values()} if count is not None else None
+        mark = len(anchors.order)
         node = loader.compose_node(None, None)
         if count is not None:
-            count.add(node, earlier)
+            count.add(node, anchors, mark)
         return node
 
     start = loader.peek_event()
