@@ -6,10 +6,12 @@ objects. A missing or mistyped field is an InvalidObject (a PluginError) naming 
 field path, never a KeyError or AttributeError.
 """
 
+import functools
+import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from kubectl_kvcache.errors import InvalidObject
+from kubectl_kvcache.errors import InvalidObject, PluginError
 
 GROUP = "worker.gpustack.ai"
 SETTING_GROUP = "gpustack.ai"
@@ -163,6 +165,8 @@ def _env_from(value, what, path):
 
 def describe(obj, kind=None):
     """`Pod ns/name` for messages; tolerant of any shape (it names objects that are malformed)."""
+    if obj.__class__ is not dict:
+        return kind or "object"
     meta = obj.get("metadata")
     meta = meta if meta.__class__ is dict else _EMPTY
     name, ns = meta.get("name"), meta.get("namespace")
@@ -460,12 +464,43 @@ def _exit_codes(status, what):
     return exit_codes
 
 
+def _failed(obj, kind, exc):
+    """The PluginError for an exception while building a record: always naming the object."""
+    what = describe(obj, kind)
+    if isinstance(exc, InvalidObject):
+        return exc.named(what)
+    if isinstance(exc, PluginError):
+        return exc
+    if isinstance(exc, RecursionError):
+        return PluginError(f"{what}: nested too deeply")
+    return PluginError(f"{what}: internal error while reading it: {exc.__class__.__name__}: {exc} (set "
+                       f"KVCACHE_DEBUG=1 for the traceback; please report it)")
+
+
+def _reading(kind):
+    """Builders name the object they were reading in every error, on the cluster path too;
+    KVCACHE_DEBUG=1 lets an unexpected exception through with its traceback."""
+    def wrap(build):
+        @functools.wraps(build)
+        def record(obj, *args):
+            try:
+                return build(obj, *args)
+            except Exception as exc:
+                if os.environ.get("KVCACHE_DEBUG") and not isinstance(exc, PluginError):
+                    raise
+                raise _failed(obj, kind, exc) from None
+        return record
+    return wrap
+
+
 def pod_record(obj, intern=None) -> Pod:
     """`intern`: an Interner shared by the records of one load (None: nothing is shared)."""
     try:
         return _pod_record(obj, intern or _own)
-    except InvalidObject as exc:      # named here, so that the valid path never formats a name
-        raise exc.named(describe(obj, "Pod")) from None
+    except Exception as exc:      # named here, so that the valid path never formats a name
+        if os.environ.get("KVCACHE_DEBUG") and not isinstance(exc, PluginError):
+            raise
+        raise _failed(obj, "Pod", exc) from None
 
 
 def _pod_record(obj, share, what=None) -> Pod:
@@ -501,6 +536,7 @@ def _pod_record(obj, share, what=None) -> Pod:
     )
 
 
+@_reading('ModelDeployment')
 def deployment_record(obj) -> Deployment:
     what, meta, spec = _with_spec(obj, "ModelDeployment")
     roles = []
@@ -543,6 +579,7 @@ def deployment_record(obj) -> Deployment:
     )
 
 
+@_reading('KVCachePoolBinding')
 def binding_record(obj) -> Binding:
     what, meta, spec = _with_spec(obj, "KVCachePoolBinding")
     domain = _obj(spec.get("domain"), what, "spec.domain")
@@ -564,6 +601,7 @@ def binding_record(obj) -> Binding:
     )
 
 
+@_reading('Setting')
 def setting_record(obj, source) -> Setting:
     what = describe(obj, "Setting")
     meta = _meta(obj, what)
@@ -589,6 +627,7 @@ def assumed_setting(on: bool) -> Setting:
     return Setting("true" if on else "false", None, None, "", None, "", "flag")
 
 
+@_reading(None)
 def workload_record(obj) -> Workload:
     what = describe(obj)
     meta = _meta(obj, what)

@@ -86,3 +86,22 @@ def test_a_pool_attached_deployment_must_name_its_binding():
     md["spec"]["kvCache"] = {"poolRef": {}}
     with pytest.raises(InvalidObject, match="missing spec.kvCache.poolRef.name"):
         snap.deployment_record(md)
+
+
+def test_an_unexpected_exception_on_the_cluster_path_names_the_object(monkeypatch):
+    """A bug in a builder (here: the engine model's container check) is still one line naming the
+    object, without a file (the live-cluster path)."""
+    def broken(*args):
+        raise AttributeError("'NoneType' object has no attribute 'get'")
+
+    monkeypatch.delenv("KVCACHE_DEBUG", raising=False)
+    monkeypatch.setattr(snap, "_check_container", broken)
+    with pytest.raises(snap.PluginError) as err:
+        snap.pod_record(as_listed(o.md_pod("p0", "md", o.vllm_argv("fp8"))))
+    assert str(err.value).startswith("Pod team/p0: internal error while reading it: AttributeError")
+    monkeypatch.setattr(snap, "_env", broken)
+    with pytest.raises(snap.PluginError, match="^ModelDeployment team/md: internal error"):
+        snap.deployment_record(o.deployment("md", roles=[{"name": "r", "env": []}]))
+    monkeypatch.setenv("KVCACHE_DEBUG", "1")
+    with pytest.raises(AttributeError):
+        snap.deployment_record(o.deployment("md", roles=[{"name": "r", "env": []}]))
