@@ -330,37 +330,43 @@ def _loader():
     constructor; timestamps stay strings, as in the JSON kubectl would have printed."""
     global _LOADER
     if _LOADER is None:
-        import yaml
-        from yaml.composer import Composer
-        from yaml.constructor import SafeConstructor
-        from yaml.resolver import Resolver
-
-        try:
-            from yaml.cyaml import CParser
-        except ImportError:
-            class Loader(yaml.SafeLoader):
-                pass
-        else:
-            class Loader(CParser, Composer, SafeConstructor, Resolver):
-                def __init__(self, stream):
-                    CParser.__init__(self, stream)
-                    Composer.__init__(self)
-                    SafeConstructor.__init__(self)
-                    Resolver.__init__(self)
-
-        Loader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_yaml_str)
-        _LOADER = Loader
+        _LOADER = build_loader()
     return _LOADER
+
+
+def build_loader(libyaml=True):
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.resolver import Resolver
+
+    try:
+        if not libyaml:
+            raise ImportError("not asked for")
+        from yaml.cyaml import CParser
+    except ImportError:
+        class Loader(yaml.SafeLoader):
+            pass
+    else:
+        class Loader(CParser, Composer, SafeConstructor, Resolver):
+            def __init__(self, stream):
+                CParser.__init__(self, stream)
+                Composer.__init__(self)
+                SafeConstructor.__init__(self)
+                Resolver.__init__(self)
+
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_yaml_str)
+    return Loader
 
 
 def _yaml_documents(text, where):
     import yaml
 
-    loader = _loader()(text)
     aliases = "*" in text and "&" in text      # else no alias can exist: no counting
-    n = 0
+    n, loader = 0, None
     try:
         try:
+            loader = _loader()(text)           # the pure-Python reader checks characters here
             loader.get_event()                 # stream start
             while not loader.check_event(yaml.StreamEndEvent):
                 n += 1
@@ -372,7 +378,8 @@ def _yaml_documents(text, where):
         except ValueError as exc:      # an integer too long to convert, excessive aliasing
             raise PluginError(f"{where}: not valid YAML: document {n}: {exc}")
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _yaml_document(loader, location, aliases, where):

@@ -52,6 +52,26 @@ def test_malformed_input_is_one_error_line_and_exit_2(case, command):
         assert expected in err, (expected, err)
 
 
+YAML_CASES = [c for c in CASES if c["file"].endswith((".yaml", ".yml")) or c["class"] == "dir"]
+
+
+def test_the_pure_python_yaml_reader_gives_the_same_errors(monkeypatch, tmp_path):
+    """Without libyaml (PyYAML built without it) the reader falls back to PyYAML's own parser:
+    every YAML case of the corpus ends the same way."""
+    monkeypatch.setattr(sources, "_LOADER", sources.build_loader(libyaml=False))
+    assert "CParser" not in [c.__name__ for c in sources._loader().__mro__]
+    for case in YAML_CASES:
+        code, out, err = run("check", "-A", "-f", os.path.join(CORPUS, "files", case["file"]))
+        assert (code, out) == (2, "") and len(err.splitlines()) == 1, (case["file"], err)
+        assert "internal error" not in err and all(e in err for e in case["expect"]), (case["file"], err)
+    with open(os.path.join(ROOT, "examples", "cluster.json"), encoding="utf-8") as f:
+        example = json.load(f)
+    saved = tmp_path / "cluster.yaml"                 # `kubectl get -o yaml`: one List document
+    saved.write_text(yaml.safe_dump(example))
+    code, out, err = run("verify", "-A", "-f", str(saved))
+    assert code == 1 and "10 pods: 6 OK, 2 MISMATCH, 1 MISSING, 1 REJECTED" in err
+
+
 def test_workload_only_defects_do_not_concern_verify():
     """verify does not read Deployments, StatefulSets, ... (README): a malformed template is an
     error for check, ignored by verify, which still judges the Pods."""
