@@ -283,3 +283,23 @@ JSON_TEXT = st.lists(st.sampled_from(list('{}[]:,"\\ \n\t0123456789.-eE') +
 def test_random_json_text_raises_only_plugin_errors(tmp_path, text):
     """Arbitrary text near JSON's syntax through the value-by-value decoder."""
     _load_and_judge(tmp_path, "text.json", text)
+
+
+def test_the_same_objects_as_json_list_yaml_list_yaml_stream_and_json_stream_give_the_same_report(tmp_path):
+    """The value-by-value readers change nothing for valid input."""
+    with open(os.path.join(ROOT, "examples", "cluster.json"), encoding="utf-8") as f:
+        example = json.load(f)
+    forms = {"list.json": json.dumps(example, indent=4), "list.yaml": yaml.safe_dump(example),
+             "stream.yaml": yaml.safe_dump_all(example["items"]),
+             "stream.json": "\n".join(json.dumps(item) for item in example["items"]),
+             "array.json": json.dumps(example["items"])}
+    reports = {}
+    for name, text in forms.items():
+        (tmp_path / name).write_text(text)
+        for command in ("verify", "check"):
+            code, out, err = run(command, "-A", "-f", str(tmp_path / name), "-o", "json")
+            reports.setdefault(command, {})[name] = (code, out)
+    for command, by_form in reports.items():
+        assert len(set(by_form.values())) == 1, command
+        code, out = by_form["list.json"]
+        assert code == 1 and json.loads(out)["kind"] in ("VerifyReport", "CheckReport")
