@@ -139,10 +139,12 @@ class _Parser(argparse.ArgumentParser):
     the help of the (sub)command that was being parsed."""
 
     def error(self, message):
+        from kubectl_kvcache.render.core import escape   # the message may quote an argument
+
         if message.startswith("unrecognized arguments: "):
             extra = message[len("unrecognized arguments: "):]
             message = ("unknown flag: " if extra.startswith("-") else "unexpected argument: ") + extra
-        self.exit(EXIT_ERROR, f"error: {message}\nSee '{self.prog} --help' for usage.\n")
+        self.exit(EXIT_ERROR, f"error: {escape(message)}\nSee '{self.prog} --help' for usage.\n")
 
     def parse_args(self, args=None, namespace=None):
         ns, extra = self.parse_known_args(args, namespace)
@@ -489,7 +491,8 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
         render.line(stdout, f"kubectl-kvcache {__version__}")
         return EXIT_OK
     if ns.command == "setting" and ns.action is None:
-        render.error(stderr, f"setting needs an action: status, on or off\nSee '{PROG} setting --help' for usage.")
+        render.error(stderr, "setting needs an action: status, on or off")
+        render.line(stderr, f"See '{PROG} setting --help' for usage.")
         return EXIT_ERROR
     try:
         name, options = options_for(ns)

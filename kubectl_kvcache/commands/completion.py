@@ -19,7 +19,7 @@ EXECUTABLE = "kubectl-kvcache"
 
 
 def run(options: CompletionOptions, io) -> int:
-    render.line(io.stdout, SCRIPTS[options.shell].rstrip("\n"))
+    render.document(io.stdout, SCRIPTS[options.shell])
     return exitcodes.OK
 
 
@@ -98,7 +98,7 @@ def complete(spec, words, io, lister=None) -> int:
     lister = lister or bounded(cluster_names, 2 * _timeout())
     candidates, directive = completion.complete(spec, completion.strip_protocol(words), lister)
     for c in candidates:
-        render.line(io.stdout, c)
+        render.record(io.stdout, *c.split("\t", 1))
     render.line(io.stdout, f":{directive}")
     return exitcodes.OK
 

@@ -79,7 +79,7 @@ def read_backups(path):
         return []
     if not any(n.endswith(".json") for n in os.listdir(path)):
         return []
-    return [o for o, _ in sources.read_objects([path]) if o.get("kind") != "RecoveryPlan"]
+    return [o for o, _, _ in sources.read_objects([path]) if o.get("kind") != "RecoveryPlan"]
 
 
 def default_backup_dir(namespace, binding, now=None):

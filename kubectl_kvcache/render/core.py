@@ -5,11 +5,43 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Tuple
 
 NONE = "<none>"
+
+
+# -- terminal safety --------------------------------------------------------------------------
+#
+# Cluster data (Pod names, args, annotations, a Binding's dtype, the Setting's description, an
+# API server's error message) reaches a terminal only through `escape`: like kubectl's
+# printers.EscapeTerminal (ESC -> "^[", CR -> "\r"), and further every other control character
+# (C0, DEL, C1), the Unicode bidi/line controls and lone surrogates, so that nothing can colour,
+# retitle, beep, rewrite or forge a row, or fail to encode. Human output only: -o json|yaml carry
+# the data exactly (JSON escapes control characters itself; YAML quotes and escapes them).
+
+def _escapes():
+    table = {0x1B: "^[", 0x0D: "\\r", 0x0A: "\\n", 0x09: "\\t", 0x7F: "^?"}
+    for code in range(0x20):
+        table.setdefault(code, "^" + chr(code + 0x40))
+    for code in range(0x80, 0xA0):
+        table[code] = f"\\x{code:02x}"
+    for code in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                 *range(0xD800, 0xE000)):      # and lone surrogates (JSON's "\ud800"): not encodable
+        table[code] = f"\\u{code:04x}"
+    return table
+
+
+_ESCAPES = _escapes()
+_UNSAFE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_ESCAPES)) + "]")
+
+
+def escape(text) -> str:
+    """`text` (any value, as str) safe to print on a terminal: every control character escaped."""
+    text = text if text.__class__ is str else str(text)
+    return text.translate(_ESCAPES) if _UNSAFE.search(text) else text
 
 
 @dataclass(frozen=True)
@@ -51,7 +83,7 @@ class View:
 def cell(value):
     if value is None or value == "":
         return NONE
-    return str(value)
+    return escape(value)
 
 
 def table(headers, rows, out, no_headers=False, fit=()) -> bool:
@@ -166,37 +198,67 @@ def show(view: View, report, output, out, err=None) -> int:
 
 # -- diagnostics (stderr) -------------------------------------------------------------------
 
-def line(out, text=""):
-    """One line of a result or message, to the stream the command chose."""
-    print(text, file=out)
+def line(out, text="", flush=False):
+    """One line of a result or message, to the stream the command chose: the only way a human
+    line is written (tables excepted, whose cells are escaped one by one). The text is escaped:
+    a line never holds a control character, so a second line always comes from a second call."""
+    out.write(escape(text) + "\n")
+    if flush:
+        out.flush()
+
+
+def document(out, text):
+    """Text the plugin itself wrote (a completion script), printed as it is: never cluster data."""
+    out.write(text if text.endswith("\n") else text + "\n")
+
+
+def record(out, *fields):
+    """One line of a tab-separated protocol (shell completion): each field escaped, so cluster data
+    can hold neither a tab nor a line break; the tabs between fields are the protocol's."""
+    out.write("\t".join(escape(f) for f in fields) + "\n")
 
 
 def error(err, message):
-    print(f"error: {message}", file=err)
+    line(err, f"error: {message}")
 
 
 def notes(snapshot, err):
-    for note in snapshot.notes:
-        print(f"note: {note}", file=err)
+    for text in snapshot.notes:
+        note(err, text)
 
 
 def note(err, text):
-    print(f"note: {text}", file=err)
+    line(err, f"note: {text}")
 
 
 def nothing_found(snapshot, what, err):
     where = f"in {snapshot.namespace} namespace" if snapshot.namespace else "in any namespace"
     if snapshot.source == "file":
         where = "in the input" + (f" (namespace {snapshot.namespace})" if snapshot.namespace else "")
-    print(f"No {what} found {where}.", file=err)
+    line(err, f"No {what} found {where}.")
 
 
 def prompt(err, question):
-    print(question, end="", file=err, flush=True)
+    err.write(escape(question))
+    err.flush()
+
+
+def live_line(err, text):
+    """A status line rewritten in place on a terminal (carriage return, erase the line): the
+    control sequence is the plugin's own, the text escaped."""
+    err.write("\r\x1b[K" + escape(text))
+    err.flush()
+
+
+def live_clear(err):
+    """Take a live status line away before other output."""
+    err.write("\r\x1b[K")
+    err.flush()
 
 
 def tracer(err):
     """The KVCACHE_TRACE line printer handed to the API client."""
     def trace(text):
-        print(f"trace: {text}", file=err, flush=True)
+        line(err, f"trace: {text}")
+        err.flush()
     return trace

@@ -5,14 +5,14 @@ Cluster data is escaped before it reaches a terminal."""
 import json
 from typing import Iterable, List
 
+from kubectl_kvcache.render.core import escape, line, live_line
+
 RULE = "  "
 
 
 def safe(text) -> str:
-    """Cluster data for a terminal: control characters (escape sequences, carriage returns, ...)
-    shown as \\x.. escapes."""
-    text = str(text)
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+    """Cluster data for a terminal, escaped as every human line is (render.core.escape)."""
+    return escape(text)
 
 
 def _ref(target) -> str:
@@ -57,63 +57,63 @@ def _manifest(obj, out, indent="       "):
 
     text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=False)
     for row in text.splitlines():
-        print(indent + row, file=out)
+        line(out, indent + row)
 
 
 def plan(plan_dict, out):
     b, t = plan_dict["binding"], plan_dict["target"]
     rejected = ", ".join(f"{r['kind']} {r['name']} on {r['engine']} {r['version']}" for r in b["rejectedBy"])
-    print(safe(f"Recovery of KVCachePoolBinding {b['namespace']}/{b['name']} (pool {b['pool']}, domain "
+    line(out, safe(f"Recovery of KVCachePoolBinding {b['namespace']}/{b['name']} (pool {b['pool']}, domain "
                f"{b['domain']}, dtype {b['dtype']!r}"
                + (f"; rejected by {rejected}" if rejected else "") + ")"
-               + ("" if b["exists"] else " [already deleted: planned from its backup]")), file=out)
+               + ("" if b["exists"] else " [already deleted: planned from its backup]")))
     source = {"flag": "--dtype", "suggestion": "check's suggestion"}.get(t["dtypeSource"], t["dtypeSource"])
-    print(safe(f"Target: KVCachePoolBinding {t['namespace']}/{t['name']}, domain {t['domain']}, dtype "
-               f"{t['dtype']!r} ({source}); strategy {t['strategy']}"), file=out)
-    print("", file=out)
-    print("Steps:", file=out)
+    line(out, safe(f"Target: KVCachePoolBinding {t['namespace']}/{t['name']}, domain {t['domain']}, dtype "
+               f"{t['dtype']!r} ({source}); strategy {t['strategy']}"))
+    line(out)
+    line(out, "Steps:")
     for i, step in enumerate(plan_dict["steps"], 1):
-        print(f"{i:>3}. {describe(step)}", file=out)
+        line(out, f"{i:>3}. {describe(step)}")
         if step["action"] == "create":
             _manifest(step["object"], out)
     if plan_dict["warnings"]:
-        print("", file=out)
-        print("Warnings:", file=out)
+        line(out)
+        line(out, "Warnings:")
         for w in plan_dict["warnings"]:
-            print(f"  - {safe(w)}", file=out)
+            line(out, f"  - {safe(w)}")
     if plan_dict["manual"]:
-        print("", file=out)
-        print("By hand (the plan cannot do these):", file=out)
+        line(out)
+        line(out, "By hand (the plan cannot do these):")
         for m in plan_dict["manual"]:
-            print(safe(f"  - {m['kind']} {m['namespace']}/{m['name']}: {m['do']}"), file=out)
+            line(out, safe(f"  - {m['kind']} {m['namespace']}/{m['name']}: {m['do']}"))
 
 
 def planned_only(err):
-    print("Nothing was changed. Review the plan, then run it with --apply (on a terminal it asks once; "
-          "--yes skips the question).", file=err)
+    line(err, "Nothing was changed. Review the plan, then run it with --apply (on a terminal it asks once; "
+          "--yes skips the question).")
 
 
 def requests(lines: Iterable[str], out):
-    print("", file=out)
-    print("Dry run (client): nothing was sent. The requests, in order (each guarded as described):", file=out)
+    line(out)
+    line(out, "Dry run (client): nothing was sent. The requests, in order (each guarded as described):")
     for text in lines:
-        print(f"  {safe(text)}", file=out)
+        line(out, f"  {safe(text)}")
 
 
 def server_dry_run(results, out):
-    print("", file=out)
-    print("Dry run (server): the API server validated every create, patch and delete (dryRun=All); nothing "
-          "was persisted.", file=out)
+    line(out)
+    line(out, "Dry run (server): the API server validated every create, patch and delete (dryRun=All); nothing "
+          "was persisted.")
     for n, step, outcome in results:
-        print(f"{n:>3}. {describe(step)}: {safe(outcome)}", file=out)
+        line(out, f"{n:>3}. {describe(step)}: {safe(outcome)}")
 
 
 def step_result(n, total, step, outcome, out):
-    print(f"[{n}/{total}] {describe(step)}: {safe(outcome)}", file=out, flush=True)
+    line(out, f"[{n}/{total}] {describe(step)}: {safe(outcome)}", flush=True)
 
 
 def backup_dir(path, out):
-    print(f"Backups go to {safe(path)}", file=out, flush=True)
+    line(out, f"Backups go to {safe(path)}", flush=True)
 
 
 def waiting(text, elapsed, limit, err, tty, first):
@@ -121,22 +121,22 @@ def waiting(text, elapsed, limit, err, tty, first):
     the wait starts."""
     shown = f"waiting until {safe(text)} ({elapsed:.0f}s" + (f" of {limit:g}s)" if limit else ")")
     if tty:
-        print("\r" + shown + " " * 8, end="", file=err, flush=True)
+        live_line(err, shown)
     elif first:
-        print(f"waiting until {safe(text)}" + (f" (up to {limit:g}s)" if limit else ""), file=err, flush=True)
+        line(err, f"waiting until {safe(text)}" + (f" (up to {limit:g}s)" if limit else ""), flush=True)
 
 
 def waited(err, tty):
     if tty:
-        print("", file=err, flush=True)
+        line(err, flush=True)
 
 
 def stopped(done: List[int], failed: int, left: List[int], total: int, resume: str, err):
     def span(ns):
         return ", ".join(str(n) for n in ns) if ns else "none"
-    print(f"Stopped at step {failed} of {total}. Done: {span(done)}. Left: {span(left)}.", file=err)
-    print(f"To continue: {resume}", file=err)
+    line(err, f"Stopped at step {failed} of {total}. Done: {span(done)}. Left: {span(left)}.")
+    line(err, f"To continue: {resume}")
 
 
 def finished(total, backups, out):
-    print(f"Recovery finished: {total} steps done. Backups: {safe(backups)}", file=out)
+    line(out, f"Recovery finished: {total} steps done. Backups: {safe(backups)}")

@@ -5,6 +5,7 @@ import json
 from typing import Optional, Tuple
 
 from kubectl_kvcache.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
+from kubectl_kvcache.render.core import line
 from kubectl_kvcache.snapshot import SETTING_NAME, SETTING_NAMESPACE, Setting
 
 MEANING = {
@@ -99,59 +100,59 @@ def _seconds(timeout):
 
 def status(record: Setting, out):
     for text in status_lines(record):
-        print(text, file=out)
+        line(out, text)
 
 
 def already(record: Setting, want: bool, out):
-    print(f"The Setting is already {action_for(want)} (status.value {record.status_value or 'unset: default'}"
-          f"); nothing to change.", file=out)
+    line(out, f"The Setting is already {action_for(want)} (status.value {record.status_value or 'unset: default'}"
+          f"); nothing to change.")
 
 
 def blast(radius: BlastRadius, want: bool, out):
     for text in blast_radius_lines(radius, want):
-        print(text, file=out)
+        line(out, text)
 
 
 def client_dry_run(path, body, field_manager, out):
-    print("Dry run (client): nothing was sent. The patch would be:", file=out)
-    print(f"  PATCH {path}?fieldManager={field_manager}", file=out)
-    print("  Content-Type: application/merge-patch+json", file=out)
-    print(f"  {json.dumps(body)}", file=out)
+    line(out, "Dry run (client): nothing was sent. The patch would be:")
+    line(out, f"  PATCH {path}?fieldManager={field_manager}")
+    line(out, "  Content-Type: application/merge-patch+json")
+    line(out, f"  {json.dumps(body)}")
 
 
 def server_dry_run(spec_value, out):
-    print(f"Dry run (server): the API server accepted the patch (spec.value {spec_value!r}); nothing was "
-          f"persisted.", file=out)
+    line(out, f"Dry run (server): the API server accepted the patch (spec.value {spec_value!r}); nothing was "
+          f"persisted.")
 
 
 def patched(want: bool, before: Setting, after: str, out):
     if after == before.resource_version:    # the API server changed nothing: spec.value already said so
-        print(f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} unchanged: spec.value was already {WORD[want]!r} "
-              f"(resourceVersion {after}); the operator has not reported it in status.value yet.", file=out)
+        line(out, f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} unchanged: spec.value was already {WORD[want]!r} "
+              f"(resourceVersion {after}); the operator has not reported it in status.value yet.")
         return
-    print(f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} patched: spec.value {WORD[want]!r} "
-          f"(resourceVersion {before.resource_version} -> {after}).", file=out)
+    line(out, f"Setting {SETTING_NAMESPACE}/{SETTING_NAME} patched: spec.value {WORD[want]!r} "
+          f"(resourceVersion {before.resource_version} -> {after}).")
 
 
 def cancelled(err):
-    print("Cancelled: the Setting was not changed.", file=err)
+    line(err, "Cancelled: the Setting was not changed.")
 
 
 def waiting(want: bool, timeout: Optional[float], err):
     limit = "no time limit" if timeout is None else f"up to {_seconds(timeout)}"
-    print(f"Waiting for status.value to report {WORD[want]!r} ({limit})...", file=err)
+    line(err, f"Waiting for status.value to report {WORD[want]!r} ({limit})...")
 
 
 def reported(now: Setting, want: bool, out):
     if effective_value(now) == want:
-        print(f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.", file=out)
+        line(out, f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.")
     else:
-        print(f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
-              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.", file=out)
+        line(out, f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
+              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.")
 
 
 def undo(command: str, out):
-    print(f"To undo: {command}", file=out)
+    line(out, f"To undo: {command}")
 
 
 # -- the gate on `on` -------------------------------------------------------------------------
@@ -159,10 +160,10 @@ def undo(command: str, out):
 def gate_passed(counts: dict, out):
     extra = f" ({counts['warning']} warning{'s' if counts['warning'] != 1 else ''}: see kubectl kvcache check -A)" \
         if counts.get("warning") else ""
-    print(f"Before turning it on, check -A: no errors{extra}.", file=out)
+    line(out, f"Before turning it on, check -A: no errors{extra}.")
 
 
 def gate_failed(errors: int, force: bool, out):
     what = "turning it on anyway (--force)" if force else "the Setting is not turned on"
-    print(f"Before turning it on, check -A found {errors} error{'s' if errors != 1 else ''}: {what}. "
-          f"Each with its fix:", file=out)
+    line(out, f"Before turning it on, check -A found {errors} error{'s' if errors != 1 else ''}: {what}. "
+          f"Each with its fix:")

@@ -4,7 +4,7 @@ import shlex
 from typing import List, Tuple
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
-from kubectl_kvcache.render.core import NONE, Column, View, cell
+from kubectl_kvcache.render.core import NONE, Column, View, cell, escape, line, live_clear, live_line
 from kubectl_kvcache.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                     recover_command, state_label)
 
@@ -91,7 +91,7 @@ def deployment_line(d) -> str:
 
 def deployment_lines(report, err):
     for d in report.deployments:
-        err.write(deployment_line(d) + "\n")
+        line(err, deployment_line(d))
 
 
 def _scope_args(scope):
@@ -137,24 +137,25 @@ def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
 
 
 def pod_details(report, out):
-    """For named Pods: the argv with every kv-cache-dtype occurrence marked."""
+    """For named Pods: the argv with every kv-cache-dtype occurrence marked (elements escaped
+    before the columns are measured)."""
     for item in report.items:
         if item.pod is None:
             continue
-        out.write(f"\nPod {item.namespace}/{item.pod}, container {cell(item.container)}: {item.status}\n")
+        line(out)
+        line(out, f"Pod {item.namespace}/{item.pod}, container {cell(item.container)}: {item.status}")
         if item.engine:
-            out.write(f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}\n")
-        out.write(f"  expected: {cell(item.expected)}    effective: {cell(item.effective)}\n")
-        out.write(f"  reason:   {item.reason}\n")
+            line(out, f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}")
+        line(out, f"  expected: {cell(item.expected)}    effective: {cell(item.effective)}")
+        line(out, f"  reason:   {item.reason}")
         if item.fix:
-            out.write(f"  fix:      {item.fix}\n")
-        rows = argv_listing(item)
+            line(out, f"  fix:      {item.fix}")
+        rows = [(pos, escape(element), escape(mark)) for pos, element, mark in argv_listing(item)]
         if rows:
             width = max(len(r[0]) for r in rows)
             ewidth = min(max(len(r[1]) for r in rows), 60)
             for pos, element, mark in rows:
-                line = f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip()
-                out.write(line + "\n")
+                line(out, f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip())
 
 
 # -- following a rollout (--watch / --wait) ------------------------------------------------------
@@ -180,7 +181,7 @@ class RowPrinter:
         self.out.flush()
 
     def _write(self, row):
-        self.out.write("  ".join(v.ljust(w) for v, w in zip(row, self.widths)).rstrip() + "\n")
+        line(self.out, "  ".join(v.ljust(w) for v, w in zip(row, self.widths)).rstrip())
 
 
 def _clock(seconds):
@@ -208,24 +209,22 @@ class ProgressLine:
 
     def show(self, text, tick=False):
         if self.live:
-            self.err.write("\r\x1b[K" + text)
-            self.err.flush()
+            live_line(self.err, text)
             self.shown = True
         elif not tick and text.split(" | ")[:2] != (self.last or "").split(" | ")[:2]:
-            self.err.write(text + "\n")
+            line(self.err, text)
             self.err.flush()
         self.last = text
 
     def clear(self):
         """Before other output on a terminal: take the live line away (show() puts it back)."""
         if self.live and self.shown:
-            self.err.write("\r\x1b[K")
-            self.err.flush()
+            live_clear(self.err)
             self.shown = False
 
     def done(self):
         if self.live and self.shown:
-            self.err.write("\n")
+            line(self.err)
             self.err.flush()
             self.shown = False
 
@@ -233,29 +232,29 @@ class ProgressLine:
 def wait_complete(report, elapsed, err):
     n = len(report.deployments)
     if n == 0:
-        err.write("nothing to wait for: no pool-attached ModelDeployment in scope\n")
+        line(err, "nothing to wait for: no pool-attached ModelDeployment in scope")
         return
-    err.write(f"rollout complete after {_clock(elapsed)}: every replica of {n} pool-attached "
-              f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value\n")
+    line(err, f"rollout complete after {_clock(elapsed)}: every replica of {n} pool-attached "
+              f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value")
 
 
 def wait_rejected(items, err):
     for item in items:
-        err.write(f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
+        line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
                   f"(its engine exited with code 2: {item.reason}): the rollout crash-loops every replica it "
-                  f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}\n")
+                  f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}")
 
 
 def wait_timeout(timeout, p, err):
-    err.write(f"timed out after {_clock(timeout)}: {len(p.left)} "
+    line(err, f"timed out after {_clock(timeout)}: {len(p.left)} "
               f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "
-              f"({p.done}/{p.total} deployments done); listed on stdout\n")
+              f"({p.done}/{p.total} deployments done); listed on stdout")
 
 
 def watch_reconnect(what, why, err):
     """`why` names what failed (the watch, or the API server it could not reach)."""
-    err.write(f"note: {why if what in why else what + ': ' + why}; reconnecting\n")
+    line(err, f"note: {why if what in why else what + ': ' + why}; reconnecting")
 
 
 def watch_relist(what, err):
-    err.write(f"note: {what}: its resourceVersion expired (410 Gone); listed again\n")
+    line(err, f"note: {what}: its resourceVersion expired (410 Gone); listed again")
