@@ -64,11 +64,10 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
 
 
 def confirm(io, data):
-    """Asked once, after the server dry run passed and before the first change."""
+    """Asked once, after the server dry run passed and before the first change: True to go on."""
     render.prompt(io.stderr, f"The API server accepted every write in a dry run. Apply these {len(data['steps'])} "
                              f"steps? [y/N] ")
-    if io.stdin.readline().strip().lower() not in ("y", "yes"):
-        raise PluginError("aborted: nothing was changed")
+    return io.stdin.readline().strip().lower() in ("y", "yes")
 
 
 # -- backups ----------------------------------------------------------------------------------
@@ -268,8 +267,9 @@ class Executor:
         """Probe, server dry run, `ask` (the question; None: --yes), then every step in order."""
         self.probe_all()
         self.server_dry_run()
-        if ask is not None:
-            ask()
+        if ask is not None and not ask():
+            view.cancelled(self.io.stderr)      # the user's choice, not a failure: exit 1, "not done"
+            return exitcodes.FINDINGS
         os.makedirs(self.backup_dir, mode=0o700, exist_ok=True)
         view.backup_dir(self.backup_dir, self.out)
         plan_file = os.path.join(self.backup_dir, "plan.json")

@@ -138,5 +138,9 @@ def stopped(done: List[int], failed: int, left: List[int], total: int, resume: s
     line(err, f"To continue: {resume}")
 
 
+def cancelled(err):
+    line(err, "Cancelled: nothing was changed.")
+
+
 def finished(total, backups, out):
     line(out, f"Recovery finished: {total} steps done. Backups: {safe(backups)}")

@@ -410,8 +410,8 @@ def test_on_a_terminal_it_asks_once_and_shows_the_wait(scene, tmp_path):
     backups = str(tmp_path / "b")
     code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--backup-dir", backups,
                                 stdin="n\n")
-    assert code == 2 and err.count("Apply these 16 steps? [y/N] ") == 1 and "accepted every write in a dry run" in err
-    assert err.strip().splitlines()[-1].endswith("error: aborted: nothing was changed")
+    assert code == 1 and err.count("Apply these 16 steps? [y/N] ") == 1 and "accepted every write in a dry run" in err
+    assert err.strip().splitlines()[-1].endswith("Cancelled: nothing was changed.") and "error:" not in err
     assert setting_value(cluster) == "true" and not os.path.exists(backups)
     with Operator(cluster, ns) as op:
         op.hold.add("alpha-fp8-e4m3")
@@ -427,7 +427,7 @@ def test_on_a_terminal_it_asks_once_and_shows_the_wait(scene, tmp_path):
         code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--backup-dir", backups,
                                     stdin="y\n")
     assert code == 0, err
-    assert re.search(rf"\rwaiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available \([12]s of 600s\)", err)
+    assert re.search(rf"\r\x1b\[Kwaiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available \([12]s of 600s\)", err)
     assert "Recovery finished: 16 steps done" in out
 
 
