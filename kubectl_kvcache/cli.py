@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 
 from kubectl_kvcache import __version__, exitcodes
@@ -56,6 +57,7 @@ def _connection_flags(p):
     g.add_argument("--insecure-skip-tls-verify", action="store_true", help="do not verify the server's certificate")
     g.add_argument("--as", dest="as_user", help="username to impersonate")
     g.add_argument("--as-group", action="append", default=[], help="group to impersonate (repeatable)")
+    g.add_argument("--as-uid", help="UID to impersonate")
     g.add_argument("--request-timeout", default="0",
                    help="time to wait for one request (e.g. 10s, 1m; 0 waits forever)")
     g.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
@@ -152,19 +154,47 @@ def build_parser():
 # -- Complete and Validate: flags -> options ----------------------------------------------------
 
 def connection(ns) -> Connection:
-    if ns.as_group and not ns.as_user:
-        raise PluginError("--as-group needs --as")
+    # --as-group/--as-uid without --as are judged with the kubeconfig's `as` (kube.py), as kubectl does
     conn = Connection(kubeconfig=ns.kubeconfig, context=ns.context, cluster=ns.cluster, user=ns.user,
                       server=ns.server, token=ns.token, certificate_authority=ns.certificate_authority,
                       insecure_skip_tls_verify=ns.insecure_skip_tls_verify, as_user=ns.as_user,
-                      as_groups=tuple(ns.as_group), request_timeout=ns.request_timeout, chunk_size=ns.chunk_size)
+                      as_groups=tuple(ns.as_group), as_uid=ns.as_uid, request_timeout=ns.request_timeout,
+                      chunk_size=ns.chunk_size)
     conn.timeout  # a bad --request-timeout fails before anything is sent
+    if conn.chunk_size < 0:
+        raise PluginError(f"--chunk-size must be 0 or more, not {conn.chunk_size}")
     return conn
+
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def valid_namespace(name) -> str:
+    """A namespace as Kubernetes validates it (a DNS-1123 label), before any request names it."""
+    if not (_DNS1123_LABEL.fullmatch(name) and len(name) <= 63):
+        raise PluginError(f"invalid namespace {name!r}: a namespace is a lowercase RFC 1123 label (at most 63 "
+                          f"characters of a-z, 0-9 and '-', starting and ending with a letter or digit)")
+    return name
+
+
+def valid_pod_name(name) -> str:
+    """A Pod name as Kubernetes validates it (a DNS-1123 subdomain): never a path, a query or a
+    subresource."""
+    if not (_DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
+        raise PluginError(f"invalid Pod name {name!r}: a Pod name is a lowercase RFC 1123 subdomain (at most 253 "
+                          f"characters of a-z, 0-9, '-' and '.', each part starting and ending with a letter or "
+                          f"digit)")
+    return name
 
 
 def scope(ns, names=(), workloads=False) -> Scope:
     if ns.all_namespaces and ns.namespace:
         raise PluginError("-n/--namespace and -A/--all-namespaces cannot be used together")
+    if ns.namespace is not None:
+        valid_namespace(ns.namespace)
+    for name in names:
+        valid_pod_name(name)
     return Scope(namespace=ns.namespace, all_namespaces=ns.all_namespaces, selector=getattr(ns, "selector", None),
                  names=tuple(names), files=tuple(ns.filename), workloads=workloads,
                  assume_setting={"on": True, "off": False}.get(ns.assume_setting))

@@ -186,7 +186,7 @@ def _and(*selectors):
 
 def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
     """Lists run concurrently; each kind is fetched once (pods by two server-side selectors)."""
-    from kubectl_kvcache.kube import collection_path
+    from kubectl_kvcache.kube import collection_path, object_path
 
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
@@ -207,7 +207,7 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
         jobs["setting"] = lambda: _get_setting(client, setting_version)
     if scope.names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
-            f"{collection_path('', 'v1', 'pods', ns or 'default')}/{name}",
+            object_path("", "v1", "pods", ns or "default", name),
             what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.names]
     else:
         intern = snap.Interner()     # replicas share their containers and labels
