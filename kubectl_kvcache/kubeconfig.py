@@ -174,14 +174,14 @@ def resolve(conn: Connection) -> Target:
     context_name = conn.context or merged.current_context
     context = merged.contexts.get(context_name) if context_name else None
     if context_name and context is None:
-        raise PluginError(f"context {context_name!r} does not exist in the kubeconfig")
+        raise PluginError(f"context {context_name!r} not found in the kubeconfig")
     context = dict(context or {})
     cluster_name = conn.cluster or context.get("cluster") or ""
     user_name = conn.user or context.get("user") or ""
     if conn.cluster and conn.cluster not in merged.clusters:
-        raise PluginError(f"cluster {conn.cluster!r} does not exist in the kubeconfig")
+        raise PluginError(f"cluster {conn.cluster!r} not found in the kubeconfig")
     if conn.user and conn.user not in merged.users:
-        raise PluginError(f"user {conn.user!r} does not exist in the kubeconfig")
+        raise PluginError(f"user {conn.user!r} not found in the kubeconfig")
     cluster, cluster_base = merged.clusters.get(cluster_name, ({}, None))
     user, user_base = merged.users.get(user_name, ({}, None))
     cluster, user = dict(cluster), dict(user)
