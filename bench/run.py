@@ -17,6 +17,9 @@ commands are interleaved), in a fresh process each time:
   verify (wheel)    kubectl kvcache verify -A -o json, the plugin installed from a wheel into a venv
   verify (binary)   the same through the PyInstaller binary (scripts/build-binary, --onedir)
   check (wheel)     kubectl kvcache check -A (skipped, with the reason, when it does not run)
+  verify -n (wheel) kubectl kvcache verify -n bench-0000 -o json: one namespace of
+                    --pods-per-namespace engine Pods (where most users are), also (binary) and (REV)
+  kubectl pods -n   the guide's Verify step in that namespace (the baseline of the -n rows)
   kubectl pods      the guide's Verify step across all namespaces:
                     kubectl get pods -A -l app.kubernetes.io/name=model-deployment -o jsonpath=... | grep -o ...
   kubectl md | jq   the guide's roles query: kubectl get modeldeployments -A -o json | jq -r ...
@@ -261,12 +264,16 @@ def fmt_mb(kb):
 
 
 def table_rows(results, baseline="kubectl pods"):
+    """Rows of one namespace (names with ` -n`) are compared with `kubectl pods -n`, the others
+    with `baseline` (all namespaces)."""
     rows = []
     for size, per in results:
-        base = per.get(baseline)
-        base_wall = statistics.median(base["wall"]) if base and base.get("wall") else None
-        base_rss = sum(statistics.median(r) for r in zip(*base["rss"])) if base and base.get("rss") else None
         for name, r in per.items():
+            base_name = baseline + " -n" if " -n" in name and baseline + " -n" in per else baseline
+            base = per.get(base_name)
+            base_wall = statistics.median(base["wall"]) if base and base.get("wall") else None
+            base_rss = sum(statistics.median(x) for x in zip(*base["rss"])) if base and base.get("rss") else None
+            baseline_here = name == base_name
             if "error" in r:
                 rows.append([f"{size:,}", name, "-", "-", "-", "-", "-", "-", r["error"]])
                 continue
@@ -275,8 +282,8 @@ def table_rows(results, baseline="kubectl pods"):
             req = str(r["trace_requests"])
             if r["metric_requests"] is not None:
                 req += f" ({r['metric_requests']})"
-            ratio = f"{med / base_wall:.2f}x" if base_wall and name != baseline else ""
-            rss_ratio = f"{rss / base_rss:.2f}x" if base_rss and name != baseline else ""
+            ratio = f"{med / base_wall:.2f}x" if base_wall and not baseline_here else ""
+            rss_ratio = f"{rss / base_rss:.2f}x" if base_rss and not baseline_here else ""
             rss_text = fmt_mb(rss) + (f" ({fmt_mb(r['direct_rss'])} alone)" if r.get("direct_rss") else "")
             rows.append([f"{size:,}", name, f"{med:.2f}", f"{min(r['wall']):.2f}-{max(r['wall']):.2f}", rss_text,
                          req, ratio, rss_ratio, str(r["items"]) if r["items"] is not None else ""])
@@ -284,7 +291,7 @@ def table_rows(results, baseline="kubectl pods"):
 
 
 HEADERS = ["Pods", "command", "median s", "range s", "peak RSS MB", "API requests (server-counted)",
-           "wall vs kubectl pods", "RSS vs kubectl pods", "output lines/items"]
+           "wall vs kubectl pods (-n)", "RSS vs kubectl pods (-n)", "output lines/items"]
 
 
 def markdown_table(rows, headers=HEADERS):
@@ -387,20 +394,28 @@ def main(argv=None):
     api = seeding.Api.from_kubeconfig(kubeconfig)
     server_version = api.call("GET", "/version").get("gitVersion", "?")
 
+    ns = seeding.NAMESPACE_FORMAT.format(0)      # one namespace of --pods-per-namespace engine Pods
     jq = shutil.which("jq")
     md_stage2 = [jq, "-r", JQ_ROLES] if jq else [os.path.join(wheel_bin, "python"), "-c", PY_JQ_STANDIN]
     plugin_dirs = [wheel_bin, kubectl_dir]
+    verify_ns = ["verify", "-n", ns, "-o", "json"]
     commands = [
         Command("verify (wheel)", [["kubectl", "kvcache", "verify", "-A", "-o", "json"]], plugin_dirs, "plugin",
                 count_verify_items, direct=["kubectl-kvcache", "verify", "-A", "-o", "json"]),
+        Command("verify -n (wheel)", [["kubectl", "kvcache", *verify_ns]], plugin_dirs, "plugin",
+                count_verify_items, direct=["kubectl-kvcache", *verify_ns]),
     ]
     if bin_dir:
         commands.append(Command("verify (binary)", [["kubectl", "kvcache", "verify", "-A", "-o", "json"]],
                                 [bin_dir, kubectl_dir], "plugin", count_verify_items,
                                 direct=["kubectl-kvcache", "verify", "-A", "-o", "json"]))
+        commands.append(Command("verify -n (binary)", [["kubectl", "kvcache", *verify_ns]],
+                                [bin_dir, kubectl_dir], "plugin", count_verify_items,
+                                direct=["kubectl-kvcache", *verify_ns]))
     if opts.compare:
         old_bin = wheel_venv(opts.workdir, source=_source_tree(opts.workdir, opts.compare), name="compare-venv")
         for what, argv, count in (("verify", ["verify", "-A", "-o", "json"], count_verify_items),
+                                  ("verify -n", verify_ns, count_verify_items),
                                   ("check", ["check", "-A"], count_lines)):
             commands.append(Command(f"{what} ({opts.compare})", [["kubectl", "kvcache", *argv]],
                                     [old_bin, kubectl_dir], "plugin", count, direct=["kubectl-kvcache", *argv]))
@@ -414,6 +429,9 @@ def main(argv=None):
                 direct=["kubectl-kvcache", "check", "-A"]),
         Command("kubectl pods", [["kubectl", "get", "pods", "-A", "-l", seeding.POD_SELECTOR, "-o",
                                   f"jsonpath={POD_JSONPATH}"], ["grep", "-o", "--", GREP_DTYPE]],
+                [kubectl_dir], "kubectl", count_lines, trace="kubectl"),
+        Command("kubectl pods -n", [["kubectl", "get", "pods", "-n", ns, "-l", seeding.POD_SELECTOR, "-o",
+                                     f"jsonpath={POD_JSONPATH}"], ["grep", "-o", "--", GREP_DTYPE]],
                 [kubectl_dir], "kubectl", count_lines, trace="kubectl"),
         Command("kubectl md | jq" if jq else "kubectl md | python (jq missing)",
                 [["kubectl", "get", "modeldeployments", "-A", "-o", "json"], md_stage2],
