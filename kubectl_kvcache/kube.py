@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote, unquote, urlencode, urlsplit
@@ -291,7 +292,7 @@ def _impersonation(target: Target) -> List[Tuple[str, str]]:
     return headers
 
 
-_LIVE: "List[_Transport]" = []
+_LIVE: "weakref.WeakSet[_Transport]" = weakref.WeakSet()     # the transports Ctrl-C closes
 
 
 def _install_interrupt():
@@ -334,7 +335,7 @@ class Client:
         self._headers = list(headers.items()) + _impersonation(target)
         self.trace = trace if os.environ.get("KVCACHE_TRACE") not in (None, "", "0") else None
         self._discovery: Dict[str, dict] = {}
-        _LIVE.append(self._transport)
+        _LIVE.add(self._transport)
         _install_interrupt()
 
     # -- requests ------------------------------------------------------------------------
@@ -448,8 +449,7 @@ class Client:
 
     def close(self):
         self._transport.abort()
-        if self._transport in _LIVE:
-            _LIVE.remove(self._transport)
+        _LIVE.discard(self._transport)
 
     def _error(self, status, data, what):
         message, reason = _status_message(data)
