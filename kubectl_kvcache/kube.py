@@ -161,40 +161,52 @@ class _HTTPS(http.client.HTTPSConnection):
 
 
 def _load_client_cert(ctx, t):
-    """ssl loads a certificate chain from files only: data from the kubeconfig goes through a
-    private temporary folder that is removed at once."""
-    folder = None
+    """ssl loads a certificate chain from files only: data from the kubeconfig (or an exec plugin)
+    goes through anonymous memory files on Linux (never on disk), else through a private
+    temporary folder that is removed at once."""
+    fds, folder = [], None
     try:
         cert, key = t.cert_file, t.key_file
         if t.cert_data or t.key_data:
-            import tempfile
+            if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+                def place(name, data):
+                    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+                    fds.append(fd)
+                    _write_all(fd, data)
+                    return f"/proc/self/fd/{fd}"
+            else:
+                folder = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"kubectl-kvcache-{os.urandom(8).hex()}")
+                os.mkdir(folder, 0o700)
 
-            folder = tempfile.mkdtemp(prefix="kubectl-kvcache-")
+                def place(name, data):
+                    path = os.path.join(folder, name)
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    try:
+                        _write_all(fd, data)
+                    finally:
+                        os.close(fd)
+                    return path
             if t.cert_data:
-                cert = _private_file(folder, "client.crt", t.cert_data)
+                cert = place("client.crt", t.cert_data)
             if t.key_data:
-                key = _private_file(folder, "client.key", t.key_data)
+                key = place("client.key", t.key_data)
         ctx.load_cert_chain(cert, key)
     except (ssl.SSLError, OSError) as exc:
         raise PluginError(f"the client certificate of user {t.user_name or '(none)'} cannot be used: "
                           f"{_reason(exc)}") from exc
     finally:
+        for fd in fds:
+            os.close(fd)
         if folder:
             for name in os.listdir(folder):
                 os.unlink(os.path.join(folder, name))
             os.rmdir(folder)
 
 
-def _private_file(folder, name, data: bytes) -> str:
-    path = os.path.join(folder, name)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.writev(fd, [view]):]
-    finally:
-        os.close(fd)
-    return path
+def _write_all(fd, data: bytes):
+    view = memoryview(data)
+    while view:
+        view = view[os.writev(fd, [view]):]
 
 
 def _proxy_for(target, hostname):

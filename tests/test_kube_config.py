@@ -194,3 +194,29 @@ def test_bad_connection_flags_are_one_error_line(tmp_path):
     code = cli.main(["verify", "--kubeconfig", str(tmp_path / "nope")], stdin=io.StringIO(""),
                     stdout=io.StringIO(), stderr=err)
     assert code == 2 and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: kubeconfig")
+
+
+@pytest.mark.parametrize("memfd", [True, False])
+def test_client_certificate_data_is_loaded_and_nothing_is_left_behind(tmp_path, monkeypatch, memfd):
+    import ssl
+    import subprocess
+
+    from kubectl_kvcache import kube
+
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem"), "-days", "1",
+                    "-subj", "/CN=someone"], check=True, capture_output=True)
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill))
+    if not memfd:
+        monkeypatch.delattr(kube.os, "memfd_create", raising=False)
+    target = kubeconfig.Target(server="https://x:1", cert_data=(tmp_path / "c.pem").read_bytes(),
+                               key_data=(tmp_path / "k.pem").read_bytes(), user_name="someone")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    kube._load_client_cert(ctx, target)
+    assert list(spill.iterdir()) == []
+    target.key_data = b"not a key"
+    with pytest.raises(PluginError, match="client certificate of user someone cannot be used"):
+        kube._load_client_cert(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), target)
+    assert list(spill.iterdir()) == []
