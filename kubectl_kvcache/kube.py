@@ -4,8 +4,8 @@ paged lists, discovery, merge patches. Errors become one-line PluginErrors that 
 refused or unreachable.
 
 The transport is client-go's, in what matters here: one keep-alive connection pool per API server;
-429 and 503 retried as the server's Retry-After says (at most MAX_RETRIES times and
-MAX_RETRY_WAIT seconds in all, never past --request-timeout); --request-timeout bounds a whole
+429 and 5xx answers that carry Retry-After retried as it says (client-go's rule; at most
+MAX_RETRIES times and MAX_RETRY_WAIT seconds of waiting in all, never past --request-timeout); --request-timeout bounds a whole
 request, the body included; Ctrl-C closes every open connection at once. The kubernetes client is
 loaded only for users with an exec plugin or an auth-provider (its code runs them).
 """
@@ -36,7 +36,6 @@ MAX_RETRIES = 10            # 429/503 with Retry-After, as client-go's default
 MAX_RETRY_WAIT = 60.0       # seconds waited for retries of one request, in all
 MAX_PAGES = 20000           # a list that pages longer than this never ends
 MAX_EMPTY_PAGES = 100       # consecutive pages without items that still go on
-_RETRIABLE = (429, 503)
 _CHUNK = 1 << 16
 
 
@@ -374,7 +373,7 @@ class Client:
                 with self._lock:
                     self.trace(f"{method} {path}{'?' + urlencode(query) if query else ''} -> {status} "
                                f"({len(data or b'')} bytes)")
-            if status in _RETRIABLE and attempt < MAX_RETRIES:
+            if (status == 429 or status >= 500) and attempt < MAX_RETRIES:     # client-go's checkWait
                 delay = _retry_after(resp_headers)
                 fits = deadline is None or time.monotonic() + delay < deadline
                 if delay is not None and fits and waited + delay <= MAX_RETRY_WAIT:
@@ -407,7 +406,8 @@ class Client:
                 conn.putrequest(method, url, skip_accept_encoding=True)
                 for name, value in headers:
                     conn.putheader(name, value)
-                conn.putheader("Content-Length", str(len(body or b"")))
+                if body is not None:
+                    conn.putheader("Content-Length", str(len(body)))
                 conn.endheaders(body)
                 resp = conn.getresponse()
                 chunks = []
@@ -680,13 +680,10 @@ def _safe_path(path: str) -> str:
 
 
 def _retry_after(headers) -> Optional[float]:
-    """Seconds the server asks to wait (Retry-After: integer seconds, as client-go reads it);
-    1 s when absent, capped at 10 s per wait; None when it is not a number."""
+    """Seconds the server asks to wait, as client-go reads Retry-After (integer seconds); None:
+    absent or not a number, and then the answer is not retried (client-go's rule too)."""
     value = headers.get("Retry-After") if headers is not None else None
-    if value is None:
-        return 1.0
     try:
-        seconds = int(str(value).strip())
+        return float(max(int(str(value).strip()), 0)) if value is not None else None
     except ValueError:
         return None
-    return float(min(max(seconds, 0), 10))

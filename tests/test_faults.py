@@ -420,3 +420,29 @@ def test_ctrl_c_ends_a_hung_request_at_once(fake_server, argv):
     assert p.returncode == 130, err
     assert err.strip() == "error: interrupted"
     assert took < 1.5, took
+
+
+def test_without_retry_after_an_error_is_not_retried_as_client_go(fake_server):
+    def route(req):
+        if "/modeldeployments" in req["path"]:
+            return 503, {}, {"kind": "Status", "reason": "ServiceUnavailable", "message": "down"}
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route)
+    code, out, err = run(fake, "verify")
+    assert code == 2 and "503" in one_error_line(err)
+    assert len([p for p in fake.paths() if p.endswith("/modeldeployments")]) == 1
+
+
+def test_a_500_with_retry_after_is_retried_too(fake_server):
+    answers = {"n": 0}
+
+    def route(req):
+        if "/kvcachepoolbindings" in req["path"]:
+            answers["n"] += 1
+            if answers["n"] == 1:
+                return 500, {"Retry-After": "0"}, {"kind": "Status", "reason": "InternalError"}
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route)
+    code, out, err = run(fake, "verify")
+    assert code == 0, err
+    assert answers["n"] == 2
