@@ -587,6 +587,17 @@ class Client:
         self._discovery[group] = result
         return result
 
+    def discover(self, *groups):
+        """Discover several API groups at once (concurrently: one round trip of latency per level
+        instead of one per group); errors are left to served() when a group is asked for."""
+        missing = [g for g in groups if g not in self._discovery]
+        if len(missing) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=len(missing)) as pool:
+            for future in [pool.submit(self.served, g) for g in missing]:
+                if future.exception() is not None and isinstance(future.exception(), KeyboardInterrupt):
+                    raise KeyboardInterrupt
+
     def resource_version_for(self, group, plural) -> str:
         served = self.served(group)
         order = [served["preferred"]] + sorted(v for v in served["versions"] if v != served["preferred"])

@@ -190,6 +190,7 @@ def load_cluster(client, scope: Scope, chunk) -> snap.Snapshot:
 
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
+    client.discover(snap.GROUP, *([snap.SETTING_GROUP] if scope.assume_setting is None else []))
     md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
     binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
     setting_version = (client.resource_version_for(snap.SETTING_GROUP, "settings")
