@@ -212,17 +212,22 @@ def resolve(conn: Connection) -> Target:
         raise PluginError(f"no server found for cluster {cluster_name!r}: pass --server or fix the kubeconfig"
                           if cluster_name else "the kubeconfig names no cluster with a server: pass --context, "
                                                "--cluster or --server")
-    target = Target(server=_server(server), namespace=context.get("namespace") or "default",
+    tls_hint = bool(cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
+                    or cluster.get("insecure-skip-tls-verify") or user.get("client-certificate")
+                    or user.get("client-certificate-data"))
+    target = Target(server=_server(server, tls_hint), namespace=context.get("namespace") or "default",
                     cluster=cluster, user_name=user_name, base_dir=user_base)
     _server_identity(target, cluster, cluster_base, name)
     _user_identity(target, user, user_base, user_name or "the default user")
     return target
 
 
-def _server(server):
+def _server(server, tls_hint=True):
+    """A bare host:port gets https:// when a CA, a client certificate or insecure is configured,
+    else http:// (client-go's DefaultServerURL)."""
     server = str(server).strip()
     if "://" not in server:
-        server = "https://" + server      # as client-go's DefaultServerURL for a bare host:port
+        server = ("https://" if tls_hint else "http://") + server
     return server.rstrip("/")
 
 
@@ -327,7 +332,8 @@ def _without_kubeconfig(conn: Connection) -> Target:
         _impersonation_flags(target, conn)
         return target
     if conn.server:
-        target = Target(server=_server(conn.server))
+        target = Target(server=_server(conn.server, bool(conn.certificate_authority
+                                                         or conn.insecure_skip_tls_verify)))
         _server_identity(target, {"insecure-skip-tls-verify": conn.insecure_skip_tls_verify,
                                   "certificate-authority": conn.certificate_authority}, None, "of --server")
         if target.tls and conn.token:

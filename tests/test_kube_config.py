@@ -220,3 +220,12 @@ def test_client_certificate_data_is_loaded_and_nothing_is_left_behind(tmp_path, 
     with pytest.raises(PluginError, match="client certificate of user someone cannot be used"):
         kube._load_client_cert(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), target)
     assert list(spill.iterdir()) == []
+
+
+def test_a_server_without_scheme_is_https_only_with_tls_configured(tmp_path):
+    path = write(tmp_path, "config", config(server="a:6443", user={"token": "t"}))
+    assert resolve(kubeconfig=path).server == "http://a:6443"
+    assert resolve(kubeconfig=path).token is None        # no credentials over plain http
+    assert resolve(kubeconfig=path, insecure_skip_tls_verify=True).server == "https://a:6443"
+    tls = write(tmp_path, "tls", config(server="a:6443", cluster={"certificate-authority-data": "eA=="}))
+    assert resolve(kubeconfig=tls).server == "https://a:6443"
