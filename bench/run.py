@@ -23,7 +23,9 @@ commands are interleaved), in a fresh process each time:
   kubectl pods      the guide's Verify step across all namespaces:
                     kubectl get pods -A -l app.kubernetes.io/name=model-deployment -o jsonpath=... | grep -o ...
   kubectl md | jq   the guide's roles query: kubectl get modeldeployments -A -o json | jq -r ...
-Wall time is from the first process start to the last exit. Peak RSS is each process's
+Wall time is from the first process start to the last exit; CPU s is user + system time of the
+processes (summed over a pipeline): on a machine shared with other work it moves much less than
+the wall time. Peak RSS is each process's
 ru_maxrss (os.wait4), summed over the processes of a pipeline (an upper bound of the pipeline's
 peak). `kubectl kvcache ...` execs the plugin in kubectl's process, so its RSS is the larger of
 kubectl's own before the exec and the plugin's; the plugin alone is also reported (run directly).
@@ -167,7 +169,8 @@ class Command:
 
 
 def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
-    """(wall seconds, [maxrss KB per stage], [exit codes], stderr text)."""
+    """(wall seconds, [maxrss KB per stage], [exit codes], stderr text); the CPU seconds (user +
+    system, summed over the stages) are in run_once.cpu."""
     stages = [list(s) for s in (stages or cmd.stages)]
     env = dict(env, **(extra_env or {}))
     env["PATH"] = os.pathsep.join(cmd.path_dirs + [env["PATH"]])
@@ -186,12 +189,14 @@ def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
                 prev.close()
             prev = p.stdout
             procs.append(p)
-        rss, codes = [], []
+        rss, codes, cpu = [], [], 0.0
         for p in procs:
             _, status, usage = os.wait4(p.pid, 0)
             p.returncode = os.waitstatus_to_exitcode(status)
             rss.append(usage.ru_maxrss)
             codes.append(p.returncode)
+            cpu += usage.ru_utime + usage.ru_stime
+        run_once.cpu = cpu
         wall = time.perf_counter() - t0
     with open(err_path, encoding="utf-8", errors="replace") as f:
         stderr = f.read()
@@ -234,7 +239,7 @@ def measure(cmd, env, runs_dir, api):
         items = cmd.count_items(out) if cmd.count_items else None
     except (ValueError, KeyError) as exc:
         return {"error": f"unexpected output ({exc.__class__.__name__}): {err.strip()[-200:]}"}
-    result = {"wall": [], "rss": [], "codes": codes, "trace_requests": count_trace(cmd, traced),
+    result = {"wall": [], "rss": [], "cpu": [], "codes": codes, "trace_requests": count_trace(cmd, traced),
               "metric_requests": None if before is None else int(after - before),
               "items": items, "out_bytes": os.path.getsize(out)}
     if cmd.direct:
@@ -275,8 +280,10 @@ def table_rows(results, baseline="kubectl pods"):
             base_rss = sum(statistics.median(x) for x in zip(*base["rss"])) if base and base.get("rss") else None
             baseline_here = name == base_name
             if "error" in r:
-                rows.append([f"{size:,}", name, "-", "-", "-", "-", "-", "-", r["error"]])
+                rows.append([f"{size:,}", name, "-", "-", "-", "-", "-", "-", "-", r["error"]])
                 continue
+            base_cpu = statistics.median(base["cpu"]) if base and base.get("cpu") else None
+            cpu = statistics.median(r["cpu"]) if r.get("cpu") else None
             med = statistics.median(r["wall"])
             rss = sum(statistics.median(x) for x in zip(*r["rss"]))
             req = str(r["trace_requests"])
@@ -285,13 +292,16 @@ def table_rows(results, baseline="kubectl pods"):
             ratio = f"{med / base_wall:.2f}x" if base_wall and not baseline_here else ""
             rss_ratio = f"{rss / base_rss:.2f}x" if base_rss and not baseline_here else ""
             rss_text = fmt_mb(rss) + (f" ({fmt_mb(r['direct_rss'])} alone)" if r.get("direct_rss") else "")
+            cpu_text = "" if cpu is None else f"{cpu:.2f}" + (
+                f" ({cpu / base_cpu:.2f}x)" if base_cpu and not baseline_here else "")
             rows.append([f"{size:,}", name, f"{med:.2f}", f"{min(r['wall']):.2f}-{max(r['wall']):.2f}", rss_text,
-                         req, ratio, rss_ratio, str(r["items"]) if r["items"] is not None else ""])
+                         req, ratio, rss_ratio, cpu_text, str(r["items"]) if r["items"] is not None else ""])
     return rows
 
 
 HEADERS = ["Pods", "command", "median s", "range s", "peak RSS MB", "API requests (server-counted)",
-           "wall vs kubectl pods (-n)", "RSS vs kubectl pods (-n)", "output lines/items"]
+           "wall vs kubectl pods (-n)", "RSS vs kubectl pods (-n)", "CPU s (vs kubectl pods (-n))",
+           "output lines/items"]
 
 
 def markdown_table(rows, headers=HEADERS):
@@ -479,6 +489,7 @@ def main(argv=None):
                         r.setdefault("failures", []).append(err[-300:])
                     r["wall"].append(wall)
                     r["rss"].append(rss)
+                    r["cpu"].append(run_once.cpu)
                 log(f"{size:,} Pods: run {run + 1}/{opts.runs} done")
             results.append((size, per))
             print(text_table(table_rows([(size, per)])), flush=True)
