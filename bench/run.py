@@ -25,8 +25,10 @@ commands are interleaved), in a fresh process each time:
   kubectl md | jq   the guide's roles query: kubectl get modeldeployments -A -o json | jq -r ...
 Wall time is from the first process start to the last exit; CPU s is user + system time of the
 processes (summed over a pipeline): on a machine shared with other work it moves much less than
-the wall time. Peak RSS is each process's
-ru_maxrss (os.wait4), summed over the processes of a pipeline (an upper bound of the pipeline's
+the wall time. Peak RSS is each process's own, measured through GNU time (/usr/bin/time, which
+forks the command from its own small process: a child forked from the bench process, which grows
+with the seeded cluster, reported the bench's RSS as its own, so the earlier RSS figures of the
+plugin at 10,000 Pods were inflated by the bench itself), summed over the processes of a pipeline (an upper bound of the pipeline's
 peak). `kubectl kvcache ...` execs the plugin in kubectl's process, so its RSS is the larger of
 kubectl's own before the exec and the plugin's; the plugin alone is also reported (run directly).
 API requests are counted in one extra run: the plugin's KVCACHE_TRACE=1 lines, kubectl's -v=6
@@ -168,6 +170,9 @@ class Command:
         self.direct = direct          # argv of the plugin run without kubectl (RSS of the plugin alone)
 
 
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None   # GNU time: a child's own peak RSS
+
+
 def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
     """(wall seconds, [maxrss KB per stage], [exit codes], stderr text); the CPU seconds (user +
     system, summed over the stages) are in run_once.cpu."""
@@ -183,6 +188,8 @@ def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
         prev = subprocess.DEVNULL
         for i, argv in enumerate(stages):
             last = i == len(stages) - 1
+            if TIME:
+                argv = [TIME, "-f", "%M %U %S", "-o", f"{out_path}.rusage{i}", *argv]
             p = subprocess.Popen(argv, stdin=prev, stdout=out if last else subprocess.PIPE,
                                  stderr=err if i == 0 else subprocess.DEVNULL, env=env)
             if prev not in (subprocess.DEVNULL, None):
@@ -190,12 +197,20 @@ def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
             prev = p.stdout
             procs.append(p)
         rss, codes, cpu = [], [], 0.0
-        for p in procs:
+        for i, p in enumerate(procs):
             _, status, usage = os.wait4(p.pid, 0)
             p.returncode = os.waitstatus_to_exitcode(status)
-            rss.append(usage.ru_maxrss)
             codes.append(p.returncode)
-            cpu += usage.ru_utime + usage.ru_stime
+            if TIME:
+                # GNU time forks the command from its own small process: a child forked from this
+                # (large) bench process would report this process's RSS as its own peak
+                with open(f"{out_path}.rusage{i}") as f:
+                    fields = f.read().split()[-3:]
+                rss.append(int(fields[0]))
+                cpu += float(fields[1]) + float(fields[2])
+            else:
+                rss.append(usage.ru_maxrss)
+                cpu += usage.ru_utime + usage.ru_stime
         run_once.cpu = cpu
         wall = time.perf_counter() - t0
     with open(err_path, encoding="utf-8", errors="replace") as f:
