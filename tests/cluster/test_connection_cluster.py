@@ -17,9 +17,11 @@ import io
 import itertools
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -76,8 +78,75 @@ def _script(path, text):
     return str(path)
 
 
+class ConnectProxy:
+    """A loopback HTTP CONNECT proxy that records where it was asked to tunnel."""
+
+    def __init__(self):
+        self.targets = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
+
+    def _tunnel(self, client):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = client.recv(4096)
+            if not chunk:
+                client.close()
+                return
+            head += chunk
+        line = head.split(b"\r\n", 1)[0].decode()
+        method, target, _ = line.split(" ", 2)
+        if method != "CONNECT":
+            client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            client.close()
+            return
+        self.targets.append(target)
+        host, port = target.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)))
+        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pump(a, b):
+            try:
+                while True:
+                    data = a.recv(65536)
+                    if not data:
+                        break
+                    b.sendall(data)
+            except OSError:
+                pass
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+        pump(upstream, client)
+
+    def close(self):
+        self.sock.close()
+
+
 @pytest.fixture(scope="module")
-def kc(pair, tmp_path_factory):
+def proxy():
+    p = ConnectProxy()
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def kc(pair, proxy, tmp_path_factory):
     """The kubeconfig of every case, and the files around it."""
     a, b = pair
     d = tmp_path_factory.mktemp("conn")
@@ -110,7 +179,13 @@ def kc(pair, tmp_path_factory):
         "clusters": [{"name": "a", "cluster": {"server": a.server, "certificate-authority-data": ca}},
                      {"name": "b", "cluster": {"server": b.server, "certificate-authority-data": ca}},
                      {"name": "both-ways", "cluster": {"server": a.server, "certificate-authority-data": ca,
-                                                       "insecure-skip-tls-verify": True}}],
+                                                       "insecure-skip-tls-verify": True}},
+                     {"name": "sni-ok", "cluster": {"server": a.server, "certificate-authority-data": ca,
+                                                    "tls-server-name": "kubernetes.default.svc"}},
+                     {"name": "sni-bad", "cluster": {"server": a.server, "certificate-authority-data": ca,
+                                                     "tls-server-name": "not-the-apiserver.example"}},
+                     {"name": "via-proxy", "cluster": {"server": a.server, "certificate-authority-data": ca,
+                                                       "proxy-url": proxy.url}}],
         "users": [{"name": "admin", "user": cert_user("admin")},
                   {"name": "reader", "user": cert_user("reader")},
                   {"name": "alice", "user": {"token": "alice-token-0123456789"}},
@@ -243,6 +318,9 @@ CASES = [
      None, identity("A", ADMIN)),
     ("certificate-authority", lambda k: ["--kubeconfig", k["path"], "--certificate-authority", k["ca"],
                                          "--server", k["b"].server], None, identity("B", ADMIN)),
+    ("tls-server-name", lambda k: ["--kubeconfig", k["path"], "--cluster", "sni-ok"], None, identity("A", ADMIN)),
+    ("server-clears-tls-server-name", lambda k: ["--kubeconfig", k["path"], "--cluster", "sni-bad",
+                                                 "--server", k["b"].server], None, identity("B", ADMIN)),
 ]
 
 
@@ -299,6 +377,25 @@ def one_error_line(err):
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert "Traceback" not in err and "ApiException" not in err
     return lines[0]
+
+
+def test_a_tls_server_name_the_certificate_does_not_have_fails_as_in_kubectl(pair, kc, monkeypatch):
+    (code, err, plugin_seen), (kcode, kerr, kubectl_seen) = both(
+        pair, monkeypatch, ["--kubeconfig", kc["path"], "--cluster", "sni-bad"])
+    assert kcode != 0 and "certificate" in kerr
+    assert code == 2 and plugin_seen == set() == kubectl_seen
+    line = one_error_line(err)
+    assert pair[0].server in line and "not trusted" in line and "not-the-apiserver.example" in line, line
+
+
+def test_the_clusters_proxy_url_carries_the_requests_as_in_kubectl(pair, kc, proxy, monkeypatch):
+    before = len(proxy.targets)
+    (code, err, plugin_seen), (kcode, kerr, kubectl_seen) = both(
+        pair, monkeypatch, ["--kubeconfig", kc["path"], "--cluster", "via-proxy"])
+    assert code == 0 and kcode == 0, (err, kerr)
+    assert plugin_seen == kubectl_seen == identity("A", ADMIN)
+    address = pair[0].server.split("://", 1)[1]
+    assert proxy.targets[before:] and set(proxy.targets[before:]) == {address}
 
 
 REFUSALS = [
