@@ -106,11 +106,12 @@ class _Transport:
         conn.server_name = self.target.tls_server_name
         return conn
 
-    def take(self, timeout) -> Tuple[http.client.HTTPConnection, bool]:
+    def take(self, timeout, fresh=False) -> Tuple[http.client.HTTPConnection, bool]:
+        """An idle kept-alive connection, else a new one (`fresh`: always a new one)."""
         with self._lock:
             if self.aborted:
                 raise KeyboardInterrupt
-            conn = self._idle.pop() if self._idle else None
+            conn = self._idle.pop() if self._idle and not fresh else None
             reused = conn is not None
             if conn is None:
                 conn = self._new(timeout)
@@ -395,7 +396,7 @@ class Client:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._timed_out(what)
-            conn, reused = self._transport.take(remaining)
+            conn, reused = self._transport.take(remaining, fresh=fresh_try)
             watchdog = None
             if remaining is not None:
                 watchdog = threading.Timer(remaining, _shutdown, (conn,))

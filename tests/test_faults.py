@@ -41,6 +41,7 @@ class Fake:
 
     def __init__(self, route):
         self.route = route
+        self.hang_up = False
         self.requests = []
         self.lock = threading.Lock()
         fake = self
@@ -61,6 +62,8 @@ class Fake:
                 with fake.lock:
                     fake.requests.append(req)
                 status, headers, payload = fake.route(req)
+                if fake.hang_up:
+                    self.close_connection = True       # closes after this answer, without saying so
                 self.send_response(status)
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -446,3 +449,32 @@ def test_a_500_with_retry_after_is_retried_too(fake_server):
     code, out, err = run(fake, "verify")
     assert code == 0, err
     assert answers["n"] == 2
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_once(fake_server):
+    fake = fake_server(lists_empty)
+    fake.hang_up = True
+    code, out, err = run(fake, "verify", "--chunk-size", "1")
+    assert code == 0, err
+    code, out, err = run(fake, "check")
+    assert code == 0, err
+
+
+def test_an_unreachable_server_is_one_line_naming_it(tmp_path):
+    import socket as _socket
+
+    s = _socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()       # nothing listens there now
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["verify", "--kubeconfig", str(kubeconfig)], stdin=io.StringIO(""), stdout=out, stderr=err)
+    assert code == 2
+    line = one_error_line(err.getvalue())
+    assert f"cannot reach the API server at http://127.0.0.1:{port}" in line and "refused" in line.lower()
