@@ -388,15 +388,17 @@ class Client:
         return data if raw else _decode(data, what)
 
     def _send(self, method, url, headers, body, deadline, what):
-        """One exchange: (status, headers, body). A kept-alive connection the server closed in the
-        meantime is replaced once."""
+        """One exchange: (status, headers, body). A GET on a kept-alive connection the server
+        closed in the meantime is sent again once on a new connection; a write always goes on a
+        new connection (it is never sent twice: the server may have acted on it)."""
+        idempotent = method in ("GET", "HEAD")
         for fresh_try in (False, True):
             remaining = None
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._timed_out(what)
-            conn, reused = self._transport.take(remaining, fresh=fresh_try)
+            conn, reused = self._transport.take(remaining, fresh=fresh_try or not idempotent)
             watchdog = None
             if remaining is not None:
                 watchdog = threading.Timer(remaining, _shutdown, (conn,))
@@ -438,7 +440,7 @@ class Client:
                     raise KeyboardInterrupt from None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timed_out(what) from None
-                if reused and not fresh_try:
+                if reused and idempotent and not fresh_try:
                     continue
                 raise PluginError(f"the API server at {self.host} closed the connection ({what}): "
                                   f"{_reason(exc)}") from None

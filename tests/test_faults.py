@@ -62,6 +62,9 @@ class Fake:
                 with fake.lock:
                     fake.requests.append(req)
                 status, headers, payload = fake.route(req)
+                if status is None:          # hang up without answering
+                    self.close_connection = True
+                    return
                 if fake.hang_up:
                     self.close_connection = True       # closes after this answer, without saying so
                 self.send_response(status)
@@ -478,3 +481,45 @@ def test_an_unreachable_server_is_one_line_naming_it(tmp_path):
     assert code == 2
     line = one_error_line(err.getvalue())
     assert f"cannot reach the API server at http://127.0.0.1:{port}" in line and "refused" in line.lower()
+
+
+SETTING = {"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+           "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system",
+                        "resourceVersion": "7"},
+           "spec": {"value": "true"},
+           "status": {"value": "true", "editable": True, "description": "d", "sensitive": False}}
+
+
+def test_a_write_is_never_sent_twice_when_the_server_hangs_up(fake_server):
+    def route(req):
+        if req["path"].endswith("/settings/model-deployment-kv-cache-dtype-owned"):
+            if req["method"] == "PATCH":
+                return None, None, None
+            return 200, {}, SETTING
+        if req["path"] in DISCOVERY:
+            return 200, {}, DISCOVERY[req["path"]]
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route, raw=True)
+    code, out, err = run(fake, "setting", "off", "--yes")
+    assert code == 2
+    assert "closed the connection" in one_error_line(err)
+    assert [r["method"] for r in fake.requests].count("PATCH") == 1
+
+
+def test_a_write_goes_on_a_new_connection_so_a_stale_one_cannot_fail_it(fake_server):
+    patched = []
+
+    def route(req):
+        if req["path"].endswith("/settings/model-deployment-kv-cache-dtype-owned"):
+            if req["method"] == "PATCH":
+                patched.append(req)
+                return 200, {}, dict(SETTING, spec={"value": "false"})
+            return 200, {}, SETTING
+        if req["path"] in DISCOVERY:
+            return 200, {}, DISCOVERY[req["path"]]
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route, raw=True)
+    fake.hang_up = True         # every kept-alive connection is stale by the time it is reused
+    code, out, err = run(fake, "setting", "off", "--yes")
+    assert code == 0, err
+    assert len(patched) == 1
