@@ -245,6 +245,11 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
         return EXIT_ERROR
     try:
         name, options = options_for(ns)
+        if argv is None and not getattr(getattr(options, "scope", None), "files", ()):
+            # a real command line (tests pass argv): connect while the command's modules load
+            from kubectl_kvcache import sources
+
+            sources.warm(options.connection, render.tracer(stderr))
         from kubectl_kvcache.commands import IO
 
         return importlib.import_module(COMMANDS[name]).run(options, IO(stdin=stdin, stdout=stdout, stderr=stderr))

@@ -329,14 +329,53 @@ def _install_interrupt():
         pass
 
 
+_WARM: Dict[Connection, list] = {}
+
+
+def warm(conn: Connection, groups, trace=None):
+    """Start connecting in the background while the command's modules are still being imported:
+    a Client for `conn` with its first connections open and `groups` discovered. `claim()` hands
+    it over. Users with an exec plugin or an auth-provider are not warmed (their plugin runs when
+    the command asks, in the foreground); any failure is left for the foreground to meet again."""
+    if conn in _WARM:
+        return
+    _install_interrupt()        # in the main thread: the warm client's connections are closed by Ctrl-C too
+    slot = [None, None]
+
+    def run():
+        try:
+            target = resolve(conn)
+            if target.exec or target.auth_provider:
+                return
+            client = Client(conn, trace, target=target)
+            slot[1] = client
+            client.discover(*groups)
+        except BaseException:       # noqa: B902 - the foreground meets the same failure, and reports it
+            pass
+
+    slot[0] = threading.Thread(target=run, name="kvcache-warm", daemon=True)
+    _WARM[conn] = slot
+    slot[0].start()
+
+
+def claim(conn: Connection) -> "Optional[Client]":
+    """The client warm() prepared for `conn` (waiting for it), or None."""
+    slot = _WARM.pop(conn, None)
+    if slot is None:
+        return None
+    slot[0].join()
+    return slot[1]
+
+
 class Client:
     """Raw-JSON requests to the API server the connection flags and kubeconfig name."""
 
-    def __init__(self, conn: Connection, trace: Optional[Callable[[str], None]] = None):
+    def __init__(self, conn: Connection, trace: Optional[Callable[[str], None]] = None,
+                 target: Optional[Target] = None):
         """`trace`: called with one line per request when KVCACHE_TRACE is set (render prints it)."""
         self.requests = 0
         self._lock = threading.Lock()
-        target = resolve(conn)
+        target = target or resolve(conn)
         self.target = target
         self.namespace = target.namespace
         self.host = target.server
@@ -594,7 +633,13 @@ class Client:
         """Discover several API groups at once (concurrently: one round trip of latency per level
         instead of one per group); errors are left to served() when a group is asked for."""
         missing = [g for g in groups if g not in self._discovery]
-        if len(missing) < 2:
+        if not missing:
+            return
+        if len(missing) == 1:
+            try:
+                self.served(missing[0])
+            except PluginError:
+                pass
             return
         with ThreadPoolExecutor(max_workers=len(missing)) as pool:
             for future in [pool.submit(self.served, g) for g in missing]:

@@ -299,10 +299,19 @@ def _run_all(jobs):
 
 
 def open_client(connection: Connection, trace=None):
-    """The API client for these connection flags; `trace` prints KVCACHE_TRACE lines."""
-    from kubectl_kvcache.kube import Client
+    """The API client for these connection flags (the one warm() started, if any); `trace` prints
+    KVCACHE_TRACE lines."""
+    from kubectl_kvcache.kube import Client, claim
 
-    return Client(connection, trace=trace)
+    return claim(connection) or Client(connection, trace=trace)
+
+
+def warm(connection: Connection, trace=None):
+    """Start connecting to the cluster in the background (see kube.warm): the command's modules
+    are imported meanwhile. Only the command line's own run calls this."""
+    from kubectl_kvcache.kube import warm as start
+
+    start(connection, (snap.GROUP, snap.SETTING_GROUP), trace)
 
 
 def resolve_namespace(scope: Scope, client=None) -> Optional[str]:

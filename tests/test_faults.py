@@ -393,24 +393,33 @@ def test_every_page_is_read_when_the_tokens_move_on(fake_server):
 
 # -- Ctrl-C -----------------------------------------------------------------------------------------
 
-def _hanging(release):
+def _hanging(release, where=("/pods", "/modeldeployments")):
     def route(req):
-        if "/pods" in req["path"] or "/modeldeployments" in req["path"]:
+        if any(w in req["path"] for w in where):
             release.wait(30)
+        if req["path"] in DISCOVERY:
+            return 200, {}, DISCOVERY[req["path"]]
+        if req["path"].endswith("/settings/model-deployment-kv-cache-dtype-owned"):
+            return 404, {}, {"kind": "Status", "reason": "NotFound", "message": "not found"}
         return 200, {}, EMPTY_LIST
     return route
 
 
-@pytest.mark.parametrize("argv", [("verify",), ("verify", "--request-timeout", "1m"), ("check",)])
-def test_ctrl_c_ends_a_hung_request_at_once(fake_server, argv):
+@pytest.mark.parametrize("argv,where", [
+    (("verify",), ("/pods", "/modeldeployments")),
+    (("verify", "--request-timeout", "1m"), ("/pods", "/modeldeployments")),
+    (("check",), ("/pods", "/modeldeployments")),
+    (("verify",), ("/apis/",)),                  # while connecting, before the command's modules are loaded
+], ids=["verify-lists", "verify-timeout-lists", "check-lists", "verify-discovery"])
+def test_ctrl_c_ends_a_hung_request_at_once(fake_server, argv, where):
     release = threading.Event()
-    fake = fake_server(_hanging(release))
+    fake = fake_server(_hanging(release, where), raw=True)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", *argv, "--kubeconfig", fake.kubeconfig],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     try:
         deadline = time.monotonic() + 20
-        while not any("/pods" in r["path"] or "/modeldeployments" in r["path"] for r in fake.requests):
+        while not any(w in r["path"] for r in fake.requests for w in where):
             assert time.monotonic() < deadline, "the plugin never sent its lists"
             time.sleep(0.05)
         time.sleep(0.3)
