@@ -17,11 +17,18 @@ commands are interleaved), in a fresh process each time:
   verify (wheel)    kubectl kvcache verify -A -o json, the plugin installed from a wheel into a venv
   verify (binary)   the same through the PyInstaller binary (scripts/build-binary, --onedir)
   check (wheel)     kubectl kvcache check -A (skipped, with the reason, when it does not run)
+  verify -n (wheel) kubectl kvcache verify -n bench-0000 -o json: one namespace of
+                    --pods-per-namespace engine Pods (where most users are), also (binary) and (REV)
+  kubectl pods -n   the guide's Verify step in that namespace (the baseline of the -n rows)
   kubectl pods      the guide's Verify step across all namespaces:
                     kubectl get pods -A -l app.kubernetes.io/name=model-deployment -o jsonpath=... | grep -o ...
   kubectl md | jq   the guide's roles query: kubectl get modeldeployments -A -o json | jq -r ...
-Wall time is from the first process start to the last exit. Peak RSS is each process's
-ru_maxrss (os.wait4), summed over the processes of a pipeline (an upper bound of the pipeline's
+Wall time is from the first process start to the last exit; CPU s is user + system time of the
+processes (summed over a pipeline): on a machine shared with other work it moves much less than
+the wall time. Peak RSS is each process's own, measured through GNU time (/usr/bin/time, which
+forks the command from its own small process: a child forked from the bench process, which grows
+with the seeded cluster, reported the bench's RSS as its own, so the earlier RSS figures of the
+plugin at 10,000 Pods were inflated by the bench itself), summed over the processes of a pipeline (an upper bound of the pipeline's
 peak). `kubectl kvcache ...` execs the plugin in kubectl's process, so its RSS is the larger of
 kubectl's own before the exec and the plugin's; the plugin alone is also reported (run directly).
 API requests are counted in one extra run: the plugin's KVCACHE_TRACE=1 lines, kubectl's -v=6
@@ -163,8 +170,12 @@ class Command:
         self.direct = direct          # argv of the plugin run without kubectl (RSS of the plugin alone)
 
 
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None   # GNU time: a child's own peak RSS
+
+
 def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
-    """(wall seconds, [maxrss KB per stage], [exit codes], stderr text)."""
+    """(wall seconds, [maxrss KB per stage], [exit codes], stderr text); the CPU seconds (user +
+    system, summed over the stages) are in run_once.cpu."""
     stages = [list(s) for s in (stages or cmd.stages)]
     env = dict(env, **(extra_env or {}))
     env["PATH"] = os.pathsep.join(cmd.path_dirs + [env["PATH"]])
@@ -177,18 +188,30 @@ def run_once(cmd, env, out_path, extra_env=None, trace=False, stages=None):
         prev = subprocess.DEVNULL
         for i, argv in enumerate(stages):
             last = i == len(stages) - 1
+            if TIME:
+                argv = [TIME, "-f", "%M %U %S", "-o", f"{out_path}.rusage{i}", *argv]
             p = subprocess.Popen(argv, stdin=prev, stdout=out if last else subprocess.PIPE,
                                  stderr=err if i == 0 else subprocess.DEVNULL, env=env)
             if prev not in (subprocess.DEVNULL, None):
                 prev.close()
             prev = p.stdout
             procs.append(p)
-        rss, codes = [], []
-        for p in procs:
+        rss, codes, cpu = [], [], 0.0
+        for i, p in enumerate(procs):
             _, status, usage = os.wait4(p.pid, 0)
             p.returncode = os.waitstatus_to_exitcode(status)
-            rss.append(usage.ru_maxrss)
             codes.append(p.returncode)
+            if TIME:
+                # GNU time forks the command from its own small process: a child forked from this
+                # (large) bench process would report this process's RSS as its own peak
+                with open(f"{out_path}.rusage{i}") as f:
+                    fields = f.read().split()[-3:]
+                rss.append(int(fields[0]))
+                cpu += float(fields[1]) + float(fields[2])
+            else:
+                rss.append(usage.ru_maxrss)
+                cpu += usage.ru_utime + usage.ru_stime
+        run_once.cpu = cpu
         wall = time.perf_counter() - t0
     with open(err_path, encoding="utf-8", errors="replace") as f:
         stderr = f.read()
@@ -231,7 +254,7 @@ def measure(cmd, env, runs_dir, api):
         items = cmd.count_items(out) if cmd.count_items else None
     except (ValueError, KeyError) as exc:
         return {"error": f"unexpected output ({exc.__class__.__name__}): {err.strip()[-200:]}"}
-    result = {"wall": [], "rss": [], "codes": codes, "trace_requests": count_trace(cmd, traced),
+    result = {"wall": [], "rss": [], "cpu": [], "codes": codes, "trace_requests": count_trace(cmd, traced),
               "metric_requests": None if before is None else int(after - before),
               "items": items, "out_bytes": os.path.getsize(out)}
     if cmd.direct:
@@ -261,30 +284,39 @@ def fmt_mb(kb):
 
 
 def table_rows(results, baseline="kubectl pods"):
+    """Rows of one namespace (names with ` -n`) are compared with `kubectl pods -n`, the others
+    with `baseline` (all namespaces)."""
     rows = []
     for size, per in results:
-        base = per.get(baseline)
-        base_wall = statistics.median(base["wall"]) if base and base.get("wall") else None
-        base_rss = sum(statistics.median(r) for r in zip(*base["rss"])) if base and base.get("rss") else None
         for name, r in per.items():
+            base_name = baseline + " -n" if " -n" in name and baseline + " -n" in per else baseline
+            base = per.get(base_name)
+            base_wall = statistics.median(base["wall"]) if base and base.get("wall") else None
+            base_rss = sum(statistics.median(x) for x in zip(*base["rss"])) if base and base.get("rss") else None
+            baseline_here = name == base_name
             if "error" in r:
-                rows.append([f"{size:,}", name, "-", "-", "-", "-", "-", "-", r["error"]])
+                rows.append([f"{size:,}", name, "-", "-", "-", "-", "-", "-", "-", r["error"]])
                 continue
+            base_cpu = statistics.median(base["cpu"]) if base and base.get("cpu") else None
+            cpu = statistics.median(r["cpu"]) if r.get("cpu") else None
             med = statistics.median(r["wall"])
             rss = sum(statistics.median(x) for x in zip(*r["rss"]))
             req = str(r["trace_requests"])
             if r["metric_requests"] is not None:
                 req += f" ({r['metric_requests']})"
-            ratio = f"{med / base_wall:.2f}x" if base_wall and name != baseline else ""
-            rss_ratio = f"{rss / base_rss:.2f}x" if base_rss and name != baseline else ""
+            ratio = f"{med / base_wall:.2f}x" if base_wall and not baseline_here else ""
+            rss_ratio = f"{rss / base_rss:.2f}x" if base_rss and not baseline_here else ""
             rss_text = fmt_mb(rss) + (f" ({fmt_mb(r['direct_rss'])} alone)" if r.get("direct_rss") else "")
+            cpu_text = "" if cpu is None else f"{cpu:.2f}" + (
+                f" ({cpu / base_cpu:.2f}x)" if base_cpu and not baseline_here else "")
             rows.append([f"{size:,}", name, f"{med:.2f}", f"{min(r['wall']):.2f}-{max(r['wall']):.2f}", rss_text,
-                         req, ratio, rss_ratio, str(r["items"]) if r["items"] is not None else ""])
+                         req, ratio, rss_ratio, cpu_text, str(r["items"]) if r["items"] is not None else ""])
     return rows
 
 
 HEADERS = ["Pods", "command", "median s", "range s", "peak RSS MB", "API requests (server-counted)",
-           "wall vs kubectl pods", "RSS vs kubectl pods", "output lines/items"]
+           "wall vs kubectl pods (-n)", "RSS vs kubectl pods (-n)", "CPU s (vs kubectl pods (-n))",
+           "output lines/items"]
 
 
 def markdown_table(rows, headers=HEADERS):
@@ -387,20 +419,28 @@ def main(argv=None):
     api = seeding.Api.from_kubeconfig(kubeconfig)
     server_version = api.call("GET", "/version").get("gitVersion", "?")
 
+    ns = seeding.NAMESPACE_FORMAT.format(0)      # one namespace of --pods-per-namespace engine Pods
     jq = shutil.which("jq")
     md_stage2 = [jq, "-r", JQ_ROLES] if jq else [os.path.join(wheel_bin, "python"), "-c", PY_JQ_STANDIN]
     plugin_dirs = [wheel_bin, kubectl_dir]
+    verify_ns = ["verify", "-n", ns, "-o", "json"]
     commands = [
         Command("verify (wheel)", [["kubectl", "kvcache", "verify", "-A", "-o", "json"]], plugin_dirs, "plugin",
                 count_verify_items, direct=["kubectl-kvcache", "verify", "-A", "-o", "json"]),
+        Command("verify -n (wheel)", [["kubectl", "kvcache", *verify_ns]], plugin_dirs, "plugin",
+                count_verify_items, direct=["kubectl-kvcache", *verify_ns]),
     ]
     if bin_dir:
         commands.append(Command("verify (binary)", [["kubectl", "kvcache", "verify", "-A", "-o", "json"]],
                                 [bin_dir, kubectl_dir], "plugin", count_verify_items,
                                 direct=["kubectl-kvcache", "verify", "-A", "-o", "json"]))
+        commands.append(Command("verify -n (binary)", [["kubectl", "kvcache", *verify_ns]],
+                                [bin_dir, kubectl_dir], "plugin", count_verify_items,
+                                direct=["kubectl-kvcache", *verify_ns]))
     if opts.compare:
         old_bin = wheel_venv(opts.workdir, source=_source_tree(opts.workdir, opts.compare), name="compare-venv")
         for what, argv, count in (("verify", ["verify", "-A", "-o", "json"], count_verify_items),
+                                  ("verify -n", verify_ns, count_verify_items),
                                   ("check", ["check", "-A"], count_lines)):
             commands.append(Command(f"{what} ({opts.compare})", [["kubectl", "kvcache", *argv]],
                                     [old_bin, kubectl_dir], "plugin", count, direct=["kubectl-kvcache", *argv]))
@@ -414,6 +454,9 @@ def main(argv=None):
                 direct=["kubectl-kvcache", "check", "-A"]),
         Command("kubectl pods", [["kubectl", "get", "pods", "-A", "-l", seeding.POD_SELECTOR, "-o",
                                   f"jsonpath={POD_JSONPATH}"], ["grep", "-o", "--", GREP_DTYPE]],
+                [kubectl_dir], "kubectl", count_lines, trace="kubectl"),
+        Command("kubectl pods -n", [["kubectl", "get", "pods", "-n", ns, "-l", seeding.POD_SELECTOR, "-o",
+                                     f"jsonpath={POD_JSONPATH}"], ["grep", "-o", "--", GREP_DTYPE]],
                 [kubectl_dir], "kubectl", count_lines, trace="kubectl"),
         Command("kubectl md | jq" if jq else "kubectl md | python (jq missing)",
                 [["kubectl", "get", "modeldeployments", "-A", "-o", "json"], md_stage2],
@@ -461,6 +504,7 @@ def main(argv=None):
                         r.setdefault("failures", []).append(err[-300:])
                     r["wall"].append(wall)
                     r["rss"].append(rss)
+                    r["cpu"].append(run_once.cpu)
                 log(f"{size:,} Pods: run {run + 1}/{opts.runs} done")
             results.append((size, per))
             print(text_table(table_rows([(size, per)])), flush=True)

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 import textwrap
 
@@ -174,6 +175,7 @@ def _connection_flags(p):
     g.add_argument("--insecure-skip-tls-verify", action="store_true", help="do not verify the server's certificate")
     g.add_argument("--as", dest="as_user", help="username to impersonate")
     g.add_argument("--as-group", action="append", default=[], help="group to impersonate (repeatable)")
+    g.add_argument("--as-uid", help="UID to impersonate")
     g.add_argument("--request-timeout", default="0",
                    help="time to wait for one request (e.g. 10s, 1m; 0 waits forever)")
     g.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
@@ -334,19 +336,56 @@ def build_parser():
 # -- Complete and Validate: flags -> options ----------------------------------------------------
 
 def connection(ns) -> Connection:
-    if ns.as_group and not ns.as_user:
-        raise PluginError("--as-group needs --as")
+    # --as-group/--as-uid without --as are judged with the kubeconfig's `as` (kube.py), as kubectl does
     conn = Connection(kubeconfig=ns.kubeconfig, context=ns.context, cluster=ns.cluster, user=ns.user,
                       server=ns.server, token=ns.token, certificate_authority=ns.certificate_authority,
                       insecure_skip_tls_verify=ns.insecure_skip_tls_verify, as_user=ns.as_user,
-                      as_groups=tuple(ns.as_group), request_timeout=ns.request_timeout, chunk_size=ns.chunk_size)
+                      as_groups=tuple(ns.as_group), as_uid=ns.as_uid, request_timeout=ns.request_timeout,
+                      chunk_size=ns.chunk_size)
     conn.timeout  # a bad --request-timeout fails before anything is sent
+    if conn.chunk_size < 0:
+        raise PluginError(f"--chunk-size must be 0 or more, not {conn.chunk_size}")
     return conn
 
 
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def valid_namespace(name) -> str:
+    """A namespace as Kubernetes validates it (a DNS-1123 label), before any request names it."""
+    if not (_DNS1123_LABEL.fullmatch(name) and len(name) <= 63):
+        raise PluginError(f"invalid namespace {name!r}: a namespace is a lowercase RFC 1123 label (at most 63 "
+                          f"characters of a-z, 0-9 and '-', starting and ending with a letter or digit)")
+    return name
+
+
+def valid_object_name(name, what) -> str:
+    """An object name (a DNS-1123 subdomain, as Bindings and Pods have): never a path or a query."""
+    if not (_DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
+        raise PluginError(f"invalid {what} name {name!r}: a lowercase RFC 1123 subdomain (at most 253 characters "
+                          f"of a-z, 0-9, '-' and '.', each part starting and ending with a letter or digit)")
+    return name
+
+
+def valid_pod_name(name) -> str:
+    """A Pod name as Kubernetes validates it (a DNS-1123 subdomain): never a path, a query or a
+    subresource."""
+    if not (_DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
+        raise PluginError(f"invalid Pod name {name!r}: a Pod name is a lowercase RFC 1123 subdomain (at most 253 "
+                          f"characters of a-z, 0-9, '-' and '.', each part starting and ending with a letter or "
+                          f"digit)")
+    return name
+
+
 def scope(ns, names=(), workloads=False, selector=True) -> Scope:
-    """-A wins over -n, as in kubectl. `selector`: whether -l narrows what is read (verify's Pods)."""
+    """-A wins over -n, as in kubectl. `selector`: whether -l narrows what is read (verify's Pods).
+    Names and the namespace are validated as Kubernetes validates them, before any request."""
     namespace = None if ns.all_namespaces else ns.namespace
+    if namespace is not None:
+        valid_namespace(namespace)
+    for name in names:
+        valid_pod_name(name)
     if ns.selector:
         validate_selector(ns.selector)      # a malformed selector fails before any request
     skipped = workloads and getattr(ns, "skip_workloads", False)
@@ -403,6 +442,11 @@ def options_for(ns):
     if ns.command == "recover":
         if ns.filename and (ns.apply or ns.dry_run != "none"):
             raise PluginError("--apply and --dry-run need a cluster: -f only plans")
+        if ns.namespace is not None:
+            valid_namespace(ns.namespace)
+        for what, name in (("Binding", ns.binding), ("new Binding", ns.name)):
+            if name is not None:
+                valid_object_name(name, what)
         return "recover", RecoverOptions(
             ns.binding, connection(ns), Scope(namespace=ns.namespace, files=tuple(ns.filename)),
             Output(format=ns.output), dtype=ns.dtype, name=ns.name, domain=ns.domain, strategy=ns.strategy,
@@ -496,6 +540,11 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
         return EXIT_ERROR
     try:
         name, options = options_for(ns)
+        if argv is None and not getattr(getattr(options, "scope", None), "files", ()):
+            # a real command line (tests pass argv): connect while the command's modules load
+            from kubectl_kvcache import sources
+
+            sources.warm(options.connection, render.tracer(stderr))
         from kubectl_kvcache.commands import IO
 
         return importlib.import_module(COMMANDS[name]).run(options, IO(stdin=stdin, stdout=stdout, stderr=stderr))

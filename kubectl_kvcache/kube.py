@@ -1,21 +1,42 @@
-"""The only module that talks to the Kubernetes API: config as kubectl reads it, raw-JSON
-requests, paged lists, discovery, merge patches. Errors become one-line PluginErrors that say
-what was refused or unreachable.
+"""The only module that talks to the Kubernetes API: the connection as kubectl makes it (see
+kubeconfig.py for where and as whom), raw-JSON requests over the standard library's http.client,
+paged lists, discovery, merge patches. Errors become one-line PluginErrors that say what was
+refused or unreachable.
+
+The transport is client-go's, in what matters here: one keep-alive connection pool per API server;
+429 and 5xx answers that carry Retry-After retried as it says (client-go's rule; at most
+MAX_RETRIES times and MAX_RETRY_WAIT seconds of waiting in all, never past --request-timeout); --request-timeout bounds a whole
+request, the body included; Ctrl-C closes every open connection at once. The kubernetes client is
+loaded only for users with an exec plugin or an auth-provider (its code runs them).
 """
 
+import base64
+import http.client
 import json
 import os
 import re
+import signal
+import socket
+import ssl
 import threading
+import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
+from kubectl_kvcache import __version__
 from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
-from kubectl_kvcache.options import Connection
+from kubectl_kvcache.kubeconfig import Target, resolve
+from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
 
-SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+USER_AGENT = f"kubectl-kvcache/{__version__}"
 MAX_LIST_RESTARTS = 3
+MAX_RETRIES = 10            # 429/503 with Retry-After, as client-go's default
+MAX_RETRY_WAIT = 60.0       # seconds waited for retries of one request, in all
+MAX_PAGES = 20000           # a list that pages longer than this never ends
+MAX_EMPTY_PAGES = 100       # consecutive pages without items that still go on
+_CHUNK = 1 << 16
 
 
 def _status_message(body: bytes) -> Tuple[str, str]:
@@ -26,135 +47,463 @@ def _status_message(body: bytes) -> Tuple[str, str]:
         return (body or b"").decode("utf-8", "replace").strip()[:300], ""
 
 
+class _Timeout(Exception):
+    """The request's deadline passed."""
+
+
+class _Transport:
+    """Keep-alive connections to one API server, with TLS and credentials as `target` says."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        parts = urlsplit(target.server)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PluginError(f"the server {target.server!r} is not an http(s) URL")
+        self.https = parts.scheme == "https"
+        self.hostname = parts.hostname
+        try:
+            self.port = parts.port or (443 if self.https else 80)
+        except ValueError as exc:
+            raise PluginError(f"the server {target.server!r} has an invalid port") from exc
+        self.prefix = parts.path.rstrip("/")
+        self.context = self._ssl_context() if self.https else None
+        self.proxy = _proxy_for(target, self.hostname) if self.https else None
+        self._idle: List[http.client.HTTPConnection] = []
+        self._active = set()
+        self._lock = threading.Lock()
+        self.aborted = False
+
+    def _ssl_context(self):
+        t = self.target
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        if t.insecure:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        else:
+            try:
+                if t.ca_data:
+                    ctx.load_verify_locations(cadata=t.ca_data.decode("ascii", "replace"))
+                elif t.ca_file:
+                    ctx.load_verify_locations(cafile=t.ca_file)
+                else:
+                    ctx.load_default_certs()
+            except (ssl.SSLError, OSError, ValueError) as exc:
+                raise PluginError(f"the certificate authority for {t.server} cannot be used: {_reason(exc)}") from exc
+        if t.cert_data or t.cert_file:
+            _load_client_cert(ctx, t)
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
+
+    def _new(self, timeout):
+        if not self.https:
+            return http.client.HTTPConnection(self.hostname, self.port, timeout=timeout)
+        if self.proxy:
+            conn = _HTTPS(self.proxy[0], self.proxy[1], timeout=timeout, context=self.context)
+            conn.set_tunnel(self.hostname, self.port)
+        else:
+            conn = _HTTPS(self.hostname, self.port, timeout=timeout, context=self.context)
+        conn.server_name = self.target.tls_server_name
+        return conn
+
+    def take(self, timeout, fresh=False) -> Tuple[http.client.HTTPConnection, bool]:
+        """An idle kept-alive connection, else a new one (`fresh`: always a new one)."""
+        with self._lock:
+            if self.aborted:
+                raise KeyboardInterrupt
+            conn = self._idle.pop() if self._idle and not fresh else None
+            reused = conn is not None
+            if conn is None:
+                conn = self._new(timeout)
+            self._active.add(conn)
+        if reused and conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        conn.timeout = timeout
+        return conn, reused
+
+    def give_back(self, conn, keep):
+        with self._lock:
+            self._active.discard(conn)
+            if keep and not self.aborted:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def abort(self):
+        """Close every connection now (Ctrl-C): requests blocked on them fail at once."""
+        with self._lock:
+            self.aborted = True
+            conns = list(self._active) + self._idle
+            self._idle = []
+        for conn in conns:
+            _shutdown(conn)
+
+
+def _shutdown(conn):
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _HTTPS(http.client.HTTPSConnection):
+    """An HTTPS connection whose TLS server name can be the cluster's tls-server-name (SNI and
+    the name the certificate is checked against) instead of the host dialled."""
+
+    server_name: Optional[str] = None
+
+    def connect(self):
+        http.client.HTTPConnection.connect(self)        # TCP, and the proxy's CONNECT if any
+        name = self.server_name or self._tunnel_host or self.host
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=name)
+
+
+def _load_client_cert(ctx, t):
+    """ssl loads a certificate chain from files only: data from the kubeconfig (or an exec plugin)
+    goes through anonymous memory files on Linux (never on disk), else through a private
+    temporary folder that is removed at once."""
+    fds, folder = [], None
+    try:
+        cert, key = t.cert_file, t.key_file
+        if t.cert_data or t.key_data:
+            if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+                def place(name, data):
+                    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+                    fds.append(fd)
+                    _write_all(fd, data)
+                    return f"/proc/self/fd/{fd}"
+            else:
+                folder = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"kubectl-kvcache-{os.urandom(8).hex()}")
+                os.mkdir(folder, 0o700)
+
+                def place(name, data):
+                    path = os.path.join(folder, name)
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    try:
+                        _write_all(fd, data)
+                    finally:
+                        os.close(fd)
+                    return path
+            if t.cert_data:
+                cert = place("client.crt", t.cert_data)
+            if t.key_data:
+                key = place("client.key", t.key_data)
+        ctx.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise PluginError(f"the client certificate of user {t.user_name or '(none)'} cannot be used: "
+                          f"{_reason(exc)}") from exc
+    finally:
+        for fd in fds:
+            os.close(fd)
+        if folder:
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
+
+
+def _write_all(fd, data: bytes):
+    view = memoryview(data)
+    while view:
+        view = view[os.writev(fd, [view]):]
+
+
+def _proxy_for(target, hostname):
+    """(host, port) of an http:// proxy: the cluster's proxy-url, else HTTPS_PROXY unless NO_PROXY
+    matches (as Go's ProxyFromEnvironment); None: connect directly."""
+    url = target.proxy_url
+    if not url:
+        if not any(k.lower() in ("https_proxy", "no_proxy") for k in os.environ):
+            return None
+        import urllib.request
+
+        proxies = urllib.request.getproxies_environment()
+        url = proxies.get("https")
+        if not url or urllib.request.proxy_bypass_environment(hostname, proxies):
+            return None
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise PluginError(f"proxy {url!r}: only http:// proxies are supported")
+    return parts.hostname, parts.port or 80
+
+
+def _credentials(target: Target) -> Dict[str, str]:
+    """The Authorization header (token, basic auth, an exec plugin's or auth-provider's token);
+    an exec plugin that hands out a client certificate is loaded into the TLS context instead."""
+    if not target.tls:
+        return {}
+    if target.token:
+        return {"Authorization": f"Bearer {target.token}"}
+    if target.username or target.password:
+        pair = f"{target.username or ''}:{target.password or ''}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
+    if target.cert_data or target.cert_file:
+        return {}       # client-go does not run an exec plugin when a client certificate is given
+    if target.exec:
+        return _exec_credentials(target)
+    if target.auth_provider:
+        return _auth_provider_token(target)
+    return {}
+
+
+def _exec_credentials(target: Target) -> Dict[str, str]:
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.exec_provider import ExecProvider
+    from kubernetes.config.kube_config import ConfigNode
+
+    command = target.exec.get("command")
+    cluster = dict(target.cluster, server=target.server)
+    try:
+        status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir, ConfigNode("cluster", cluster)).run()
+    except (ConfigException, OSError) as exc:
+        hint = target.exec.get("installHint")
+        text = " ".join(str(exc).split())
+        raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} failed: {text}"
+                          + (f" ({' '.join(str(hint).split())})" if hint else "")) from exc
+    if not isinstance(status, dict):
+        raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} printed no status")
+    if status.get("token"):
+        return {"Authorization": f"Bearer {status['token']}"}
+    if status.get("clientCertificateData") and status.get("clientKeyData"):
+        target.cert_data = status["clientCertificateData"].encode()
+        target.key_data = status["clientKeyData"].encode()
+        return {}
+    raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} printed neither a token "
+                      f"nor a client certificate and key")
+
+
+def _auth_provider_token(target: Target) -> Dict[str, str]:
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader
+
+    name = target.auth_provider.get("name")
+    config = {"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+              "clusters": [{"name": "c", "cluster": dict(target.cluster, server=target.server)}],
+              "users": [{"name": "u", "user": {"auth-provider": target.auth_provider}}]}
+    try:
+        loader = KubeConfigLoader(config_dict=config, config_base_path=target.base_dir or "")
+        token = loader._load_auth_provider_token()
+    except (ConfigException, OSError, KeyError, ValueError) as exc:
+        raise PluginError(f"the auth-provider {name!r} of user {target.user_name} failed: "
+                          f"{' '.join(str(exc).split())}") from exc
+    if not token:
+        raise PluginError(f"the auth-provider {name!r} of user {target.user_name} gave no token")
+    return {"Authorization": token if token.startswith("Bearer ") else f"Bearer {token}"}
+
+
+def _impersonation(target: Target) -> List[Tuple[str, str]]:
+    if not target.as_user:
+        return []
+    headers = [("Impersonate-User", target.as_user)]
+    if target.as_uid:
+        headers.append(("Impersonate-Uid", target.as_uid))
+    headers += [("Impersonate-Group", g) for g in target.as_groups]
+    for key, values in sorted(target.as_extra.items()):
+        headers += [("Impersonate-Extra-" + quote(key, safe=""), v) for v in values]
+    return headers
+
+
+_LIVE: "weakref.WeakSet[_Transport]" = weakref.WeakSet()     # the transports Ctrl-C closes
+
+
+def _install_interrupt():
+    """Ctrl-C closes every open connection before KeyboardInterrupt unwinds, so that requests
+    blocked in other threads (concurrent lists, the page fetched ahead) end at once too."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous) or getattr(previous, "_kvcache", False):
+        return      # SIGINT ignored or left to the OS: not ours to change
+
+    def on_interrupt(signum, frame):
+        for transport in list(_LIVE):
+            transport.abort()
+        previous(signum, frame)
+        raise KeyboardInterrupt
+
+    on_interrupt._kvcache = True
+    try:
+        signal.signal(signal.SIGINT, on_interrupt)
+    except (ValueError, OSError):
+        pass
+
+
+_WARM: Dict[Connection, list] = {}
+
+
+def warm(conn: Connection, groups, trace=None):
+    """Start connecting in the background while the command's modules are still being imported:
+    a Client for `conn` with its first connections open and `groups` discovered. `claim()` hands
+    it over. Users with an exec plugin or an auth-provider are not warmed (their plugin runs when
+    the command asks, in the foreground); any failure is left for the foreground to meet again."""
+    if conn in _WARM:
+        return
+    _install_interrupt()        # in the main thread: the warm client's connections are closed by Ctrl-C too
+    slot = [None, None]
+
+    def run():
+        try:
+            target = resolve(conn)
+            if target.exec or target.auth_provider:
+                return
+            client = Client(conn, trace, target=target)
+            slot[1] = client
+            client.discover(*groups)
+        except BaseException:       # noqa: B902 - the foreground meets the same failure, and reports it
+            pass
+
+    slot[0] = threading.Thread(target=run, name="kvcache-warm", daemon=True)
+    _WARM[conn] = slot
+    slot[0].start()
+
+
+def claim(conn: Connection) -> "Optional[Client]":
+    """The client warm() prepared for `conn` (waiting for it), or None."""
+    slot = _WARM.pop(conn, None)
+    if slot is None:
+        return None
+    slot[0].join()
+    return slot[1]
+
+
 class Client:
-    """A thin raw-JSON client over the kubernetes package's configuration and connection pool."""
+    """Raw-JSON requests to the API server the connection flags and kubeconfig name."""
 
-    def __init__(self, conn: Connection, trace: Optional[Callable[[str], None]] = None):
+    def __init__(self, conn: Connection, trace: Optional[Callable[[str], None]] = None,
+                 target: Optional[Target] = None):
         """`trace`: called with one line per request when KVCACHE_TRACE is set (render prints it)."""
-        from kubernetes import client as k8s_client
-        from kubernetes.config import ConfigException
-
         self.requests = 0
         self._lock = threading.Lock()
-        cfg = k8s_client.Configuration()
-        self.namespace = "default"
-        try:
-            self._load(cfg, conn)
-        except ConfigException as exc:
-            raise PluginError(f"kubeconfig: {str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__}") \
-                from exc
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise PluginError(f"kubeconfig: {exc}") from exc
-        if conn.server:
-            cfg.host = conn.server
-        if conn.token:
-            cfg.api_key = {"BearerToken": conn.token}
-            cfg.api_key_prefix = {"BearerToken": "Bearer"}
-        if conn.certificate_authority:
-            cfg.ssl_ca_cert = conn.certificate_authority
-        if conn.insecure_skip_tls_verify:
-            cfg.verify_ssl = False
-        cfg.retries = False
-        self.host = cfg.host
+        target = target or resolve(conn)
+        self.target = target
+        self.namespace = target.namespace
+        self.host = target.server
         self.timeout = conn.timeout
-        self.impersonate_user = conn.as_user
-        self.impersonate_groups = list(conn.as_groups)
-        self.api = k8s_client.ApiClient(cfg)
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers.update(_credentials(target))    # may run an exec plugin, which may give a certificate
+        self._transport = _Transport(target)
+        self._headers = list(headers.items()) + _impersonation(target)
         self.trace = trace if os.environ.get("KVCACHE_TRACE") not in (None, "", "0") else None
         self._discovery: Dict[str, dict] = {}
-
-    # -- configuration, as kubectl reads it ------------------------------------------------
-
-    def _load(self, cfg, conn: Connection):
-        from kubernetes.config import incluster_config, kube_config
-
-        path = conn.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        paths = [os.path.expanduser(p) for p in path.split(os.pathsep) if p]
-        existing = [p for p in paths if os.path.exists(p)]
-        if conn.kubeconfig and not existing:
-            raise PluginError(f"kubeconfig {conn.kubeconfig} does not exist")
-        if not existing:
-            if os.environ.get("KUBERNETES_SERVICE_HOST") and not conn.server:
-                incluster_config.InClusterConfigLoader(
-                    token_filename=incluster_config.SERVICE_TOKEN_FILENAME,
-                    cert_filename=incluster_config.SERVICE_CERT_FILENAME).load_and_set(cfg)
-                if os.path.exists(SA_NAMESPACE_FILE):
-                    with open(SA_NAMESPACE_FILE) as f:
-                        self.namespace = f.read().strip() or "default"
-                return
-            if conn.server:
-                return
-            raise PluginError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig "
-                              "(or run inside a cluster)")
-        merger = kube_config.KubeConfigMerger(os.pathsep.join(existing))
-        merged = merger.config
-        context_name = conn.context or merged.value.get("current-context")
-        context = next((c for c in _entries(merged, "contexts") if c.get("name") == context_name), None)
-        if context is None:
-            if context_name:
-                raise PluginError(f"context {context_name!r} not found in the kubeconfig")
-            raise PluginError("the kubeconfig has no current-context; pass --context")
-        ctx = context.get("context")
-        if not isinstance(ctx, dict):
-            ctx = context["context"] = {}
-        for flag in ("cluster", "user"):
-            value = getattr(conn, flag)
-            if value:
-                if value not in {e.get("name") for e in _entries(merged, flag + "s")}:
-                    raise PluginError(f"{flag} {value!r} not found in the kubeconfig")
-                ctx[flag] = value
-        self.namespace = ctx.get("namespace") or "default"
-        loader = kube_config.KubeConfigLoader(config_dict=merged, active_context=context_name,
-                                              config_base_path=None)
-        loader.load_and_set(cfg)
+        _LIVE.add(self._transport)
+        _install_interrupt()
 
     # -- requests ------------------------------------------------------------------------
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False):
         """Raw JSON request; returns the decoded body (`raw`: its bytes, still undecoded) or raises
         a one-line PluginError."""
-        import urllib3
-
-        headers = {"Accept": "application/json", "User-Agent": "kubectl-kvcache"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        method, url, headers, body, _ = self.api.param_serialize(
-            method, path, query_params=list((query or {}).items()), header_params=headers, body=body,
-            auth_settings=["BearerToken"])
-        if self.impersonate_user:
-            headers = urllib3.HTTPHeaderDict(headers)
-            headers["Impersonate-User"] = self.impersonate_user
-            for group in self.impersonate_groups:
-                headers.add("Impersonate-Group", group)
-        with self._lock:
-            self.requests += 1
         what = what or f"{method} {path}"
-        try:
-            resp = self.api.call_api(method, url, header_params=headers, body=body,
-                                     _request_timeout=self.timeout)
-            data = resp.read()
-        except urllib3.exceptions.MaxRetryError as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc.reason)}") from exc
-        except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.NameResolutionError) as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}") from exc
-        except urllib3.exceptions.SSLError as exc:
-            raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from exc
-        except (urllib3.exceptions.TimeoutError, TimeoutError) as exc:
-            raise PluginError(f"the API server at {self.host} did not answer within the request timeout "
-                              f"({what})") from exc
-        except urllib3.exceptions.HTTPError as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}") from exc
-        except OSError as exc:
-            raise PluginError(f"cannot reach the API server at {self.host}: {exc}") from exc
-        if self.trace:
-            from urllib.parse import urlencode
-
-            shown = path + ("?" + urlencode(query) if query else "")
+        url = self._transport.prefix + _safe_path(path)
+        if query:
+            url += "?" + urlencode(query)
+        headers = list(self._headers)
+        if body is not None and not isinstance(body, (bytes, bytearray)):
+            body = json.dumps(body).encode()
+        if content_type:
+            headers.append(("Content-Type", content_type))
+        deadline = time.monotonic() + self.timeout if self.timeout else None
+        waited, attempt = 0.0, 0
+        while True:
             with self._lock:
-                self.trace(f"{method} {shown} -> {resp.status} ({len(data or b'')} bytes)")
-        if resp.status >= 400:
-            raise self._error(resp.status, data, what)
+                self.requests += 1
+            status, resp_headers, data = self._send(method, url, headers, body, deadline, what)
+            if self.trace:
+                with self._lock:
+                    self.trace(f"{method} {path}{'?' + urlencode(query) if query else ''} -> {status} "
+                               f"({len(data or b'')} bytes)")
+            if (status == 429 or status >= 500) and attempt < MAX_RETRIES:     # client-go's checkWait
+                delay = _retry_after(resp_headers)
+                fits = deadline is None or time.monotonic() + delay < deadline
+                if delay is not None and fits and waited + delay <= MAX_RETRY_WAIT:
+                    attempt += 1
+                    waited += delay
+                    time.sleep(delay)
+                    continue
+            break
+        if status >= 400:
+            raise self._error(status, data, what)
         return data if raw else _decode(data, what)
+
+    def _send(self, method, url, headers, body, deadline, what):
+        """One exchange: (status, headers, body). A GET on a kept-alive connection the server
+        closed in the meantime is sent again once on a new connection; a write always goes on a
+        new connection (it is never sent twice: the server may have acted on it)."""
+        idempotent = method in ("GET", "HEAD")
+        for fresh_try in (False, True):
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._timed_out(what)
+            conn, reused = self._transport.take(remaining, fresh=fresh_try or not idempotent)
+            watchdog = None
+            if remaining is not None:
+                watchdog = threading.Timer(remaining, _shutdown, (conn,))
+                watchdog.daemon = True
+                watchdog.start()
+            keep = False
+            try:
+                conn.putrequest(method, url, skip_accept_encoding=True)
+                for name, value in headers:
+                    conn.putheader(name, value)
+                if body is not None:
+                    conn.putheader("Content-Length", str(len(body)))
+                conn.endheaders(body)
+                resp = conn.getresponse()
+                chunks = []
+                while True:
+                    chunk = resp.read1(_CHUNK)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                resp.close()        # the body is read: the connection can carry the next request
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise _Timeout()
+                keep = not resp.will_close
+                return resp.status, resp.headers, b"".join(chunks)
+            except _Timeout:
+                raise self._timed_out(what) from None
+            except ssl.SSLCertVerificationError as exc:
+                raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
+                                  f"is not trusted ({exc.verify_message or _reason(exc)})") from None
+            except ssl.SSLError as exc:
+                if self._transport.aborted:
+                    raise KeyboardInterrupt from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timed_out(what) from None
+                raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from None
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                if self._transport.aborted:
+                    raise KeyboardInterrupt from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timed_out(what) from None
+                if reused and idempotent and not fresh_try:
+                    continue
+                raise PluginError(f"the API server at {self.host} closed the connection ({what}): "
+                                  f"{_reason(exc)}") from None
+            except (socket.timeout, TimeoutError):
+                raise self._timed_out(what) from None
+            except (OSError, http.client.HTTPException) as exc:
+                if self._transport.aborted:
+                    raise KeyboardInterrupt from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timed_out(what) from None
+                raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}") from None
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+                self._transport.give_back(conn, keep)
+        raise PluginError(f"cannot reach the API server at {self.host}")   # not reached
+
+    def _timed_out(self, what):
+        return PluginError(f"the API server at {self.host} did not answer within the request timeout "
+                           f"of {self.timeout:g}s ({what})")
+
+    def close(self):
+        self._transport.abort()
+        _LIVE.discard(self._transport)
 
     def _error(self, status, data, what):
         message, reason = _status_message(data)
@@ -218,7 +567,8 @@ class Client:
         except NotFound:
             return None
 
-    def list(self, path, convert: Callable[[dict], object], selector=None, chunk=500, what=None) -> List:
+    def list(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
+             what=None) -> List:
         """Every item of a list, converted page by page (memory follows the records, not the
         pages); restarts from the first page when the continue token expires.
 
@@ -229,20 +579,18 @@ class Client:
         what = what or f"list {path}"
 
         def fetch(token):
-            query = {}
-            if selector:
-                query["labelSelector"] = selector
-            if chunk:
-                query["limit"] = str(chunk)
-            if token:
-                query["continue"] = token
-            return self.request("GET", path, query=query, what=what, raw=True)
+            return self.request("GET", path, query=_list_query(selector, chunk, token), what=what, raw=True)
 
         with ThreadPoolExecutor(max_workers=1) as ahead:
             for _attempt in range(MAX_LIST_RESTARTS + 1):
                 records, token, pending = [], None, None
+                seen, pages, empty = set(), 0, 0
                 try:
                     while True:
+                        pages += 1
+                        if pages > MAX_PAGES:
+                            raise PluginError(f"{what}: the API server kept sending pages ({MAX_PAGES:,} so far); "
+                                              f"stopped")
                         data = pending.result() if pending is not None else fetch(token)
                         raw = isinstance(data, (bytes, bytearray))
                         early = _continue_token(data) if chunk and raw else None
@@ -257,7 +605,20 @@ class Client:
                             if record is not None:
                                 records.append(record)
                         token = (page.get("metadata") or {}).get("continue") if chunk else None
+                        empty = 0 if items else empty + 1
                         del page, items
+                        if token and token in seen:
+                            if pending is not None:
+                                _settle(pending)
+                            raise PluginError(f"{what}: the API server sent the same continue token twice; "
+                                              f"stopped (the list would never end)")
+                        if token and empty >= MAX_EMPTY_PAGES:
+                            if pending is not None:
+                                _settle(pending)
+                            raise PluginError(f"{what}: the API server sent {empty} empty pages in a row and "
+                                              f"still a continue token; stopped")
+                        if token:
+                            seen.add(token)
                         if token != early and pending is not None:
                             _settle(pending)
                             pending = None
@@ -275,7 +636,7 @@ class Client:
                     raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
-    def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=500,
+    def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
                        what=None) -> Tuple[List, str]:
         """Every item of a list, converted, and the list's resourceVersion: where a watch of the
         same collection starts so that it misses nothing and repeats nothing. Paged like `list`;
@@ -285,14 +646,7 @@ class Client:
             records, token, version = [], None, None
             try:
                 while True:
-                    query = {}
-                    if selector:
-                        query["labelSelector"] = selector
-                    if chunk:
-                        query["limit"] = str(chunk)
-                    if token:
-                        query["continue"] = token
-                    page = self.request("GET", path, query=query, what=what)
+                    page = self.request("GET", path, query=_list_query(selector, chunk, token), what=what)
                     items = page.get("items")
                     if not isinstance(items, list):
                         raise PluginError(f"the API server answered {what} without a list of items")
@@ -318,60 +672,50 @@ class Client:
         MODIFIED, DELETED or BOOKMARK (bookmarks are asked for), read from the streamed JSON lines
         until the server ends the watch after `timeout_seconds`. Errors map as `request` maps them;
         410 Gone (the resourceVersion is too old), as the answer or as an ERROR event, is
-        ExpiredContinue: the caller lists again."""
-        import urllib3
-
+        ExpiredContinue: the caller lists again. A watch has its own connection, never reused."""
         what = what or f"watch {path}"
         query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": resource_version,
                  "timeoutSeconds": str(int(timeout_seconds))}
         if selector:
             query["labelSelector"] = selector
-        headers = {"Accept": "application/json", "User-Agent": "kubectl-kvcache"}
-        method, url, headers, _, _ = self.api.param_serialize(
-            "GET", path, query_params=list(query.items()), header_params=headers, auth_settings=["BearerToken"])
-        if self.impersonate_user:
-            headers = urllib3.HTTPHeaderDict(headers)
-            headers["Impersonate-User"] = self.impersonate_user
-            for group in self.impersonate_groups:
-                headers.add("Impersonate-Group", group)
+        url = self._transport.prefix + _safe_path(path) + "?" + urlencode(query)
         with self._lock:
             self.requests += 1
         # The server ends the watch after timeout_seconds; a read that waits longer than that
         # (plus slack) means the connection is gone.
-        timeout = (self.timeout, timeout_seconds + 30)
+        conn, _ = self._transport.take(timeout_seconds + 30, fresh=True)
         try:
-            resp = self.api.call_api(method, url, header_params=headers, _request_timeout=timeout)
-        except Exception as exc:   # noqa: BLE001 - mapped to one-line errors below
-            raise _transport_error(exc, self.host, what) from exc
-        if self.trace:
-            from urllib.parse import urlencode
-
-            with self._lock:
-                self.trace(f"WATCH {path}?{urlencode(query)} -> {resp.status}")
-        if resp.status >= 400:
-            raise self._error(resp.status, resp.read(), what)
-        stream = resp.response
-        finished = False
-        try:
-            buffer = b""
-            for chunk in stream.stream(65536, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+            try:
+                conn.putrequest("GET", url, skip_accept_encoding=True)
+                for name, value in self._headers:
+                    conn.putheader(name, value)
+                conn.endheaders()
+                resp = conn.getresponse()
+            except ssl.SSLCertVerificationError as exc:
+                raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
+                                  f"is not trusted ({exc.verify_message or _reason(exc)})") from None
+            except (OSError, http.client.HTTPException) as exc:
+                if self._transport.aborted:
+                    raise KeyboardInterrupt from None
+                raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
+            if self.trace:
+                with self._lock:
+                    self.trace(f"WATCH {path}?{urlencode(query)} -> {resp.status}")
+            if resp.status >= 400:
+                raise self._error(resp.status, resp.read(), what)
+            try:
+                while True:
+                    line = resp.readline()
+                    if not line:
+                        break
                     if line.strip():
                         yield _watch_event(line, what)
-            finished = True
-            if buffer.strip():
-                yield _watch_event(buffer, what)
-        except PluginError:
-            raise
-        except Exception as exc:   # noqa: BLE001 - a broken stream is one line, like any transport error
-            raise _transport_error(exc, self.host, what) from exc
+            except (OSError, http.client.HTTPException) as exc:
+                if self._transport.aborted:
+                    raise KeyboardInterrupt from None
+                raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
         finally:
-            if finished:
-                stream.release_conn()       # read to the end: the connection can serve another request
-            else:
-                stream.close()              # left mid-stream: the connection is not reused
+            self._transport.give_back(conn, False)
 
     # -- discovery -----------------------------------------------------------------------
 
@@ -392,6 +736,23 @@ class Client:
         result = {"preferred": (info.get("preferredVersion") or {}).get("version"), "versions": versions}
         self._discovery[group] = result
         return result
+
+    def discover(self, *groups):
+        """Discover several API groups at once (concurrently: one round trip of latency per level
+        instead of one per group); errors are left to served() when a group is asked for."""
+        missing = [g for g in groups if g not in self._discovery]
+        if not missing:
+            return
+        if len(missing) == 1:
+            try:
+                self.served(missing[0])
+            except PluginError:
+                pass
+            return
+        with ThreadPoolExecutor(max_workers=len(missing)) as pool:
+            for future in [pool.submit(self.served, g) for g in missing]:
+                if future.exception() is not None and isinstance(future.exception(), KeyboardInterrupt):
+                    raise KeyboardInterrupt
 
     def resource_version_for(self, group, plural) -> str:
         served = self.served(group)
@@ -420,21 +781,16 @@ def _watch_event(line: bytes, what):
     return kind, obj
 
 
-def _transport_error(exc, host, what) -> PluginError:
-    """A transport failure of a streamed request as one line (the same wording as `request`)."""
-    import urllib3
-
-    if isinstance(exc, PluginError):
-        return exc
-    if isinstance(exc, urllib3.exceptions.SSLError):
-        return PluginError(f"TLS with the API server at {host} failed: {_reason(exc)}")
-    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
-        return PluginError(f"the API server at {host} did not answer within the request timeout ({what})")
-    if isinstance(exc, urllib3.exceptions.MaxRetryError):
-        return PluginError(f"cannot reach the API server at {host}: {_reason(exc.reason)}")
-    if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
-        return PluginError(f"cannot reach the API server at {host} ({what}): {_reason(exc)}")
-    raise exc
+def _list_query(selector, chunk, token):
+    """A list page's query: the label selector, the page size, where the last page ended."""
+    query = {}
+    if selector:
+        query["labelSelector"] = selector
+    if chunk:
+        query["limit"] = str(chunk)
+    if token:
+        query["continue"] = token
+    return query
 
 
 def _decode(data, what):
@@ -481,13 +837,12 @@ def _settle(future):
     future.exception()
 
 
-def _entries(merged, key):
-    """The dicts of a merged kubeconfig list (contexts, clusters, users), whatever wraps them."""
-    return [getattr(e, "value", e) for e in merged.value.get(key) or ()]
-
-
 def _reason(exc):
-    text = str(exc)
+    if isinstance(exc, ssl.SSLError) and getattr(exc, "reason", None):
+        return str(getattr(exc, "verify_message", None) or exc.reason).replace("_", " ").lower()
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc) or exc.__class__.__name__
     m = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
     if m:
         return m.group(1).strip()
@@ -497,24 +852,48 @@ def _reason(exc):
 
 
 def collection_path(group, version, plural, namespace=None):
-    base = "/api/v1" if group == "" else f"/apis/{group}/{version}"
+    base = "/api/v1" if group == "" else f"/apis/{quote(group, safe='')}/{quote(version, safe='')}"
     if namespace:
-        return f"{base}/namespaces/{quote(namespace, safe='')}/{plural}"
-    return f"{base}/{plural}"
+        return f"{base}/namespaces/{quote(namespace, safe='')}/{quote(plural, safe='')}"
+    return f"{base}/{quote(plural, safe='')}"
+
+
+def object_path(group, version, plural, namespace, name):
+    """The path of one object; every segment quoted (a name can never add a segment or a query)."""
+    return f"{collection_path(group, version, plural, namespace)}/{quote(name, safe='')}"
+
+
+def _safe_path(path: str) -> str:
+    """Every segment of `path` percent-encoded once (already encoded ones are kept); `.` and `..`
+    segments are refused: a path can never climb out of the resource it names."""
+    segments = path.split("/")
+    out = []
+    for seg in segments:
+        plain = unquote(seg)
+        if plain in (".", ".."):
+            raise PluginError(f"refusing a request path with a {plain!r} segment: {path!r}")
+        out.append(quote(plain, safe=""))
+    return "/".join(out)
+
+
+def _retry_after(headers) -> Optional[float]:
+    """Seconds the server asks to wait, as client-go reads Retry-After (integer seconds); None:
+    absent or not a number, and then the answer is not retried (client-go's rule too)."""
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return float(max(int(str(value).strip()), 0)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def kubeconfig_names(conn: Connection, key: str) -> List[str]:
     """The names of the kubeconfig's `contexts`, `clusters` or `users` (merged as kubectl merges
     KUBECONFIG's paths); [] when there is no kubeconfig. For shell completion: never raises a
     config error, sends nothing."""
-    from kubernetes.config import kube_config
+    from kubectl_kvcache import kubeconfig
 
-    path = conn.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-    existing = [p for p in (os.path.expanduser(p) for p in path.split(os.pathsep) if p) if os.path.exists(p)]
-    if not existing:
-        return []
     try:
-        merged = kube_config.KubeConfigMerger(os.pathsep.join(existing)).config
-        return sorted({str(e.get("name")) for e in _entries(merged, key) if isinstance(e, dict) and e.get("name")})
-    except Exception:   # a broken kubeconfig completes nothing; the command itself reports it
+        merged = kubeconfig.load(kubeconfig._paths(conn)[0])
+    except PluginError:     # a broken kubeconfig completes nothing; the command itself reports it
         return []
+    return sorted(getattr(merged, key))

@@ -101,7 +101,8 @@ def decide(setting: Setting, want: bool) -> str:
 TOKEN_VARIABLE = "KVCACHE_TOKEN"
 _VALUE_FLAGS = (("kubeconfig", "--kubeconfig"), ("context", "--context"), ("cluster", "--cluster"),
                 ("user", "--user"), ("server", "--server"),
-                ("certificate_authority", "--certificate-authority"), ("as_user", "--as"))
+                ("certificate_authority", "--certificate-authority"), ("as_user", "--as"),
+                ("as_uid", "--as-uid"))
 
 
 def connection_args(conn: Connection) -> Tuple[str, ...]:

@@ -660,10 +660,11 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
     """Lists run concurrently; each kind is fetched once (pods by two server-side selectors).
     `versions`: a dict that receives the resourceVersion of each list a watch follows
     (keys as in `watch_targets`)."""
-    from kubectl_kvcache.kube import collection_path
+    from kubectl_kvcache.kube import collection_path, object_path
 
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
+    client.discover(snap.GROUP, *([snap.SETTING_GROUP] if scope.assume_setting is None else []))
     md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
     binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
     setting_version = None
@@ -695,7 +696,7 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
         jobs["setting"] = lambda: _get_setting(client, setting_version)
     if scope.names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
-            f"{collection_path('', 'v1', 'pods', ns or 'default')}/{name}",
+            object_path("", "v1", "pods", ns or "default", name),
             what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.names]
     else:
         intern = snap.Interner()     # replicas share their containers and labels
@@ -846,10 +847,19 @@ def _run_all(jobs):
 
 
 def open_client(connection: Connection, trace=None):
-    """The API client for these connection flags; `trace` prints KVCACHE_TRACE lines."""
-    from kubectl_kvcache.kube import Client
+    """The API client for these connection flags (the one warm() started, if any); `trace` prints
+    KVCACHE_TRACE lines."""
+    from kubectl_kvcache.kube import Client, claim
 
-    return Client(connection, trace=trace)
+    return claim(connection) or Client(connection, trace=trace)
+
+
+def warm(connection: Connection, trace=None):
+    """Start connecting to the cluster in the background (see kube.warm): the command's modules
+    are imported meanwhile. Only the command line's own run calls this."""
+    from kubectl_kvcache.kube import warm as start
+
+    start(connection, (snap.GROUP, snap.SETTING_GROUP), trace)
 
 
 def resolve_namespace(scope: Scope, client=None) -> Optional[str]:

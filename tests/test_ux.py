@@ -294,7 +294,6 @@ def test_the_older_binding_claims_when_neither_is_bound(write):
 # -- wording -------------------------------------------------------------------------------------
 
 def test_absent_objects_are_not_in_the_input_only_for_files():
-    from kubectl_kvcache.sources import load_files  # noqa: F401  (the file path is covered by the goldens)
 
     def report(source):
         s = snap.Snapshot(source=source)

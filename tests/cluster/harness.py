@@ -332,7 +332,13 @@ class Cluster:
     """
 
     def __init__(self, bin_dir, workdir=None, with_crds=True, crd_dir=CRD_DIR,
-                 detached=False, name="kvcache", start_timeout=None):
+                 detached=False, name="kvcache", start_timeout=None, pki_from=None,
+                 audit=False, tokens=None):
+        """pki_from: another Cluster whose CA and client certificates this one shares (its
+        kubeconfig users then work here too; a second server for --server/--context/--cluster).
+        audit: write an audit log (every request: user, impersonated user, user agent, URI);
+        read it with audit_events(). tokens: {token: (user, [groups])} accepted as bearer tokens
+        (--token-auth-file), for users with a token or an exec plugin that prints one."""
         self.bin_dir = os.path.abspath(bin_dir)
         self.kubectl_path = os.path.join(self.bin_dir, "kubectl")
         self.apiserver_path = os.path.join(self.bin_dir, "kube-apiserver")
@@ -357,6 +363,9 @@ class Cluster:
         self._ns_counter = itertools.count(1)
         self._ssl = {}
         self._started = False
+        self.pki_from = pki_from
+        self.audit = audit
+        self.tokens = dict(tokens or {})
 
     # ------------------------------------------------------------------ paths
     def _p(self, *parts):
@@ -487,8 +496,30 @@ class Cluster:
         self.stop()
 
     # ------------------------------------------------------------------- PKI
+    @property
+    def audit_log(self):
+        return self._p("audit.log")
+
+    def audit_events(self):
+        """The audit log's events (ResponseComplete stage), oldest first."""
+        if not os.path.exists(self.audit_log):
+            return []
+        events = []
+        with open(self.audit_log) as f:
+            for line in f:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("stage") == "ResponseComplete":
+                    events.append(ev)
+        return events
+
     def _make_pki(self):
         pki = self._p("pki")
+        if self.pki_from is not None:
+            shutil.copytree(self.pki_from._p("pki"), pki, dirs_exist_ok=True)
+            return
         os.makedirs(pki, exist_ok=True)
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "3650",
@@ -626,7 +657,7 @@ class Cluster:
                 # compacting etcd (the cache would otherwise serve the old snapshot).
                 "--watch-cache-sizes=configmaps#0",
                 "--v=1",
-            ], self.apiserver_log)
+            ] + self._optional_apiserver_flags(), self.apiserver_log)
             try:
                 self._wait_ready(p)
                 return
@@ -639,6 +670,23 @@ class Cluster:
                 if "address already in use" not in _tail(self.apiserver_log, 200):
                     break
         raise last
+
+    def _optional_apiserver_flags(self):
+        flags = []
+        if self.tokens:
+            path = self._p("tokens.csv")
+            with open(path, "w") as f:
+                for token, (user, groups) in self.tokens.items():
+                    f.write(f'{token},{user},uid-{user},"{",".join(groups)}"\n')
+            flags.append(f"--token-auth-file={path}")
+        if self.audit:
+            policy = self._p("audit-policy.json")
+            with open(policy, "w") as f:
+                json.dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                           "omitStages": ["RequestReceived"], "rules": [{"level": "Metadata"}]}, f)
+            flags += [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
+                      "--audit-log-mode=blocking", "--audit-log-format=json"]
+        return flags
 
     def _wait_ready(self, p):
         deadline = time.monotonic() + self.start_timeout
