@@ -570,7 +570,14 @@ class Client:
     def list(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
              what=None) -> List:
         """Every item of a list, converted page by page (memory follows the records, not the
-        pages); restarts from the first page when the continue token expires.
+        pages); restarts from the first page when the continue token expires."""
+        return self.list_versioned(path, convert, selector, chunk, what, need_version=False)[0]
+
+    def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
+                       what=None, need_version=True) -> Tuple[List, Optional[str]]:
+        """Every item of a list, converted, and the list's resourceVersion (where a watch of the
+        same collection starts, so that it misses nothing and repeats nothing). A continue token
+        that repeats, empty pages that never end or too many pages stop with an error.
 
         While one page is decoded and converted, the next is already being requested: its
         continue token is read from the head of the raw page (the API server writes a list's
@@ -583,7 +590,7 @@ class Client:
 
         with ThreadPoolExecutor(max_workers=1) as ahead:
             for _attempt in range(MAX_LIST_RESTARTS + 1):
-                records, token, pending = [], None, None
+                records, token, pending, version = [], None, None, None
                 seen, pages, empty = set(), 0, 0
                 try:
                     while True:
@@ -604,17 +611,15 @@ class Client:
                             record = convert(item)
                             if record is not None:
                                 records.append(record)
-                        token = (page.get("metadata") or {}).get("continue") if chunk else None
+                        meta = page.get("metadata") or {}
+                        version = version or meta.get("resourceVersion")
+                        token = meta.get("continue") if chunk else None
                         empty = 0 if items else empty + 1
                         del page, items
                         if token and token in seen:
-                            if pending is not None:
-                                _settle(pending)
                             raise PluginError(f"{what}: the API server sent the same continue token twice; "
                                               f"stopped (the list would never end)")
                         if token and empty >= MAX_EMPTY_PAGES:
-                            if pending is not None:
-                                _settle(pending)
                             raise PluginError(f"{what}: the API server sent {empty} empty pages in a row and "
                                               f"still a continue token; stopped")
                         if token:
@@ -623,7 +628,9 @@ class Client:
                             _settle(pending)
                             pending = None
                         if not token:
-                            return records
+                            if need_version and not version:
+                                raise PluginError(f"the API server answered {what} without a resourceVersion")
+                            return records, version
                 except ExpiredContinue:
                     if pending is not None:
                         _settle(pending)
@@ -634,37 +641,6 @@ class Client:
                     if pending is not None:
                         _settle(pending)
                     raise
-        raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
-
-    def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
-                       what=None) -> Tuple[List, str]:
-        """Every item of a list, converted, and the list's resourceVersion: where a watch of the
-        same collection starts so that it misses nothing and repeats nothing. Paged like `list`;
-        restarts from the first page when the continue token expires."""
-        what = what or f"list {path}"
-        for _attempt in range(MAX_LIST_RESTARTS + 1):
-            records, token, version = [], None, None
-            try:
-                while True:
-                    page = self.request("GET", path, query=_list_query(selector, chunk, token), what=what)
-                    items = page.get("items")
-                    if not isinstance(items, list):
-                        raise PluginError(f"the API server answered {what} without a list of items")
-                    for item in items:
-                        record = convert(item)
-                        if record is not None:
-                            records.append(record)
-                    meta = page.get("metadata") or {}
-                    version = version or meta.get("resourceVersion")
-                    token = meta.get("continue") if chunk else None
-                    if not token:
-                        if not version:
-                            raise PluginError(f"the API server answered {what} without a resourceVersion")
-                        return records, version
-            except ExpiredContinue:
-                if token:
-                    continue
-                raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
     def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None):

@@ -36,9 +36,8 @@ _REQUIREMENT = re.compile(rf"\s*(!?{_KEY}|{_KEY}\s*(==?|!=)\s*{_VALUE}|{_KEY}\s+
                           rf"(\s*,\s*{_VALUE})*\s*\))\s*")
 
 
-def validate_selector(selector):
-    """A label selector as the API server parses one (k, !k, k=v, k==v, k!=v, k in (..), k notin (..),
-    comma-separated), else one error naming it."""
+def selector_requirements(selector):
+    """A label selector's comma-separated requirements (commas inside `in (a,b)` kept)."""
     parts, depth, current = [], 0, ""
     for ch in selector:
         depth += (ch == "(") - (ch == ")")
@@ -48,6 +47,13 @@ def validate_selector(selector):
         else:
             current += ch
     parts.append(current)
+    return parts
+
+
+def validate_selector(selector):
+    """A label selector as the API server parses one (k, !k, k=v, k==v, k!=v, k in (..), k notin (..),
+    comma-separated), else one error naming it."""
+    parts = selector_requirements(selector)
     bad = next((p for p in parts if not _REQUIREMENT.fullmatch(p)), None)
     if bad is not None:
         what = repr(bad.strip()) if bad.strip() else "an empty requirement"

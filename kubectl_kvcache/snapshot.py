@@ -40,7 +40,8 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def _type_name(value):
+def type_name(value):
+    """How an error names a value's JSON type (`a string`, `null`, ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -57,7 +58,7 @@ def _type_name(value):
 
 
 def _bad(what, path, expected, value):
-    return InvalidObject(what, path, f"must be {expected}, not {_type_name(value)}")
+    return InvalidObject(what, path, f"must be {expected}, not {type_name(value)}")
 
 
 def _str(value, what, path):
@@ -120,7 +121,7 @@ def _str_map(value, what, path):
         raise _bad(what, path, "an object of strings", value)
     for k, v in value.items():
         if k.__class__ is not str:
-            raise InvalidObject(what, path, f"key {k!r} must be a string, not {_type_name(k)}")
+            raise InvalidObject(what, path, f"key {k!r} must be a string, not {type_name(k)}")
         if v.__class__ is not str:
             raise _bad(what, f"{path}[{k!r}]" if not k.isidentifier() else f"{path}.{k}", "a string", v)
     return value
@@ -184,7 +185,7 @@ def _slim_container(c, what, path="spec.containers[?]"):
     name = c.get("name")
     if name.__class__ is not str or not name:
         raise InvalidObject(what, f"{path}.name", "missing: a container without a name" if name in (None, "")
-                            else f"must be a string, not {_type_name(name)}")
+                            else f"must be a string, not {type_name(name)}")
     slim = {k: c[k] for k in _CONTAINER_FIELDS if c.get(k) is not None}
     return slim
 
@@ -343,11 +344,11 @@ def _meta(obj, what):
     meta = obj.get("metadata")
     if meta.__class__ is not dict:
         raise InvalidObject(what, "metadata", "missing" if meta is None else f"must be an object, not "
-                                                                            f"{_type_name(meta)}")
+                                                                            f"{type_name(meta)}")
     name = meta.get("name")
     if name.__class__ is not str or not name:
         raise InvalidObject(what, "metadata.name", "missing" if name in (None, "") else
-                            f"must be a string, not {_type_name(name)}")
+                            f"must be a string, not {type_name(name)}")
     _str(meta.get("namespace"), what, "metadata.namespace")
     return meta
 
@@ -358,7 +359,7 @@ def _with_spec(obj, kind):
     meta = _meta(obj, what)
     spec = obj.get("spec")
     if spec.__class__ is not dict:
-        raise InvalidObject(what, "spec", "missing" if spec is None else f"must be an object, not {_type_name(spec)}")
+        raise InvalidObject(what, "spec", "missing" if spec is None else f"must be an object, not {type_name(spec)}")
     return what, meta, spec
 
 
@@ -371,7 +372,7 @@ def _kv_annotations(meta, what, path="metadata.annotations"):
     kept = {}
     for k, v in ann.items():
         if k.__class__ is not str:
-            raise InvalidObject(what, path, f"key {k!r} must be a string, not {_type_name(k)}")
+            raise InvalidObject(what, path, f"key {k!r} must be a string, not {type_name(k)}")
         if k.startswith(ANNOTATION_PREFIX):
             if v.__class__ is not str:
                 raise _bad(what, f"{path}[{k!r}]", "a string", v)
@@ -432,7 +433,7 @@ def _pod_containers(value, what, path, share):
     """The slimmed containers of a Pod (template) spec, each through the interner and checked
     unless an equal container already was in this load."""
     if value.__class__ is not list:
-        raise InvalidObject(what, path, "missing" if value is None else f"must be a list, not {_type_name(value)}")
+        raise InvalidObject(what, path, "missing" if value is None else f"must be a list, not {type_name(value)}")
     done = share.checked(_check_container_at)
     out = []
     for i, c in enumerate(value):
@@ -714,7 +715,7 @@ def workload_record(obj) -> Workload:
     template = spec.get("template")
     if template.__class__ is not dict:
         raise InvalidObject(what, f"{base}.template", "missing the Pod template" if template is None else
-                            f"must be an object, not {_type_name(template)}")
+                            f"must be an object, not {type_name(template)}")
     tmeta = _obj(template.get("metadata"), what, f"{base}.template.metadata")
     tspec = _obj(template.get("spec"), what, f"{base}.template.spec")
     labels = _str_map(tmeta.get("labels"), what, f"{base}.template.metadata.labels")

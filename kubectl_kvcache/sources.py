@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from kubectl_kvcache import snapshot as snap
 from kubectl_kvcache.errors import Forbidden, InvalidObject, NotFound, PluginError
-from kubectl_kvcache.options import Connection, Scope
+from kubectl_kvcache.options import Connection, Scope, selector_requirements
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
 # Kinds a saved cluster commonly holds that no command reads: not worth a note.
@@ -430,7 +430,7 @@ def _yaml_document(loader, location, aliases, where):
             for source in extra if isinstance(extra, list) else [extra]:
                 if not isinstance(source, dict):
                     raise PluginError(f"{where}: not valid YAML: {_at(location)}a merge (<<) of "
-                                      f"{_type_name(source)}, not a mapping")
+                                      f"{snap.type_name(source)}, not a mapping")
                 for k, v in source.items():
                     doc.setdefault(k, v)
         doc = _StreamedList(doc) if streamed else doc
@@ -442,22 +442,6 @@ def _yaml_document(loader, location, aliases, where):
 
 
 # objects --------------------------------------------------------------------------------------
-
-def _type_name(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
-
 
 def _at(location):
     return f"{location}: " if location else ""
@@ -475,7 +459,7 @@ def _flatten(doc, where, location, counter):
             yield from _flatten(item, where, _join(location, f"[{i}]"), counter)
         return
     if not isinstance(doc, dict):
-        raise PluginError(f"{where}: {_at(location)}expected Kubernetes objects, found {_type_name(doc)}")
+        raise PluginError(f"{where}: {_at(location)}expected Kubernetes objects, found {snap.type_name(doc)}")
     kind = doc.get("kind")
     if "items" in doc:
         _check_list(doc, where, location)
@@ -486,12 +470,12 @@ def _flatten(doc, where, location, counter):
     if kind is None or kind == "":
         raise PluginError(f"{where}: {_at(location)}an object without a kind")
     if not isinstance(kind, str):
-        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {_type_name(kind)}")
+        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {snap.type_name(kind)}")
     if kind.endswith("List"):
         raise PluginError(f"{where}: {_at(location)}a {kind} without items")
     api_version = doc.get("apiVersion")
     if api_version is not None and not isinstance(api_version, str):
-        raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {_type_name(api_version)}")
+        raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {snap.type_name(api_version)}")
     counter.objects += 1
     yield doc, location
 
@@ -500,12 +484,12 @@ def _check_list(doc, where, location):
     kind = doc.get("kind")
     items = doc.get("items")
     if kind is not None and not isinstance(kind, str):
-        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {_type_name(kind)}")
+        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {snap.type_name(kind)}")
     if kind is not None and not kind.endswith("List"):
         raise PluginError(f"{where}: {_at(location)}kind {kind!r} has items but is not a List kind "
                           f"(a list's kind ends in 'List', case-sensitive)")
     if not isinstance(items, list):
-        raise PluginError(f"{where}: {_at(location)}items must be a list, not {_type_name(items)}")
+        raise PluginError(f"{where}: {_at(location)}items must be a list, not {snap.type_name(items)}")
 
 
 def read_objects(paths, stdin=None):
@@ -614,7 +598,7 @@ def selector_matches(labels, selector) -> bool:
     `k in (a,b)`, `k notin (a,b)`, comma-separated and ANDed."""
     if not selector:
         return True
-    for requirement in _split_requirements(selector):
+    for requirement in selector_requirements(selector):
         m = re.fullmatch(r"\s*(\S+)\s+(in|notin)\s+\(([^)]*)\)\s*", requirement)
         if m:
             key, op, values = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",")}
@@ -634,20 +618,6 @@ def selector_matches(labels, selector) -> bool:
         if not ok:
             return False
     return True
-
-
-def _split_requirements(selector):
-    parts, depth, current = [], 0, ""
-    for ch in selector:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
 
 
 # -- cluster -------------------------------------------------------------------------------
