@@ -50,7 +50,8 @@ class Captured(BaseException):
 PLATFORM_PROBES = ("libtpu", "tpu_inference", "tpu_commons", "transformers_neuronx", "neuronx_distributed",
                    "torch_neuronx", "neuronxcc", "habana_frameworks", "intel_extension_for_pytorch",
                    "oneccl_bindings_for_pytorch", "amdsmi", "zentorch", "vllm_ascend", "torch_npu",
-                   "vllm_omni", "vllm_gaudi", "vllm_spyre", "torch_xla")
+                   "vllm_omni", "vllm_gaudi", "vllm_spyre", "torch_xla", "neuronx_distributed_inference",
+                   "optimum", "tpu_info", "jax", "openvino", "optimum_habana")
 
 CRITICAL = {
     "vllm": ["vllm.engine.arg_utils", "vllm.utils.argparse_utils", "vllm.utils", "vllm.entrypoints.cli.main",
@@ -74,11 +75,6 @@ class Oracle:
         self.tolerant = standins.install_tolerant([engine], CRITICAL[engine], CRITICAL_PREFIXES[engine])
         self.parsers = []
         self._record_parsers()
-        if engine == "vllm" and self.exists("vllm/third_party/pynvml.py"):
-            # vLLM's vendored NVML binding: answer as a node with one CUDA device
-            import vllm.third_party.pynvml as nvml
-            nvml.nvmlInit = nvml.nvmlShutdown = lambda *a, **kw: None
-            nvml.nvmlDeviceGetCount = lambda: 1
 
     # --- parser discovery ------------------------------------------------------------------
     def _record_parsers(self):
@@ -223,34 +219,41 @@ class Oracle:
         return {"outcome": "absent"} if result is None else result
 
     def describe(self, entry):
-        """The option table of the parser that reads --kv-cache-dtype at this entry point."""
+        """The option table of the parser that reads --kv-cache-dtype at this entry point:
+        {"options": {name: arity}, "positionals": [arity...], "choices": [...] | None,
+         "validator": [...] | None}. Arity: "0" (takes no value), "1" (exactly one), "?", "*",
+        "+", an int, "A..." (a sub-parser) or "..." (the rest)."""
         self.parsers.clear()
-        argv = ["--model-path", "m"] if self.engine == "sglang" else ["m"]
-        if entry == "api_server" and self.engine == "vllm":
-            argv = ["--model", "m"]
-        self.run(entry, argv)
-        if not self.parsers:
+        argv = {"serve": ["m"], "api_server": ["--model", "m"], "launch_server": ["--model-path", "m"],
+                "sglang_serve": ["--model-path", "m"]}[entry]
+        result = self.run(entry, argv)
+        if result.get("outcome") == "absent":
             return None
+        if not self.parsers:
+            return {"error": f"no parser reads --kv-cache-dtype: {result}"}
         parser = self.parsers[-1]
-        options, positionals = [], []
+        options, positionals, choices, types = {}, [], None, {}
         for action in parser._actions:
-            nargs = action.nargs
             if isinstance(action, argparse._SubParsersAction):
                 continue
-            row = {"nargs": nargs if nargs is None or isinstance(nargs, (int, str)) else str(nargs)}
+            arity = "1" if action.nargs is None else str(action.nargs)
             if not action.option_strings:
-                row["dest"] = action.dest
-                positionals.append(row)
+                positionals.append(arity)
                 continue
-            row["names"] = list(action.option_strings)
-            if action.required:
-                row["required"] = True
+            for name in action.option_strings:
+                options[name] = arity
             if "--kv-cache-dtype" in action.option_strings and action.choices is not None:
-                row["choices"] = sorted(str(c) for c in action.choices)
-            options.append(row)
-        return {"options": options, "positionals": positionals,
-                "allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars,
-                "parser_class": type(parser).__name__}
+                choices = sorted(str(c) for c in action.choices)
+        validator = None
+        if choices is None and self.engine == "vllm" and self.exists("vllm/config/cache.py"):
+            from vllm.config import cache
+            known = getattr(cache, "KV_CACHE_DTYPES", None)
+            if known is None:
+                import typing
+                known = typing.get_args(cache.CacheDType)
+            validator = sorted(str(v) for v in known)
+        return {"options": dict(sorted(options.items())), "positionals": positionals, "choices": choices,
+                "validator": validator, "allow_abbrev": parser.allow_abbrev}
 
 
 def _last_line(text):

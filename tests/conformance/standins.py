@@ -161,6 +161,7 @@ class StandinModule(types.ModuleType):
 OVERLAYS = {
     "pynvml": {"nvmlDeviceGetCount": lambda: 1, "nvmlInit": lambda: None, "nvmlShutdown": lambda: None},
 }
+OVERLAYS["vllm.third_party.pynvml"] = OVERLAYS["pynvml"]   # vLLM's vendored copy, a real module
 
 
 class _Loader(importlib.abc.Loader):
@@ -220,6 +221,8 @@ class _TolerantLoader(importlib.abc.Loader):
     def exec_module(self, module):
         try:
             self.real.exec_module(module)
+            for name, value in OVERLAYS.get(module.__name__, {}).items():
+                setattr(module, name, value)
         except Exception as exc:  # noqa: BLE001 - recorded and shown by the tier
             if module.__name__ in self.owner.critical or module.__name__.startswith(self.owner.critical_prefixes):
                 raise
