@@ -18,7 +18,8 @@ class OracleProcess:
         if root is None:
             raise FileNotFoundError(f"{engine}=={version} is not in the engine cache (run scripts/engine-wheels)")
         self.engine, self.version = engine, version
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONWARNINGS="ignore")
+        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # the engine cache keeps its own bytecode: faster starts
         self.proc = subprocess.Popen([python or sys.executable, os.path.join(HERE, "oracle.py"), engine, version, root],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1, env=env)

@@ -14,7 +14,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 ROOT = os.path.dirname(os.path.dirname(HERE))
-TARGET = os.path.join(ROOT, "kubectl_kvcache", "engine", "parsers.json")
+TARGET = os.path.join(ROOT, "kubectl_kvcache", "engine", "parsers.py")
 
 from client import OracleProcess  # noqa: E402
 from releases import RELEASES  # noqa: E402
@@ -57,7 +57,7 @@ def build(described):
     for engine, releases in RELEASES.items():
         per = described[engine]
         primary = ENTRIES[engine][0]
-        values, options, positionals, checks, differs = {}, {}, {}, {}, {}
+        values, options, positionals, checks, differs, required, option_choices = {}, {}, {}, {}, {}, {}, {}
         for version in releases:
             main = per[version][primary]
             accepted = main["choices"] if main["choices"] is not None else main["validator"]
@@ -69,6 +69,10 @@ def build(described):
                 values.setdefault(value, {})[version] = True
             for name, arity in main["options"].items():
                 options.setdefault(name, {})[version] = arity
+            for name in main["required"]:
+                required.setdefault(name, {})[version] = True
+            for name, values_of in main["option_choices"].items():
+                option_choices.setdefault(name, {})[version] = " ".join(values_of)
             for entry, desc in per[version].items():
                 positionals.setdefault(entry, {})[version] = " ".join(desc["positionals"]) or "-"
                 if entry == primary:
@@ -83,6 +87,8 @@ def build(described):
             "values": {v: [s[1:] for s in spans(releases, p)] for v, p in sorted(values.items())},
             "value_check": spans(releases, checks),
             "options": {o: spans(releases, p) for o, p in sorted(options.items())},
+            "required": {o: [s[1:] for s in spans(releases, p)] for o, p in sorted(required.items())},
+            "choices": {o: spans(releases, p) for o, p in sorted(option_choices.items())},
             "positionals": {e: spans(releases, p) for e, p in sorted(positionals.items())},
             "entry_options": {f"{e} {o}": spans(releases, p) for e in sorted(differs)
                               for o, p in sorted(differs[e].items())},
@@ -90,14 +96,29 @@ def build(described):
     return data
 
 
+def lit(value):
+    """A Python literal of JSON-like data (None for null)."""
+    return json.dumps(value).replace("null", "None")
+
+
 def dump(data):
-    # one option per line: reviewable diffs
-    lines = ["{"]
+    # a Python module, one option per line: reviewable diffs, and packaged like any module
+    lines = ['"""The engines\' parsers, read from the released wheels by scripts/engine-data. Generated: do',
+             'not edit; add a release to tests/conformance/releases.py and run scripts/engine-data --write.',
+             '',
+             'Per engine: the sampled releases; each --kv-cache-dtype value as [first, until) spans of them;',
+             'how the value is checked (argparse `choices`, or vLLM 0.33\'s start-up validator); every option of',
+             'the parser that reads --kv-cache-dtype as {name: [[arity, first, until], ...]} (arity: "0" takes',
+             'no value, "1" one, or argparse nargs "?", "*", "+"); the required options; the string choices',
+             'of other options (space-separated); the positionals of each entry point; and',
+             'where an entry point\'s parser differs from the first one ("-": absent there).',
+             '"""',
+             "",
+             "PARSERS = {"]
     keys = list(data)
     for k, key in enumerate(keys):
         tail = "," if k < len(keys) - 1 else ""
         if not isinstance(data[key], dict):
-            lines.append(f"  {json.dumps(key)}: {json.dumps(data[key])}{tail}")
             continue
         lines.append(f"  {json.dumps(key)}: {{")
         sub = list(data[key])
@@ -108,10 +129,10 @@ def dump(data):
                 lines.append(f"    {json.dumps(name)}: {{")
                 items = list(value.items())
                 for i, (n, v) in enumerate(items):
-                    lines.append(f"      {json.dumps(n)}: {json.dumps(v)}" + ("," if i < len(items) - 1 else ""))
+                    lines.append(f"      {json.dumps(n)}: {lit(v)}" + ("," if i < len(items) - 1 else ""))
                 lines.append("    }" + t2)
             else:
-                lines.append(f"    {json.dumps(name)}: {json.dumps(value)}{t2}")
+                lines.append(f"    {json.dumps(name)}: {lit(value)}{t2}")
         lines.append("  }" + tail)
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -135,7 +156,7 @@ def generate(jobs=2):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--write", action="store_true", help="write parsers.json instead of checking it")
+    ap.add_argument("--write", action="store_true", help="write parsers.py instead of checking it")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     text = generate(args.jobs)
@@ -148,10 +169,10 @@ def main(argv=None):
     with open(TARGET) as f:
         current = f.read()
     if current != text:
-        print("engine-data: parsers.json differs from the real releases; run scripts/engine-data --write",
+        print("engine-data: parsers.py differs from the real releases; run scripts/engine-data --write",
               file=sys.stderr)
         return 1
-    print("engine-data: parsers.json matches the real releases")
+    print("engine-data: parsers.py matches the real releases")
     return 0
 
 

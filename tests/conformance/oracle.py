@@ -76,6 +76,46 @@ class Oracle:
         self.parsers = []
         self._record_parsers()
 
+    # --- speed: build each parser's options once -------------------------------------------
+    ADDERS = {
+        "vllm": [("vllm.engine.arg_utils", "EngineArgs", "add_cli_args"),
+                 ("vllm.engine.arg_utils", "AsyncEngineArgs", "add_cli_args"),
+                 ("vllm.entrypoints.openai.cli_args", None, "make_arg_parser"),
+                 ("vllm.entrypoints.common.cli_args", None, "make_arg_parser")],
+        "sglang": [("sglang.srt.server_args", "ServerArgs", "add_cli_args")],
+    }
+
+    def _memoize_adders(self):
+        """The engine's functions that add its options to a parser (EngineArgs.add_cli_args,
+        make_arg_parser, ServerArgs.add_cli_args) introspect hundreds of config fields on every
+        call. The first call runs for real and records the actions and groups it added; later
+        calls add those same action objects to the new parser (argparse's own _add_action, so
+        registration and conflicts behave as before). The parse itself always runs for real."""
+        import importlib
+        for module_name, class_name, attr in self.ADDERS[self.engine]:
+            try:
+                module = importlib.import_module(module_name)
+            except Exception:  # noqa: BLE001 - not in this release
+                continue
+            owner = getattr(module, class_name, None) if class_name else module
+            if owner is None:
+                continue
+            raw = owner.__dict__.get(attr) if class_name else getattr(module, attr, None)
+            if raw is None or getattr(raw, "__memoized__", False):
+                continue
+            kind = type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
+            func = raw.__func__ if kind else raw
+            wrapped = _memoized(func, kind is classmethod)
+            if kind is staticmethod:
+                setattr(owner, attr, staticmethod(wrapped))
+            elif kind is classmethod:
+                setattr(owner, attr, classmethod(wrapped))
+            else:
+                setattr(owner, attr, wrapped)
+                for mod in list(sys.modules.values()):  # `from ... import make_arg_parser` copies
+                    if getattr(mod, attr, None) is func:
+                        setattr(mod, attr, wrapped)
+
     # --- parser discovery ------------------------------------------------------------------
     def _record_parsers(self):
         """Every parser that reads --kv-cache-dtype, and the namespace the last parse returned."""
@@ -213,6 +253,12 @@ class Oracle:
         return {"outcome": "ok", "value": value}
 
     def run(self, entry, argv):
+        if not getattr(self, "_memoized", False):
+            self._memoized = True
+            try:
+                self.run(entry, argv)  # first run: imports everything, then memoize
+            finally:
+                self._memoize_adders()
         fn = {"serve": self.run_vllm_serve, "api_server": self.run_vllm_api_server,
               "launch_server": self.run_sglang_launch_server, "sglang_serve": self.run_sglang_serve}[entry]
         result = fn(list(argv))
@@ -232,7 +278,7 @@ class Oracle:
         if not self.parsers:
             return {"error": f"no parser reads --kv-cache-dtype: {result}"}
         parser = self.parsers[-1]
-        options, positionals, choices, types = {}, [], None, {}
+        options, positionals, choices, required, option_choices = {}, [], None, [], {}
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 continue
@@ -242,8 +288,17 @@ class Oracle:
                 continue
             for name in action.option_strings:
                 options[name] = arity
+            if action.required:
+                required.append("/".join(action.option_strings))
             if "--kv-cache-dtype" in action.option_strings and action.choices is not None:
                 choices = sorted(str(c) for c in action.choices)
+            elif action.choices is not None and action.type in (None, str):
+                # string choices: a value outside them is refused (typed choices are not recorded)
+                try:
+                    for name in action.option_strings:
+                        option_choices[name] = sorted(str(c) for c in action.choices)
+                except TypeError:
+                    pass
         validator = None
         if choices is None and self.engine == "vllm" and self.exists("vllm/config/cache.py"):
             from vllm.config import cache
@@ -253,7 +308,33 @@ class Oracle:
                 known = typing.get_args(cache.CacheDType)
             validator = sorted(str(v) for v in known)
         return {"options": dict(sorted(options.items())), "positionals": positionals, "choices": choices,
-                "validator": validator, "allow_abbrev": parser.allow_abbrev}
+                "validator": validator, "allow_abbrev": parser.allow_abbrev, "required": sorted(required),
+                "option_choices": dict(sorted(option_choices.items()))}
+
+
+def _memoized(func, is_classmethod):
+    recorded = {}
+
+    def adder(*args, **kwargs):
+        parser = args[1] if is_classmethod else args[0]
+        key = args[0] if is_classmethod else None
+        if key in recorded and not kwargs and len(args) == (2 if is_classmethod else 1):
+            actions, groups, defaults = recorded[key]
+            for action in actions:
+                parser._add_action(action)
+            parser._mutually_exclusive_groups.extend(groups)
+            parser._defaults.update(defaults)
+            return parser
+        n_actions, n_groups = len(parser._actions), len(parser._mutually_exclusive_groups)
+        defaults = dict(parser._defaults)
+        result = func(*args, **kwargs)
+        if result is parser or result is None:
+            recorded[key] = (parser._actions[n_actions:], parser._mutually_exclusive_groups[n_groups:],
+                             {k: v for k, v in parser._defaults.items() if defaults.get(k, object()) is not v})
+        return result
+
+    adder.__memoized__ = True
+    return adder
 
 
 def _last_line(text):
