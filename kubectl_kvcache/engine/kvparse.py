@@ -346,15 +346,18 @@ def _parse(tokens, profile, platform_may_extend, entry):
     seen = set()
     choices = dict(profile.choices)
 
-    def take_dtype(item, value):
+    def take_dtype(item, value, value_item=None):
         known = value is not None and "\0" not in value
         valid = known and value in profile.accepted
         occurrences.append(Occurrence(item.tok.source, item.tok.index, item.tok.text or item.text,
                                       value if known else None, valid))
         if not known:
+            source = value_item.tok if value_item is not None else item.tok
+            why = source.reason or item.tok.reason
+            state["unknown_value"] = (f"the value of {DTYPE_OPTION} at {item.tok.where()}, {source.where()}, is not "
+                                      f"known from the spec ({why})")
             if not profile.final_value_only:
-                _unknown(f"the value of {DTYPE_OPTION} at {item.tok.where()} is not known from the spec",
-                         occurrences, len(occurrences) - 1)
+                _unknown(state["unknown_value"], occurrences, len(occurrences) - 1)
             return
         if not valid and not profile.final_value_only:
             _fail(INVALID_VALUE, _invalid(value, profile, item.tok), occurrences, len(occurrences) - 1)
@@ -387,8 +390,9 @@ def _parse(tokens, profile, platform_may_extend, entry):
             count = len(m.group(1))
             values, stop = [it.text for it in items[start + 1:start + 1 + count]], start + 1 + count
         seen.add(opt.action)
+        value_item = items[start + 1] if opt.explicit is None and stop > start + 1 else None
         if opt.action == DTYPE_OPTION:
-            take_dtype(item, values[0] if values else None)
+            take_dtype(item, values[0] if values else None, value_item)
         elif opt.action in choices:
             for value in values:
                 if value is not None and "\0" not in value and value not in choices[opt.action]:
@@ -447,7 +451,7 @@ def _parse(tokens, profile, platform_may_extend, entry):
         shown = " ".join(it.text if it.text is not None and "\0" not in it.text else "..." for it in extras[:4])
         shown += " ..." if len(extras) > 4 else ""
         _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({extras[0].tok.where()})", occurrences)
-    result = _conclude(tuple(occurrences), config_file, profile, platform_may_extend)
+    result = _conclude(tuple(occurrences), config_file, profile, platform_may_extend, state.get("unknown_value"))
     if result.outcome == OK and state["stray"] is not None:
         stray = state["stray"]
         return Parse(UNKNOWN, None, None,
@@ -456,13 +460,13 @@ def _parse(tokens, profile, platform_may_extend, entry):
     return result
 
 
-def _conclude(occurrences, config_file, profile, platform_may_extend):
+def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_value=None):
     """The outcome once every token is consumed without an error."""
     if occurrences:
         final = occurrences[-1]
         winner = len(occurrences) - 1
         if final.value is None:
-            return Parse(UNKNOWN, None, None,
+            return Parse(UNKNOWN, None, None, unknown_value or
                          f"the value of {DTYPE_OPTION} at {final.source}[{final.index}] is not known from the spec",
                          occurrences, winner)
         if not final.valid:

@@ -154,6 +154,8 @@ def profile(engine: str, version: Version) -> Profile:
         found = _in_spans(at, rows) if _in_spans(at, rows) is not None else rows[0][0]
         if found is not None:
             positionals.append((entry, tuple(a for a in found.split() if a != "-")))
+    if not _at(version, data.FLAG_SINCE[engine]):
+        table = tuple(row for row in table if row[0] != DTYPE_OPTION)   # older than the flag itself
     options = tuple(KvOption(name, arity != "0") for name, arity in table if name.startswith("--kv"))
     features = data.FEATURES.get(engine, {})
 

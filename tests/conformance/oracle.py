@@ -132,6 +132,10 @@ class Oracle:
             result = real_parse_args(parser, args, namespace)
             if hasattr(result, "kv_cache_dtype"):
                 oracle.last_namespace = result
+                if oracle.stop_after_parse:
+                    # python -m ...api_server: what runs after the parse starts the server (and
+                    # in old releases builds it inline); the parse is what is being judged
+                    raise Captured(result)
             return result
 
         argparse.ArgumentParser.parse_known_args = parse_known_args
@@ -174,7 +178,16 @@ class Oracle:
         sys.argv = ["vllm", "serve", *argv]
         return self._call(main)
 
+    stop_after_parse = False
+
     def run_vllm_api_server(self, argv):
+        self.stop_after_parse = True
+        try:
+            return self._run_vllm_api_server(argv)
+        finally:
+            self.stop_after_parse = False
+
+    def _run_vllm_api_server(self, argv):
         module, code = self._main_block("vllm.entrypoints.openai.api_server")
         namespace = dict(vars(module))
         namespace["__name__"] = "__main__"
@@ -316,7 +329,10 @@ def _memoized(func, is_classmethod):
     recorded = {}
 
     def adder(*args, **kwargs):
-        parser = args[1] if is_classmethod else args[0]
+        position = 1 if is_classmethod else 0
+        if len(args) <= position or not isinstance(args[position], argparse.ArgumentParser):
+            return func(*args, **kwargs)   # builds its own parser (old make_arg_parser()): not memoized
+        parser = args[position]
         key = args[0] if is_classmethod else None
         if key in recorded and not kwargs and len(args) == (2 if is_classmethod else 1):
             actions, groups, defaults = recorded[key]

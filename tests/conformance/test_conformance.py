@@ -103,22 +103,25 @@ def check(oracles, engine, version, cases):
             continue
         tier.STATS["disagree"] += 1
         wrong.append(f"{entry} {argv}: model {mine} ({pred.reason}); real {real} {res.get('error', '')}")
+    if wrong:
+        print(f"\n{engine} {version}: DISAGREEMENTS\n" + "\n".join(wrong), flush=True)
     assert not wrong, f"{engine} {version}: {len(wrong)} definite disagreements:\n" + "\n".join(wrong[:15])
 
 
 def table(engine, version, files):
-    """Cases at every boundary: all values, the issue-13 findings, abbreviations, -- and positionals."""
-    tails = [[]]
-    for value in all_values(engine) + ["bf16", "FP8", "half", "", "Auto", "fp8 ", "bogus", "-1", "-x"]:
-        tails += [["--kv-cache-dtype", value], [f"--kv-cache-dtype={value}"]]
+    """Cases at every boundary: all values, the issue-13 findings, abbreviations, -- and positionals.
+    The first entry point gets every case, the second the ones where entry points differ."""
+    values = all_values(engine) + ["bf16", "FP8", "half", "", "Auto", "fp8 ", "bogus", "-1", "-x"]
+    tails = [[]] + [["--kv-cache-dtype", v] for v in values]
+    tails += [[f"--kv-cache-dtype={v}"] for v in ("auto", "", "bogus", "fp8", "bf16")]
     for name in kv_options(engine):
         if name != "--kv-cache-dtype":
             tails += [[name, OPTION_VALUES.get(name, "1"), "--kv-cache-dtype", "auto"],
-                      [name, "--kv-cache-dtype", "auto"], ["--kv-cache-dtype", "auto", name]]
+                      [name, "--kv-cache-dtype", "auto"]]
     for n in range(len("--k"), len("--kv-cache-dtype")):
         prefix = "--kv-cache-dtype"[:n]
-        tails += [[prefix, "auto"], [f"{prefix}=auto"]]
-    tails += [
+        tails += [[prefix, "auto"]] + ([[f"{prefix}=auto"]] if n in (4, 5, 10, 14) else [])
+    findings = [
         ["--kv-cache-dtype", "bogus", "--kv-cache-dtype", "auto"],
         ["--kv-cache-dtype", "auto", "--kv-cache-dtype", "bogus"],
         ["--kv-cache-dtype", "auto", "--"], ["--", "--kv-cache-dtype", "auto"], ["--kv-cache-dtype", "--", "auto"],
@@ -132,23 +135,18 @@ def table(engine, version, files):
         ["--config", files["dash"]], ["--config", files["under"]], ["--config", files["bad"]],
         ["--config", files["dash"], "--kv-cache-dtype", "auto"], ["--config", files["other"]],
         ["--config", files["bad"], "--kv-cache-dtype", "auto"], [f"--config={files['dash']}"], ["--config"],
-        ["--config", files["other"], "--kv-cache-dtype", "bogus"],
+        ["--config", files["other"], "--kv-cache-dtype", "bogus"], ["--config", "--kv-cache-dtype", "auto"],
     ]
-    cases = []
-    for entry in ENTRIES[engine]:
-        for tail in tails:
-            cases.append((entry, MODEL[entry] + tail))
+    first, second = ENTRIES[engine]
+    cases = [(first, MODEL[first] + tail) for tail in tails + findings]
+    cases += [(second, MODEL[second] + tail) for tail in findings + [[], ["--kv-cache-dtype", "auto"],
+                                                                      ["--kv-cache-dtype", "bogus"], ["--kv", "auto"]]]
     cases += [("serve", ["--kv-cache-dtype", "auto", "m"]), ("serve", ["--model", "m", "--kv-cache-dtype", "auto"]),
               ("serve", ["--kv-cache-dtype", "auto"]), ("serve", ["m", "n", "--kv-cache-dtype", "auto"]),
               ("api_server", ["m", "--kv-cache-dtype", "auto"])] if engine == "vllm" else [
               ("launch_server", ["--kv-cache-dtype", "auto"]), ("sglang_serve", ["--model", "m"]),
               ("sglang_serve", ["--model-path=m", "--kv-cache-dtype", "auto"])]
     return cases
-
-
-@pytest.mark.parametrize("engine,version", PARAMS)
-def test_table(oracles, yaml_files, engine, version):
-    check(oracles, engine, version, table(engine, version, yaml_files))
 
 
 def argv_strategy(engine, files):
@@ -171,16 +169,62 @@ def argv_strategy(engine, files):
     return st.lists(word, max_size=6).map(lambda ws: [t for w in ws for t in w])
 
 
+EXAMPLES = int(os.environ.get("KVCACHE_CONFORMANCE_EXAMPLES", "40"))
+
+
+def generated(engine, files):
+    """A batch of hypothesis-drawn argv, each for one of the engine's entry points."""
+    found = []
+
+    @settings(max_examples=1, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def draw(data):
+        batch = data.draw(st.lists(argv_strategy(engine, files), min_size=EXAMPLES, max_size=EXAMPLES))
+        entries = ENTRIES[engine]
+        found[:] = [(entries[k % 2], MODEL[entries[k % 2]] + argv) for k, argv in enumerate(batch)]
+
+    draw()
+    return found
+
+
+def release_facts(engine, version):
+    """What parsers.py says about exactly this sampled release."""
+    from kubectl_kvcache.engine import data
+    real = data.parsers()[engine]
+    v = parse_version(version)
+
+    def at(rows):
+        for value, first, until in rows:
+            if v >= parse_version(first) and (until is None or v < parse_version(until)):
+                return value
+        return None
+    options = {n: at(rows) for n, rows in real["options"].items() if at(rows) is not None}
+    values = sorted(n for n, rows in real["values"].items() if at([[True] + r for r in rows]))
+    extra = {"required": sorted(n for n, rows in real["required"].items() if at([[True] + r for r in rows])),
+             "option_choices": {n: at(rows).split(" ") for n, rows in real["choices"].items() if at(rows)},
+             "positionals": {e: at(rows) for e, rows in real["positionals"].items() if at(rows)}}
+    return options, values, extra
+
+
 @pytest.mark.parametrize("engine,version", PARAMS)
-@settings(max_examples=1, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_generated(oracles, yaml_files, engine, version, data):
-    strategy = argv_strategy(engine, yaml_files)
-    batch = data.draw(st.lists(strategy, min_size=int(os.environ.get("KVCACHE_CONFORMANCE_EXAMPLES", "60")),
-                               max_size=int(os.environ.get("KVCACHE_CONFORMANCE_EXAMPLES", "60"))))
-    cases = [(entry, MODEL[entry] + argv) for argv in batch for entry in ENTRIES[engine]]
-    check(oracles, engine, version, cases)
+def test_release(oracles, yaml_files, engine, version):
+    """One release: the checked-in data equals its real parser; table and generated cases agree."""
+    oracle = oracles.get(engine, version)
+    try:
+        primary = {"vllm": "api_server", "sglang": "launch_server"}[engine]   # every release has it
+        described = oracle.ask({"describe": primary})
+        options, values, extra = release_facts(engine, version)
+        drift = f"{engine} {version}: parsers.py differs from the real parser: run scripts/engine-data --write"
+        assert options == described["options"], drift
+        assert extra["required"] == described["required"], drift
+        assert extra["option_choices"] == described["option_choices"], drift
+        assert extra["positionals"].get(primary) == (" ".join(described["positionals"]) or "-"), drift
+        real_values = described["choices"] if described["choices"] is not None else described["validator"]
+        assert values == sorted(real_values), f"{engine} {version}: accepted values differ from the real parser"
+        check(oracles, engine, version, table(engine, version, yaml_files) + generated(engine, yaml_files))
+    finally:
+        oracles.close_one(engine, version)
 
 
 def test_listed_releases_are_covered():
