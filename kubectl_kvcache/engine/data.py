@@ -60,6 +60,7 @@ FEATURES = {
         "underscores": "0.5.1",         # `_` -> `-` in the name part of every `--` token
         "config_file": "0.6.0",         # exact token `--config FILE` loads YAML placed before argv
         "dotted_json": "0.9.0",         # `--name.key value` becomes JSON for `--name`
+        "dotted_single_dash": "0.10.0",  # ... and any `-` token with a `.` (so `-1.5` too)
         "final_value_only": "0.33.0",   # only the final value is validated, at engine start
         "platform_values": "0.33.0",    # platform plugins (vLLM-Ascend) may register more values
         "serve_model_option": "0.11.1",  # `vllm serve ... --model M` becomes the model positional

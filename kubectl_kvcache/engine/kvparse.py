@@ -70,6 +70,7 @@ class _Item:
     text: Optional[str]     # None: not known from the spec (only where that cannot matter)
     tok: Token              # the element it came from (for messages)
     unknown: str = ""       # why the text is not known
+    shown: Optional[str] = None   # how a value built by the engine (dotted JSON) is reported
 
 
 def _where(item):
@@ -141,7 +142,8 @@ def _dotted(items, profile):
         if k in skip:
             continue
         text = it.text
-        if text is None or not text.startswith("-") or "." not in text:
+        lead = "-" if profile.dotted_single_dash else "--"
+        if text is None or not text.startswith(lead) or "." not in text:
             out.append(it)
             continue
         if text.startswith("--") and "." not in text.split("=", 1)[0]:
@@ -174,7 +176,7 @@ def _dotted(items, profile):
         origin.setdefault(key, it.tok)
     for key, value in merged.items():
         out.append(_Item(key, origin[key]))
-        out.append(_Item(json.dumps(value), origin[key]))
+        out.append(_Item(json.dumps(value), origin[key], shown='{"%s": ...}' % next(iter(value), "")))
     return out
 
 
@@ -349,8 +351,9 @@ def _parse(tokens, profile, platform_may_extend, entry):
     def take_dtype(item, value, value_item=None):
         known = value is not None and "\0" not in value
         valid = known and value in profile.accepted
+        shown = value_item.shown if value_item is not None and value_item.shown else value
         occurrences.append(Occurrence(item.tok.source, item.tok.index, item.tok.text or item.text,
-                                      value if known else None, valid))
+                                      shown if known else None, valid))
         if not known:
             source = value_item.tok if value_item is not None else item.tok
             why = source.reason or item.tok.reason
@@ -360,7 +363,7 @@ def _parse(tokens, profile, platform_may_extend, entry):
                 _unknown(state["unknown_value"], occurrences, len(occurrences) - 1)
             return
         if not valid and not profile.final_value_only:
-            _fail(INVALID_VALUE, _invalid(value, profile, item.tok), occurrences, len(occurrences) - 1)
+            _fail(INVALID_VALUE, _invalid(shown, profile, item.tok), occurrences, len(occurrences) - 1)
 
     def consume_optional(start):
         opt = opts[start]
@@ -444,7 +447,7 @@ def _parse(tokens, profile, platform_may_extend, entry):
         required = [a for a in positionals if a in ("1", "+") or a.isdigit()]
         if required:
             _fail(REQUIRED, "the following arguments are required: the model (a positional)", occurrences)
-    for names in profile.required_options:
+    for names in (profile.required_options if entry else ()):   # a fragment (entry None) is not a whole argv
         if not seen & set(names.split("/")) and not config_file:
             _fail(REQUIRED, f"the following arguments are required: {names}", occurrences)
     if extras:

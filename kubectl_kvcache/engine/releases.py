@@ -75,6 +75,7 @@ class Profile:
     platform_values: bool
     serve_model_option: bool = False             # vllm serve moves `--model M` to the model positional
     serve_model_refused: bool = False            # vllm serve dies on a `--model` token
+    dotted_single_dash: bool = False             # dotted JSON also for `-x.y` tokens (and `-1.5`)
     serve_model_alias: bool = False              # sglang serve reads --model as well as --model-path
     required_options: Tuple[str, ...] = ()       # "name/alias" of every required option
     choices: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # string choices of other options
@@ -176,6 +177,7 @@ def profile(engine: str, version: Version) -> Profile:
         serve_model_option=feature("serve_model_option"),
         serve_model_refused=feature("serve_model_refused") and not feature("serve_model_option"),
         serve_model_alias=feature("serve_model_alias"),
+        dotted_single_dash=feature("dotted_single_dash"),
         required_options=tuple(sorted(name for name, rows in real.get("required", {}).items()
                                       if _in_spans(at, [[True] + r for r in rows]))),
         choices=tuple(sorted((name, tuple(found.split(" "))) for name, rows in real.get("choices", {}).items()

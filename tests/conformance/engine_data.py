@@ -97,8 +97,14 @@ def build(described):
 
 
 def lit(value):
-    """A Python literal of JSON-like data (None for null)."""
-    return json.dumps(value).replace("null", "None")
+    """A Python literal of JSON-like data (lists, strings, None, True)."""
+    if value is None:
+        return "None"
+    if value is True or value is False:
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(lit(v) for v in value) + "]"
+    return json.dumps(value)
 
 
 def dump(data):
