@@ -305,8 +305,11 @@ class Oracle:
                 required.append("/".join(action.option_strings))
             if "--kv-cache-dtype" in action.option_strings and action.choices is not None:
                 choices = sorted(str(c) for c in action.choices)
-            elif action.choices is not None and action.type in (None, str):
-                # string choices: a value outside them is refused (typed choices are not recorded)
+            elif (action.choices is not None and action.type in (None, str)
+                  and any(n.startswith("--kv") for n in action.option_strings)
+                  and all(isinstance(c, str) and " " not in c for c in action.choices)):
+                # string choices of the --kv options (other options' choices can depend on what is
+                # installed, e.g. vLLM's guided-decoding backends, so they are not engine facts)
                 try:
                     for name in action.option_strings:
                         option_choices[name] = sorted(str(c) for c in action.choices)

@@ -96,7 +96,7 @@ def check(oracles, engine, version, cases):
         tier.STATS["cases"] += 1
         if mine[0] == "unknown":
             tier.STATS["unknown"] += 1
-            tier.UNKNOWN_REASONS[re.sub(r"\[\d+\]|'[^']*'|\S+\.yaml", "_", pred.reason)[:110]] += 1
+            tier.UNKNOWN_REASONS[re.sub(r"\[\d+\]|'[^']*'|\S+\.yaml|(vLLM|SGLang) [\w.]+", "_", pred.reason)[:110]] += 1
             continue
         if mine == real or (mine == ("ok", None) and real == ("ok", "auto")):  # flag absent: the default
             tier.STATS["agree"] += 1
