@@ -2,7 +2,6 @@
 releases.py (see oracle.py). Marker `conformance`; skipped when the engine cache is not filled
 (scripts/engine-wheels), a failure instead under KVCACHE_REQUIRE_CONFORMANCE=1 (CI)."""
 
-import collections
 import os
 import sys
 import threading
@@ -15,9 +14,7 @@ sys.path.insert(0, HERE)
 import wheels  # noqa: E402
 from client import OracleProcess  # noqa: E402
 
-STATS = collections.Counter()
-RELEASES_SEEN = set()
-UNKNOWN_REASONS = collections.Counter()
+from tierstats import RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):

@@ -21,7 +21,7 @@ from kubectl_kvcache.engine.releases import parse_version, profile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import conftest as tier  # noqa: E402
+import tierstats as tier  # noqa: E402
 from releases import LISTED, RELEASES  # noqa: E402
 
 ENTRIES = {"vllm": ("serve", "api_server"), "sglang": ("launch_server", "sglang_serve")}
