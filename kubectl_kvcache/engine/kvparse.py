@@ -399,8 +399,13 @@ def _parse(tokens, profile, platform_may_extend, entry):
         elif opt.action in choices:
             for value in values:
                 if value is not None and "\0" not in value and value not in choices[opt.action]:
-                    _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} ({item.tok.where()})",
-                          occurrences)
+                    if opt.action.startswith("--kv"):
+                        _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} "
+                                             f"({item.tok.where()})", occurrences)
+                    # other options' choices can depend on what the image has installed
+                    state.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} is outside the "
+                                               f"choices {profile.label} had where they were read (they can "
+                                               f"depend on what the image installs)")
         return stop
 
     def consume_positionals(start):
@@ -455,6 +460,8 @@ def _parse(tokens, profile, platform_may_extend, entry):
         shown += " ..." if len(extras) > 4 else ""
         _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({extras[0].tok.where()})", occurrences)
     result = _conclude(tuple(occurrences), config_file, profile, platform_may_extend, state.get("unknown_value"))
+    if result.outcome == OK and state.get("choice"):
+        return Parse(UNKNOWN, None, None, state["choice"], result.occurrences, result.winner)
     if result.outcome == OK and state["stray"] is not None:
         stray = state["stray"]
         return Parse(UNKNOWN, None, None,

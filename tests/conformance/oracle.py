@@ -306,10 +306,10 @@ class Oracle:
             if "--kv-cache-dtype" in action.option_strings and action.choices is not None:
                 choices = sorted(str(c) for c in action.choices)
             elif (action.choices is not None and action.type in (None, str)
-                  and any(n.startswith("--kv") for n in action.option_strings)
                   and all(isinstance(c, str) and " " not in c for c in action.choices)):
-                # string choices of the --kv options (other options' choices can depend on what is
-                # installed, e.g. vLLM's guided-decoding backends, so they are not engine facts)
+                # string choices. Those of the --kv options are fixed; other options' may depend on
+                # what is installed (vLLM's guided-decoding backends): the model refuses a value only
+                # for --kv options and answers UNKNOWN for a value outside another option's list
                 try:
                     for name in action.option_strings:
                         option_choices[name] = sorted(str(c) for c in action.choices)

