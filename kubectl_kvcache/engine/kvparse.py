@@ -34,9 +34,11 @@ IGNORED_VALUE = "ignored-explicit-argument"
 CONFIG_ERROR = "config-file"
 REQUIRED = "required-argument"
 
-# argparse behaviours this model relies on that differ between CPython releases (found by running
-# the same parsers on 3.10.13, 3.11.7, 3.12.1 and 3.13.0; tests/conformance/test_python_versions.py).
-# The model replays ARGPARSE_PYTHON; where an argv hits one of these, the answer names the risk.
+# argparse behaviours this model relies on that differ between CPython releases. None among the
+# CPythons that could be run here (3.10.13, 3.11.2, 3.11.7, 3.12.1, 3.13.0;
+# tests/conformance/test_python_versions.py runs the probe on each). Later patch releases
+# (3.12.7+, 3.13.1+) reworked `--` and intermixed positionals and are not verified: the model
+# answers as ARGPARSE_PYTHON does.
 PYTHON_DIFFERENCES = {}
 
 
@@ -292,8 +294,10 @@ def _nargs_pattern(arity, optional):
 def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False, positional_slots=None,
           entry=None) -> Parse:
     """The outcome for the tokens after the entrypoint. `entry` names the entry point (data.ENTRY_*)
-    whose parser reads them; without it the positionals that parser takes are not known and a
-    positional it might refuse makes the answer UNKNOWN."""
+    whose parser reads them; without it the tokens are a fragment (as checks.py probes them): the
+    positionals that parser takes are not known (a positional it might refuse makes the answer
+    UNKNOWN) and required options are not asked for. `positional_slots` is accepted for
+    compatibility and no longer used: the slots come from the release's real parser."""
     try:
         return _parse(list(tokens), profile, platform_may_extend, entry)
     except _Stop as stop:
