@@ -310,7 +310,7 @@ def test_the_abbreviation_is_ambiguous_from_0_19_and_the_engine_rejects_it():
 
 @pytest.mark.parametrize("args, index, value", [
     (["--kv-cache-dtype", "fp8"], 0, "fp8"),
-    (["--x", "1", "--kv-cache-dtype=fp8"], 2, "fp8"),
+    (["--port", "8000", "--kv-cache-dtype=fp8"], 2, "fp8"),
     (["--kv_cache_dtype=fp8"], 0, "fp8"),
     (["--kv-cache_dtype", "fp8"], 0, "fp8"),
 ])

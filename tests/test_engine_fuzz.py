@@ -3,9 +3,9 @@
 (a) predict() never raises, whatever the argv, environment, image or declared engine, and its
     answer is self-consistent.
 (b) Differential: where Python's own argparse can decide, the prediction agrees with an
-    argparse.ArgumentParser configured like the engine at that release (its `--kv...` options
-    from engine_data.KV_OPTIONS, the dtype with `choices=`, plus --port and --host). This runs
-    the argparse of the Python running the tests (3.11 in CI), which is what both engines use.
+    argparse.ArgumentParser configured like the engine at that release (every option of its real
+    parser with its arity, from parsers.py; the dtype with `choices=`). The real parsers themselves
+    are the oracle of tests/conformance; this is the fast check of the argparse replay.
     Left out, because argparse does not model them or the model deliberately does not decide
     them: stray positionals (the engines' own positionals are not modelled), `--config`, `$(...)`,
     vLLM >= 0.33 (its final-value check is not argparse), options other than --kv... that the
@@ -18,7 +18,7 @@ import argparse
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from kubectl_kvcache.engine import data as engine_data, kvparse, releases as engines
+from kubectl_kvcache.engine import kvparse, releases as engines
 from kubectl_kvcache.engine.releases import parse_version
 from kubectl_kvcache.engine.predict import predict
 
@@ -139,7 +139,7 @@ def test_predict_never_raises(engine, declared, version, argv, env, env_from, im
         assert p.effective is None
     if p.outcome == kvparse.REJECTED:
         assert p.error in (kvparse.INVALID_VALUE, kvparse.AMBIGUOUS, kvparse.MISSING_VALUE, kvparse.UNRECOGNIZED,
-                           kvparse.IGNORED_VALUE)
+                           kvparse.IGNORED_VALUE, kvparse.REQUIRED, kvparse.CONFIG_ERROR)
     if p.outcome == kvparse.UNKNOWN:
         assert p.error is None
     if p.version is not None:
@@ -167,21 +167,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 def reference_parser(engine, version):
-    """argparse configured like ENGINE at VERSION for everything the model looks at."""
+    """argparse configured like ENGINE at VERSION: every option of the release's real parser with its
+    arity (parsers.py), the dtype with `choices=`."""
     v = parse_version(version)
-    accepted = engines.profile(engine, v).accepted
+    prof = engines.profile(engine, v)
     parser = _Parser(prog=engine, add_help=False, allow_abbrev=True, exit_on_error=False)
-    for since, name, takes_value in engine_data.KV_OPTIONS[engine]:
-        if v < parse_version(since):
+    for k, (name, arity) in enumerate(prof.table):
+        if not name.startswith("-"):
             continue
         if name == engines.DTYPE_OPTION:
-            parser.add_argument(name, dest="kv_cache_dtype", choices=sorted(accepted))
-        elif takes_value is False:
-            parser.add_argument(name, action="store_true")
+            parser.add_argument(name, dest="kv_cache_dtype", choices=sorted(prof.accepted))
+        elif arity == "0":
+            parser.add_argument(name, dest=f"o{k}", action="store_true")
+        elif arity in ("?", "*", "+"):
+            parser.add_argument(name, dest=f"o{k}", nargs=arity)
+        elif arity.isdigit() and arity != "1":
+            parser.add_argument(name, dest=f"o{k}", nargs=int(arity))
         else:
-            parser.add_argument(name)
-    parser.add_argument("--port")
-    parser.add_argument("--host")
+            parser.add_argument(name, dest=f"o{k}")
     return parser
 
 

@@ -287,16 +287,24 @@ PARSER_ROWS = [
     ("switch", "vllm", "0.11.2", ["--kv-sharing-fast-prefill", D, "fp8"], OK("fp8")),
     ("switch-with-value", "vllm", "0.11.2", ["--kv-sharing-fast-prefill=true", D, "fp8"], IGNORED),
     ("switch-metrics", "vllm", "0.18.0", ["--kv-cache-metrics", D, "fp8"], OK("fp8")),
-    ("switch-before-0.11.2", "vllm", "0.11.1", ["--kv-sharing-fast-prefill"], UNRECOGNIZED),
+    # the real 0.10.1 parser already has --kv-sharing-fast-prefill (issue 13), 0.10.0's does not
+    ("switch-before-0.10.1", "vllm", "0.10.0", ["--kv-sharing-fast-prefill"], UNRECOGNIZED),
+    ("switch-in-0.10.1", "vllm", "0.10.1", ["--kv-sharing-fast-prefill"], OK(None)),
     ("value-option", "vllm", "0.10.2", ["--kv-transfer-config", '{"kv_connector":"X"}', D, "fp8"], OK("fp8")),
     ("value-option-missing", "vllm", "0.10.2", ["--kv-cache-memory-bytes", D, "fp8"], MISSING),
     ("value-option-eats-valid-value", "vllm", "0.10.2", ["--kv-cache-memory-bytes", "fp8"], OK(None)),
     ("transfer-config-before-0.7", "vllm", "0.6.0", ["--kv-transfer-config", "{}"], UNRECOGNIZED),
-    ("events-config-undated", "vllm", "0.8.0", ["--kv-events-config", "{}", D, "fp8"], UNKNOWN),
+    # dated by the real parsers: absent in 0.8.5, present in 0.9.0
+    ("events-config-before-0.9", "vllm", "0.8.0", ["--kv-events-config", "{}", D, "fp8"], UNRECOGNIZED),
+    ("events-config-0.9", "vllm", "0.9.0", ["--kv-events-config", "{}", D, "fp8"], OK("fp8")),
     ("events-config-dated", "vllm", "0.10.2", ["--kv-events-config", "{}", D, "fp8"], OK("fp8")),
     ("events-config", "sglang", "0.5.18", ["--kv-events-config", "{}", D, "bf16"], OK("bf16")),
-    ("events-config-before-0.4.9", "sglang", "0.4.8", ["--kv-events-config", "{}"], UNRECOGNIZED),
-    ("canary-arity-unknown", "sglang", "0.5.18", ["--kv-canary", D, "bf16"], UNKNOWN),
+    # the real 0.4.7 and 0.4.8 parsers already have --kv-events-config (issue 13)
+    ("events-config-in-0.4.8", "sglang", "0.4.8", ["--kv-events-config", "{}"], OK(None)),
+    ("events-config-before-0.4.7", "sglang", "0.4.2", ["--kv-events-config", "{}"], UNRECOGNIZED),
+    # --kv-canary takes one value (issue 13): a following option is not it
+    ("canary-takes-a-value", "sglang", "0.5.18", ["--kv-canary", D, "bf16"], MISSING),
+    ("canary-with-value", "sglang", "0.5.18", ["--kv-canary", "log", D, "bf16"], OK("bf16")),
     ("canary-sweep-interval", "sglang", "0.5.18", ["--kv-canary-sweep-interval", "10", D, "bf16"], OK("bf16")),
     ("no-such-kv-option", "vllm", "0.29.0", ["--kv-foo", "1", D, "fp8"], UNRECOGNIZED),
     ("no-such-kv-option", "sglang", "0.5.18", ["--kv-foo", "1", D, "bf16"], UNRECOGNIZED),
@@ -333,8 +341,10 @@ ABBREV_ROWS = [
     # vLLM `--kv`: unique until 0.7.0 (--kv-transfer-config)
     ("kv", "vllm", "0.4.2", ["--kv", "fp8"], OK("fp8")),
     ("kv", "vllm", "0.6.0", ["--kv", "fp8"], OK("fp8")),
-    ("kv", "vllm", "0.6.6.post1", ["--kv", "fp8"], OK("fp8")),
-    ("kv-equals", "vllm", "0.6.6", ["--kv=fp8_e4m3"], OK("fp8_e4m3")),
+    # --kv-transfer-config is in the real 0.6.5 parser: --kv is ambiguous from there (issue 13)
+    ("kv", "vllm", "0.6.6.post1", ["--kv", "fp8"], AMBIGUOUS),
+    ("kv-equals", "vllm", "0.6.6", ["--kv=fp8_e4m3"], AMBIGUOUS),
+    ("kv", "vllm", "0.6.5", ["--kv", "fp8"], AMBIGUOUS),
     ("kv", "vllm", "0.7.0", ["--kv", "fp8"], AMBIGUOUS),
     ("kv-equals", "vllm", "0.7.0", ["--kv=fp8"], AMBIGUOUS),
     ("kv", "vllm", "0.33.0", ["--kv", "fp8"], AMBIGUOUS),
@@ -363,7 +373,9 @@ ABBREV_ROWS = [
     ("kv-cache-metrics-prefix", "vllm", "0.18.0", ["--kv-cache-me", D, "fp8"], AMBIGUOUS),
     # SGLang `--kv`: unique until 0.4.9 (--kv-events-config)
     ("kv", "sglang", "0.2.14", ["--kv", "fp8_e5m2"], OK("fp8_e5m2")),
-    ("kv", "sglang", "0.4.8", ["--kv", "fp8_e5m2"], OK("fp8_e5m2")),
+    # --kv-events-config is in the real 0.4.7 parser (issue 13)
+    ("kv", "sglang", "0.4.8", ["--kv", "fp8_e5m2"], AMBIGUOUS),
+    ("kv", "sglang", "0.4.2", ["--kv", "fp8_e5m2"], OK("fp8_e5m2")),
     ("kv", "sglang", "0.4.9", ["--kv", "fp8_e5m2"], AMBIGUOUS),
     ("kv-equals", "sglang", "0.5.18", ["--kv=bf16"], AMBIGUOUS),
     # SGLang `--kv-c` / `--kv-ca`: unique until 0.5.13 (--kv-canary...)
@@ -439,13 +451,16 @@ SPELLING_ROWS = [
     ("config-as-missing-value", "vllm", "0.29.0", [D, "--config", "/c.yaml"], MISSING),
     ("config-without-file-at-end", "vllm", "0.33.0", [D, "fp8", "--config"], MISSING),
     ("config-without-file-at-end", "sglang", "0.5.18", [D, "bf16", "--config"], MISSING),
-    ("config-without-file-before-option", "vllm", "0.29.0", ["--config", D, "fp8"], MISSING),
+    # vLLM takes the next token as the file, whatever it is, and refuses a non-YAML name
+    ("config-without-file-before-option", "vllm", "0.29.0", ["--config", D, "fp8"], "rejected:config-file"),
     # vLLM >= 0.9 turns `--name.key value` into JSON for --name: invalid for the dtype
     ("dotted-before-0.9", "vllm", "0.8.5", ["--kv-cache-dtype.x", "fp8"], UNRECOGNIZED),
     ("dotted", "vllm", "0.9.0", ["--kv-cache-dtype.x", "fp8"], INVALID),
     ("dotted-equals", "vllm", "0.29.0", ["--kv-cache-dtype.x=fp8"], INVALID),
     ("dotted", "vllm", "0.32.0", ["--kv-cache-dtype.x", "fp8", D, "fp8"], INVALID),
-    ("dotted-final-only", "vllm", "0.33.0", ["--kv-cache-dtype.x", "fp8", D, "fp8"], OK("fp8")),
+    # dotted names are appended at the END as JSON (FlexibleArgumentParser), so the dict wins and
+    # dies at start-up even on 0.33
+    ("dotted-final-only", "vllm", "0.33.0", ["--kv-cache-dtype.x", "fp8", D, "fp8"], INVALID),
     ("dotted-final", "vllm", "0.33.0", [D, "fp8", "--kv-cache-dtype.x", "fp8"], INVALID),
     ("dotted-other-option", "vllm", "0.29.0", ["--kv-transfer-config.kv_connector", "X", D, "fp8"], OK("fp8")),
     ("dotted", "sglang", "0.5.18", ["--kv-cache-dtype.x", "bf16"], UNRECOGNIZED),
@@ -536,33 +551,33 @@ ENTRY_ROWS = [
      None, "vllm", OK("fp8_e4m3"), "python3.12 -m"),
     ("sglang-module", {"command": ["python3", "-m", "sglang.launch_server", "--model-path", "m"] + KV},
      None, "sglang", OK("fp8_e4m3"), "sglang.launch_server"),
-    ("sglang-module-unbuffered", {"command": ["python", "-u", "-m", "sglang.launch_server"] + KV},
+    ("sglang-module-unbuffered", {"command": ["python", "-u", "-m", "sglang.launch_server", "--model-path", "m"] + KV},
      None, "sglang", OK("fp8_e4m3"), "python -m sglang.launch_server"),
     ("sglang-serve", {"command": ["sglang", "serve", "--model-path", "m"] + KV}, None, "sglang", OK("fp8_e4m3"),
      "sglang serve"),
     ("exec", {"command": ["exec", "vllm", "serve", "m"] + KV}, None, "vllm", OK("fp8_e4m3"), "exec > vllm serve"),
     ("env-assignments", {"command": ["env", "HF_HOME=/cache", "-u", "FOO", "VLLM_LOGGING_LEVEL=DEBUG", "vllm",
                                      "serve", "m"] + KV}, None, "vllm", OK("fp8_e4m3"), "env > vllm serve"),
-    ("tini", {"command": ["tini", "--", "python3", "-m", "sglang.launch_server"] + KV}, None, "sglang",
+    ("tini", {"command": ["tini", "--", "python3", "-m", "sglang.launch_server", "--model-path", "m"] + KV}, None, "sglang",
      OK("fp8_e4m3"), "tini > python3 -m sglang.launch_server"),
     ("tini-options", {"command": ["/sbin/tini", "-s", "-g", "--", "vllm", "serve", "m"] + KV}, None, "vllm",
      OK("fp8_e4m3"), "tini"),
     ("dumb-init", {"command": ["dumb-init", "--single-child", "vllm", "serve", "m"] + KV}, None, "vllm",
      OK("fp8_e4m3"), "dumb-init > vllm serve"),
     ("nested-wrappers", {"command": ["dumb-init", "--", "env", "A=1", "exec", "python3", "-m",
-                                     "sglang.launch_server"] + KV}, None, "sglang", OK("fp8_e4m3"),
+                                     "sglang.launch_server", "--model-path", "m"] + KV}, None, "sglang", OK("fp8_e4m3"),
      "dumb-init > env > exec"),
     ("vllm-image-entrypoint", {"image": "vllm/vllm-openai:v0.29.0", "args": ["m"] + KV}, None, "vllm",
      OK("fp8_e4m3"), "vllm serve"),
     ("sglang-image", {"image": "lmsysorg/sglang:v0.5.18-cu129",
-                      "args": ["python3", "-m", "sglang.launch_server"] + KV}, None, "sglang", OK("fp8_e4m3"),
+                      "args": ["python3", "-m", "sglang.launch_server", "--model-path", "m"] + KV}, None, "sglang", OK("fp8_e4m3"),
      "sglang.launch_server"),
     ("runner-image-tini", {"image": "gpustack/runner:cuda12.9-vllm0.29.0", "args": ["vllm", "serve", "m"] + KV},
      None, "vllm", OK("fp8_e4m3"), "tini > vllm serve"),
     # the declared engine is compared case-insensitively; a mismatch is unknown
     ("declared-vLLM", {"command": ["vllm", "serve", "m"] + KV}, "vLLM", "vllm", OK("fp8_e4m3"), "vllm serve"),
     ("declared-VLLM", {"command": ["vllm", "serve", "m"] + KV}, "VLLM", "vllm", OK("fp8_e4m3"), "vllm serve"),
-    ("declared-SGLang", {"command": ["sglang", "serve"] + KV}, "SGLang", "sglang", OK("fp8_e4m3"), "sglang serve"),
+    ("declared-SGLang", {"command": ["sglang", "serve", "--model-path", "m"] + KV}, "SGLang", "sglang", OK("fp8_e4m3"), "sglang serve"),
     ("declared-mismatch", {"command": ["vllm", "serve", "m"] + KV}, "SGLang", "sglang", UNKNOWN, "vllm serve"),
     ("declared-mismatch-sglang", {"command": ["python3", "-m", "sglang.launch_server"] + KV}, "vllm", "vllm",
      UNKNOWN, "sglang.launch_server"),
@@ -628,7 +643,7 @@ SHELL_ROWS = [
      [{"name": "FLAG", "value": "--kv-cache-dtype fp8_e5m2"}], OK("fp8_e5m2"), "vllm serve"),
     ("wrappers-and-assignments", ["sh", "-c", "FOO=1 env BAR=2 nohup numactl -N 0 vllm serve m --kv-cache-dtype fp8"],
      None, None, OK("fp8"), "env > nohup > numactl > vllm serve"),
-    ("sglang-in-shell", ["sh", "-c", "python3 -m sglang.launch_server --kv-cache-dtype fp8_e4m3"], None, None,
+    ("sglang-in-shell", ["sh", "-c", "python3 -m sglang.launch_server --model-path m --kv-cache-dtype fp8_e4m3"], None, None,
      OK("fp8_e4m3"), "sh -c > python3 -m sglang.launch_server"),
     ("two-engines", ["sh", "-c", "vllm serve m --kv-cache-dtype fp8; vllm serve m --kv-cache-dtype auto"], None, None,
      UNKNOWN, ""),
@@ -696,11 +711,11 @@ def test_version_source(engine, image, declared, version, source):
 
 
 def test_version_from_image_decides_the_outcome():
-    container = {"image": "vllm/vllm-openai:v0.6.6", "args": ["m", "--kv", "fp8"]}
+    container = {"image": "vllm/vllm-openai:v0.6.0", "args": ["m", "--kv", "fp8"]}
     assert summary(predict(container, "vLLM", None)) == OK("fp8")
-    container["image"] = "vllm/vllm-openai:v0.7.0"
+    container["image"] = "vllm/vllm-openai:v0.6.6"
     p = predict(container, "vLLM", None)
-    assert summary(p) == AMBIGUOUS and (p.version, p.version_source) == ("0.7.0", engines.IMAGE_TAG)
+    assert summary(p) == AMBIGUOUS and (p.version, p.version_source) == ("0.6.6", engines.IMAGE_TAG)
     # the declared version beats the tag
     assert summary(predict(container, "vLLM", "0.6.0")) == OK("fp8")
 
@@ -709,7 +724,7 @@ def test_unknown_version_judged_as_the_operator_minimum():
     p = predict({"command": ["vllm", "serve", "m", D, "fp8_ds_mla"]}, "vllm", None)
     assert (p.version, p.version_source) == ("0.29.0", engines.MINIMUM)
     assert summary(p) == OK("fp8_ds_mla")
-    p = predict({"command": ["sglang", "serve", D, "fp4_e2m1"]}, None, None)
+    p = predict({"command": ["sglang", "serve", "--model-path", "m", D, "fp4_e2m1"]}, None, None)
     assert (p.version, p.version_source) == ("0.5.18", engines.MINIMUM)
     assert summary(p) == OK("fp4_e2m1")
     assert "operator's minimum" in p.reason
@@ -779,9 +794,12 @@ def test_version_from_image(image, engine, expected):
 KV_OPTION_ROWS = [
     ("vllm", "0.4.2", {"--kv-cache-dtype"}),
     ("vllm", "0.6.0", {"--kv-cache-dtype"}),
-    ("vllm", "0.10.2", {"--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-events-config", "--kv-transfer-config"}),
-    ("vllm", "0.11.2", {"--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-events-config", "--kv-transfer-config",
+    # from the real parsers (issue 13): --kv-sharing-fast-prefill from 0.10.1, --kv-offloading-* from
+    # 0.11.1, --kv-cache-metrics* from 0.16.0 (0.17.0 has them)
+    ("vllm", "0.10.2", {"--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-events-config", "--kv-transfer-config",
                         "--kv-sharing-fast-prefill"}),
+    ("vllm", "0.11.2", {"--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-events-config", "--kv-transfer-config",
+                        "--kv-sharing-fast-prefill", "--kv-offloading-backend", "--kv-offloading-size"}),
     ("vllm", "0.18.0", {"--kv-cache-dtype", "--kv-cache-memory-bytes", "--kv-events-config", "--kv-transfer-config",
                         "--kv-sharing-fast-prefill", "--kv-cache-metrics", "--kv-cache-metrics-sample",
                         "--kv-offloading-backend", "--kv-offloading-size"}),

@@ -40,38 +40,19 @@ ACCEPTED_VALUES = {
     ],
 }
 
-# Every option starting with --kv: (first release, option, takes a value).
-# takes a value: True (exactly one or more), False (a switch), None (not known: never judged).
-# Prefix ambiguity is computed from this list, so the boundaries (vLLM 0.7.0, 0.10.2, 0.19.0;
-# SGLang 0.4.9, 0.5.13) follow from the rows.
-KV_OPTIONS = {
-    "vllm": [
-        ("0.3.3", "--kv-cache-dtype", True),
-        ("0.7.0", "--kv-transfer-config", True),
-        ("0.9.0", "--kv-events-config", True),
-        ("0.10.2", "--kv-cache-memory-bytes", True),
-        ("0.11.2", "--kv-sharing-fast-prefill", False),
-        ("0.18.0", "--kv-cache-metrics", False),
-        ("0.18.0", "--kv-cache-metrics-sample", True),
-        ("0.18.0", "--kv-offloading-backend", True),
-        ("0.18.0", "--kv-offloading-size", True),
-        ("0.19.0", "--kv-cache-dtype-skip-layers", True),
-    ],
-    "sglang": [
-        ("0.2.14", "--kv-cache-dtype", True),
-        ("0.4.9", "--kv-events-config", True),
-        ("0.5.13", "--kv-canary", None),
-        ("0.5.13", "--kv-canary-real-data", None),
-        ("0.5.13", "--kv-canary-sweep-interval", True),
-    ],
-}
+# Every option of each release's parser, with its arity, and the positionals of each entry point:
+# generated from the released wheels' own parsers (scripts/engine-data) into parsers.py, loaded
+# on first use so that importing the plugin stays fast. ACCEPTED_VALUES above must equal what
+# those parsers accept (tests/conformance checks it).
+def parsers():
+    global _PARSERS
+    if _PARSERS is None:
+        from kubectl_kvcache.engine.parsers import PARSERS
+        _PARSERS = PARSERS
+    return _PARSERS
 
-# Where a row above is only approximately dated: a token naming that option in this range of
-# releases (first, last-excluded) cannot be judged.
-UNCERTAIN_OPTIONS = {
-    "vllm": {"--kv-events-config": ("0.7.0", "0.10.2")},
-    "sglang": {},
-}
+
+_PARSERS = None
 
 # Parser behaviours that change with the release: (feature, first release).
 FEATURES = {
@@ -79,13 +60,21 @@ FEATURES = {
         "underscores": "0.5.1",         # `_` -> `-` in the name part of every `--` token
         "config_file": "0.6.0",         # exact token `--config FILE` loads YAML placed before argv
         "dotted_json": "0.9.0",         # `--name.key value` becomes JSON for `--name`
+        "dotted_single_dash": "0.10.0",  # ... and any `-` token with a `.` (so `-1.5` too)
         "final_value_only": "0.33.0",   # only the final value is validated, at engine start
         "platform_values": "0.33.0",    # platform plugins (vLLM-Ascend) may register more values
+        "serve_model_option": "0.11.1",  # `vllm serve ... --model M` becomes the model positional
+        "serve_model_refused": "0.8.5",  # until serve_model_option: `vllm serve` dies on a `--model` token
     },
     "sglang": {
         "config_file": "0.5.3",
+        "serve_model_alias": "0.5.12",  # `sglang serve` finds the model in --model as well as --model-path
     },
 }
+
+# The CPython whose argparse the model replays (kvparse): the conformance tier's oracle runs the
+# real parsers on it. See PYTHON_DIFFERENCES in kvparse for what other Pythons do differently.
+ARGPARSE_PYTHON = "3.11"
 
 # Keys a --config YAML file may use for the dtype (informational: the file itself is not read).
 CONFIG_KEYS = {"vllm": ("kv_cache_dtype", "kv-cache-dtype"), "sglang": ("kv-cache-dtype",)}
@@ -108,16 +97,14 @@ IMAGE_VERSION_PATTERNS = [
     ("lmsysorg/sglang", r"^v?(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:$|-)"),
 ]
 
-# How an argv reaches the engine's parser: `program subcommand` pairs -> (engine, positional
-# slots) and `python -m` modules -> (engine, required subcommand or None, positional slots).
-# Positional slots: how many positionals the parser takes (`vllm serve [MODEL]`: 1; SGLang's
-# launch_server: none), or None where that is not known; a positional beyond them is an
-# `unrecognized arguments` error.
-ENTRY_PROGRAMS = {("vllm", "serve"): ("vllm", 1), ("sglang", "serve"): ("sglang", None)}
+# How an argv reaches the engine's parser: `program subcommand` pairs -> (engine, entry point) and
+# `python -m` modules -> (engine, required subcommand or None, entry point). The entry point names
+# the parser in parsers.py (its options and positionals) and how the engine prepares the argv.
+ENTRY_PROGRAMS = {("vllm", "serve"): ("vllm", "serve"), ("sglang", "serve"): ("sglang", "sglang_serve")}
 ENTRY_MODULES = {
-    "vllm.entrypoints.openai.api_server": ("vllm", None, None),
-    "vllm.entrypoints.cli.main": ("vllm", "serve", 1),
-    "sglang.launch_server": ("sglang", None, 0),
+    "vllm.entrypoints.openai.api_server": ("vllm", None, "api_server"),
+    "vllm.entrypoints.cli.main": ("vllm", "serve", "serve"),
+    "sglang.launch_server": ("sglang", None, "launch_server"),
 }
 
 # Programs that run the rest of their argv as the real command. `value_options` take the next

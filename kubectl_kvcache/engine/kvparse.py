@@ -1,21 +1,29 @@
-"""Parse an engine's argv the way its argparse-based parser does, for --kv-cache-dtype only.
+"""Replay an engine's parser on its argv, the way the released engine does it.
 
-Mirrors argparse's order of events: every token is classified first (an ambiguous
-abbreviation fails here, wherever it stands), then options consume their values left to right
-(a missing value or, where the release validates every occurrence, an invalid value fails at
-that point), and unrecognized arguments fail last. Options that do not start with `--kv` and
-positionals are not checked: the engine's full option list is not modelled.
+Two steps, both from the release's real code:
+1. the engine's own preparation of the argv before argparse sees it (vLLM's FlexibleArgumentParser:
+   `vllm serve --model M` moved to the front, `--config FILE` cut out, `_`->`-` in option names,
+   dotted `--name.key value` turned into JSON for `--name`; SGLang: `--config FILE` cut out,
+   `sglang serve` needing a literal `--model-path`);
+2. CPython argparse's `_parse_known_args` (data.ARGPARSE_PYTHON) over EVERY option of that
+   release's parser with its arity (parsers.py, read from the released wheels): classification of
+   every token first (an ambiguous abbreviation fails here, wherever it stands), then options and
+   positionals consumed alternately left to right (a missing value, or where the release checks
+   `choices` an invalid value, fails at that point), required positionals, then unrecognized
+   arguments. What is not replayed: the `type=` conversion of other options' values (`--port x`),
+   mutually exclusive groups, and the contents of a `--config` file (not in the Pod spec).
 """
 
+import json
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
-_SPACE = "one element holding a space is not an option"
+_MODEL_OPTION = re.compile(r"^--model(=.+|$)")
 
 OK, REJECTED, UNKNOWN = "ok", "rejected", "unknown"
 INVALID_VALUE = "invalid-value"
@@ -23,6 +31,15 @@ AMBIGUOUS = "ambiguous-option"
 MISSING_VALUE = "missing-value"
 UNRECOGNIZED = "unrecognized-argument"
 IGNORED_VALUE = "ignored-explicit-argument"
+CONFIG_ERROR = "config-file"
+REQUIRED = "required-argument"
+
+# argparse behaviours this model relies on that differ between CPython releases. None among the
+# CPythons that could be run here (3.10.13, 3.11.2, 3.11.7, 3.12.1, 3.13.0;
+# tests/conformance/test_python_versions.py runs the probe on each). Later patch releases
+# (3.12.7+, 3.13.1+) reworked `--` and intermixed positionals and are not verified: the model
+# answers as ARGPARSE_PYTHON does.
+PYTHON_DIFFERENCES = {}
 
 
 @dataclass(frozen=True)
@@ -44,224 +61,428 @@ class Parse:
     winner: Optional[int] = None  # index into occurrences of the value that wins
 
 
-@dataclass(frozen=True)
-class _Class:
-    kind: str          # dd | arg | other | kv | dtype-json | unrecognized | ambiguous | undecided | config
-    option: object = None
-    explicit: Optional[str] = None
-    detail: str = ""
+class _Stop(Exception):
+    def __init__(self, parse):
+        super().__init__(parse.reason)
+        self.parse = parse
 
 
-def _rewrite(text, profile):
-    """vLLM rewrites `_` to `-` in the name part of every `--` token before argparse sees it."""
+@dataclass
+class _Item:
+    text: Optional[str]     # None: not known from the spec (only where that cannot matter)
+    tok: Token              # the element it came from (for messages)
+    unknown: str = ""       # why the text is not known
+    shown: Optional[str] = None   # how a value built by the engine (dotted JSON) is reported
+
+
+def _where(item):
+    return item.where() if isinstance(item, Token) else f"{item.source}[{item.index}]"
+
+
+def _fail(error, reason, occurrences=(), winner=None):
+    raise _Stop(Parse(REJECTED, None, error, reason, tuple(occurrences), winner))
+
+
+def _unknown(reason, occurrences=(), winner=None):
+    raise _Stop(Parse(UNKNOWN, None, None, reason, tuple(occurrences), winner))
+
+
+# --- 1. the engine's preparation --------------------------------------------------------------
+
+def _config(items, profile, entry):
+    """Cut `--config FILE` out as the engine does; True when a config file is read."""
+    texts = [it.text for it in items]
+    if not profile.config_file or "--config" not in texts:
+        return items, False
+    if texts.count("--config") > 1:
+        _fail(CONFIG_ERROR, f"more than one --config ({items[texts.index('--config')].tok.where()}): "
+                            f"{profile.label} refuses that")
+    index = texts.index("--config")
+    if index == len(items) - 1:
+        _fail(MISSING_VALUE, f"--config has no file after it ({items[index].tok.where()})")
+    path = items[index + 1]
+    if path.text is None:
+        _unknown(f"the --config file name at {path.tok.where()} is not known from the spec ({path.unknown})")
+    suffix = path.text.rsplit(".", 1)[-1] if "." in path.text.rsplit("/", 1)[-1] else ""
+    if suffix.lower() not in ("yaml", "yml") or (profile.engine == "vllm" and suffix not in ("yaml", "yml")):
+        _fail(CONFIG_ERROR, f"--config {path.text}: {profile.label} reads only .yaml/.yml files "
+                            f"({path.tok.where()})")
+    return items[:index] + items[index + 2:], True
+
+
+def _vllm_model_option(items):
+    """vllm serve: the first `--model M`/`--model=M` becomes the positional model (from 0.11.1)."""
+    for k, it in enumerate(items):
+        if it.text is not None and _MODEL_OPTION.match(it.text):
+            if it.text == "--model":
+                if k + 1 >= len(items):
+                    _fail(MISSING_VALUE, f"--model is the last argument ({it.tok.where()})")
+                tag, rest = items[k + 1], k + 2
+            else:
+                tag, rest = _Item(it.text[len("--model="):], it.tok), k + 1
+            return [tag] + items[:k] + items[rest:]
+    return items
+
+
+def _underscores(text, profile):
     if not (profile.underscores and text.startswith("--")):
         return text
     name, eq, value = text.partition("=")
-    return name.replace("_", "-") + eq + value
+    if profile.dotted_json:
+        # vLLM rewrites only between `--` and the first `.` of the name
+        head, dot, tail = name[2:].partition(".")
+        name = "--" + head.replace("_", "-") + dot + tail
+    else:
+        name = name.replace("_", "-")
+    return name + eq + value
 
 
-def _resolve(name, profile):
-    """Option, or a _Class for ambiguous/unrecognized/undecided/other, for an option name."""
-    if name.startswith("--kv") or name == "--k":
-        exact = profile.option(name)
-        if exact:
-            return exact
-        matches = profile.prefix_matches(name)
-        if len(matches) > 1:
-            return _Class("ambiguous", detail=", ".join(o.name for o in matches))
-        if name == "--k":
-            return _Class("undecided", detail="`--k` may also abbreviate options this plugin does not model")
-        if len(matches) == 1:
-            return matches[0]
-        return _Class("unrecognized")
-    if name.lower().startswith("--kv"):
-        # option names are case-sensitive and every engine option is lower case
-        return _Class("unrecognized")
-    return _Class("other")
+def _dotted(items, profile):
+    """vLLM >= 0.9: `-x.a.b V` / `-x.a.b=V` are removed and `-x '{"a": {"b": V}}'` appended."""
+    out, merged, origin, skip = [], {}, {}, set()
+    for k, it in enumerate(items):
+        if k in skip:
+            continue
+        text = it.text
+        lead = "-" if profile.dotted_single_dash else "--"
+        if text is None or not text.startswith(lead) or "." not in text:
+            out.append(it)
+            continue
+        if text.startswith("--") and "." not in text.split("=", 1)[0]:
+            out.append(it)
+            continue
+        if "=" in text:
+            name, value = text.split("=", 1)
+            if "." not in name:
+                out.append(it)
+                continue
+        else:
+            if k + 1 >= len(items):
+                _fail(MISSING_VALUE, f"{text} is the last argument: {profile.label} needs its value "
+                                     f"({it.tok.where()})")
+            name, value = text, items[k + 1].text
+            if value is None:
+                _unknown(f"the value of {text} ({items[k + 1].tok.where()}) is not known from the spec")
+            skip.add(k + 1)
+        if name.endswith("+"):
+            name, value = name[:-1], json.dumps(value.split(","))
+        key, *keys = name.split(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        nested = parsed
+        for sub in reversed(keys):
+            nested = {sub: nested}
+        _merge(merged.setdefault(key, {}), nested)
+        origin.setdefault(key, it.tok)
+    for key, value in merged.items():
+        out.append(_Item(key, origin[key]))
+        out.append(_Item(json.dumps(value), origin[key], shown='{"%s": ...}' % next(iter(value), "")))
+    return out
 
 
-def _classify(text, profile, after_dd):
-    if after_dd:
-        return _Class("arg")
-    if text == "--":
-        return _Class("dd")
-    if not text.startswith("-") or text == "-" or _NEGATIVE_NUMBER.match(text):
-        return _Class("arg")
-    if profile.config_file and text == "--config":
-        return _Class("config")
-    if not text.startswith("--"):
-        return _Class("other")
-    rewritten = _rewrite(text, profile)
-    exact = profile.option(rewritten)
-    if exact:
-        return _Class("kv", exact)
-    name, eq, value = rewritten.partition("=")
-    explicit = value if eq else None
-    if " " in name:
-        # argparse: an element holding a space that names no option is a positional, so an
-        # option before it may take it as its value; left over, it is unrecognized
-        return _Class("arg", detail=_SPACE)
-    if eq and profile.option(name):
-        return _Class("kv", profile.option(name), explicit)
-    if profile.dotted_json and "." in name:
-        base = _resolve(name.split(".", 1)[0], profile)
-        if getattr(base, "name", None) == DTYPE_OPTION:
-            return _Class("dtype-json", base, explicit)
-        if not isinstance(base, _Class):
-            return _Class("kv", base, explicit)
-        return base if base.kind in ("ambiguous", "undecided") else _Class("other")
-    resolved = _resolve(name if eq else rewritten, profile)
-    if not isinstance(resolved, _Class):
-        return _Class("kv", resolved, explicit)
-    if resolved.kind == "unrecognized" and " " in rewritten:
-        return _Class("arg", detail=_SPACE)
-    return resolved
+def _merge(original, update):
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
 
 
-def _unsafe_unknown(token, profile):
+def _prepare(tokens, profile, entry):
+    items = [_Item(t.text, t, t.reason) for t in tokens]
+    if profile.engine == "sglang":
+        if entry == "sglang_serve":
+            texts = [it.text or "" for it in items]
+            names = ("--model-path", "--model") if profile.serve_model_alias else ("--model-path",)
+            if not any((t in names and k + 1 < len(texts)) or t.startswith(tuple(n + "=" for n in names))
+                       for k, t in enumerate(texts)):
+                if any(it.text is None for it in items):
+                    _unknown("`sglang serve` needs a literal --model-path, and an element is not known from the spec")
+                _fail(REQUIRED, "`sglang serve` needs a literal `--model-path M` (its own check, before argparse)")
+        return _config(items, profile, entry)
+    # vLLM's FlexibleArgumentParser.parse_args, in its order
+    if entry == "serve" and profile.serve_model_refused:
+        hit = next((it for it in items if it.text == "--model"), None)
+        if hit is not None:
+            _fail(REQUIRED, f"{profile.label}: `vllm serve` refuses --model ({hit.tok.where()}): the model must "
+                            f"be the positional argument")
+    if entry == "serve" and profile.serve_model_option:
+        items = _vllm_model_option(items)
+    items, config = _config(items, profile, entry)
+    for it in items:
+        if it.text is not None:
+            it.text = _underscores(it.text, profile)
+    if profile.dotted_json:
+        items = _dotted(items, profile)
+    return items, config
+
+
+# --- 2. argparse ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Opt:
+    action: Optional[str]      # the option string as registered (None: unrecognized)
+    explicit: Optional[str]    # `=value` part, or a short option's attached value
+    arity: str = "1"
+
+
+class _Parser:
+    def __init__(self, profile, entry):
+        self.profile = profile
+        self.table = profile.options_for(entry)
+
+    def _tuples(self, text):
+        """argparse's _get_option_tuples: every option an abbreviation could be."""
+        out = []
+        if text[1] == "-":
+            prefix, explicit = (text.split("=", 1) + [None])[:2] if "=" in text else (text, None)
+            for name in self.table:
+                if name.startswith(prefix):
+                    out.append(_Opt(name, explicit, self.table[name]))
+        else:
+            short, short_explicit = text[:2], text[2:]
+            for name in self.table:
+                if name == short:
+                    out.append(_Opt(name, short_explicit, self.table[name]))
+                elif name.startswith(text):
+                    out.append(_Opt(name, None, self.table[name]))
+        return out
+
+    def classify(self, item):
+        """'A' (a positional), or an _Opt; raises for an ambiguous abbreviation."""
+        text = item.text
+        if not text or text[0] != "-":
+            return "A"
+        if text in self.table:
+            return _Opt(text, None, self.table[text])
+        if len(text) == 1:
+            return "A"
+        if "=" in text:
+            name, explicit = text.split("=", 1)
+            if name in self.table:
+                return _Opt(name, explicit, self.table[name])
+        tuples = self._tuples(text)
+        if len(tuples) > 1:
+            _fail(AMBIGUOUS, f"ambiguous option: {text} could match {', '.join(t.action for t in tuples)} "
+                             f"({item.tok.where()})")
+        if len(tuples) == 1:
+            return tuples[0]
+        if _NEGATIVE_NUMBER.match(text):
+            return "A"
+        if " " in text:
+            return "A"
+        return _Opt(None, None)
+
+
+_NARGS = {"1": "(-*A-*)", "?": "(-*A?-*)", "*": "(-*[A-]*)", "+": "(-*A[A-]*)", "...": "([-AO]*)",
+          "A...": "(-*A[-AO]*)"}
+_EXPECTED = {"1": "expected one argument", "?": "expected at most one argument",
+             "+": "expected at least one argument"}
+
+
+def _nargs_pattern(arity, optional):
+    pattern = _NARGS.get(arity) or ("(-*%s-*)" % "-*".join("A" * int(arity)) if arity != "0" else "(-*-*)")
+    if optional:
+        pattern = pattern.replace("-*", "").replace("-", "")
+    return pattern
+
+
+def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False, positional_slots=None,
+          entry=None) -> Parse:
+    """The outcome for the tokens after the entrypoint. `entry` names the entry point (data.ENTRY_*)
+    whose parser reads them; without it the tokens are a fragment (as checks.py probes them): the
+    positionals that parser takes are not known (a positional it might refuse makes the answer
+    UNKNOWN) and required options are not asked for. `positional_slots` is accepted for
+    compatibility and no longer used: the slots come from the release's real parser."""
+    try:
+        return _parse(list(tokens), profile, platform_may_extend, entry)
+    except _Stop as stop:
+        return stop.parse
+
+
+def _unsafe_unknown(tok, parser):
     """Why an element whose value is unknown could change the result, or '' if it cannot."""
-    prefix = token.prefix
+    prefix = tok.prefix
     if prefix and not prefix.startswith("-"):
         return ""
     if prefix.startswith("--") and "=" in prefix:
-        kind = _classify(prefix.split("=", 1)[0] + "=", profile, False)
-        if kind.kind in ("other",):
+        name = prefix.split("=", 1)[0]
+        cls = parser.classify(_Item(name, tok)) if name in parser.table else None
+        if isinstance(cls, _Opt) and cls.action and cls.action != DTYPE_OPTION and cls.arity == "1":
             return ""
-        if kind.kind == "kv" and kind.option.name != DTYPE_OPTION:
-            return ""
-    return f"{token.where()} is not known from the spec ({token.reason})"
+    return f"{tok.where()} is not known from the spec ({tok.reason})"
 
 
-def _option_like(cls):
-    return cls.kind != "arg"
-
-
-def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False, positional_slots=None) -> Parse:
-    """The outcome for the tokens after the entrypoint. `positional_slots`: how many positionals
-    the parser takes (None: not known); a positional left after a `--kv` option's value is
-    fatal beyond them."""
-    tokens = list(tokens)
+def _parse(tokens, profile, platform_may_extend, entry):
+    parser = _Parser(profile, entry)
     for tok in tokens:
         if tok.text is None:
-            why = _unsafe_unknown(tok, profile)
+            why = _unsafe_unknown(tok, parser)
             if why:
                 return Parse(UNKNOWN, None, None, why)
+    items, config_file = _prepare(tokens, profile, entry)
+    for it in items:
+        if it.text is None and it.tok.prefix.startswith("--"):
+            it.text = it.tok.prefix.split("=", 1)[0] + "=\0unknown"
 
-    classes, after_dd = [], False
-    for tok in tokens:
-        if tok.text is None:  # only safe unknowns get here: their known prefix says what they are
-            classes.append(_Class("other" if tok.prefix.startswith("-") else "arg"))
-            continue
-        cls = _classify(tok.text, profile, after_dd)
-        after_dd = after_dd or cls.kind == "dd"
-        classes.append(cls)
-        if cls.kind == "ambiguous":
-            return Parse(REJECTED, None, AMBIGUOUS,
-                         f"ambiguous option: {tok.text} could match {cls.detail} ({tok.where()})")
-        if cls.kind == "undecided":
-            return Parse(UNKNOWN, None, None, f"{tok.where()}: {cls.detail}")
-        if cls.kind == "kv" and cls.option.uncertain:
-            return Parse(UNKNOWN, None, None,
-                         f"{tok.where()}: whether {profile.label} has {cls.option.name} is not known")
-        if cls.kind == "kv" and cls.option.takes_value is None:
-            return Parse(UNKNOWN, None, None,
-                         f"{tok.where()}: whether {cls.option.name} takes a value is not known, so the "
-                         f"tokens after it cannot be read")
+    # classification, as argparse does it first for every token
+    pattern, opts = [], {}
+    for k, it in enumerate(items):
+        if it.text == "--":
+            pattern.append("-")
+            pattern.extend("A" for _ in items[k + 1:])
+            break
+        cls = "A" if it.text is None else parser.classify(it)
+        if cls == "A":
+            pattern.append("A")
+        else:
+            opts[k] = cls
+            pattern.append("O")
+    pattern = "".join(pattern)
 
-    occurrences, unrecognized, config_file, unknown_value = [], [], False, ""
-    after_dd = False
-    i, n = 0, len(tokens)
-    # Leading positionals fill the parser's positional slots; beyond them they are unrecognized.
-    leading = next((k for k, c in enumerate(classes) if c.kind != "arg"), n)
-    slots = positional_slots
-    if slots is not None:
-        unrecognized.extend(tokens[slots:leading])
-        slots = max(0, slots - leading)
-    stray_unknown = None
-    free = False          # the previous token completed a --kv option: a positional here is stray
-    i = leading
-    while i < n:
-        tok, cls = tokens[i], classes[i]
-        nxt = classes[i + 1] if i + 1 < n else None
-        was_free, free = free, False
-        if after_dd:
-            unrecognized.append(tok)
-            i += 1
-            continue
-        if cls.kind == "arg" and was_free and cls.detail != _SPACE:
-            if slots == 0:
-                unrecognized.append(tok)
-            elif stray_unknown is None:
-                stray_unknown = tok
-        if cls.kind == "dd":
-            after_dd = True
-        elif cls.kind == "unrecognized" or (cls.kind == "arg" and cls.detail == _SPACE):
-            unrecognized.append(tok)
-        elif cls.kind == "config":
-            if nxt is None or _option_like(nxt):
-                return Parse(REJECTED, None, MISSING_VALUE, f"--config: expected one argument ({tok.where()})",
-                             tuple(occurrences))
-            config_file = True
-            i += 1
-        elif cls.kind in ("kv", "dtype-json"):
-            option = cls.option
-            if option.name == DTYPE_OPTION:
-                if cls.kind == "dtype-json":
-                    value = '{"%s": ...}' % tok.text.split("=", 1)[0].split(".", 1)[1]
-                    if cls.explicit is None and nxt is not None and not _option_like(nxt):
-                        i += 1
-                elif cls.explicit is not None:
-                    value = cls.explicit
-                elif nxt is None or _option_like(nxt):
-                    return Parse(REJECTED, None, MISSING_VALUE,
-                                 f"argument {DTYPE_OPTION}: expected one argument ({tok.where()})",
-                                 tuple(occurrences))
-                else:
-                    i += 1
-                    value = tokens[i].text
-                valid = value in profile.accepted
-                occurrences.append(Occurrence(tok.source, tok.index, tok.text, value, valid))
-                if value is None:
-                    unknown_value = (f"the value of {DTYPE_OPTION} at {tok.where()}, {tokens[i].where()}, "
-                                     f"is not known from the spec ({tokens[i].reason})")
-                    if not profile.final_value_only:
-                        return Parse(UNKNOWN, None, None, unknown_value, tuple(occurrences), len(occurrences) - 1)
-                if not valid and not profile.final_value_only:
-                    return Parse(REJECTED, None, INVALID_VALUE, _invalid(value, profile, tok),
-                                 tuple(occurrences), len(occurrences) - 1)
-            elif option.takes_value is True and cls.explicit is None:
-                if nxt is None or _option_like(nxt):
-                    return Parse(REJECTED, None, MISSING_VALUE,
-                                 f"argument {option.name}: expected at least one argument ({tok.where()})",
-                                 tuple(occurrences))
-                i += 1
-            elif option.takes_value is False and cls.explicit is not None:
-                return Parse(REJECTED, None, IGNORED_VALUE,
-                             f"argument {option.name}: ignored explicit argument {cls.explicit!r} ({tok.where()})",
-                             tuple(occurrences))
-        free = cls.kind in ("kv", "dtype-json")
-        i += 1
+    positional_arities = profile.positionals(entry) if entry else None
+    positionals = list(positional_arities) if positional_arities is not None else None
+    occurrences: List[Occurrence] = []
+    extras: List[_Item] = []
+    state = {"stray": None}
+    seen = set()
+    choices = dict(profile.choices)
 
-    result = _conclude(tuple(occurrences), unrecognized, unknown_value, config_file, profile, platform_may_extend)
-    if result.outcome == OK and stray_unknown is not None:
+    def take_dtype(item, value, value_item=None):
+        known = value is not None and "\0" not in value
+        valid = known and value in profile.accepted
+        shown = value_item.shown if value_item is not None and value_item.shown else value
+        occurrences.append(Occurrence(item.tok.source, item.tok.index, item.tok.text or item.text,
+                                      shown if known else None, valid))
+        if not known:
+            source = value_item.tok if value_item is not None else item.tok
+            why = source.reason or item.tok.reason
+            state["unknown_value"] = (f"the value of {DTYPE_OPTION} at {item.tok.where()}, {source.where()}, is not "
+                                      f"known from the spec ({why})")
+            if not profile.final_value_only:
+                _unknown(state["unknown_value"], occurrences, len(occurrences) - 1)
+            return
+        if not valid and not profile.final_value_only:
+            _fail(INVALID_VALUE, _invalid(shown, profile, item.tok), occurrences, len(occurrences) - 1)
+
+    def consume_optional(start):
+        opt = opts[start]
+        item = items[start]
+        if opt.action is None:
+            extras.append(item)
+            return start + 1
+        arity = opt.arity
+        if opt.explicit is not None:
+            if arity == "0" and not opt.action.startswith("--") and opt.explicit != "":
+                # single-dash flags run together (-xyz): not in these engines' argv; not modelled
+                _unknown(f"{item.text} ({item.tok.where()}) combines short options, which this plugin does not replay")
+            if arity.isdigit() and int(arity) > 1:
+                _fail(MISSING_VALUE, f"argument {opt.action}: expected {arity} arguments ({item.tok.where()})",
+                      occurrences)
+            if arity != "0":
+                values, stop = [opt.explicit], start + 1
+            else:
+                _fail(IGNORED_VALUE, f"argument {opt.action}: ignored explicit argument {opt.explicit!r} "
+                                     f"({item.tok.where()})", occurrences)
+        else:
+            rest = pattern[start + 1:]
+            m = re.match(_nargs_pattern(arity, True), rest)
+            if not m:
+                expected = _EXPECTED.get(arity) or f"expected {arity} arguments"
+                _fail(MISSING_VALUE, f"argument {opt.action}: {expected} ({item.tok.where()})", occurrences)
+            count = len(m.group(1))
+            values, stop = [it.text for it in items[start + 1:start + 1 + count]], start + 1 + count
+        seen.add(opt.action)
+        value_item = items[start + 1] if opt.explicit is None and stop > start + 1 else None
+        if opt.action == DTYPE_OPTION:
+            take_dtype(item, values[0] if values else None, value_item)
+        elif opt.action in choices:
+            for value in values:
+                if value is not None and "\0" not in value and value not in choices[opt.action]:
+                    if opt.action.startswith("--kv"):
+                        _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} "
+                                             f"({item.tok.where()})", occurrences)
+                    # other options' choices can depend on what the image has installed
+                    state.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} is outside the "
+                                               f"choices {profile.label} had where they were read (they can "
+                                               f"depend on what the image installs)")
+        return stop
+
+    def consume_positionals(start):
+        if positionals is None:
+            # the parser's positionals are not known: a positional here may be refused
+            if start < len(items) and pattern[start] == "A" and state["stray"] is None:
+                state["stray"] = items[start]
+            n = 0
+            while start + n < len(pattern) and pattern[start + n] == "A":
+                n += 1
+            return start + n
+        selected = pattern[start:]
+        counts = []
+        for i in range(len(positionals), 0, -1):
+            regex = "".join(_nargs_pattern(a, False) for a in positionals[:i])
+            m = re.match(regex, selected)
+            if m:
+                counts = [len(g) for g in m.groups()]
+                break
+        for count in counts:
+            start += count
+        del positionals[:len(counts)]
+        return start
+
+    indices = sorted(opts)
+    max_index = indices[-1] if indices else -1
+    start = 0
+    while start <= max_index:
+        nxt = min(i for i in indices if i >= start)
+        if start != nxt:
+            end = consume_positionals(start)
+            if end > start:
+                start = end
+                continue
+            start = end
+        if start not in opts:
+            extras.extend(items[start:nxt])
+            start = nxt
+        start = consume_optional(start)
+    stop = consume_positionals(start)
+    extras.extend(items[stop:])
+
+    if positionals:
+        required = [a for a in positionals if a in ("1", "+") or a.isdigit()]
+        if required:
+            _fail(REQUIRED, "the following arguments are required: the model (a positional)", occurrences)
+    for names in (profile.required_options if entry else ()):   # a fragment (entry None) is not a whole argv
+        if not seen & set(names.split("/")) and not config_file:
+            _fail(REQUIRED, f"the following arguments are required: {names}", occurrences)
+    if extras:
+        shown = " ".join(it.text if it.text is not None and "\0" not in it.text else "..." for it in extras[:4])
+        shown += " ..." if len(extras) > 4 else ""
+        _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({extras[0].tok.where()})", occurrences)
+    result = _conclude(tuple(occurrences), config_file, profile, platform_may_extend, state.get("unknown_value"))
+    if result.outcome == OK and state.get("choice"):
+        return Parse(UNKNOWN, None, None, state["choice"], result.occurrences, result.winner)
+    if result.outcome == OK and state["stray"] is not None:
+        stray = state["stray"]
         return Parse(UNKNOWN, None, None,
-                     f"{stray_unknown.where()} ({stray_unknown.text!r}) follows a --kv option's value as a "
-                     f"positional argument, which this entrypoint may reject", result.occurrences, result.winner)
+                     f"{stray.tok.where()} ({stray.text!r}) is a positional argument, which this entry point "
+                     f"may reject", result.occurrences, result.winner)
     return result
 
 
-def _conclude(occurrences, unrecognized, unknown_value, config_file, profile, platform_may_extend):
-    """The outcome once every token is consumed without an immediate error."""
-    if unrecognized:
-        shown = " ".join(t.text if t.text is not None else t.prefix + "..." for t in unrecognized[:4])
-        shown += " ..." if len(unrecognized) > 4 else ""
-        return Parse(REJECTED, None, UNRECOGNIZED,
-                     f"unrecognized arguments: {shown} ({unrecognized[0].where()})", occurrences)
+def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_value=None):
+    """The outcome once every token is consumed without an error."""
     if occurrences:
         final = occurrences[-1]
         winner = len(occurrences) - 1
         if final.value is None:
-            return Parse(UNKNOWN, None, None, unknown_value, occurrences, winner)
+            return Parse(UNKNOWN, None, None, unknown_value or
+                         f"the value of {DTYPE_OPTION} at {final.source}[{final.index}] is not known from the spec",
+                         occurrences, winner)
         if not final.valid:
             if platform_may_extend and profile.platform_values:
                 return Parse(UNKNOWN, None, None,
@@ -279,10 +500,6 @@ def _conclude(occurrences, unrecognized, unknown_value, config_file, profile, pl
                      "no --kv-cache-dtype on the command line, and --config FILE may set it (the file is not "
                      "in the Pod spec)")
     return Parse(OK, None, None, "no --kv-cache-dtype: the engine uses its default (auto)")
-
-
-def _where(item):
-    return item.where() if isinstance(item, Token) else f"{item.source}[{item.index}]"
 
 
 def _invalid(value, profile, item):

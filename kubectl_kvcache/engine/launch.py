@@ -23,7 +23,7 @@ class Launch:
     engine: str
     args: Tuple[Token, ...]   # what the engine's parser reads
     via: str                  # how it was reached, e.g. "sh -c > vllm serve"
-    positionals: Optional[int] = None   # positional slots of that parser; None: not known
+    entry: Optional[str] = None         # the entry point (data.ENTRY_*): which parser reads the args
 
 
 def _base(token):
@@ -116,8 +116,8 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
     if base in shell.SHELLS:
         return _launch_in_shell(tokens, env, _depth, via)
     if len(tokens) > 1 and tokens[1].text is not None and (base, tokens[1].text) in data.ENTRY_PROGRAMS:
-        engine, positionals = data.ENTRY_PROGRAMS[(base, tokens[1].text)]
-        return Launch(engine, tuple(tokens[2:]), " > ".join(via + [f"{base} {tokens[1].text}"]), positionals)
+        engine, entry = data.ENTRY_PROGRAMS[(base, tokens[1].text)]
+        return Launch(engine, tuple(tokens[2:]), " > ".join(via + [f"{base} {tokens[1].text}"]), entry)
     if _PYTHON.match(base):
         module, after = _python_module(tokens)
         if module is None:
@@ -125,12 +125,12 @@ def find_launch(tokens: Sequence[Token], env=None, _depth=0, _via=()):
         entry = data.ENTRY_MODULES.get(module)
         if entry is None:
             return Undecidable(f"{base} -m {module} is not a vLLM or SGLang server")
-        engine, subcommand, positionals = entry
+        engine, subcommand, entry_point = entry
         if subcommand:
             if after >= len(tokens) or tokens[after].text != subcommand:
                 return Undecidable(f"{base} -m {module} without `{subcommand}`")
             after += 1
-        return Launch(engine, tuple(tokens[after:]), " > ".join(via + [f"{base} -m {module}"]), positionals)
+        return Launch(engine, tuple(tokens[after:]), " > ".join(via + [f"{base} -m {module}"]), entry_point)
     return Undecidable(f"the argv runs `{head.text}`, not a vLLM or SGLang server this plugin recognises")
 
 

@@ -57,7 +57,7 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     version, source, note = _version(engine, declared_version, image)
     profile = engines.profile(engine, version)
     ascend = (manufacturer or "").lower() == "ascend" or engines.is_ascend_image(image)
-    result = kvparse.parse(launch.args, profile, platform_may_extend=ascend, positional_slots=launch.positionals)
+    result = kvparse.parse(launch.args, profile, platform_may_extend=ascend, entry=launch.entry)
     reason = result.reason + (f"; {note}" if note else "")
     return Prediction(result.outcome, result.effective, result.error, reason, engine, str(version), source,
                       result.occurrences, result.winner, launch.via)

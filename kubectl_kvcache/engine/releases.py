@@ -56,7 +56,7 @@ def normalise_engine(name) -> Optional[str]:
 class KvOption:
     name: str
     takes_value: Optional[bool]
-    uncertain: bool  # only approximately dated at this release: a token naming it is not judged
+    uncertain: bool = False  # kept for compatibility: every option is now read from a real parser
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,30 @@ class Profile:
     dotted_json: bool
     final_value_only: bool
     platform_values: bool
+    serve_model_option: bool = False             # vllm serve moves `--model M` to the model positional
+    serve_model_refused: bool = False            # vllm serve dies on a `--model` token
+    dotted_single_dash: bool = False             # dotted JSON also for `-x.y` tokens (and `-1.5`)
+    serve_model_alias: bool = False              # sglang serve reads --model as well as --model-path
+    required_options: Tuple[str, ...] = ()       # "name/alias" of every required option
+    choices: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # string choices of other options
+    table: Tuple[Tuple[str, str], ...] = ()        # every option of the parser: (name, arity)
+    entry_tables: Tuple[Tuple[str, Tuple[Tuple[str, str], ...]], ...] = ()  # entry -> differing rows
+    entry_positionals: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()         # entry -> positional arities
+    sampled: bool = False                         # this release's own parser was read
+
+    def options_for(self, entry=None):
+        """{option name: arity} of the parser `entry` runs (the primary entry's when None)."""
+        table = dict(self.table)
+        for name, arity in dict(self.entry_tables).get(entry, ()):
+            if arity == "-":
+                table.pop(name, None)
+            else:
+                table[name] = arity
+        return table
+
+    def positionals(self, entry):
+        """The positional arities of `entry`'s parser, or None when not known."""
+        return dict(self.entry_positionals).get(entry)
 
     @property
     def label(self):
@@ -89,6 +113,25 @@ def _at(version, since) -> bool:
     return version >= parse_version(since)
 
 
+def _in_spans(version, spans):
+    """The value of the span ([value, first, until]) holding `version`, else None."""
+    for value, first, until in spans:
+        if _at(version, first) and (until is None or not _at(version, until)):
+            return value
+    return None
+
+
+def _sample(engine, version):
+    """The sampled release whose parser stands for `version`: the latest one at or before it (the
+    first one for older releases; those have has_flag False or behave like it)."""
+    sampled = data.parsers()[engine]["releases"]
+    best = sampled[0]
+    for release in sampled:
+        if _at(version, release):
+            best = release
+    return parse_version(best)
+
+
 @lru_cache(maxsize=None)
 def profile(engine: str, version: Version) -> Profile:
     accepted = set()
@@ -96,13 +139,25 @@ def profile(engine: str, version: Version) -> Profile:
         if _at(version, since):
             accepted |= set(added)
             accepted -= set(removed)
-    uncertain = data.UNCERTAIN_OPTIONS.get(engine, {})
-    options = []
-    for since, name, takes_value in data.KV_OPTIONS[engine]:
-        window = uncertain.get(name)
-        in_window = bool(window) and _at(version, window[0]) and not _at(version, window[1])
-        if _at(version, since) or in_window:
-            options.append(KvOption(name, takes_value, in_window))
+    real = data.parsers()[engine]
+    at = _sample(engine, version)
+    table = tuple(sorted((name, arity) for name, rows in real["options"].items()
+                         for arity in [_in_spans(at, rows)] if arity is not None))
+    differs = {}
+    for key, rows in real["entry_options"].items():
+        entry, name = key.split(" ", 1)
+        arity = _in_spans(at, rows)
+        if arity is not None:
+            differs.setdefault(entry, []).append((name, arity))
+    positionals = []
+    for entry, rows in real["positionals"].items():
+        # an entry point older releases do not have (vllm serve before 0.5.3) is judged as it first was
+        found = _in_spans(at, rows) if _in_spans(at, rows) is not None else rows[0][0]
+        if found is not None:
+            positionals.append((entry, tuple(a for a in found.split() if a != "-")))
+    if not _at(version, data.FLAG_SINCE[engine]):
+        table = tuple(row for row in table if row[0] != DTYPE_OPTION)   # older than the flag itself
+    options = tuple(KvOption(name, arity != "0") for name, arity in table if name.startswith("--kv"))
     features = data.FEATURES.get(engine, {})
 
     def feature(name):
@@ -119,6 +174,18 @@ def profile(engine: str, version: Version) -> Profile:
         dotted_json=feature("dotted_json"),
         final_value_only=feature("final_value_only"),
         platform_values=feature("platform_values"),
+        serve_model_option=feature("serve_model_option"),
+        serve_model_refused=feature("serve_model_refused") and not feature("serve_model_option"),
+        serve_model_alias=feature("serve_model_alias"),
+        dotted_single_dash=feature("dotted_single_dash"),
+        required_options=tuple(sorted(name for name, rows in real.get("required", {}).items()
+                                      if _in_spans(at, [[True] + r for r in rows]))),
+        choices=tuple(sorted((name, tuple(found.split(" "))) for name, rows in real.get("choices", {}).items()
+                             for found in [_in_spans(at, rows)] if found is not None)),
+        table=table,
+        entry_tables=tuple((e, tuple(rows)) for e, rows in sorted(differs.items())),
+        entry_positionals=tuple(positionals),
+        sampled=str(at) == str(version) or at == version,
     )
 
 

@@ -1,0 +1,71 @@
+"""The conformance tier: the model against the REAL vLLM/SGLang parsers of every release in
+releases.py (see oracle.py). Marker `conformance`; skipped when the engine cache is not filled
+(scripts/engine-wheels), a failure instead under KVCACHE_REQUIRE_CONFORMANCE=1 (CI)."""
+
+import os
+import sys
+import threading
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import wheels  # noqa: E402
+from client import OracleProcess  # noqa: E402
+
+from tierstats import RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if HERE in str(item.fspath):
+            item.add_marker(pytest.mark.conformance)
+
+
+class Oracles:
+    def __init__(self):
+        self._procs = {}
+        self._lock = threading.Lock()
+
+    def get(self, engine, version):
+        with self._lock:
+            key = (engine, version)
+            if key not in self._procs:
+                if wheels.cached(engine, version) is None:
+                    msg = f"{engine}=={version} is not in the engine cache: run scripts/engine-wheels"
+                    if os.environ.get("KVCACHE_REQUIRE_CONFORMANCE") == "1":
+                        pytest.fail(msg)
+                    pytest.skip(msg)
+                self._procs[key] = OracleProcess(engine, version)
+            return self._procs[key]
+
+    def close_one(self, engine, version):
+        with self._lock:
+            proc = self._procs.pop((engine, version), None)
+        if proc:
+            proc.close()
+
+    def close(self):
+        for proc in self._procs.values():
+            proc.close()
+
+
+@pytest.fixture(scope="session")
+def oracles():
+    o = Oracles()
+    yield o
+    o.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not STATS:
+        return
+    tr = terminalreporter
+    tr.section("engine conformance")
+    tr.write_line(f"releases: {len(RELEASES_SEEN)} ({', '.join(sorted(RELEASES_SEEN))})")
+    tr.write_line(f"cases: {STATS['cases']}  agreements: {STATS['agree']}  UNKNOWN: {STATS['unknown']}  "
+                  f"definite disagreements: {STATS['disagree']}  (entry point absent in that release: "
+                  f"{STATS['absent']})")
+    for reason, count in UNKNOWN_REASONS.most_common(8):
+        tr.write_line(f"  UNKNOWN x{count}: {reason}")

@@ -1,0 +1,7 @@
+"""The conformance tier's counts, shared by its tests and its conftest (printed at the end)."""
+
+import collections
+
+STATS = collections.Counter()
+RELEASES_SEEN = set()
+UNKNOWN_REASONS = collections.Counter()
