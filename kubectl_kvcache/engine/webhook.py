@@ -9,7 +9,7 @@ shell `-c` script, `env -S`, a `.sh` program, also behind the wrappers it looks 
 import os
 from typing import List, Tuple
 
-from kubectl_kvcache.engine import data, shell
+from kubectl_kvcache.engine import data
 from kubectl_kvcache.engine.argv import Token, Undecidable
 from kubectl_kvcache.engine.launch import strip_wrapper
 
@@ -27,6 +27,12 @@ def _unwrap(argv: List[str]) -> Tuple[List[str], str]:
     return [t.text for t in tokens], ""
 
 
+def _shell_invocation(argv):
+    from kubectl_kvcache.engine import shell  # lazy, as in launch: only shell-wrapped argv pay for the parser
+
+    return shell.shell_invocation(argv)
+
+
 def program_refusal(argv: List[str], inject_label: str) -> Tuple[str, str]:
     """(why, fix) when the webhook refuses the program an argv runs, else ('', ''); the fix
     names `inject_label`, the opt-in label to drop."""
@@ -37,7 +43,7 @@ def program_refusal(argv: List[str], inject_label: str) -> Tuple[str, str]:
     if not rest:
         return "", ""
     program = os.path.basename(rest[0])
-    if program in shell.SHELLS and shell.shell_invocation(rest) is not None:
+    if program in data.SHELLS and _shell_invocation(rest) is not None:
         return (f"it runs a shell command (`{program} -c`){via}: the webhook cannot append to a script",
                 "run the engine directly (e.g. command: [vllm, serve, ...]) instead of a shell -c, or drop the "
                 f"{inject_label} label")
