@@ -504,6 +504,9 @@ def verify(snapshot: snap.Snapshot, account: bool = True, predictor=None) -> Rep
     return Report(on, snapshot.setting.source if snapshot.setting else "default", items, progress, account)
 
 
+MAX_NO_POD_ROWS = 100     # NO-POD rows per role; beyond, the last row stands for the rest
+
+
 def account_replicas(snapshot: snap.Snapshot, items: List[Item], on: bool):
     """Match every pool-attached ModelDeployment role's desired replicas (spec.roles[].replicas,
     1 when unset as the API defaults it) with its Pods: a replica without a Pod becomes a NO-POD
@@ -513,7 +516,7 @@ def account_replicas(snapshot: snap.Snapshot, items: List[Item], on: bool):
     for item in items:
         if item.owner:
             by_role.setdefault((item.namespace, item.deployment, item.role), []).append(item)
-    extra, progress = [], []
+    extra, progress, unlisted = [], [], {}
     deployments = sorted((md for md in snapshot.deployments.values()
                           if md.kv_cache and snap.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
@@ -526,22 +529,32 @@ def account_replicas(snapshot: snap.Snapshot, items: List[Item], on: bool):
             pods = by_role.get((md.namespace, md.name, role.name), [])
             live = [i for i in pods if not i.terminating]
             status = md.role_status(role.name)
-            for slot in range(len(live), desired):
+            missing = max(0, desired - len(live))
+            shown = min(missing, MAX_NO_POD_ROWS)   # a role asking for millions is one summary row
+            for n, slot in enumerate(range(len(live), len(live) + shown)):
                 reported = (f"; status.roles reports {status.replicas} replicas, {status.ready} ready, "
                             f"{status.updated} updated" if status else "")
+                last = n == shown - 1 and missing > shown
+                which = (f"replicas {slot + 1}-{desired} of {desired}" if last else
+                         f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, snap.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
                                   model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
-                                  NO_POD, f"replica {slot + 1} of {desired} (spec.roles[{index}].replicas) has no "
+                                  NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported,
                                   takeover=bool(role.command), slot=slot,
                                   fix=f"wait for the operator to create it; if it does not, kubectl describe "
                                       f"modeldeployment {md.name} -n {md.namespace} says why"))
                 rows.append(extra[-1])
+            if missing > shown:
+                unlisted[md.namespace, md.name] = unlisted.get((md.namespace, md.name), 0) + missing - shown
             rows.extend(pods)
             roles.append(RoleProgress(role.name, desired, len(live), len(pods) - len(live), status))
         counts = {k: 0 for k in (DONE, CRASHING, TO_ROLL, STUCK)}
         stuck = {}
+        extra_missing = unlisted.get((md.namespace, md.name), 0)
+        if extra_missing:                   # the replicas a summary row stands for, beyond itself
+            counts[TO_ROLL] += extra_missing
         for row in rows:
             counts[row.progress] += 1
             if row.progress == STUCK:

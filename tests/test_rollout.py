@@ -236,3 +236,19 @@ def test_a_no_pod_row_is_not_repeated_when_another_replica_appears(tmp_path):
     second = verify.verify(snapshot_of(o.binding("b1", "fp8"), three,
                                        status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))), tmp_path=tmp_path))
     assert [(i.pod, i.status) for i in changes.update(second)] == [("md-server-0", "OK")]
+
+
+def test_a_role_asking_for_millions_of_replicas_is_one_summary_row():
+    """Replicas are counted, not listed one by one past MAX_NO_POD_ROWS: a malformed or hostile
+    `replicas` cannot make the plugin allocate a row per replica."""
+    from kubectl_kvcache import sources, verify as judge
+    from kubectl_kvcache.options import Scope
+
+    md = o.deployment("big", binding_name="b1", roles=[o.role(replicas=(1 << 31) - 1)])
+    snap = sources.snapshot_of([(x, "<test>", "") for x in (md, o.binding("b1", "fp8"))], Scope())
+    report = judge.verify(snap)
+    rows = [i for i in report.items if i.status == judge.NO_POD]
+    assert len(rows) == judge.MAX_NO_POD_ROWS
+    assert rows[-1].reason.startswith(f"replicas {judge.MAX_NO_POD_ROWS}-{(1 << 31) - 1} of {(1 << 31) - 1}")
+    progress = report.deployments[0]
+    assert progress.counts[judge.TO_ROLL] == (1 << 31) - 1
