@@ -1,23 +1,17 @@
 """`kubectl kvcache check|bindings|roles` end to end through `cli.main`, on examples/cluster.json
 and on small files written by the test."""
 
-import io
 import json
 import os
 
 import pytest
 import yaml
 
-from kubectl_kvcache import cli, sources
+from kubectl_kvcache import sources
+from runcli import kvcache
 from kubectl_kvcache.errors import Forbidden
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cluster.json")
-
-
-def kvcache(*argv, stdin=""):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv), io.StringIO(stdin), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def findings(*argv):

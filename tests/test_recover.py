@@ -3,7 +3,6 @@
 the executor's guards driven against a recording stand-in client (no network)."""
 
 import copy
-import io
 import json
 import os
 import subprocess
@@ -13,16 +12,11 @@ import objects as ob
 import pytest
 import yaml
 
-from kubectl_kvcache import cli, recover
+from kubectl_kvcache import recover
+from runcli import kvcache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
-
-
-def kvcache(*argv, stdin=""):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv), io.StringIO(stdin), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def plan_of(*argv):

@@ -9,6 +9,7 @@ import os
 
 import objects as o
 import pytest
+from runcli import kvcache
 
 from kubectl_kvcache import checks, cli, snapshot as snap
 from kubectl_kvcache.options import Scope
@@ -18,12 +19,6 @@ from kubectl_kvcache.spelling import nearest_spelling
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
-
-
-def kvcache(*argv, stdin=""):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv), io.StringIO(stdin), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
