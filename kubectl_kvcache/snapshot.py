@@ -101,6 +101,16 @@ def _list(value, what, path):
     raise _bad(what, path, "a list", value)
 
 
+def _objects(value, what, path):
+    """The objects of a list field, each with its path (`spec.roles[2]`); any other element is an
+    error naming it."""
+    for i, item in enumerate(_list(value, what, path)):
+        at = f"{path}[{i}]"
+        if item.__class__ is not dict:
+            raise _bad(what, at, "an object", item)
+        yield at, item
+
+
 def _str_list(value, what, path):
     """A list of strings (command, args, extraArgs) as a tuple."""
     if value is None:
@@ -568,13 +578,10 @@ def _pod_record(obj, share, what=None) -> Pod:
 def deployment_record(obj) -> Deployment:
     what, meta, spec = _with_spec(obj, "ModelDeployment")
     roles = []
-    for i, role in enumerate(_list(spec.get("roles"), what, "spec.roles")):
-        path = f"spec.roles[{i}]"
-        if role.__class__ is not dict:
-            raise _bad(what, path, "an object", role)
+    for path, role in _objects(spec.get("roles"), what, "spec.roles"):
         name = _str(role.get("name"), what, path + ".name")
         if not name:
-            raise InvalidObject(what, path + ".name", f"missing: spec.roles[{i}] has no name")
+            raise InvalidObject(what, path + ".name", f"missing: {path} has no name")
         roles.append(Role(
             name=name,
             kind=(_str(role.get("kind"), what, path + ".kind") or "").lower(),
@@ -612,10 +619,7 @@ def deployment_record(obj) -> Deployment:
 def _role_statuses(status, what) -> Tuple["RoleStatus", ...]:
     """status.roles: what the operator reports of each role's replicas."""
     found = []
-    for i, r in enumerate(_list(status.get("roles"), what, "status.roles")):
-        path = f"status.roles[{i}]"
-        if r.__class__ is not dict:
-            raise _bad(what, path, "an object", r)
+    for path, r in _objects(status.get("roles"), what, "status.roles"):
         name = _str(r.get("name"), what, path + ".name")
         if name:
             found.append(RoleStatus(name, _int(r.get("replicas"), what, path + ".replicas", _INT32),
@@ -627,10 +631,7 @@ def _role_statuses(status, what) -> Tuple["RoleStatus", ...]:
 def _container_states(status, what) -> Dict[str, dict]:
     """Per container: ready, restarts, the waiting reason (CrashLoopBackOff, ...), running."""
     states = {}
-    for i, cs in enumerate(_list(status.get("containerStatuses"), what, "status.containerStatuses")):
-        path = f"status.containerStatuses[{i}]"
-        if cs.__class__ is not dict:
-            raise _bad(what, path, "an object", cs)
+    for path, cs in _objects(status.get("containerStatuses"), what, "status.containerStatuses"):
         name = _str(cs.get("name"), what, path + ".name")
         if not name:
             continue
@@ -649,10 +650,7 @@ def binding_record(obj) -> Binding:
     domain = _obj(spec.get("domain"), what, "spec.domain")
     status = _obj(obj.get("status"), what, "status")
     used_by = []
-    for i, u in enumerate(_list(status.get("usedBy"), what, "status.usedBy")):
-        path = f"status.usedBy[{i}]"
-        if u.__class__ is not dict:
-            raise _bad(what, path, "an object", u)
+    for path, u in _objects(status.get("usedBy"), what, "status.usedBy"):
         used_by.append(tuple(_str(u.get(k), what, f"{path}.{k}") or "" for k in ("kind", "namespace", "name")))
     return Binding(
         namespace=meta.get("namespace") or "default",
