@@ -10,6 +10,8 @@ request, the body included; Ctrl-C closes every open connection at once. The kub
 loaded only for users with an exec plugin or an auth-provider (its code runs them).
 """
 
+from __future__ import annotations
+
 import base64
 import http.client
 import json
@@ -21,8 +23,7 @@ import ssl
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from kubectl_kvcache import __version__
@@ -37,9 +38,14 @@ MAX_RETRY_WAIT = 60.0       # seconds waited for retries of one request, in all
 MAX_PAGES = 20000           # a list that pages longer than this never ends
 MAX_EMPTY_PAGES = 100       # consecutive pages without items that still go on
 _CHUNK = 1 << 16
+# The Accept header client-go sends for discovery: the aggregated document (v2, else v2beta1), else
+# whatever the server has (an older server answers its plain APIGroupList).
+AGGREGATED_DISCOVERY = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+                        "application/json")
 
 
-def _status_message(body: bytes) -> Tuple[str, str]:
+def _status_message(body: bytes) -> tuple[str, str]:
     try:
         status = json.loads(body)
         return status.get("message") or "", status.get("reason") or ""
@@ -68,7 +74,7 @@ class _Transport:
         self.prefix = parts.path.rstrip("/")
         self.context = self._ssl_context() if self.https else None
         self.proxy = _proxy_for(target, self.hostname) if self.https else None
-        self._idle: List[http.client.HTTPConnection] = []
+        self._idle: list[http.client.HTTPConnection] = []
         self._active = set()
         self._lock = threading.Lock()
         self.aborted = False
@@ -106,7 +112,7 @@ class _Transport:
         conn.server_name = self.target.tls_server_name
         return conn
 
-    def take(self, timeout, fresh=False) -> Tuple[http.client.HTTPConnection, bool]:
+    def take(self, timeout, fresh=False) -> tuple[http.client.HTTPConnection, bool]:
         """An idle kept-alive connection, else a new one (`fresh`: always a new one)."""
         with self._lock:
             if self.aborted:
@@ -152,7 +158,7 @@ class _HTTPS(http.client.HTTPSConnection):
     """An HTTPS connection whose TLS server name can be the cluster's tls-server-name (SNI and
     the name the certificate is checked against) instead of the host dialled."""
 
-    server_name: Optional[str] = None
+    server_name: str | None = None
 
     def connect(self):
         http.client.HTTPConnection.connect(self)        # TCP, and the proxy's CONNECT if any
@@ -228,7 +234,7 @@ def _proxy_for(target, hostname):
     return parts.hostname, parts.port or 80
 
 
-def _credentials(target: Target) -> Dict[str, str]:
+def _credentials(target: Target) -> dict[str, str]:
     """The Authorization header (token, basic auth, an exec plugin's or auth-provider's token);
     an exec plugin that hands out a client certificate is loaded into the TLS context instead."""
     if not target.tls:
@@ -247,7 +253,7 @@ def _credentials(target: Target) -> Dict[str, str]:
     return {}
 
 
-def _exec_credentials(target: Target) -> Dict[str, str]:
+def _exec_credentials(target: Target) -> dict[str, str]:
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.exec_provider import ExecProvider
     from kubernetes.config.kube_config import ConfigNode
@@ -273,7 +279,7 @@ def _exec_credentials(target: Target) -> Dict[str, str]:
                       f"nor a client certificate and key")
 
 
-def _auth_provider_token(target: Target) -> Dict[str, str]:
+def _auth_provider_token(target: Target) -> dict[str, str]:
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.kube_config import KubeConfigLoader
 
@@ -292,7 +298,7 @@ def _auth_provider_token(target: Target) -> Dict[str, str]:
     return {"Authorization": token if token.startswith("Bearer ") else f"Bearer {token}"}
 
 
-def _impersonation(target: Target) -> List[Tuple[str, str]]:
+def _impersonation(target: Target) -> list[tuple[str, str]]:
     if not target.as_user:
         return []
     headers = [("Impersonate-User", target.as_user)]
@@ -329,7 +335,7 @@ def _install_interrupt():
         pass
 
 
-_WARM: Dict[Connection, list] = {}
+_WARM: dict[Connection, list] = {}
 
 
 def warm(conn: Connection, groups, trace=None):
@@ -358,7 +364,7 @@ def warm(conn: Connection, groups, trace=None):
     slot[0].start()
 
 
-def claim(conn: Connection) -> "Optional[Client]":
+def claim(conn: Connection) -> "Client | None":
     """The client warm() prepared for `conn` (waiting for it), or None."""
     slot = _WARM.pop(conn, None)
     if slot is None:
@@ -370,8 +376,8 @@ def claim(conn: Connection) -> "Optional[Client]":
 class Client:
     """Raw-JSON requests to the API server the connection flags and kubeconfig name."""
 
-    def __init__(self, conn: Connection, trace: Optional[Callable[[str], None]] = None,
-                 target: Optional[Target] = None):
+    def __init__(self, conn: Connection, trace: Callable[[str], None] | None = None,
+                 target: Target | None = None):
         """`trace`: called with one line per request when KVCACHE_TRACE is set (render prints it)."""
         self.requests = 0
         self._lock = threading.Lock()
@@ -385,20 +391,23 @@ class Client:
         self._transport = _Transport(target)
         self._headers = list(headers.items()) + _impersonation(target)
         self.trace = trace if os.environ.get("KVCACHE_TRACE") not in (None, "", "0") else None
-        self._discovery: Dict[str, dict] = {}
+        self._discovery: dict[str, dict] = {}
         _LIVE.add(self._transport)
         _install_interrupt()
 
     # -- requests ------------------------------------------------------------------------
 
-    def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False):
+    def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
+                accept=None):
         """Raw JSON request; returns the decoded body (`raw`: its bytes, still undecoded) or raises
-        a one-line PluginError."""
+        a one-line PluginError. `accept`: another Accept header than plain JSON."""
         what = what or f"{method} {path}"
         url = self._transport.prefix + _safe_path(path)
         if query:
             url += "?" + urlencode(query)
         headers = list(self._headers)
+        if accept:
+            headers = [(k, accept if k == "Accept" else v) for k, v in headers]
         if body is not None and not isinstance(body, (bytes, bytearray)):
             body = json.dumps(body).encode()
         if content_type:
@@ -568,13 +577,13 @@ class Client:
             return None
 
     def list(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
-             what=None) -> List:
+             what=None) -> list:
         """Every item of a list, converted page by page (memory follows the records, not the
         pages); restarts from the first page when the continue token expires."""
         return self.list_versioned(path, convert, selector, chunk, what, need_version=False)[0]
 
     def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
-                       what=None, need_version=True) -> Tuple[List, Optional[str]]:
+                       what=None, need_version=True) -> tuple[list, str | None]:
         """Every item of a list, converted, and the list's resourceVersion (where a watch of the
         same collection starts, so that it misses nothing and repeats nothing). A continue token
         that repeats, empty pages that never end or too many pages stop with an error.
@@ -588,59 +597,58 @@ class Client:
         def fetch(token):
             return self.request("GET", path, query=_list_query(selector, chunk, token), what=what, raw=True)
 
-        with ThreadPoolExecutor(max_workers=1) as ahead:
-            for _attempt in range(MAX_LIST_RESTARTS + 1):
-                records, token, pending, version = [], None, None, None
-                seen, pages, empty = set(), 0, 0
-                try:
-                    while True:
-                        pages += 1
-                        if pages > MAX_PAGES:
-                            raise PluginError(f"{what}: the API server kept sending pages ({MAX_PAGES:,} so far); "
-                                              f"stopped")
-                        data = pending.result() if pending is not None else fetch(token)
-                        raw = isinstance(data, (bytes, bytearray))
-                        early = _continue_token(data) if chunk and raw else None
-                        pending = ahead.submit(fetch, early) if early else None
-                        page = _decode(data, what) if raw else data
-                        del data
-                        items = page.get("items")
-                        if not isinstance(items, list):
-                            raise PluginError(f"the API server answered {what} without a list of items")
-                        for item in items:
-                            record = convert(item)
-                            if record is not None:
-                                records.append(record)
-                        meta = page.get("metadata") or {}
-                        version = version or meta.get("resourceVersion")
-                        token = meta.get("continue") if chunk else None
-                        empty = 0 if items else empty + 1
-                        del page, items
-                        if token and token in seen:
-                            raise PluginError(f"{what}: the API server sent the same continue token twice; "
-                                              f"stopped (the list would never end)")
-                        if token and empty >= MAX_EMPTY_PAGES:
-                            raise PluginError(f"{what}: the API server sent {empty} empty pages in a row and "
-                                              f"still a continue token; stopped")
-                        if token:
-                            seen.add(token)
-                        if token != early and pending is not None:
-                            _settle(pending)
-                            pending = None
-                        if not token:
-                            if need_version and not version:
-                                raise PluginError(f"the API server answered {what} without a resourceVersion")
-                            return records, version
-                except ExpiredContinue:
-                    if pending is not None:
-                        _settle(pending)
+        for _attempt in range(MAX_LIST_RESTARTS + 1):
+            records, token, pending, version = [], None, None, None
+            seen, pages, empty = set(), 0, 0
+            try:
+                while True:
+                    pages += 1
+                    if pages > MAX_PAGES:
+                        raise PluginError(f"{what}: the API server kept sending pages ({MAX_PAGES:,} so far); "
+                                          f"stopped")
+                    data = pending.result() if pending is not None else fetch(token)
+                    raw = isinstance(data, (bytes, bytearray))
+                    early = _continue_token(data) if chunk and raw else None
+                    pending = _Ahead(fetch, early) if early else None
+                    page = _decode(data, what) if raw else data
+                    del data
+                    items = page.get("items")
+                    if not isinstance(items, list):
+                        raise PluginError(f"the API server answered {what} without a list of items")
+                    for item in items:
+                        record = convert(item)
+                        if record is not None:
+                            records.append(record)
+                    meta = page.get("metadata") or {}
+                    version = version or meta.get("resourceVersion")
+                    token = meta.get("continue") if chunk else None
+                    empty = 0 if items else empty + 1
+                    del page, items
+                    if token and token in seen:
+                        raise PluginError(f"{what}: the API server sent the same continue token twice; "
+                                          f"stopped (the list would never end)")
+                    if token and empty >= MAX_EMPTY_PAGES:
+                        raise PluginError(f"{what}: the API server sent {empty} empty pages in a row and "
+                                          f"still a continue token; stopped")
                     if token:
-                        continue
-                    raise
-                except PluginError:
-                    if pending is not None:
+                        seen.add(token)
+                    if token != early and pending is not None:
                         _settle(pending)
-                    raise
+                        pending = None
+                    if not token:
+                        if need_version and not version:
+                            raise PluginError(f"the API server answered {what} without a resourceVersion")
+                        return records, version
+            except ExpiredContinue:
+                if pending is not None:
+                    _settle(pending)
+                if token:
+                    continue
+                raise
+            except PluginError:
+                if pending is not None:
+                    _settle(pending)
+                raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
     def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None):
@@ -698,12 +706,14 @@ class Client:
     def served(self, group) -> dict:
         """{'preferred': version, 'versions': {version: {plural, ...}}} or NotFound."""
         if group in self._discovery:
-            return self._discovery[group]
+            found = self._discovery[group]
+            if found is None:
+                raise NotFound(_not_served(group))
+            return found
         try:
             info = self.get(f"/apis/{group}", what=f"discover the API group {group}")
         except NotFound as exc:
-            raise NotFound(f"the API server does not serve the API group {group} "
-                           f"(is the GPUStack Operator installed at a release that has it?)") from exc
+            raise NotFound(_not_served(group)) from exc
         versions = {}
         for v in info.get("versions") or ():
             version = v.get("version")
@@ -714,21 +724,55 @@ class Client:
         return result
 
     def discover(self, *groups):
-        """Discover several API groups at once (concurrently: one round trip of latency per level
-        instead of one per group); errors are left to served() when a group is asked for."""
+        """Discover API groups before they are asked for: in one request, the aggregated discovery
+        document kubectl asks for (served since Kubernetes 1.26, on by default since 1.30), else
+        each group on its own, concurrently (a round trip per level instead of one per group).
+        Errors are left to served() when a group is asked for."""
         missing = [g for g in groups if g not in self._discovery]
-        if not missing:
+        if not missing or self._discover_aggregated(missing):
             return
-        if len(missing) == 1:
+        interrupted = []
+
+        def served_quietly(group):
             try:
-                self.served(missing[0])
+                self.served(group)
             except PluginError:
                 pass
-            return
-        with ThreadPoolExecutor(max_workers=len(missing)) as pool:
-            for future in [pool.submit(self.served, g) for g in missing]:
-                if future.exception() is not None and isinstance(future.exception(), KeyboardInterrupt):
-                    raise KeyboardInterrupt
+            except KeyboardInterrupt:       # Ctrl-C closed the connections under the request
+                interrupted.append(group)
+
+        threads = [threading.Thread(target=served_quietly, args=(g,), daemon=True) for g in missing]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if interrupted:
+            raise KeyboardInterrupt
+
+    def _discover_aggregated(self, groups) -> bool:
+        """Every group from GET /apis as an APIGroupDiscoveryList (a group's versions listed in
+        order of preference); a group it lacks is not served. False when the server answers
+        anything else (an older server's plain APIGroupList, an error, a malformed document)."""
+        try:
+            doc = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY, what="discover the API groups")
+        except PluginError:
+            return False
+        if not isinstance(doc, dict) or doc.get("kind") != "APIGroupDiscoveryList" \
+                or not isinstance(doc.get("items"), list):
+            return False
+        found = {}
+        for item in doc["items"]:
+            entries = item.get("versions") if isinstance(item, dict) else None
+            name = (item.get("metadata") or {}).get("name") if isinstance(item, dict) else None
+            if not isinstance(name, str) or not isinstance(entries, list) \
+                    or not all(isinstance(e, dict) and isinstance(e.get("resources") or [], list) for e in entries):
+                return False
+            versions = {e.get("version"): {r.get("resource") for r in e.get("resources") or () if isinstance(r, dict)}
+                        for e in entries}
+            found[name] = {"preferred": entries[0].get("version") if entries else None, "versions": versions}
+        for group in groups:
+            self._discovery[group] = found.get(group)
+        return True
 
     def resource_version_for(self, group, plural) -> str:
         served = self.served(group)
@@ -737,6 +781,11 @@ class Client:
             if plural in served["versions"].get(version, ()):
                 return version
         raise NotFound(f"the API server does not serve {plural}.{group} (is its CRD installed?)")
+
+
+def _not_served(group):
+    return (f"the API server does not serve the API group {group} "
+            f"(is the GPUStack Operator installed at a release that has it?)")
 
 
 def _watch_event(line: bytes, what):
@@ -781,7 +830,7 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _HEAD = 16384
 
 
-def _continue_token(data: bytes) -> Optional[str]:
+def _continue_token(data: bytes) -> str | None:
     """The continue token in the head of a raw list page when its `metadata` comes before its
     `items`, as the API server writes lists; None when the head does not tell (the caller then
     waits for the decoded page, which always has the last word)."""
@@ -808,9 +857,31 @@ def _continue_token(data: bytes) -> Optional[str]:
         return None
 
 
-def _settle(future):
+class _Ahead(threading.Thread):
+    """A request made ahead in its own thread: the next page, while this one is decoded."""
+
+    def __init__(self, fetch, token):
+        super().__init__(name="kvcache-page-ahead", daemon=True)
+        self._fetch, self._token = fetch, token
+        self._value = self._error = None
+        self.start()
+
+    def run(self):
+        try:
+            self._value = self._fetch(self._token)
+        except BaseException as exc:    # noqa: B902 - handed to the thread that asks for the page
+            self._error = exc
+
+    def result(self):
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _settle(ahead: _Ahead):
     """Wait for a request made ahead that is not wanted after all; its outcome does not matter."""
-    future.exception()
+    ahead.join()
 
 
 def _reason(exc):
@@ -852,7 +923,7 @@ def _safe_path(path: str) -> str:
     return "/".join(out)
 
 
-def _retry_after(headers) -> Optional[float]:
+def _retry_after(headers) -> float | None:
     """Seconds the server asks to wait, as client-go reads Retry-After (integer seconds); None:
     absent or not a number, and then the answer is not retried (client-go's rule too)."""
     value = headers.get("Retry-After") if headers is not None else None
@@ -862,7 +933,7 @@ def _retry_after(headers) -> Optional[float]:
         return None
 
 
-def kubeconfig_names(conn: Connection, key: str) -> List[str]:
+def kubeconfig_names(conn: Connection, key: str) -> list[str]:
     """The names of the kubeconfig's `contexts`, `clusters` or `users` (merged as kubectl merges
     KUBECONFIG's paths); [] when there is no kubeconfig. For shell completion: never raises a
     config error, sends nothing."""

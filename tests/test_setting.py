@@ -78,6 +78,8 @@ class FakeAPI:
         self.calls.append(types.SimpleNamespace(method=method, path=path, query=dict(query or {}),
                                                 body=body, content_type=content_type))
         parts = path.strip("/").split("/")
+        if path == "/apis":     # as a server before aggregated discovery: groups, one request each
+            return {"kind": "APIGroupList", "groups": [{"name": g} for g in sorted(self.served)]}
         if parts[0] == "apis" and len(parts) == 2:
             return self._group(parts[1])
         if parts[0] == "apis" and len(parts) == 3:
@@ -189,7 +191,8 @@ class FakeClient(kube.Client):
         self.host = "https://fake"
         self._discovery = {}
 
-    def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False):
+    def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
+                accept=None):
         """Answers decoded whatever `raw` asks: Client.list takes bytes or a decoded page."""
         self.requests += 1
         try:
