@@ -1,5 +1,5 @@
 """The only module that talks to the Kubernetes API: the connection as kubectl makes it (see
-kubeconfig.py for where and as whom), raw-JSON requests over the standard library's http.client,
+kubeconfig.py for where and as whom), raw-JSON requests over HTTP/1.1 (http11.py),
 paged lists, discovery, merge patches. Errors become one-line PluginErrors that say what was
 refused or unreachable.
 
@@ -13,7 +13,6 @@ loaded only for users with an exec plugin or an auth-provider (its code runs the
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import os
 import re
@@ -26,7 +25,7 @@ import weakref
 from collections.abc import Callable
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
-from kubectl_kvcache import __version__
+from kubectl_kvcache import __version__, http11
 from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
 from kubectl_kvcache.kubeconfig import Target, resolve
 from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
@@ -74,7 +73,7 @@ class _Transport:
         self.prefix = parts.path.rstrip("/")
         self.context = self._ssl_context() if self.https else None
         self.proxy = _proxy_for(target, self.hostname) if self.https else None
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[http11.Connection] = []
         self._active = set()
         self._lock = threading.Lock()
         self.aborted = False
@@ -103,16 +102,11 @@ class _Transport:
 
     def _new(self, timeout):
         if not self.https:
-            return http.client.HTTPConnection(self.hostname, self.port, timeout=timeout)
-        if self.proxy:
-            conn = _HTTPS(self.proxy[0], self.proxy[1], timeout=timeout, context=self.context)
-            conn.set_tunnel(self.hostname, self.port)
-        else:
-            conn = _HTTPS(self.hostname, self.port, timeout=timeout, context=self.context)
-        conn.server_name = self.target.tls_server_name
-        return conn
+            return http11.Connection(self.hostname, self.port, timeout)
+        return http11.Connection(self.hostname, self.port, timeout, context=self.context,
+                                 server_name=self.target.tls_server_name, proxy=self.proxy)
 
-    def take(self, timeout, fresh=False) -> tuple[http.client.HTTPConnection, bool]:
+    def take(self, timeout, fresh=False) -> tuple[http11.Connection, bool]:
         """An idle kept-alive connection, else a new one (`fresh`: always a new one)."""
         with self._lock:
             if self.aborted:
@@ -152,18 +146,6 @@ def _shutdown(conn):
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-class _HTTPS(http.client.HTTPSConnection):
-    """An HTTPS connection whose TLS server name can be the cluster's tls-server-name (SNI and
-    the name the certificate is checked against) instead of the host dialled."""
-
-    server_name: str | None = None
-
-    def connect(self):
-        http.client.HTTPConnection.connect(self)        # TCP, and the proxy's CONNECT if any
-        name = self.server_name or self._tunnel_host or self.host
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=name)
 
 
 def _load_client_cert(ctx, t):
@@ -454,13 +436,9 @@ class Client:
                 watchdog.start()
             keep = False
             try:
-                conn.putrequest(method, url, skip_accept_encoding=True)
-                for name, value in headers:
-                    conn.putheader(name, value)
                 if body is not None:
-                    conn.putheader("Content-Length", str(len(body)))
-                conn.endheaders(body)
-                resp = conn.getresponse()
+                    headers = headers + [("Content-Length", str(len(body)))]
+                resp = conn.request(method, url, headers, body)
                 chunks = []
                 while True:
                     chunk = resp.read1(_CHUNK)
@@ -483,7 +461,7 @@ class Client:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timed_out(what) from None
                 raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from None
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+            except (http11.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 if deadline is not None and time.monotonic() >= deadline:
@@ -494,7 +472,7 @@ class Client:
                                   f"{_reason(exc)}") from None
             except (socket.timeout, TimeoutError):
                 raise self._timed_out(what) from None
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http11.ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 if deadline is not None and time.monotonic() >= deadline:
@@ -670,15 +648,11 @@ class Client:
         conn, _ = self._transport.take(timeout_seconds + 30, fresh=True)
         try:
             try:
-                conn.putrequest("GET", url, skip_accept_encoding=True)
-                for name, value in self._headers:
-                    conn.putheader(name, value)
-                conn.endheaders()
-                resp = conn.getresponse()
+                resp = conn.request("GET", url, self._headers)
             except ssl.SSLCertVerificationError as exc:
                 raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
                                   f"is not trusted ({exc.verify_message or _reason(exc)})") from None
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http11.ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
@@ -694,7 +668,7 @@ class Client:
                         break
                     if line.strip():
                         yield _watch_event(line, what)
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http11.ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None

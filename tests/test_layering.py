@@ -1,4 +1,4 @@
-"""The architecture, enforced: only render/ prints; only kube.py talks HTTP; engine/ imports
+"""The architecture, enforced: only render/ prints; only kube.py (with its framing, http11.py) talks HTTP; engine/ imports
 nothing outside itself (and only the standard library and the leaf record.py); nothing below cli.py touches argparse;
 no import cycles, function-level imports included; the judges never load the kubernetes client;
 `--help`/`version` pay for none of kubernetes, yaml, tabulate."""
@@ -79,8 +79,13 @@ def test_only_render_prints():
 
 def test_only_kube_talks_http():
     offenders = {m: sorted(i for i in imports(tree) if i.split(".")[0] in HTTP_MODULES or i in HTTP_MODULES)
-                 for m, (_, tree) in MODULES.items() if m != "kubectl_kvcache.kube"}
+                 for m, (_, tree) in MODULES.items() if m not in ("kubectl_kvcache.kube", "kubectl_kvcache.http11")}
     assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_only_kube_uses_the_http_framing():
+    users = {m for m, (_, tree) in MODULES.items() if "kubectl_kvcache.http11" in imports(tree)}
+    assert users == {"kubectl_kvcache.kube"}
 
 
 def test_engine_imports_nothing_outside_itself():
