@@ -6,22 +6,26 @@ undefined name stays literal, one element never splits. Values that only the kub
 (valueFrom, envFrom) stay unknown: they are never guessed, and Secret values are never read.
 """
 
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from kubectl_kvcache.engine import releases as engines
+from kubectl_kvcache.record import Record
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(Record):
     """One argv element. `text` is None when it depends on values the spec does not hold."""
 
-    text: Optional[str]
-    source: str            # command | args | image | script
-    index: int             # position in `source` (for script words: the script element)
-    prefix: str = ""       # the known leading text of an unknown element
-    reason: str = ""       # why the element is unknown
+    __slots__ = ("text", "source", "index", "prefix", "reason")
+
+    def __init__(self, text: str | None, source: str, index: int, prefix: str = "", reason: str = ""):
+        self.text = text
+        self.source = source    # command | args | image | script
+        self.index = index      # position in `source` (for script words: the script element)
+        self.prefix = prefix    # the known leading text of an unknown element
+        self.reason = reason    # why the element is unknown
 
     def where(self):
         return f"{self.source}[{self.index}]" if self.source != "image" else "the image ENTRYPOINT"
@@ -52,13 +56,15 @@ def _value_from_reason(name, value_from):
     return f"${name} comes from valueFrom"
 
 
-@dataclass(frozen=True)
-class Environment:
+class Environment(Record):
     """name -> str (known) or EnvValue (exists, value unknown); `open_reason` is set when envFrom
     may define names the spec does not list."""
 
-    values: Dict[str, object]
-    open_reason: str = ""
+    __slots__ = ("values", "open_reason")
+
+    def __init__(self, values: dict[str, object], open_reason: str = ""):
+        self.values = values
+        self.open_reason = open_reason
 
     def lookup(self, name):
         """str, EnvValue, or None when the name is certainly undefined."""
@@ -83,7 +89,7 @@ def container_environment(env: Sequence[dict], env_from: Sequence[dict]) -> Envi
                 prefix = src.get("prefix")
                 sources.append(f"{what} {src[key].get('name', '?')}" + (f" (prefix {prefix})" if prefix else ""))
     open_reason = "envFrom " + ", ".join(sources) if sources else ("envFrom" if env_from else "")
-    values: Dict[str, object] = {}
+    values: dict[str, object] = {}
     partial = Environment(values, open_reason)
     for entry in env or ():
         name = entry.get("name")
@@ -97,13 +103,13 @@ def container_environment(env: Sequence[dict], env_from: Sequence[dict]) -> Envi
     return Environment(values, open_reason)
 
 
-def expand(text: str, env: Environment) -> Tuple[str, Optional[str]]:
+def expand(text: str, env: Environment) -> tuple[str, str | None]:
     """Kubernetes `$(NAME)` expansion of one element.
 
     Returns (text, None) when fully known, else (known prefix, reason) for the first reference
     whose value is not known.
     """
-    out: List[str] = []
+    out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
@@ -138,7 +144,7 @@ def expand(text: str, env: Environment) -> Tuple[str, Optional[str]]:
     return "".join(out), None
 
 
-def element_tokens(elements: Sequence[str], source: str, env: Environment) -> List[Token]:
+def element_tokens(elements: Sequence[str], source: str, env: Environment) -> list[Token]:
     tokens = []
     for index, element in enumerate(elements):
         text, unknown = expand(element if isinstance(element, str) else str(element), env)
@@ -149,16 +155,20 @@ def element_tokens(elements: Sequence[str], source: str, env: Environment) -> Li
     return tokens
 
 
-@dataclass(frozen=True)
-class Argv:
-    tokens: Tuple[Token, ...]
-    env: Environment
-    image_engine: Optional[str] = None   # engine an image's ENTRYPOINT runs, when it says
+class Argv(Record):
+    __slots__ = ("tokens", "env", "image_engine")
+
+    def __init__(self, tokens: tuple[Token, ...], env: Environment, image_engine: str | None = None):
+        self.tokens = tokens
+        self.env = env
+        self.image_engine = image_engine  # engine an image's ENTRYPOINT runs, when it says
 
 
-@dataclass(frozen=True)
-class Undecidable:
-    reason: str
+class Undecidable(Record):
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
 
 
 def build_argv(container: dict, version=None):

@@ -14,13 +14,15 @@ Two steps, both from the release's real code:
    mutually exclusive groups, and the contents of a `--config` file (not in the Pod spec).
 """
 
+from __future__ import annotations
+
 import json
 import re
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
+from kubectl_kvcache.record import Record
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _MODEL_OPTION = re.compile(r"^--model(=.+|$)")
@@ -42,23 +44,28 @@ REQUIRED = "required-argument"
 PYTHON_DIFFERENCES = {}
 
 
-@dataclass(frozen=True)
-class Occurrence:
-    source: str
-    index: int
-    text: str
-    value: Optional[str]
-    valid: bool
+class Occurrence(Record):
+    __slots__ = ("source", "index", "text", "value", "valid")
+
+    def __init__(self, source: str, index: int, text: str, value: str | None, valid: bool):
+        self.source = source
+        self.index = index
+        self.text = text
+        self.value = value
+        self.valid = valid
 
 
-@dataclass(frozen=True)
-class Parse:
-    outcome: str                  # ok | rejected | unknown
-    effective: Optional[str]      # the value it runs with (ok); None when no flag is given
-    error: Optional[str]          # the error class when rejected
-    reason: str
-    occurrences: Tuple[Occurrence, ...] = ()
-    winner: Optional[int] = None  # index into occurrences of the value that wins
+class Parse(Record):
+    __slots__ = ("outcome", "effective", "error", "reason", "occurrences", "winner")
+
+    def __init__(self, outcome: str, effective: str | None, error: str | None, reason: str,
+                 occurrences: tuple[Occurrence, ...] = (), winner: int | None = None):
+        self.outcome = outcome          # ok | rejected | unknown
+        self.effective = effective      # the value it runs with (ok); None when no flag is given
+        self.error = error              # the error class when rejected
+        self.reason = reason
+        self.occurrences = occurrences
+        self.winner = winner            # index into occurrences of the value that wins
 
 
 class _Stop(Exception):
@@ -67,12 +74,15 @@ class _Stop(Exception):
         self.parse = parse
 
 
-@dataclass
-class _Item:
-    text: Optional[str]     # None: not known from the spec (only where that cannot matter)
-    tok: Token              # the element it came from (for messages)
-    unknown: str = ""       # why the text is not known
-    shown: Optional[str] = None   # how a value built by the engine (dotted JSON) is reported
+class _Item(Record):
+    __slots__ = ("text", "tok", "unknown", "shown")
+    __hash__ = None  # mutable: the engine's preparation rewrites `text`
+
+    def __init__(self, text: str | None, tok: Token, unknown: str = "", shown: str | None = None):
+        self.text = text        # None: not known from the spec (only where that cannot matter)
+        self.tok = tok          # the element it came from (for messages)
+        self.unknown = unknown  # why the text is not known
+        self.shown = shown      # how a value built by the engine (dotted JSON) is reported
 
 
 def _where(item):
@@ -223,11 +233,13 @@ def _prepare(tokens, profile, entry):
 
 # --- 2. argparse ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Opt:
-    action: Optional[str]      # the option string as registered (None: unrecognized)
-    explicit: Optional[str]    # `=value` part, or a short option's attached value
-    arity: str = "1"
+class _Opt(Record):
+    __slots__ = ("action", "explicit", "arity")
+
+    def __init__(self, action: str | None, explicit: str | None, arity: str = "1"):
+        self.action = action      # the option string as registered (None: unrecognized)
+        self.explicit = explicit  # `=value` part, or a short option's attached value
+        self.arity = arity
 
 
 class _Parser:
@@ -346,8 +358,8 @@ def _parse(tokens, profile, platform_may_extend, entry):
 
     positional_arities = profile.positionals(entry) if entry else None
     positionals = list(positional_arities) if positional_arities is not None else None
-    occurrences: List[Occurrence] = []
-    extras: List[_Item] = []
+    occurrences: list[Occurrence] = []
+    extras: list[_Item] = []
     state = {"stray": None}
     seen = set()
     choices = dict(profile.choices)

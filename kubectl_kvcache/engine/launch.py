@@ -5,25 +5,29 @@ The result is the engine the argv really starts and the tokens its parser will r
 reason it cannot be known (a shell that depends on the runtime, an unknown program).
 """
 
+from __future__ import annotations
+
 import os
 import re
-from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from kubectl_kvcache.engine import data
 from kubectl_kvcache.engine.argv import Token, Undecidable
+from kubectl_kvcache.record import Record
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _MAX_NESTING = 4
 
 
-@dataclass(frozen=True)
-class Launch:
-    engine: str
-    args: Tuple[Token, ...]   # what the engine's parser reads
-    via: str                  # how it was reached, e.g. "sh -c > vllm serve"
-    entry: Optional[str] = None         # the entry point (data.ENTRY_*): which parser reads the args
+class Launch(Record):
+    __slots__ = ("engine", "args", "via", "entry")
+
+    def __init__(self, engine: str, args: tuple[Token, ...], via: str, entry: str | None = None):
+        self.engine = engine
+        self.args = args    # what the engine's parser reads
+        self.via = via      # how it was reached, e.g. "sh -c > vllm serve"
+        self.entry = entry  # the entry point (data.ENTRY_*): which parser reads the args
 
 
 def _base(token):

@@ -1,27 +1,33 @@
 """One container in, one prediction out: the dtype its engine runs with, or why it dies, or why
 that cannot be known. Pure: no cluster, no files, no `kubernetes` import."""
 
+from __future__ import annotations
+
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from kubectl_kvcache.engine import releases as engines, kvparse
 from kubectl_kvcache.engine.argv import Undecidable, build_argv
 from kubectl_kvcache.engine.launch import Launch, find_launch
+from kubectl_kvcache.record import Record
 
 
-@dataclass(frozen=True)
-class Prediction:
-    outcome: str                      # ok | rejected | unknown
-    effective: Optional[str]
-    error: Optional[str]
-    reason: str
-    engine: Optional[str]             # lower case
-    version: Optional[str]            # the version judged against
-    version_source: Optional[str]     # where the version was read (releases.SPEC_VERSION, ...)
-    occurrences: Tuple[kvparse.Occurrence, ...] = ()
-    winner: Optional[int] = None
-    via: str = ""
+class Prediction(Record):
+    __slots__ = ("outcome", "effective", "error", "reason", "engine", "version", "version_source",
+                 "occurrences", "winner", "via")
+
+    def __init__(self, outcome: str, effective: str | None, error: str | None, reason: str,
+                 engine: str | None, version: str | None, version_source: str | None,
+                 occurrences: tuple[kvparse.Occurrence, ...] = (), winner: int | None = None, via: str = ""):
+        self.outcome = outcome                # ok | rejected | unknown
+        self.effective = effective
+        self.error = error
+        self.reason = reason
+        self.engine = engine                  # lower case
+        self.version = version                # the version judged against
+        self.version_source = version_source  # where the version was read (releases.SPEC_VERSION, ...)
+        self.occurrences = occurrences
+        self.winner = winner
+        self.via = via
 
 
 def _version(engine, declared_version, image):
@@ -72,7 +78,7 @@ class CachedPredict:
 
     def __init__(self, size=256):
         self.size = size
-        self._entries: "OrderedDict[tuple, Tuple[dict, Prediction]]" = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[dict, Prediction]] = OrderedDict()
         self.hits = self.misses = 0
 
     def __call__(self, container: dict, declared_engine=None, declared_version=None, manufacturer=None):

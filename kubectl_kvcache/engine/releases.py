@@ -4,12 +4,13 @@ Everything here is derived from the tables in `engine_data`; nothing is decided 
 on version numbers.
 """
 
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional, Tuple
 
 from kubectl_kvcache.engine import data
+from kubectl_kvcache.record import Record
 
 ENGINES = ("vllm", "sglang")
 DISPLAY_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -18,20 +19,63 @@ DTYPE_OPTION = "--kv-cache-dtype"
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:\.?post(\d+))?$")
 
 
-@dataclass(frozen=True, order=True)
-class Version:
+class _Ordered(Record):
+    """The slot of Version's comparison key, (parts, post), built once: versions are compared
+    many times while judging (`_at`, `_in_spans`). Kept out of Version's own `__slots__`, which
+    are its fields (repr, replace)."""
+
+    __slots__ = ("_order",)
+
+
+class Version(_Ordered):
     """A release number: up to four numeric parts and an optional `.postN` (after the release)."""
 
-    parts: Tuple[int, int, int, int]
-    post: int = 0
-    text: str = field(default="", compare=False)
+    __slots__ = ("parts", "post", "text")
+    _uncompared = ("text",)
+
+    def __init__(self, parts: tuple[int, int, int, int], post: int = 0, text: str = ""):
+        self.parts = parts
+        self.post = post
+        self.text = text  # not compared
+        self._order = (parts, post)
+
+    def _key(self):
+        return self._order
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._order == other._order
+
+    def __hash__(self):
+        return hash(self._order)
+
+    def __lt__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._order < other._order
+
+    def __le__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._order <= other._order
+
+    def __gt__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._order > other._order
+
+    def __ge__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._order >= other._order
 
     def __str__(self):
         return self.text
 
 
 @lru_cache(maxsize=None)
-def parse_version(text) -> Optional[Version]:
+def parse_version(text) -> Version | None:
     """`0.29.0`, `v0.5.4.post3`, `0.10.1.1` -> Version; anything else (rc, dev, words) -> None."""
     if not text:
         return None
@@ -44,7 +88,7 @@ def parse_version(text) -> Optional[Version]:
     return Version(tuple(nums), post, str(text).strip().lstrip("v"))
 
 
-def normalise_engine(name) -> Optional[str]:
+def normalise_engine(name) -> str | None:
     """`vLLM`, `vllm`, `SGLang`, `sglang` -> `vllm` / `sglang`; anything else -> None."""
     if not name:
         return None
@@ -52,37 +96,51 @@ def normalise_engine(name) -> Optional[str]:
     return low if low in ENGINES else None
 
 
-@dataclass(frozen=True)
-class KvOption:
-    name: str
-    takes_value: Optional[bool]
-    uncertain: bool = False  # kept for compatibility: every option is now read from a real parser
+class KvOption(Record):
+    __slots__ = ("name", "takes_value", "uncertain")
+
+    def __init__(self, name: str, takes_value: bool | None, uncertain: bool = False):
+        self.name = name
+        self.takes_value = takes_value
+        self.uncertain = uncertain  # kept for compatibility: every option is now read from a real parser
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(Record):
     """What one engine release does with `--kv...` tokens."""
 
-    engine: str
-    version: Version
-    has_flag: bool
-    accepted: frozenset
-    options: Tuple[KvOption, ...]
-    underscores: bool
-    config_file: bool
-    dotted_json: bool
-    final_value_only: bool
-    platform_values: bool
-    serve_model_option: bool = False             # vllm serve moves `--model M` to the model positional
-    serve_model_refused: bool = False            # vllm serve dies on a `--model` token
-    dotted_single_dash: bool = False             # dotted JSON also for `-x.y` tokens (and `-1.5`)
-    serve_model_alias: bool = False              # sglang serve reads --model as well as --model-path
-    required_options: Tuple[str, ...] = ()       # "name/alias" of every required option
-    choices: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()  # string choices of other options
-    table: Tuple[Tuple[str, str], ...] = ()        # every option of the parser: (name, arity)
-    entry_tables: Tuple[Tuple[str, Tuple[Tuple[str, str], ...]], ...] = ()  # entry -> differing rows
-    entry_positionals: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()         # entry -> positional arities
-    sampled: bool = False                         # this release's own parser was read
+    __slots__ = ("engine", "version", "has_flag", "accepted", "options", "underscores", "config_file",
+                 "dotted_json", "final_value_only", "platform_values", "serve_model_option",
+                 "serve_model_refused", "dotted_single_dash", "serve_model_alias", "required_options",
+                 "choices", "table", "entry_tables", "entry_positionals", "sampled")
+
+    def __init__(self, engine: str, version: Version, has_flag: bool, accepted: frozenset,
+                 options: tuple[KvOption, ...], underscores: bool, config_file: bool, dotted_json: bool,
+                 final_value_only: bool, platform_values: bool, serve_model_option: bool = False,
+                 serve_model_refused: bool = False, dotted_single_dash: bool = False,
+                 serve_model_alias: bool = False, required_options: tuple[str, ...] = (),
+                 choices: tuple[tuple[str, tuple[str, ...]], ...] = (), table: tuple[tuple[str, str], ...] = (),
+                 entry_tables: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (),
+                 entry_positionals: tuple[tuple[str, tuple[str, ...]], ...] = (), sampled: bool = False):
+        self.engine = engine
+        self.version = version
+        self.has_flag = has_flag
+        self.accepted = accepted
+        self.options = options
+        self.underscores = underscores
+        self.config_file = config_file
+        self.dotted_json = dotted_json
+        self.final_value_only = final_value_only
+        self.platform_values = platform_values
+        self.serve_model_option = serve_model_option    # vllm serve moves `--model M` to the model positional
+        self.serve_model_refused = serve_model_refused  # vllm serve dies on a `--model` token
+        self.dotted_single_dash = dotted_single_dash    # dotted JSON also for `-x.y` tokens (and `-1.5`)
+        self.serve_model_alias = serve_model_alias      # sglang serve reads --model as well as --model-path
+        self.required_options = required_options        # "name/alias" of every required option
+        self.choices = choices                          # string choices of other options
+        self.table = table                              # every option of the parser: (name, arity)
+        self.entry_tables = entry_tables                # entry -> differing rows
+        self.entry_positionals = entry_positionals      # entry -> positional arities
+        self.sampled = sampled                          # this release's own parser was read
 
     def options_for(self, entry=None):
         """{option name: arity} of the parser `entry` runs (the primary entry's when None)."""
@@ -102,10 +160,10 @@ class Profile:
     def label(self):
         return f"{DISPLAY_NAMES[self.engine]} {self.version}"
 
-    def option(self, name) -> Optional[KvOption]:
+    def option(self, name) -> KvOption | None:
         return next((o for o in self.options if o.name == name), None)
 
-    def prefix_matches(self, prefix) -> Tuple[KvOption, ...]:
+    def prefix_matches(self, prefix) -> tuple[KvOption, ...]:
         return tuple(o for o in self.options if o.name.startswith(prefix))
 
 
@@ -200,7 +258,7 @@ SPEC_VERSION, SPEC_IMAGE, POD_IMAGE, IMAGE_TAG, MINIMUM = (
     "spec.engine.version", "spec.engine.image", "Pod image", "image tag", "operator minimum")
 
 
-def resolve_versions(engine, declared=None, images=()) -> Tuple[Tuple[Version, str], ...]:
+def resolve_versions(engine, declared=None, images=()) -> tuple[tuple[Version, str], ...]:
     """The releases of `engine` to judge against, each with where it was read: the declared
     version; else the tags of the first group of `images` ((source, [image refs]) in order)
     that names any (all distinct ones, in order); else the operator's minimum."""
@@ -221,10 +279,12 @@ def resolve_versions(engine, declared=None, images=()) -> Tuple[Tuple[Version, s
 
 # --- images -------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Image:
-    repository: str  # without registry host, e.g. `vllm/vllm-openai`
-    tag: Optional[str]
+class Image(Record):
+    __slots__ = ("repository", "tag")
+
+    def __init__(self, repository: str, tag: str | None):
+        self.repository = repository  # without registry host, e.g. `vllm/vllm-openai`
+        self.tag = tag
 
 
 def parse_image(ref) -> Image:
@@ -247,7 +307,7 @@ def _matches_repo(repository, key):
     return repository == key or repository.endswith("/" + key)
 
 
-def version_from_image(ref, engine=None) -> Optional[Tuple[str, Version]]:
+def version_from_image(ref, engine=None) -> tuple[str, Version] | None:
     """(engine or None, version) read from a well-known image's tag, else None."""
     image = parse_image(ref)
     if not image.tag:
@@ -267,7 +327,7 @@ def version_from_image(ref, engine=None) -> Optional[Tuple[str, Version]]:
     return None
 
 
-def image_entrypoint(ref, version=None) -> Optional[dict]:
+def image_entrypoint(ref, version=None) -> dict | None:
     """The ENTRYPOINT of a well-known image as {'engine', 'entrypoint'}; None when not known."""
     image = parse_image(ref)
     for key, entry in data.IMAGE_ENTRYPOINTS.items():

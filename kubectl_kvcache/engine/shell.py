@@ -8,24 +8,28 @@ runtime (command substitution, a variable the image may set, a glob, control flo
 unknown word, or an unknown script, with a short reason. Nothing here raises on bad input.
 """
 
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass
-from typing import List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping, Sequence
 
 from kubectl_kvcache.engine import data
+from kubectl_kvcache.record import Record
 
 SHELLS = data.SHELLS
 
 
-@dataclass(frozen=True)
-class ShellInvocation:
-    script: str  # the -c script text
-    script_index: int  # index in argv of the script (len(argv) when -c has no operand)
-    positional: tuple  # ($0, $1, ...): the argv elements after the script
-    options: tuple = ()  # the shell's own option arguments, e.g. ('-l', '-o', 'pipefail', '-c')
+class ShellInvocation(Record):
+    __slots__ = ("script", "script_index", "positional", "options")
+
+    def __init__(self, script: str, script_index: int, positional: tuple, options: tuple = ()):
+        self.script = script  # the -c script text
+        self.script_index = script_index  # index in argv of the script (len(argv) when -c has no operand)
+        self.positional = positional  # ($0, $1, ...): the argv elements after the script
+        self.options = options  # the shell's own option arguments, e.g. ('-l', '-o', 'pipefail', '-c')
 
 
-def shell_invocation(argv: Sequence[str]) -> Optional[ShellInvocation]:
+def shell_invocation(argv: Sequence[str]) -> ShellInvocation | None:
     """The script and its positional parameters when argv is `<shell> [options] -c SCRIPT ...`.
 
     Options may be clustered (-lc, -euxc), take an argument (-o pipefail, -O extglob,
@@ -59,27 +63,34 @@ def shell_invocation(argv: Sequence[str]) -> Optional[ShellInvocation]:
     return ShellInvocation(argv[i], i, tuple(argv[i + 1 :]), options)
 
 
-@dataclass(frozen=True)
-class Word:
-    text: Optional[str]  # after quote removal and expansion; None when it depends on the runtime
-    reason: str = ""  # why text is None
-    raw: str = ""  # the word as written in the script
-    may_split: bool = False  # unknown AND the number of words it becomes is unknown too
+class Word(Record):
+    __slots__ = ("text", "reason", "raw", "may_split")
+
+    def __init__(self, text: str | None, reason: str = "", raw: str = "", may_split: bool = False):
+        self.text = text  # after quote removal and expansion; None when it depends on the runtime
+        self.reason = reason  # why text is None
+        self.raw = raw  # the word as written in the script
+        self.may_split = may_split  # unknown AND the number of words it becomes is unknown too
 
 
-@dataclass(frozen=True)
-class SimpleCommand:
-    words: tuple  # Word, ...: the argv after expansion; assignments and redirections removed
-    assignments: tuple  # (name, Word), ...: prefix assignments (FOO=1 cmd) or a bare FOO=1
-    background: bool  # its list ends with '&'
-    in_pipeline: bool  # joined to another command by '|'
-    conditional: bool = False  # runs only depending on earlier commands (after && / ||, in if ...)
+class SimpleCommand(Record):
+    __slots__ = ("words", "assignments", "background", "in_pipeline", "conditional")
+
+    def __init__(self, words: tuple, assignments: tuple, background: bool, in_pipeline: bool,
+                 conditional: bool = False):
+        self.words = words  # Word, ...: the argv after expansion; assignments and redirections removed
+        self.assignments = assignments  # (name, Word), ...: prefix assignments (FOO=1 cmd) or a bare FOO=1
+        self.background = background  # its list ends with '&'
+        self.in_pipeline = in_pipeline  # joined to another command by '|'
+        self.conditional = conditional  # runs only depending on earlier commands (after && / ||, in if ...)
 
 
-@dataclass(frozen=True)
-class ScriptResult:
-    commands: tuple  # SimpleCommand, ... in execution order
-    unknown: Optional[str]  # why the script as a whole cannot be followed (commands may be partial)
+class ScriptResult(Record):
+    __slots__ = ("commands", "unknown")
+
+    def __init__(self, commands: tuple, unknown: str | None):
+        self.commands = commands  # SimpleCommand, ... in execution order
+        self.unknown = unknown  # why the script as a whole cannot be followed (commands may be partial)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,17 +491,20 @@ _SPECIAL_BUILTINS = frozenset({"break", ":", "continue", ".", "eval", "exec", "e
 _READS_NAMES = frozenset({"read", "mapfile", "readarray", "getopts", "let", "printf"})
 
 
-@dataclass
-class _State:
+class _State(Record):
     """Variables ('set', v) | ('unset',) | ('unk', reason); $1... ; $0; set -u."""
 
-    vars: dict
-    params: Optional[list]  # [('set', v) | ('unk', reason)]; None when not even the count is known
-    params_reason: str
-    arg0: tuple
-    nounset: bool = False
+    __slots__ = ("vars", "params", "params_reason", "arg0", "nounset")
+    __hash__ = None  # mutable
 
-    def copy(self) -> "_State":
+    def __init__(self, vars: dict, params: list | None, params_reason: str, arg0: tuple, nounset: bool = False):
+        self.vars = vars
+        self.params = params  # [('set', v) | ('unk', reason)]; None when not even the count is known
+        self.params_reason = params_reason
+        self.arg0 = arg0
+        self.nounset = nounset
+
+    def copy(self) -> _State:
         params = None if self.params is None else list(self.params)
         return _State(dict(self.vars), params, self.params_reason, self.arg0, self.nounset)
 
@@ -508,7 +522,7 @@ class _State:
         return self.vars.get("IFS") in (_DEFAULT_IFS, ("unset",))
 
 
-def _initial_state(env: Mapping[str, Optional[str]], positional: Sequence[Optional[str]]) -> _State:
+def _initial_state(env: Mapping[str, str | None], positional: Sequence[str | None]) -> _State:
     variables = {}
     for name, value in env.items():
         if value is None:
@@ -626,7 +640,7 @@ def _eval_all_params(name: str, quoted: bool, st: _State) -> list:
     return segs
 
 
-def _join(segs: list, declared: bool = False) -> Tuple[Optional[str], str]:
+def _join(segs: list, declared: bool = False) -> tuple[str | None, str]:
     """Segments as one value without splitting (an assignment) -> (text or None, reason)."""
     out = []
     for seg in segs:
@@ -641,7 +655,7 @@ def _join(segs: list, declared: bool = False) -> Tuple[Optional[str], str]:
     return "".join(out), ""
 
 
-def _fields(segs: list, raw: str) -> List[Word]:
+def _fields(segs: list, raw: str) -> list[Word]:
     """Field splitting, then the glob check: the words one shell word becomes."""
     fields: list = []  # [pieces [(text, globbable)], unknown reason]
     cur = None
@@ -698,7 +712,7 @@ def _globby(pieces: list) -> bool:
     return False
 
 
-def _expand(tok: tuple, st: _State) -> List[Word]:
+def _expand(tok: tuple, st: _State) -> list[Word]:
     _, parts, raw, brace = tok
     if brace:
         return [Word(None, f"{_short(raw)}: bash brace expansion may make several words", raw, True)]
@@ -708,7 +722,7 @@ def _expand(tok: tuple, st: _State) -> List[Word]:
     return _fields(segs, raw)
 
 
-def _assignment_name(tok: tuple) -> Optional[str]:
+def _assignment_name(tok: tuple) -> str | None:
     """The NAME of a NAME=value word (the '=' unquoted), else None."""
     if tok[0] != "w" or not tok[1] or tok[1][0][0] != "lit" or tok[1][0][2]:
         return None
@@ -716,7 +730,7 @@ def _assignment_name(tok: tuple) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def _assignment(tok: tuple, st: _State, declared: bool = False) -> Tuple[str, Word]:
+def _assignment(tok: tuple, st: _State, declared: bool = False) -> tuple[str, Word]:
     """(NAME, value Word) of a NAME=value word; += and arrays are not followed."""
     parts, raw = tok[1], tok[2]
     m = _ASSIGN.match(parts[0][1])
@@ -760,7 +774,7 @@ def _run(toks: list, st: _State, notes: list):
         k += 1
     assign_toks, word_toks = toks[:k], toks[k:]
     declared = bool(word_toks) and _literal(word_toks[0]) in _DECLARE
-    words: List[Word] = []
+    words: list[Word] = []
     decl_sets = []
     for j, tok in enumerate(word_toks):
         if declared and j > 0 and _assignment_name(tok):
@@ -788,14 +802,14 @@ def _run(toks: list, st: _State, notes: list):
     return tuple(words), tuple(assigns)
 
 
-def _literal(tok: tuple) -> Optional[str]:
+def _literal(tok: tuple) -> str | None:
     """The text of a word token written without quotes or expansions."""
     if tok[0] == "w" and len(tok[1]) == 1 and tok[1][0][0] == "lit" and not tok[1][0][2]:
         return tok[1][0][1]
     return None
 
 
-def _builtin(cmd: Optional[str], words: List[Word], st: _State, notes: list) -> None:
+def _builtin(cmd: str | None, words: list[Word], st: _State, notes: list) -> None:
     """The state changes of builtins that set variables or positional parameters."""
     args = words[1:]
     what = "`" + _short(" ".join(w.raw for w in words)) + "`"
@@ -844,7 +858,7 @@ def _builtin(cmd: Optional[str], words: List[Word], st: _State, notes: list) -> 
                 st.vars[m.group()] = ("unk", f"${m.group()} is set at runtime by {what}")
 
 
-def _set_builtin(args: List[Word], st: _State, notes: list, what: str) -> None:
+def _set_builtin(args: list[Word], st: _State, notes: list, what: str) -> None:
     """`set -e`, `set -o pipefail`, `set -u`, `set -- a b` (new $1...)."""
     k = 0
     while k < len(args):
@@ -874,7 +888,7 @@ def _set_builtin(args: List[Word], st: _State, notes: list, what: str) -> None:
         return
 
 
-def _new_params(args: List[Word], st: _State, what: str) -> None:
+def _new_params(args: list[Word], st: _State, what: str) -> None:
     if any(w.may_split for w in args):
         st.params, st.params_reason = None, f"the positional parameters after {what} are not known"
     else:
@@ -1038,8 +1052,8 @@ def _execute(lists: list, st: _State, notes: list) -> list:
 _INTERNAL = "internal error while following the script"
 
 
-def parse_script(script: str, env: Mapping[str, Optional[str]],
-                 positional: Sequence[Optional[str]] = ()) -> ScriptResult:
+def parse_script(script: str, env: Mapping[str, str | None],
+                 positional: Sequence[str | None] = ()) -> ScriptResult:
     """The simple commands of a -c script with their words expanded as far as the Pod spec tells.
 
     env: the container's variables (None: defined, value unknown); a name absent from env may be

@@ -6,15 +6,16 @@ shell `-c` script, `env -S`, a `.sh` program, also behind the wrappers it looks 
 `shell` recognises them.
 """
 
+from __future__ import annotations
+
 import os
-from typing import List, Tuple
 
 from kubectl_kvcache.engine import data
 from kubectl_kvcache.engine.argv import Token, Undecidable
 from kubectl_kvcache.engine.launch import strip_wrapper
 
 
-def _unwrap(argv: List[str]) -> Tuple[List[str], str]:
+def _unwrap(argv: list[str]) -> tuple[list[str], str]:
     """(the argv behind the wrappers the webhook looks through, the refusal if one splits its argument)."""
     tokens = [Token(t, "command", k) for k, t in enumerate(argv)]
     while tokens and os.path.basename(tokens[0].text) in data.WEBHOOK_LOOKS_THROUGH:
@@ -33,7 +34,7 @@ def _shell_invocation(argv):
     return shell.shell_invocation(argv)
 
 
-def program_refusal(argv: List[str], inject_label: str) -> Tuple[str, str]:
+def program_refusal(argv: list[str], inject_label: str) -> tuple[str, str]:
     """(why, fix) when the webhook refuses the program an argv runs, else ('', ''); the fix
     names `inject_label`, the opt-in label to drop."""
     rest, refusal = _unwrap(argv)
