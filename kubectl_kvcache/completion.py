@@ -8,8 +8,11 @@ argparse) and names from the cluster through a `lister(kind, given_flags)` calla
 rules are testable without a shell or a cluster.
 """
 
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kubectl_kvcache.record import Record
 
 # cobra's ShellCompDirective bits
 DIRECTIVE_ERROR = 1
@@ -25,38 +28,48 @@ CLUSTER_VALUES = {"namespace": "namespaces", "context": "contexts", "cluster": "
 POSITIONAL_VALUES = {"POD": "pods", "BINDING": "bindings"}
 
 
-@dataclass(frozen=True)
-class Flag:
-    names: Tuple[str, ...]
-    dest: str
-    value: str = "none"                    # none | required | optional (only as --flag=value)
-    choices: Tuple[str, ...] = ()
-    help: str = ""
+class Flag(Record):
+    __slots__ = ("names", "dest", "value", "choices", "help")
+
+    def __init__(self, names: tuple[str, ...], dest: str, value: str = "none", choices: tuple[str, ...] = (),
+                 help: str = ""):
+        self.names = names
+        self.dest = dest
+        self.value = value          # none | required | optional (only as --flag=value)
+        self.choices = choices
+        self.help = help
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(Record):
     """One command of the tree: its subcommands (name -> help), flags and positionals."""
 
-    subcommands: Dict[str, str] = field(default_factory=dict)
-    flags: Tuple[Flag, ...] = ()
-    positionals: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()   # (metavar, choices)
-    repeat_last: bool = False                                 # the last positional takes many words
+    __slots__ = ("subcommands", "flags", "positionals", "repeat_last")
 
-    def flag(self, name) -> Optional[Flag]:
+    def __init__(self, subcommands: dict[str, str] | None = None, flags: tuple[Flag, ...] = (),
+                 positionals: tuple[tuple[str, tuple[str, ...]], ...] = (), repeat_last: bool = False):
+        self.subcommands = {} if subcommands is None else subcommands
+        self.flags = flags
+        self.positionals = positionals  # (metavar, choices)
+        self.repeat_last = repeat_last  # the last positional takes many words
+
+    def flag(self, name) -> Flag | None:
         return next((f for f in self.flags if name in f.names), None)
 
 
-Spec = Dict[Tuple[str, ...], Node]
-Lister = Callable[[str, Dict[str, object]], Sequence[str]]
+Spec = dict[tuple[str, ...], Node]
+Lister = Callable[[str, dict[str, object]], Sequence[str]]
 
 
-@dataclass
-class Parsed:
-    path: Tuple[str, ...] = ()
-    given: Dict[str, object] = field(default_factory=dict)
-    positionals: List[str] = field(default_factory=list)
-    pending: Optional[Flag] = None          # the last word is a flag waiting for its value
+class Parsed(Record):
+    __slots__ = ("path", "given", "positionals", "pending")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, path: tuple[str, ...] = (), given: dict[str, object] | None = None,
+                 positionals: list[str] | None = None, pending: Flag | None = None):
+        self.path = path
+        self.given = {} if given is None else given
+        self.positionals = [] if positionals is None else positionals
+        self.pending = pending      # the last word is a flag waiting for its value
 
 
 def parse_words(spec: Spec, words: Sequence[str]) -> Parsed:
@@ -110,7 +123,7 @@ def _values(flag: Flag, partial: str, given, lister: Lister, keep=""):
     return [keep + n for n in lister(kind, given) if n.startswith(partial)], DIRECTIVE_NO_FILE
 
 
-def complete(spec: Spec, words: Sequence[str], lister: Lister) -> Tuple[List[str], int]:
+def complete(spec: Spec, words: Sequence[str], lister: Lister) -> tuple[list[str], int]:
     """(candidates, directive) for `words`: the words after the plugin's name, the last one the
     word being completed (empty: a new word)."""
     words = list(words) or [""]
@@ -152,7 +165,7 @@ def complete(spec: Spec, words: Sequence[str], lister: Lister) -> Tuple[List[str
     return [n for n in lister(kind, p.given) if n.startswith(current) and n not in taken], DIRECTIVE_NO_FILE
 
 
-def strip_protocol(words: Sequence[str]) -> List[str]:
+def strip_protocol(words: Sequence[str]) -> list[str]:
     """kubectl calls `kubectl_complete-kvcache WORDS...`; cobra-style wrappers call the plugin
     with `__complete WORDS...`: accept both."""
     words = list(words)

@@ -18,49 +18,63 @@ certificate; an exec plugin is not run when a token is present); --as/--as-group
 replace the user's as/as-groups/as-uid.
 """
 
+from __future__ import annotations
+
 import base64
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import Connection
+from kubectl_kvcache.record import Record
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-@dataclass
-class Target:
+class Target(Record):
     """One API server and one identity, as a rest.Config would hold them."""
 
-    server: str
-    namespace: str = "default"
-    # server identification
-    ca_data: Optional[bytes] = None         # PEM
-    ca_file: Optional[str] = None
-    insecure: bool = False
-    tls_server_name: Optional[str] = None
-    proxy_url: Optional[str] = None
-    # user identification
-    token: Optional[str] = None
-    token_file: Optional[str] = None
-    username: Optional[str] = None
-    password: Optional[str] = None
-    cert_data: Optional[bytes] = None       # PEM
-    cert_file: Optional[str] = None
-    key_data: Optional[bytes] = None
-    key_file: Optional[str] = None
-    exec: Optional[dict] = None             # the user's exec plugin (kube.py runs it)
-    auth_provider: Optional[dict] = None    # the user's auth-provider (kube.py asks the client)
-    base_dir: Optional[str] = None          # for relative paths of exec/auth-provider
-    cluster: dict = field(default_factory=dict)     # the merged cluster entry (exec's cluster info)
-    user_name: str = ""
-    # impersonation (Impersonate-* headers)
-    as_user: Optional[str] = None
-    as_uid: Optional[str] = None
-    as_groups: Tuple[str, ...] = ()
-    as_extra: Dict[str, List[str]] = field(default_factory=dict)
+    __slots__ = ("server", "namespace", "ca_data", "ca_file", "insecure", "tls_server_name", "proxy_url", "token",
+                 "token_file", "username", "password", "cert_data", "cert_file", "key_data", "key_file", "exec",
+                 "auth_provider", "base_dir", "cluster", "user_name", "as_user", "as_uid", "as_groups", "as_extra")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, server: str, namespace: str = "default", ca_data: bytes | None = None,
+                 ca_file: str | None = None, insecure: bool = False, tls_server_name: str | None = None,
+                 proxy_url: str | None = None, token: str | None = None, token_file: str | None = None,
+                 username: str | None = None, password: str | None = None, cert_data: bytes | None = None,
+                 cert_file: str | None = None, key_data: bytes | None = None, key_file: str | None = None,
+                 exec: dict | None = None, auth_provider: dict | None = None, base_dir: str | None = None,
+                 cluster: dict | None = None, user_name: str = "", as_user: str | None = None,
+                 as_uid: str | None = None, as_groups: tuple[str, ...] = (),
+                 as_extra: dict[str, list[str]] | None = None):
+        self.server = server
+        self.namespace = namespace
+        # server identification
+        self.ca_data = ca_data                             # PEM
+        self.ca_file = ca_file
+        self.insecure = insecure
+        self.tls_server_name = tls_server_name
+        self.proxy_url = proxy_url
+        # user identification
+        self.token = token
+        self.token_file = token_file
+        self.username = username
+        self.password = password
+        self.cert_data = cert_data                         # PEM
+        self.cert_file = cert_file
+        self.key_data = key_data
+        self.key_file = key_file
+        self.exec = exec                                   # the user's exec plugin (kube.py runs it)
+        self.auth_provider = auth_provider                 # the user's auth-provider (kube.py asks the client)
+        self.base_dir = base_dir                           # for relative paths of exec/auth-provider
+        self.cluster = {} if cluster is None else cluster  # the merged cluster entry (exec's cluster info)
+        self.user_name = user_name
+        # impersonation (Impersonate-* headers)
+        self.as_user = as_user
+        self.as_uid = as_uid
+        self.as_groups = as_groups
+        self.as_extra = {} if as_extra is None else as_extra
 
     @property
     def tls(self) -> bool:
@@ -69,7 +83,7 @@ class Target:
 
 # -- loading and merging -----------------------------------------------------------------------
 
-def _paths(conn: Connection) -> Tuple[List[str], bool]:
+def _paths(conn: Connection) -> tuple[list[str], bool]:
     """The kubeconfig files to read, and whether any path was asked for at all."""
     if conn.kubeconfig:
         path = os.path.expanduser(conn.kubeconfig)
@@ -116,12 +130,17 @@ def _read(path) -> dict:
     return doc
 
 
-@dataclass
-class Merged:
-    clusters: Dict[str, Tuple[dict, str]] = field(default_factory=dict)   # name -> (entry, its file's dir)
-    users: Dict[str, Tuple[dict, str]] = field(default_factory=dict)
-    contexts: Dict[str, dict] = field(default_factory=dict)
-    current_context: str = ""
+class Merged(Record):
+    __slots__ = ("clusters", "users", "contexts", "current_context")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, clusters: dict[str, tuple[dict, str]] | None = None,
+                 users: dict[str, tuple[dict, str]] | None = None, contexts: dict[str, dict] | None = None,
+                 current_context: str = ""):
+        self.clusters = {} if clusters is None else clusters  # name -> (entry, its file's dir)
+        self.users = {} if users is None else users
+        self.contexts = {} if contexts is None else contexts
+        self.current_context = current_context
 
 
 def load(paths) -> Merged:

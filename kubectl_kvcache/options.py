@@ -2,11 +2,12 @@
 travel past cli.py (kubectl's Complete -> Validate -> Run; stern's Config). Defaults live here.
 """
 
+from __future__ import annotations
+
 import re
-from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.record import Record
 
 DEFAULT_CHUNK_SIZE = 500            # objects per list page, as kubectl's --chunk-size
 DEFAULT_FIELD_MANAGER = "kubectl-kvcache"
@@ -17,7 +18,7 @@ TABLE, WIDE, JSON, YAML = "table", "wide", "json", "yaml"
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
 
-def parse_duration(text, flag="--request-timeout") -> Optional[float]:
+def parse_duration(text, flag="--request-timeout") -> float | None:
     """`0` -> None (no limit); `10`, `10s`, `500ms`, `1m30s`, `1h` -> seconds, as kubectl takes them."""
     text = str(text).strip()
     if text in ("", "0"):
@@ -61,48 +62,63 @@ def validate_selector(selector):
                           f"or k notin (v1,v2)")
 
 
-@dataclass(frozen=True)
-class Connection:
+class Connection(Record):
     """Where requests go and as whom: kubectl's connection flags, as given (None: not given)."""
 
-    kubeconfig: Optional[str] = None
-    context: Optional[str] = None
-    cluster: Optional[str] = None
-    user: Optional[str] = None
-    server: Optional[str] = None
-    token: Optional[str] = None
-    certificate_authority: Optional[str] = None
-    insecure_skip_tls_verify: bool = False
-    as_user: Optional[str] = None
-    as_groups: Tuple[str, ...] = ()
-    as_uid: Optional[str] = None
-    request_timeout: str = "0"          # as written, for the undo command
-    chunk_size: int = DEFAULT_CHUNK_SIZE
+    __slots__ = ("kubeconfig", "context", "cluster", "user", "server", "token", "certificate_authority",
+                 "insecure_skip_tls_verify", "as_user", "as_groups", "as_uid", "request_timeout", "chunk_size")
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None, cluster: str | None = None,
+                 user: str | None = None, server: str | None = None, token: str | None = None,
+                 certificate_authority: str | None = None, insecure_skip_tls_verify: bool = False,
+                 as_user: str | None = None, as_groups: tuple[str, ...] = (), as_uid: str | None = None,
+                 request_timeout: str = "0", chunk_size: int = DEFAULT_CHUNK_SIZE):
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.cluster = cluster
+        self.user = user
+        self.server = server
+        self.token = token
+        self.certificate_authority = certificate_authority
+        self.insecure_skip_tls_verify = insecure_skip_tls_verify
+        self.as_user = as_user
+        self.as_groups = as_groups
+        self.as_uid = as_uid
+        self.request_timeout = request_timeout  # as written, for the undo command
+        self.chunk_size = chunk_size
 
     @property
-    def timeout(self) -> Optional[float]:
+    def timeout(self) -> float | None:
         """The request timeout in seconds; None: no limit."""
         return parse_duration(self.request_timeout)
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Record):
     """Which objects a command looks at."""
 
-    namespace: Optional[str] = None     # -n; None: the context's namespace (or all with -A)
-    all_namespaces: bool = False
-    selector: Optional[str] = None      # -l, ANDed with the plugin's own selectors
-    names: Tuple[str, ...] = ()         # Pod names (verify)
-    files: Tuple[str, ...] = ()         # -f: read these instead of a cluster
-    workloads: bool = False             # also read workload templates (injection opt-ins)
-    workloads_skipped: bool = False     # --skip-workloads: the command would read them, the user said not to
-    assume_setting: Optional[bool] = None   # --assume-setting: judge without reading the Setting
+    __slots__ = ("namespace", "all_namespaces", "selector", "names", "files", "workloads", "workloads_skipped",
+                 "assume_setting")
+
+    def __init__(self, namespace: str | None = None, all_namespaces: bool = False, selector: str | None = None,
+                 names: tuple[str, ...] = (), files: tuple[str, ...] = (), workloads: bool = False,
+                 workloads_skipped: bool = False, assume_setting: bool | None = None):
+        self.namespace = namespace                  # -n; None: the context's namespace (or all with -A)
+        self.all_namespaces = all_namespaces
+        self.selector = selector                    # -l, ANDed with the plugin's own selectors
+        self.names = names                          # Pod names (verify)
+        self.files = files                          # -f: read these instead of a cluster
+        self.workloads = workloads                  # also read workload templates (injection opt-ins)
+        # --skip-workloads: the command would read them, the user said not to
+        self.workloads_skipped = workloads_skipped
+        self.assume_setting = assume_setting        # --assume-setting: judge without reading the Setting
 
 
-@dataclass(frozen=True)
-class Output:
-    format: str = TABLE
-    headers: bool = True
+class Output(Record):
+    __slots__ = ("format", "headers")
+
+    def __init__(self, format: str = TABLE, headers: bool = True):
+        self.format = format
+        self.headers = headers
 
     @property
     def wide(self) -> bool:
@@ -113,66 +129,86 @@ class Output:
         return self.format in (JSON, YAML)
 
 
-@dataclass(frozen=True)
-class VerifyOptions:
-    connection: Connection
-    scope: Scope
-    output: Output
-    fail_on: Tuple[str, ...] = ()       # statuses that make exit 1; () = every status but OK
-    watch: bool = False                 # -w: print a row whenever a replica's verdict changes
-    wait: bool = False                  # block until every replica runs its expected value
-    timeout: Optional[float] = None     # seconds --wait/--watch run; None: no limit
+class VerifyOptions(Record):
+    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout")
+
+    def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
+                 watch: bool = False, wait: bool = False, timeout: float | None = None):
+        self.connection = connection
+        self.scope = scope
+        self.output = output
+        self.fail_on = fail_on      # statuses that make exit 1; () = every status but OK
+        self.watch = watch          # -w: print a row whenever a replica's verdict changes
+        self.wait = wait            # block until every replica runs its expected value
+        self.timeout = timeout      # seconds --wait/--watch run; None: no limit
 
 
-@dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(Record):
     """check, bindings and roles: one judgement, three views."""
 
-    view: str                           # check | bindings | roles
-    connection: Connection
-    scope: Scope
-    output: Output
-    strict: bool = False
-    selector: Optional[str] = None      # -l: which judged objects are reported (all in scope are read)
+    __slots__ = ("view", "connection", "scope", "output", "strict", "selector")
+
+    def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
+                 selector: str | None = None):
+        self.view = view            # check | bindings | roles
+        self.connection = connection
+        self.scope = scope
+        self.output = output
+        self.strict = strict
+        self.selector = selector    # -l: which judged objects are reported (all in scope are read)
 
 
-@dataclass(frozen=True)
-class CompletionOptions:
-    shell: str                          # bash | zsh | fish | powershell
+class CompletionOptions(Record):
+    __slots__ = ("shell",)
+
+    def __init__(self, shell: str):
+        self.shell = shell          # bash | zsh | fish | powershell
 
 
-@dataclass(frozen=True)
-class SettingOptions:
-    action: str                         # status | on | off
-    connection: Connection
-    output: Output = field(default_factory=Output)
-    yes: bool = False
-    dry_run: str = "none"               # none | client | server
-    field_manager: str = DEFAULT_FIELD_MANAGER
-    wait: bool = False
-    timeout: Optional[float] = 60.0     # seconds --wait waits; None: no limit
-    force: bool = False                 # `on`: go ahead although check reports errors
-    skip_workloads: bool = False        # `on`: the gate's check does not read workload templates
+class SettingOptions(Record):
+    __slots__ = ("action", "connection", "output", "yes", "dry_run", "field_manager", "wait", "timeout", "force",
+                 "skip_workloads")
+
+    def __init__(self, action: str, connection: Connection, output: Output | None = None, yes: bool = False,
+                 dry_run: str = "none", field_manager: str = DEFAULT_FIELD_MANAGER, wait: bool = False,
+                 timeout: float | None = 60.0, force: bool = False, skip_workloads: bool = False):
+        self.action = action                  # status | on | off
+        self.connection = connection
+        self.output = Output() if output is None else output
+        self.yes = yes
+        self.dry_run = dry_run                # none | client | server
+        self.field_manager = field_manager
+        self.wait = wait
+        self.timeout = timeout                # seconds --wait waits; None: no limit
+        self.force = force                    # `on`: go ahead although check reports errors
+        self.skip_workloads = skip_workloads  # `on`: the gate's check does not read workload templates
 
 
 DEFAULT_RECOVER_TIMEOUT = "10m"
 
 
-@dataclass(frozen=True)
-class RecoverOptions:
+class RecoverOptions(Record):
     """`recover BINDING`: plan (default), or --apply it."""
 
-    binding: str
-    connection: Connection
-    scope: Scope
-    output: Output = field(default_factory=lambda: Output(format="text"))
-    dtype: Optional[str] = None
-    name: Optional[str] = None          # the new Binding's name
-    domain: Optional[str] = None        # the new Binding's spec.domain.name
-    strategy: str = "side-by-side"      # side-by-side | replace
-    apply: bool = False
-    yes: bool = False
-    dry_run: str = "none"               # none | client | server
-    backup_dir: Optional[str] = None    # None: a new directory named after the Binding and the time
-    timeout: Optional[float] = 600.0    # seconds each wait step waits; None: no limit
-    field_manager: str = DEFAULT_FIELD_MANAGER
+    __slots__ = ("binding", "connection", "scope", "output", "dtype", "name", "domain", "strategy", "apply", "yes",
+                 "dry_run", "backup_dir", "timeout", "field_manager")
+
+    def __init__(self, binding: str, connection: Connection, scope: Scope, output: Output | None = None,
+                 dtype: str | None = None, name: str | None = None, domain: str | None = None,
+                 strategy: str = "side-by-side", apply: bool = False, yes: bool = False, dry_run: str = "none",
+                 backup_dir: str | None = None, timeout: float | None = 600.0,
+                 field_manager: str = DEFAULT_FIELD_MANAGER):
+        self.binding = binding
+        self.connection = connection
+        self.scope = scope
+        self.output = Output(format="text") if output is None else output
+        self.dtype = dtype
+        self.name = name              # the new Binding's name
+        self.domain = domain          # the new Binding's spec.domain.name
+        self.strategy = strategy      # side-by-side | replace
+        self.apply = apply
+        self.yes = yes
+        self.dry_run = dry_run        # none | client | server
+        self.backup_dir = backup_dir  # None: a new directory named after the Binding and the time
+        self.timeout = timeout        # seconds each wait step waits; None: no limit
+        self.field_manager = field_manager

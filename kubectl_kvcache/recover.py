@@ -13,14 +13,15 @@ stable `RecoveryPlan` contract (README "recover"):
 A refusal is a PluginError (one line, exit 2) saying why. The executor is commands/recover.py.
 """
 
+from __future__ import annotations
+
 import copy
 import re
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from kubectl_kvcache import engine as model, snapshot as snap
 from kubectl_kvcache.checks.engines import dtype_outcome, plain
 from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.record import Record
 
 SIDE_BY_SIDE, REPLACE = "side-by-side", "replace"
 STRATEGIES = (SIDE_BY_SIDE, REPLACE)
@@ -44,40 +45,54 @@ def value_for(value: bool) -> str:
     return f"value={'true' if value else 'false'}"
 
 
-@dataclass
-class Inputs:
+class Inputs(Record):
     """What the planner reads, as sources.load_recovery gathers it."""
 
-    namespace: str
-    binding_name: str
-    binding: Optional[dict]               # the old Binding (from a backup when `binding_gone`)
-    binding_gone: bool                    # already deleted by an earlier run (known from its backup)
-    bindings: List[dict]                  # Bindings whose domain claims are known (other namespaces too)
-    deployments: List[dict]               # every ModelDeployment of the namespace
-    workloads: List[dict]                 # workload objects of the namespace whose template opts in
-    pods: List[snap.Pod]                  # Pods of the namespace that opt in
-    report: object                        # checks.Report on the snapshot (suggestion, rejecting engines)
-    setting: Optional[snap.Setting] = None
-    backups: List[dict] = field(default_factory=list)   # objects an earlier run backed up (resume)
-    notes: List[str] = field(default_factory=list)
+    __slots__ = ("namespace", "binding_name", "binding", "binding_gone", "bindings", "deployments", "workloads",
+                 "pods", "report", "setting", "backups", "notes")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, namespace: str, binding_name: str, binding: dict | None, binding_gone: bool,
+                 bindings: list[dict], deployments: list[dict], workloads: list[dict], pods: list[snap.Pod],
+                 report: object, setting: snap.Setting | None = None, backups: list[dict] | None = None,
+                 notes: list[str] | None = None):
+        self.namespace = namespace
+        self.binding_name = binding_name
+        self.binding = binding              # the old Binding (from a backup when `binding_gone`)
+        self.binding_gone = binding_gone    # already deleted by an earlier run (known from its backup)
+        self.bindings = bindings            # Bindings whose domain claims are known (other namespaces too)
+        self.deployments = deployments      # every ModelDeployment of the namespace
+        self.workloads = workloads          # workload objects of the namespace whose template opts in
+        self.pods = pods                    # Pods of the namespace that opt in
+        self.report = report                # checks.Report on the snapshot (suggestion, rejecting engines)
+        self.setting = setting
+        self.backups = [] if backups is None else backups   # objects an earlier run backed up (resume)
+        self.notes = [] if notes is None else notes
 
 
-@dataclass(frozen=True)
-class Request:
-    dtype: Optional[str] = None
-    name: Optional[str] = None
-    domain: Optional[str] = None
-    strategy: str = DEFAULT_STRATEGY
+class Request(Record):
+    __slots__ = ("dtype", "name", "domain", "strategy")
+
+    def __init__(self, dtype: str | None = None, name: str | None = None, domain: str | None = None,
+                 strategy: str = DEFAULT_STRATEGY):
+        self.dtype = dtype
+        self.name = name
+        self.domain = domain
+        self.strategy = strategy
 
 
-@dataclass
-class Plan:
-    binding: dict
-    target: dict
-    steps: List[dict]
-    warnings: List[str] = field(default_factory=list)
-    manual: List[dict] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
+class Plan(Record):
+    __slots__ = ("binding", "target", "steps", "warnings", "manual", "notes")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, binding: dict, target: dict, steps: list[dict], warnings: list[str] | None = None,
+                 manual: list[dict] | None = None, notes: list[str] | None = None):
+        self.binding = binding
+        self.target = target
+        self.steps = steps
+        self.warnings = [] if warnings is None else warnings
+        self.manual = [] if manual is None else manual
+        self.notes = [] if notes is None else notes
 
     def to_dict(self):
         return {"kind": "RecoveryPlan", "binding": self.binding, "target": self.target, "steps": self.steps,
@@ -103,7 +118,7 @@ def _spec(obj) -> dict:
     return spec if isinstance(spec, dict) else {}
 
 
-def pool_of(binding) -> Optional[str]:
+def pool_of(binding) -> str | None:
     return (_spec(binding).get("poolRef") or {}).get("name")
 
 
@@ -116,12 +131,12 @@ def domain_name(binding) -> str:
     return domain_of(binding).get("name") or "default"
 
 
-def binding_named(md) -> Optional[str]:
+def binding_named(md) -> str | None:
     kv = _spec(md).get("kvCache")
     return ((kv.get("poolRef") or {}).get("name")) if isinstance(kv, dict) else None
 
 
-def template_of(workload) -> Optional[dict]:
+def template_of(workload) -> dict | None:
     spec = _spec(workload)
     if workload.get("kind") == "CronJob":
         spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
@@ -134,7 +149,7 @@ def template_patch(kind, annotations) -> dict:
     return {"spec": {"jobTemplate": {"spec": inner}}} if kind == "CronJob" else {"spec": inner}
 
 
-def controller_of(obj) -> Optional[dict]:
+def controller_of(obj) -> dict | None:
     return next((r for r in _meta(obj).get("ownerReferences") or () if isinstance(r, dict) and r.get("controller")),
                 None)
 
@@ -151,7 +166,7 @@ def slug(text: str) -> str:
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
 
 
-def derive(base: str, old_dtype: Optional[str], dtype: str, limit=NAME_MAX) -> str:
+def derive(base: str, old_dtype: str | None, dtype: str, limit=NAME_MAX) -> str:
     """`sgl-fp8` + fp8 -> fp8_e4m3: `sgl-fp8-e4m3`; `deepseek` -> `deepseek-fp8-e4m3`. The old
     dtype's suffix is dropped first, so names do not pile dtypes up."""
     new, old = slug(dtype), slug(old_dtype or "")
@@ -259,7 +274,7 @@ def plan(inputs: Inputs, request: Request) -> Plan:
                         f"with the Setting on, its next edit (and its re-creation) is refused; remove the flag "
                         f"from extraArgs once the Binding's dtype is the one it should run")
 
-    steps: List[dict] = []
+    steps: list[dict] = []
     if turn_off:
         steps += [{"action": "setting", "value": False}, {"action": "wait", "target": setting_ref(),
                                                             "for": value_for(False)}]
@@ -310,7 +325,7 @@ def _entry(report, ns, name):
     return next((b for b in report.bindings if b.namespace == ns and b.name == name), None)
 
 
-def _target_dtype(inputs, request, entry, old_dtype) -> Tuple[str, str]:
+def _target_dtype(inputs, request, entry, old_dtype) -> tuple[str, str]:
     if request.dtype is not None:
         check_dtype_form(request.dtype)
         if request.dtype == old_dtype:
@@ -335,7 +350,7 @@ def _check_name(name, flag, subdomain=False):
                           f"{NAME_MAX} characters{', dots between parts' if subdomain else ''})")
 
 
-def _claims(inputs, pool, domain, except_key) -> List[Tuple[str, str]]:
+def _claims(inputs, pool, domain, except_key) -> list[tuple[str, str]]:
     return [(_meta(b).get("namespace"), _meta(b).get("name")) for b in inputs.bindings
             if pool_of(b) == pool and domain_name(b) == domain
             and (_meta(b).get("namespace"), _meta(b).get("name")) != except_key]
@@ -376,7 +391,7 @@ def _check_receivers(inputs, ns, target_name, dtype, entry):
         raise PluginError(f"dtype {dtype!r} is rejected by " + "; ".join(dict.fromkeys(refusals)))
 
 
-def _deployments_to_move(inputs, old_name) -> List[Tuple[dict, bool]]:
+def _deployments_to_move(inputs, old_name) -> list[tuple[dict, bool]]:
     """ModelDeployments naming the old Binding: (object, still in the cluster). One an earlier run
     deleted (replace: before re-creating it) comes from its backup."""
     present = {_meta(m).get("name"): m for m in inputs.deployments}
@@ -395,9 +410,9 @@ def _deployments_to_move(inputs, old_name) -> List[Tuple[dict, bool]]:
     return sorted(movers, key=lambda mp: _meta(mp[0]).get("name", ""))
 
 
-def _latest(objects) -> List[dict]:
+def _latest(objects) -> list[dict]:
     """One backup per object: the newest resourceVersion (numeric when it is)."""
-    best: Dict[Tuple, dict] = {}
+    best: dict[tuple, dict] = {}
     for o in objects:
         key = (o.get("kind"), _meta(o).get("namespace"), _meta(o).get("name"))
         rv = str(_meta(o).get("resourceVersion") or "")
@@ -418,7 +433,7 @@ def _setting_was_on(obj) -> bool:
     return value is None or str(value) in ("1", "t", "T", "TRUE", "true", "True")
 
 
-def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> List[dict]:
+def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> list[dict]:
     meta = _meta(md)
     ns, name = meta.get("namespace") or inputs.namespace, meta.get("name")
     owner = controller_of(md)
@@ -462,7 +477,7 @@ def _free_name(name, old_dtype, dtype, target_name, md, inputs, taken) -> str:
                       f"--strategy replace")
 
 
-def _repoint(workload, old_name, target_name, manual) -> Optional[dict]:
+def _repoint(workload, old_name, target_name, manual) -> dict | None:
     kind, meta = workload.get("kind"), _meta(workload)
     template = template_of(workload) or {}
     annotations = (template.get("metadata") or {}).get("annotations") or {}

@@ -845,14 +845,14 @@ def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> snap.S
     """The snapshot the command asked for: files when -f is given (no cluster is contacted)."""
     if scope.files:
         namespace = resolve_namespace(scope)
-        result = load_files(scope.files, replace(scope, namespace=namespace), stdin=stdin)
+        result = load_files(scope.files, scope.replace(namespace=namespace), stdin=stdin)
         result.namespace = namespace
         return result
     client = open_client(connection, trace)
     namespace = resolve_namespace(scope, client)
     if scope.names and namespace is None:
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
-    result = load_cluster(client, replace(scope, namespace=namespace), chunk=connection.chunk_size)
+    result = load_cluster(client, scope.replace(namespace=namespace), chunk=connection.chunk_size)
     result.namespace = namespace
     return result
 
@@ -884,7 +884,7 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
     if scope.files:
         objects = list(read_objects(scope.files, stdin))
         namespace = resolve_namespace(scope) or _namespace_of(objects, binding_name)
-        snapshot = snapshot_of(objects, replace(scope, namespace=namespace, workloads=True))
+        snapshot = snapshot_of(objects, scope.replace(namespace=namespace, workloads=True))
         snapshot.namespace = namespace
         full = [o for o, _, _ in objects]
         client = None
@@ -903,8 +903,8 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
         from kubectl_kvcache.kube import collection_path
 
         client = open_client(connection, trace)
-        namespace = resolve_namespace(replace(scope, all_namespaces=False), client)
-        snapshot = load_cluster(client, replace(scope, namespace=namespace, workloads=True),
+        namespace = resolve_namespace(scope.replace(all_namespaces=False), client)
+        snapshot = load_cluster(client, scope.replace(namespace=namespace, workloads=True),
                                 chunk=connection.chunk_size)
         snapshot.namespace = namespace
         chunk = connection.chunk_size

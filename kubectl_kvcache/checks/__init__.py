@@ -14,6 +14,8 @@ The checks, in the upgrade guide's order:
 One module per check; `check` runs them all and is the face the commands use.
 """
 
+from __future__ import annotations
+
 from kubectl_kvcache import setting as setting_mod, snapshot as snap
 from kubectl_kvcache.checks.bindings import BindingEntry, Use, check_bindings
 from kubectl_kvcache.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype

@@ -1,7 +1,6 @@
 """1. Every Binding's dtype against every engine release it will be handed to."""
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from __future__ import annotations
 
 from kubectl_kvcache import engine as model, snapshot as snap
 from kubectl_kvcache.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
@@ -9,21 +8,26 @@ from kubectl_kvcache.checks.engines import (EngineAt, accepted_since, deployment
 from kubectl_kvcache.checks.findings import Finding, finding
 from kubectl_kvcache.checks.inputs import EnginePods, target_container, unique
 from kubectl_kvcache.engine import SAME_FORMAT
+from kubectl_kvcache.record import Record
 from kubectl_kvcache.spelling import nearest_spelling
+
 
 BOUND = "Bound"     # status.phase of a Binding the operator bound (its domain is claimed)
 
 
-@dataclass(frozen=True)
-class Use:
+class Use(Record):
     """One object naming a Binding: a ModelDeployment, an injected Pod or a workload template."""
 
-    kind: str
-    namespace: str
-    name: str
-    engines: Tuple[EngineAt, ...]
-    renders: bool = True      # False: only take-over roles, so the dtype reaches no engine
-    problem: str = ""         # why its engine cannot be judged
+    __slots__ = ("kind", "namespace", "name", "engines", "renders", "problem")
+
+    def __init__(self, kind: str, namespace: str, name: str, engines: tuple[EngineAt, ...], renders: bool = True,
+                 problem: str = ""):
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.engines = engines
+        self.renders = renders      # False: only take-over roles, so the dtype reaches no engine
+        self.problem = problem      # why its engine cannot be judged
 
     @property
     def ref(self):
@@ -35,15 +39,20 @@ class Use:
                 **({"problem": self.problem} if self.problem else {})}
 
 
-@dataclass
-class BindingEntry:
-    namespace: str
-    name: str
-    binding: Optional[snap.Binding]
-    uses: List[Use]
-    verdict: str = "OK"
-    rejected_by: List[Tuple[Use, EngineAt, str]] = field(default_factory=list)
-    suggestion: Optional[str] = None
+class BindingEntry(Record):
+    __slots__ = ("namespace", "name", "binding", "uses", "verdict", "rejected_by", "suggestion")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, namespace: str, name: str, binding: snap.Binding | None, uses: list[Use],
+                 verdict: str = "OK", rejected_by: list[tuple[Use, EngineAt, str]] | None = None,
+                 suggestion: str | None = None):
+        self.namespace = namespace
+        self.name = name
+        self.binding = binding
+        self.uses = uses
+        self.verdict = verdict
+        self.rejected_by = [] if rejected_by is None else rejected_by
+        self.suggestion = suggestion
 
     def engines(self):
         seen = []
@@ -67,8 +76,8 @@ class BindingEntry:
         }
 
 
-def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> Dict[Tuple[str, str], List[Use]]:
-    uses: Dict[Tuple[str, str], List[Use]] = {}
+def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> dict[tuple[str, str], list[Use]]:
+    uses: dict[tuple[str, str], list[Use]] = {}
     for md in deployments:
         if not (md.kv_cache and md.binding):
             continue
@@ -89,8 +98,8 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> Dict[Tuple[
     return uses
 
 
-def judge_binding(entry: BindingEntry, on: bool, claimed_by: Optional[snap.Binding] = None,
-                  source: str = "file") -> List[Finding]:
+def judge_binding(entry: BindingEntry, on: bool, claimed_by: snap.Binding | None = None,
+                  source: str = "file") -> list[Finding]:
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
     if b is None:
@@ -224,7 +233,7 @@ def _no_common_spelling(dtype, entry):
     return f"a dtype every engine accepts ({'; '.join(hints)}; or upgrade the engine): {choice}"
 
 
-def check_bindings(snapshot, deployments, optins, pods, on) -> Tuple[List[BindingEntry], List[Finding]]:
+def check_bindings(snapshot, deployments, optins, pods, on) -> tuple[list[BindingEntry], list[Finding]]:
     uses = binding_uses(snapshot, deployments, optins, pods)
     keys = [k for k in snapshot.bindings if snap.in_namespace(k[0], snapshot.namespace)]
     keys += [k for k in uses if k not in snapshot.bindings]
@@ -249,13 +258,13 @@ def _claims_before(holder, binding) -> bool:
     return holder.phase == BOUND or bool(holder.created and binding.created and holder.created < binding.created)
 
 
-def domain_claims(bindings) -> Dict[Tuple[str, str], snap.Binding]:
+def domain_claims(bindings) -> dict[tuple[str, str], snap.Binding]:
     """Which Binding holds each (pool, domain.name): one the operator reports bound
     (status.phase Bound), else the oldest by metadata.creationTimestamp (then namespace/name).
     A domain stays claimed until
     its Binding is gone, so a newer Binding naming it is not bound. Only what was read is seen:
     with -n, Bindings of other namespaces on the same pool are not."""
-    claims: Dict[Tuple[str, str], snap.Binding] = {}
+    claims: dict[tuple[str, str], snap.Binding] = {}
     for b in sorted(bindings, key=lambda b: (b.phase != BOUND, b.created or "\uffff", b.namespace, b.name)):
         if b.pool:
             claims.setdefault((b.pool, b.domain), b)

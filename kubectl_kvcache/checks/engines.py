@@ -1,12 +1,14 @@
 """The engine releases a check judges against, and the questions it puts to the engine model:
 what `--kv-cache-dtype X` does to a release, which tokens name the flag, which spelling to suggest."""
 
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from __future__ import annotations
+
+from collections.abc import Sequence
 
 from kubectl_kvcache import engine as model, snapshot as snap
 from kubectl_kvcache.engine import (DTYPE_OPTION, IMAGE_TAG, MINIMUM, POD_IMAGE, SAME_FORMAT, SPEC_IMAGE, Token,
                                     Version)
+from kubectl_kvcache.record import Record
 
 
 OPERATOR_SOURCE = "operator"   # Token source of the operator's own --kv-cache-dtype pair
@@ -14,14 +16,16 @@ EXTRA_ARGS = "extraArgs"
 _PROBE = Token("auto", "probe", 0)
 
 
-@dataclass(frozen=True)
-class EngineAt:
+class EngineAt(Record):
     """An engine release, and where the plugin read its version."""
 
-    engine: str
-    version: Version
-    source: str
-    ascend: bool = False
+    __slots__ = ("engine", "version", "source", "ascend")
+
+    def __init__(self, engine: str, version: Version, source: str, ascend: bool = False):
+        self.engine = engine
+        self.version = version
+        self.source = source
+        self.ascend = ascend
 
     @property
     def profile(self):
@@ -43,16 +47,20 @@ class EngineAt:
         return {"engine": self.engine, "version": str(self.version), "versionSource": self.source}
 
 
-@dataclass(frozen=True)
-class FlagToken:
+class FlagToken(Record):
     """A token naming --kv-cache-dtype as one engine release reads it."""
 
-    source: str
-    index: int
-    text: str
-    value: Optional[str]      # None: no value follows
-    ambiguous: str = ""       # the options an ambiguous abbreviation could mean
-    value_at: Optional[Tuple[str, int]] = None   # (source, index) of the separate value it takes
+    __slots__ = ("source", "index", "text", "value", "ambiguous", "value_at", "next_text")
+
+    def __init__(self, source: str, index: int, text: str, value: str | None, ambiguous: str = "",
+                 value_at: tuple[str, int] | None = None, next_text: str | None = None):
+        self.source = source
+        self.index = index
+        self.text = text
+        self.value = value          # None: no value follows
+        self.ambiguous = ambiguous  # the options an ambiguous abbreviation could mean
+        self.value_at = value_at    # (source, index) of the separate value it takes
+        self.next_text = next_text
 
     @property
     def where(self):
@@ -66,8 +74,6 @@ class FlagToken:
     def value_text(self):
         """The separate value after it: the parsed one, or the word an ambiguous abbreviation would take."""
         return self.value if self.value is not None else self.next_text
-
-    next_text: Optional[str] = None
 
     @property
     def shown(self):
@@ -83,7 +89,7 @@ class FlagToken:
         return f"{first} and {path(*self.value_at)}" if self.value_at else first
 
 
-def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> Tuple[EngineAt, ...]:
+def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> tuple[EngineAt, ...]:
     """The engine releases a deployment runs: spec.engine.version, else spec.engine.image's tag,
     else the tags of its Pods' images (oldest Pod first), else the operator's minimum."""
     engine = model.normalise_engine(md.engine)
@@ -94,7 +100,7 @@ def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> Tuple[
     return tuple(EngineAt(engine, version, source) for version, source in found)
 
 
-def injected_engine(annotations, container) -> Optional[EngineAt]:
+def injected_engine(annotations, container) -> EngineAt | None:
     """The engine an injection opt-in declares, at its image's version, else the minimum."""
     engine = model.normalise_engine(annotations.get(snap.ANNOTATION_PREFIX + "engine"))
     if engine is None:
@@ -106,7 +112,7 @@ def injected_engine(annotations, container) -> Optional[EngineAt]:
     return EngineAt(engine, version, source, ascend)
 
 
-def operator_tokens(dtype) -> List[Token]:
+def operator_tokens(dtype) -> list[Token]:
     """The two entries the operator (and the webhook) hand the engine."""
     return [Token(DTYPE_OPTION, OPERATOR_SOURCE, 0), Token(dtype, OPERATOR_SOURCE, 1)]
 
@@ -129,7 +135,7 @@ def _could_abbreviate_dtype(text, profile):
     return len(name) > 2 and DTYPE_OPTION.startswith(name)
 
 
-def flag_tokens(tokens: Sequence[Token], profile) -> List[FlagToken]:
+def flag_tokens(tokens: Sequence[Token], profile) -> list[FlagToken]:
     """Every token the release's parser reads as --kv-cache-dtype: exact, `=value`, vLLM's
     underscores, unique abbreviations, `--kv-cache-dtype.key`; and abbreviations that are
     ambiguous at that release but could mean it. Each token is put to `kvparse` followed by a
@@ -157,7 +163,7 @@ def flag_tokens(tokens: Sequence[Token], profile) -> List[FlagToken]:
     return found
 
 
-def accepted_since(engine, value) -> Optional[str]:
+def accepted_since(engine, value) -> str | None:
     """The first release of `engine` that accepts `value` (and still does), from the engine data."""
     since = None
     for release, added, removed in model.ACCEPTED_VALUES[engine]:
@@ -168,7 +174,7 @@ def accepted_since(engine, value) -> Optional[str]:
     return since
 
 
-def suggest_dtype(dtype, profiles) -> Optional[str]:
+def suggest_dtype(dtype, profiles) -> str | None:
     """A spelling of the same cache format that every given release accepts, if there is one."""
     for candidate in (dtype,) + SAME_FORMAT.get(dtype, ()):
         if all(candidate in p.accepted for p in profiles):

@@ -1,8 +1,9 @@
 """What a check reports: severities, the finding codes (README "Finding codes" mirrors them), one
 finding, and the whole report."""
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional
+from __future__ import annotations
+
+from kubectl_kvcache.record import Record
 
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -27,15 +28,18 @@ CODES = {
 
 
 
-@dataclass(frozen=True)
-class Finding:
-    severity: str
-    code: str
-    namespace: Optional[str]
-    kind: str
-    name: str
-    message: str
-    fix: str = ""
+class Finding(Record):
+    __slots__ = ("severity", "code", "namespace", "kind", "name", "message", "fix")
+
+    def __init__(self, severity: str, code: str, namespace: str | None, kind: str, name: str, message: str,
+                 fix: str = ""):
+        self.severity = severity
+        self.code = code
+        self.namespace = namespace
+        self.kind = kind
+        self.name = name
+        self.message = message
+        self.fix = fix
 
     def to_dict(self):
         return {"severity": self.severity, "code": self.code, "namespace": self.namespace, "kind": self.kind,
@@ -48,13 +52,17 @@ def finding(code, obj, message, fix="", severity=None):
     return Finding(severity or CODES[code][0], code, namespace, kind, name, message, fix)
 
 
-@dataclass
-class Report:
-    setting: dict
-    findings: List[Finding]
-    bindings: List       # checks.bindings.BindingEntry
-    roles: List          # checks.roles.RoleEntry
-    checked: Dict[str, int]
+class Report(Record):
+    __slots__ = ("setting", "findings", "bindings", "roles", "checked")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, setting: dict, findings: list[Finding], bindings: list, roles: list,
+                 checked: dict[str, int]):
+        self.setting = setting
+        self.findings = findings
+        self.bindings = bindings    # checks.bindings.BindingEntry
+        self.roles = roles          # checks.roles.RoleEntry
+        self.checked = checked
 
     def summary(self):
         return {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}

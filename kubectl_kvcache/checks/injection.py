@@ -1,6 +1,6 @@
 """4. Injection opt-ins (Pods and workload Pod templates) the webhook will refuse."""
 
-from typing import List, Tuple
+from __future__ import annotations
 
 from kubectl_kvcache import engine as model, snapshot as snap
 from kubectl_kvcache.checks.engines import flag_tokens, injected_engine
@@ -17,7 +17,7 @@ def _without_webhook_tail(container, optin):
     return container
 
 
-def injection_problems(optin: OptIn) -> List[Tuple[str, str]]:
+def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
     """(why, fix) for every reason the webhook refuses this opt-in."""
     container, problem = target_container(optin)
     if container is None:
@@ -47,7 +47,7 @@ def injection_problems(optin: OptIn) -> List[Tuple[str, str]]:
     return problems
 
 
-def check_injection(optins: List[OptIn]) -> List[Finding]:
+def check_injection(optins: list[OptIn]) -> list[Finding]:
     found = []
     for o in optins:
         if not o.annotation("binding") or injected_engine(o.annotations, None) is None:

@@ -1,23 +1,26 @@
 """What the checks read from a snapshot: injection opt-ins (Pods and workload templates) and the
 engine Pods of pool-attached deployments, grouped by role."""
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from __future__ import annotations
 
 from kubectl_kvcache import snapshot as snap, verify
+from kubectl_kvcache.record import Record
 
 
-@dataclass(frozen=True)
-class OptIn:
+class OptIn(Record):
     """A Pod, or a workload's Pod template, labelled kvcache.gpustack.ai/inject=true."""
 
-    kind: str
-    namespace: str
-    name: str
-    annotations: Dict[str, str]
-    containers: Tuple[dict, ...]
-    existing_pod: bool = False
-    owner: Optional[Tuple[str, str]] = None     # (kind, name) of a Pod's controller
+    __slots__ = ("kind", "namespace", "name", "annotations", "containers", "existing_pod", "owner")
+
+    def __init__(self, kind: str, namespace: str, name: str, annotations: dict[str, str],
+                 containers: tuple[dict, ...], existing_pod: bool = False, owner: tuple[str, str] | None = None):
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.annotations = annotations
+        self.containers = containers
+        self.existing_pod = existing_pod
+        self.owner = owner          # (kind, name) of a Pod's controller
 
     @property
     def obj(self):
@@ -27,7 +30,7 @@ class OptIn:
         return self.annotations.get(snap.ANNOTATION_PREFIX + key)
 
 
-def opt_ins(snapshot) -> List[OptIn]:
+def opt_ins(snapshot) -> list[OptIn]:
     found = []
     for pod in snapshot.pods:
         if not snap.in_namespace(pod.namespace, snapshot.namespace) or pod.md_controlled:
@@ -41,7 +44,7 @@ def opt_ins(snapshot) -> List[OptIn]:
     return sorted(found, key=lambda o: (o.namespace, o.kind != "Pod", o.kind, o.name))
 
 
-def target_container(optin: OptIn) -> Tuple[Optional[dict], str]:
+def target_container(optin: OptIn) -> tuple[dict | None, str]:
     """The container the webhook injects into, or why it refuses to pick one."""
     return snap.injection_target(optin.annotations, optin.containers)
 
@@ -59,8 +62,8 @@ class EnginePods:
     """Engine Pods of pool-attached deployments, grouped (verify decides which Pods count)."""
 
     def __init__(self, snapshot):
-        self.by_role: Dict[Tuple[str, str, str], List[verify.Candidate]] = {}
-        self._roles: Dict[Tuple[str, str], List[Tuple[str, str, str]]] = {}
+        self.by_role: dict[tuple[str, str, str], list[verify.Candidate]] = {}
+        self._roles: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
         for cand in verify.candidates(snapshot):
             if cand.owner and not cand.problem:
                 key = (cand.pod.namespace, cand.owner["name"], cand.role)

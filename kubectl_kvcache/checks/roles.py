@@ -1,33 +1,39 @@
 """2. Roles that pass --kv-cache-dtype themselves in extraArgs (refused at their next edit), and
 3. take-over roles (`command` set) on a pool: the operator renders nothing for them."""
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from __future__ import annotations
 
 from kubectl_kvcache import engine as model, snapshot as snap, verify
 from kubectl_kvcache.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens, operator_tokens,
                                             plain)
 from kubectl_kvcache.checks.findings import ERROR, INFO, WARNING, Finding, finding
 from kubectl_kvcache.engine import Token, predict
+from kubectl_kvcache.record import Record
 from kubectl_kvcache.spelling import nearest_spelling
 
 
-@dataclass
-class RoleEntry:
-    namespace: str
-    deployment: str
-    role: str
-    role_index: int
-    type: str                 # own-flag | take-over
-    engine: Optional[EngineAt]
-    binding: Optional[str]
-    dtype: Optional[str]
-    flags: List[dict]         # {path, text, value, where}
-    today: str
-    after: str
-    verdict: str
-    severity: str
-    reason: str
+class RoleEntry(Record):
+    __slots__ = ("namespace", "deployment", "role", "role_index", "type", "engine", "binding", "dtype", "flags",
+                 "today", "after", "verdict", "severity", "reason")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, namespace: str, deployment: str, role: str, role_index: int, type: str,
+                 engine: EngineAt | None, binding: str | None, dtype: str | None, flags: list[dict], today: str,
+                 after: str, verdict: str, severity: str, reason: str):
+        self.namespace = namespace
+        self.deployment = deployment
+        self.role = role
+        self.role_index = role_index
+        self.type = type            # own-flag | take-over
+        self.engine = engine
+        self.binding = binding
+        self.dtype = dtype
+        self.flags = flags          # {path, text, value, where}
+        self.today = today
+        self.after = after
+        self.verdict = verdict
+        self.severity = severity
+        self.reason = reason
 
     def to_dict(self):
         return {
@@ -54,11 +60,11 @@ def _shown(parse: model.Parse) -> str:
     return parse.effective if parse.effective is not None else "auto (engine default)"
 
 
-def _today_from_pods(cands, snapshot, on) -> Optional[str]:
+def _today_from_pods(cands, snapshot, on) -> str | None:
     """What the role's running Pods run with, as verify judges them: `fp8_e5m2 (2 pods)`."""
     if not cands:
         return None
-    counts: Dict[str, int] = {}
+    counts: dict[str, int] = {}
     for cand in cands:
         item = verify.judge_candidate(cand, snapshot, on)
         shown = item.status if item.status in (verify.REJECTED, verify.UNKNOWN) else (item.effective or "auto")
@@ -69,7 +75,7 @@ def _today_from_pods(cands, snapshot, on) -> Optional[str]:
 _OPERATOR_FIRST = "the operator's --kv-cache-dtype, which comes before the role's"
 
 
-def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Optional[Tuple[RoleEntry, Finding]]:
+def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding] | None:
     tokens = [Token(a, EXTRA_ARGS, j) for j, a in enumerate(role.extra_args)]
     flags = flag_tokens(tokens, at.profile)
     if not flags:
@@ -119,7 +125,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Op
     return entry, finding("role-own-flag", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
 
 
-def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Tuple[RoleEntry, Finding]:
+def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding]:
     dtype = binding.dtype if binding else None
     cands = pods.of(md, role.name)
     image = md.image or ((cands[0].pod.container(snap.ENGINE_CONTAINER) or {}).get("image") if cands else None)
@@ -165,7 +171,7 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> Tu
     return entry, finding("takeover-role", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
 
 
-def check_roles(snapshot, deployments, pods, on) -> Tuple[List[RoleEntry], List[Finding]]:
+def check_roles(snapshot, deployments, pods, on) -> tuple[list[RoleEntry], list[Finding]]:
     entries, found = [], []
     for md in deployments:
         if not md.kv_cache:

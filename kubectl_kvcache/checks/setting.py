@@ -1,12 +1,12 @@
 """5. The Setting itself: its value as the checks read it, and the finding that says what it means."""
 
-from typing import Optional
+from __future__ import annotations
 
 from kubectl_kvcache import setting as setting_mod, snapshot as snap
 from kubectl_kvcache.checks.findings import ERROR, Finding, finding
 
 
-def setting_state(setting: Optional[snap.Setting], input_source="cluster") -> dict:
+def setting_state(setting: snap.Setting | None, input_source="cluster") -> dict:
     setting = setting or snap.default_setting()
     return {"namespace": snap.SETTING_NAMESPACE, "name": snap.SETTING_NAME, "value": setting.status_value,
             "specValue": setting.spec_value, "on": setting_mod.effective_value(setting),
