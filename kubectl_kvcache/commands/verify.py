@@ -5,7 +5,6 @@ import os
 import queue
 import threading
 import time
-from dataclasses import replace
 
 from kubectl_kvcache import exitcodes, render, rollout, snapshot as snap, sources, verify
 from kubectl_kvcache.engine import CachedPredict
@@ -163,7 +162,7 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     """List, then watch; print changed rows (--watch) and the progress (--wait) until the rollout
     completes, a replica is confirmed REJECTED (--wait), or --timeout passes."""
     client = sources.open_client(options.connection, render.tracer(io.stderr))
-    scope = replace(options.scope, namespace=sources.resolve_namespace(options.scope, client))
+    scope = options.scope.replace(namespace=sources.resolve_namespace(options.scope, client))
     versions = {}
     snapshot = sources.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
     snapshot.namespace = scope.namespace
