@@ -6,22 +6,25 @@ replicas confirmed REJECTED (their engine already exited with code 2: the wait e
 the replicas left. No I/O; the loop is in commands/verify.py and the words in render/verify.py.
 """
 
-from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from __future__ import annotations
 
 from kubectl_kvcache import verify
+from kubectl_kvcache.record import Record
 from kubectl_kvcache.verify import DONE, STATUSES, Item, Report
 
 COMPLETE, REJECTED, TIMEOUT = "complete", "rejected", "timeout"
 
 
-@dataclass(frozen=True)
-class Progress:
-    counts: Dict[str, int]      # status -> replicas (NO-POD rows included); "terminating": old Pods going away
-    done: int                   # deployments whose every replica runs the expected value
-    total: int                  # pool-attached deployments in scope
-    rejected: Tuple[Item, ...]  # replicas confirmed REJECTED
-    left: Tuple[Item, ...]      # replicas not done (in table order)
+class Progress(Record):
+    __slots__ = ("counts", "done", "total", "rejected", "left")
+
+    def __init__(self, counts: dict[str, int], done: int, total: int, rejected: tuple[Item, ...],
+                 left: tuple[Item, ...]):
+        self.counts = counts        # status -> replicas (NO-POD rows included); "terminating": old Pods going away
+        self.done = done            # deployments whose every replica runs the expected value
+        self.total = total          # pool-attached deployments in scope
+        self.rejected = rejected    # replicas confirmed REJECTED
+        self.left = left            # replicas not done (in table order)
 
     @property
     def complete(self) -> bool:
@@ -35,7 +38,7 @@ class Progress:
         return COMPLETE if self.complete else None
 
 
-def replicas(report: Report) -> List[Item]:
+def replicas(report: Report) -> list[Item]:
     """The rows that are replicas of a pool-attached deployment in scope (not injected Pods)."""
     deployments = {(d.namespace, d.name) for d in report.deployments}
     return [i for i in report.items if i.owner and (i.namespace, i.deployment) in deployments]
@@ -63,7 +66,7 @@ class Changes:
         return (item.status, item.expected, item.effective, verify.state_label(item), state.get("ready"),
                 state.get("restarts"))
 
-    def update(self, report: Report) -> List[Item]:
+    def update(self, report: Report) -> list[Item]:
         now = {i.key: self.signature(i) for i in report.items}
         changed = [i for i in report.items if self._seen.get(i.key) != now[i.key]]
         self._seen = now

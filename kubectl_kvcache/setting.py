@@ -5,18 +5,20 @@ it touches (blast radius), the merge patch that flips it, and the command that f
 How it is shown is render/setting.py.
 """
 
+from __future__ import annotations
+
 import shlex
-from dataclasses import dataclass
-from typing import Iterable, Optional, Tuple
+from collections.abc import Iterable
 
 from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, Connection
+from kubectl_kvcache.record import Record
 from kubectl_kvcache.snapshot import Setting
 
 DEFAULT = True
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
 
-def parse_bool(text) -> Optional[bool]:
+def parse_bool(text) -> bool | None:
     """Go's strconv.ParseBool: exactly these spellings, anything else is None (refused)."""
     if text in _TRUE:
         return True
@@ -25,7 +27,7 @@ def parse_bool(text) -> Optional[bool]:
     return None
 
 
-def effective_value(setting: Optional[Setting]) -> Optional[bool]:
+def effective_value(setting: Setting | None) -> bool | None:
     """The value the operator acts on: status.value, or the default when unset; None if unreadable."""
     if setting is None or setting.status_value is None:
         return DEFAULT
@@ -42,19 +44,25 @@ def action_for(value: bool) -> str:
     return "on" if value else "off"
 
 
-@dataclass(frozen=True)
-class BlastRadius:
+class BlastRadius(Record):
     """What rolls when the Setting flips. A count is None when it could not be read (`why`)."""
-    deployments: Optional[int]
-    replicas: Optional[int]
-    namespaces: Optional[int]
-    injected_pods: Optional[int]
-    injected_namespaces: Optional[int]
-    deployments_why: str = ""
-    pods_why: str = ""
+
+    __slots__ = ("deployments", "replicas", "namespaces", "injected_pods", "injected_namespaces", "deployments_why",
+                 "pods_why")
+
+    def __init__(self, deployments: int | None, replicas: int | None, namespaces: int | None,
+                 injected_pods: int | None, injected_namespaces: int | None, deployments_why: str = "",
+                 pods_why: str = ""):
+        self.deployments = deployments
+        self.replicas = replicas
+        self.namespaces = namespaces
+        self.injected_pods = injected_pods
+        self.injected_namespaces = injected_namespaces
+        self.deployments_why = deployments_why
+        self.pods_why = pods_why
 
 
-def blast_radius(deployments: Optional[Iterable], injected_pods: Optional[Iterable],
+def blast_radius(deployments: Iterable | None, injected_pods: Iterable | None,
                  deployments_why="", pods_why="") -> BlastRadius:
     """Pool-attached deployments (spec.kvCache set) roll with every replica of every role (a role
     without `replicas` counts as 1, the API default); injection Pods are affected when next
@@ -105,7 +113,7 @@ _VALUE_FLAGS = (("kubeconfig", "--kubeconfig"), ("context", "--context"), ("clus
                 ("as_uid", "--as-uid"))
 
 
-def connection_args(conn: Connection) -> Tuple[str, ...]:
+def connection_args(conn: Connection) -> tuple[str, ...]:
     """The connection flags the user gave, as argv (the token itself is never echoed: it is
     referenced as $KVCACHE_TOKEN)."""
     args = []
@@ -135,7 +143,7 @@ def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIEL
     return " ".join(f'"{a}"' if a == "$" + TOKEN_VARIABLE else shlex.quote(a) for a in argv)
 
 
-def pending_value(setting: Setting) -> Optional[bool]:
+def pending_value(setting: Setting) -> bool | None:
     """The value spec.value asks for when status.value does not report it yet, else None."""
     if setting.spec_value is None:
         return None

@@ -6,12 +6,13 @@ objects. A missing or mistyped field is an InvalidObject (a PluginError) naming 
 field path, never a KeyError or AttributeError.
 """
 
+from __future__ import annotations
+
 import functools
 import os
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from kubectl_kvcache.errors import InvalidObject, PluginError
+from kubectl_kvcache.record import Record
 
 GROUP = "worker.gpustack.ai"
 SETTING_GROUP = "gpustack.ai"
@@ -209,19 +210,24 @@ def _check_container(slim, what, path):
     _env_from(slim.get("envFrom"), what, f"{path}.envFrom")
 
 
-@dataclass(frozen=True)
-class Pod:
-    namespace: str
-    name: str
-    labels: Dict[str, str]
-    annotations: Dict[str, str]          # only kvcache.gpustack.ai/* ones
-    owner: Optional[Tuple[str, str, str]]  # controller (apiVersion, kind, name)
-    containers: Tuple[dict, ...]
-    exit_codes: Dict[str, int]           # container -> last termination exit code
-    phase: str = ""
-    created: str = ""
-    deleting: str = ""                   # metadata.deletionTimestamp: Terminating
-    states: Dict[str, dict] = field(default_factory=dict)   # container -> {ready, restarts, waiting, running}
+class Pod(Record):
+    __slots__ = ("namespace", "name", "labels", "annotations", "owner", "containers", "exit_codes", "phase",
+                 "created", "deleting", "states")
+
+    def __init__(self, namespace: str, name: str, labels: dict[str, str], annotations: dict[str, str],
+                 owner: tuple[str, str, str] | None, containers: tuple[dict, ...], exit_codes: dict[str, int],
+                 phase: str = "", created: str = "", deleting: str = "", states: dict[str, dict] | None = None):
+        self.namespace = namespace
+        self.name = name
+        self.labels = labels
+        self.annotations = annotations      # only kvcache.gpustack.ai/* ones
+        self.owner = owner                  # controller (apiVersion, kind, name)
+        self.containers = containers
+        self.exit_codes = exit_codes        # container -> last termination exit code
+        self.phase = phase
+        self.created = created
+        self.deleting = deleting            # metadata.deletionTimestamp: Terminating
+        self.states = {} if states is None else states   # container -> {ready, restarts, waiting, running}
 
     def container(self, name):
         return next((c for c in self.containers if c.get("name") == name), None)
@@ -238,7 +244,7 @@ class Pod:
         return self.labels.get(INJECT_LABEL) == "true"
 
 
-def injection_target(annotations: Dict[str, str], containers) -> Tuple[Optional[dict], str]:
+def injection_target(annotations: dict[str, str], containers) -> tuple[dict | None, str]:
     """The container the injection webhook appends to (its annotation's, else the only one),
     or None and why it cannot pick one. The one place this is decided, for verify and check."""
     named = annotations.get(ANNOTATION_PREFIX + "container")
@@ -253,39 +259,51 @@ def injection_target(annotations: Dict[str, str], containers) -> Tuple[Optional[
                   f"to say which runs the engine")
 
 
-@dataclass(frozen=True)
-class Role:
-    name: str
-    kind: str
-    replicas: Optional[int]
-    command: Tuple[str, ...]
-    extra_args: Tuple[str, ...]
-    env: Tuple[dict, ...]
+class Role(Record):
+    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env")
+
+    def __init__(self, name: str, kind: str, replicas: int | None, command: tuple[str, ...],
+                 extra_args: tuple[str, ...], env: tuple[dict, ...]):
+        self.name = name
+        self.kind = kind
+        self.replicas = replicas
+        self.command = command
+        self.extra_args = extra_args
+        self.env = env
 
 
-@dataclass(frozen=True)
-class RoleStatus:
+class RoleStatus(Record):
     """What the operator reports for a role in status.roles[]."""
 
-    name: str
-    replicas: Optional[int]
-    ready: Optional[int]
-    updated: Optional[int]
+    __slots__ = ("name", "replicas", "ready", "updated")
+
+    def __init__(self, name: str, replicas: int | None, ready: int | None, updated: int | None):
+        self.name = name
+        self.replicas = replicas
+        self.ready = ready
+        self.updated = updated
 
 
-@dataclass(frozen=True)
-class Deployment:
-    namespace: str
-    name: str
-    engine: Optional[str]        # as written (vLLM, vllm, ...)
-    engine_version: Optional[str]
-    binding: Optional[str]       # spec.kvCache.poolRef.name
-    kv_cache: bool               # spec.kvCache is set
-    roles: Tuple[Role, ...]
-    status_dtype: Optional[str] = None
-    image: Optional[str] = None
-    labels: Dict[str, str] = field(default_factory=dict, hash=False, compare=False)   # for -l on roles/check
-    status_roles: Tuple[RoleStatus, ...] = ()
+class Deployment(Record):
+    __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
+                 "image", "labels", "status_roles")
+    _uncompared = ("labels",)
+
+    def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
+                 binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
+                 image: str | None = None, labels: dict[str, str] | None = None,
+                 status_roles: tuple[RoleStatus, ...] = ()):
+        self.namespace = namespace
+        self.name = name
+        self.engine = engine                # as written (vLLM, vllm, ...)
+        self.engine_version = engine_version
+        self.binding = binding              # spec.kvCache.poolRef.name
+        self.kv_cache = kv_cache            # spec.kvCache is set
+        self.roles = roles
+        self.status_dtype = status_dtype
+        self.image = image
+        self.labels = {} if labels is None else labels     # for -l on roles/check
+        self.status_roles = status_roles
 
     def role_status(self, name):
         return next((r for r in self.status_roles if r.name == name), None)
@@ -294,50 +312,68 @@ class Deployment:
         return next((r for r in self.roles if r.name == name), None)
 
 
-@dataclass(frozen=True)
-class Binding:
-    namespace: str
-    name: str
-    pool: Optional[str]
-    domain: str
-    dtype: Optional[str]
-    used_by: Tuple[Tuple[str, str, str], ...] = ()
-    phase: str = ""
-    labels: Dict[str, str] = field(default_factory=dict, hash=False, compare=False)   # for -l on bindings/check
-    created: str = ""             # metadata.creationTimestamp: who claimed a pool's domain first
+class Binding(Record):
+    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created")
+    _uncompared = ("labels",)
+
+    def __init__(self, namespace: str, name: str, pool: str | None, domain: str, dtype: str | None,
+                 used_by: tuple[tuple[str, str, str], ...] = (), phase: str = "",
+                 labels: dict[str, str] | None = None, created: str = ""):
+        self.namespace = namespace
+        self.name = name
+        self.pool = pool
+        self.domain = domain
+        self.dtype = dtype
+        self.used_by = used_by
+        self.phase = phase
+        self.labels = {} if labels is None else labels     # for -l on bindings/check
+        self.created = created              # metadata.creationTimestamp: who claimed a pool's domain first
 
 
-@dataclass(frozen=True)
-class Setting:
-    status_value: Optional[str]   # what the operator reports; None when unset
-    spec_value: Optional[str]
-    editable: Optional[bool]
-    description: str
-    sensitive: Optional[bool]
-    resource_version: str
-    source: str                   # cluster | file | default
+class Setting(Record):
+    __slots__ = ("status_value", "spec_value", "editable", "description", "sensitive", "resource_version",
+                 "source")
+
+    def __init__(self, status_value: str | None, spec_value: str | None, editable: bool | None, description: str,
+                 sensitive: bool | None, resource_version: str, source: str):
+        self.status_value = status_value    # what the operator reports; None when unset
+        self.spec_value = spec_value
+        self.editable = editable
+        self.description = description
+        self.sensitive = sensitive
+        self.resource_version = resource_version
+        self.source = source                # cluster | file | default
 
 
-@dataclass(frozen=True)
-class Workload:
-    kind: str
-    namespace: str
-    name: str
-    labels: Dict[str, str]
-    annotations: Dict[str, str]
-    containers: Tuple[dict, ...]
+class Workload(Record):
+    __slots__ = ("kind", "namespace", "name", "labels", "annotations", "containers")
+
+    def __init__(self, kind: str, namespace: str, name: str, labels: dict[str, str], annotations: dict[str, str],
+                 containers: tuple[dict, ...]):
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.labels = labels
+        self.annotations = annotations
+        self.containers = containers
 
 
-@dataclass
-class Snapshot:
-    pods: List[Pod] = field(default_factory=list)
-    deployments: Dict[Tuple[str, str], Deployment] = field(default_factory=dict)
-    bindings: Dict[Tuple[str, str], Binding] = field(default_factory=dict)
-    setting: Optional[Setting] = None
-    workloads: List[Workload] = field(default_factory=list)
-    source: str = "cluster"
-    namespace: Optional[str] = None       # the namespace asked for; None: all
-    notes: List[str] = field(default_factory=list)
+class Snapshot(Record):
+    __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes")
+    __hash__ = None     # mutable: filled in as it is read
+
+    def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
+                 bindings: dict[tuple[str, str], Binding] | None = None, setting: Setting | None = None,
+                 workloads: list[Workload] | None = None, source: str = "cluster", namespace: str | None = None,
+                 notes: list[str] | None = None):
+        self.pods = [] if pods is None else pods
+        self.deployments = {} if deployments is None else deployments
+        self.bindings = {} if bindings is None else bindings
+        self.setting = setting
+        self.workloads = [] if workloads is None else workloads
+        self.source = source
+        self.namespace = namespace          # the namespace asked for; None: all
+        self.notes = [] if notes is None else notes
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""
@@ -616,7 +652,7 @@ def deployment_record(obj) -> Deployment:
     )
 
 
-def _role_statuses(status, what) -> Tuple["RoleStatus", ...]:
+def _role_statuses(status, what) -> tuple[RoleStatus, ...]:
     """status.roles: what the operator reports of each role's replicas."""
     found = []
     for path, r in _objects(status.get("roles"), what, "status.roles"):
@@ -628,7 +664,7 @@ def _role_statuses(status, what) -> Tuple["RoleStatus", ...]:
     return tuple(found)
 
 
-def _container_states(status, what) -> Dict[str, dict]:
+def _container_states(status, what) -> dict[str, dict]:
     """Per container: ready, restarts, the waiting reason (CrashLoopBackOff, ...), running."""
     states = {}
     for path, cs in _objects(status.get("containerStatuses"), what, "status.containerStatuses"):

@@ -1,18 +1,20 @@
 """Where a snapshot comes from: saved files (`-f`) or a live cluster. The two give the same
 records, so everything after this module cannot tell them apart."""
 
+from __future__ import annotations
+
 import contextlib
 import gc
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from typing import Callable, Optional
+import threading
+from collections.abc import Callable
 
 from kubectl_kvcache import snapshot as snap
 from kubectl_kvcache.errors import Forbidden, InvalidObject, NotFound, PluginError
 from kubectl_kvcache.options import Connection, Scope, selector_requirements
+from kubectl_kvcache.record import Record
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
 # Kinds a saved cluster commonly holds that no command reads: not worth a note.
@@ -736,15 +738,17 @@ def _skippable(list_workloads):
                         f"opt-ins)") from exc
 
 
-@dataclass(frozen=True)
-class WatchTarget:
+class WatchTarget(Record):
     """A collection `verify --watch/--wait` follows: what load_cluster listed under `key`."""
 
-    key: str
-    path: str
-    selector: Optional[str]
-    convert: Callable[[dict], object]
-    what: str
+    __slots__ = ("key", "path", "selector", "convert", "what")
+
+    def __init__(self, key: str, path: str, selector: str | None, convert: Callable[[dict], object], what: str):
+        self.key = key
+        self.path = path
+        self.selector = selector
+        self.convert = convert
+        self.what = what
 
 
 def watch_targets(client, scope: Scope):
@@ -802,15 +806,43 @@ def _gc_paused():
 
 
 def _run_all(jobs):
-    """Run independent API calls concurrently; the first error (in job order) wins."""
-    with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-        futures = {name: pool.submit(job) for name, job in jobs.items()}
-        results, errors = {}, []
-        for name, future in futures.items():
-            try:
-                results[name] = future.result()
-            except PluginError as exc:
-                errors.append(exc)
+    """Run independent API calls concurrently; the first error (in job order) wins.
+
+    A thread per job, all started at once and all finished before anything is raised (a Ctrl-C
+    while waiting too: it aborts the requests, so the jobs end at once). Any other exception of a
+    job (KeyboardInterrupt from those aborted requests, a bug) is raised here, in the caller's
+    thread, ahead of the PluginErrors."""
+    outcomes = {}
+
+    def run(name, job):
+        try:
+            outcomes[name] = (True, job())
+        except BaseException as exc:        # raised in the caller's thread below
+            outcomes[name] = (False, exc)
+
+    started = []
+    try:
+        for name, job in jobs.items():
+            thread = threading.Thread(target=run, args=(name, job), name=f"kvcache-{name}")
+            thread.start()
+            started.append(thread)
+    finally:
+        try:
+            for thread in started:
+                thread.join()
+        except BaseException:
+            for thread in started:
+                thread.join()
+            raise
+    results, errors = {}, []
+    for name in jobs:
+        ok, value = outcomes[name]
+        if ok:
+            results[name] = value
+        elif isinstance(value, PluginError):
+            errors.append(value)
+        else:
+            raise value
     if errors:
         raise errors[0]
     return results
@@ -832,7 +864,7 @@ def warm(connection: Connection, trace=None):
     start(connection, (snap.GROUP, snap.SETTING_GROUP), trace)
 
 
-def resolve_namespace(scope: Scope, client=None) -> Optional[str]:
+def resolve_namespace(scope: Scope, client=None) -> str | None:
     """The one namespace to look at, or None for all: -A, else -n, else the context's (files: all)."""
     if scope.all_namespaces:
         return None

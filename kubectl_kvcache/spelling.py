@@ -5,7 +5,9 @@ Only rewrites that keep the cache format are tried (case, `-` for `_`, PyTorch's
 `float8_e4m3fn`/`fnuz`, the engines' own aliases of one format). Edit distance is not used:
 `float16` is one letter from `bfloat16`, a different format."""
 
-from typing import Iterable, Optional
+from __future__ import annotations
+
+from collections.abc import Iterable
 
 from kubectl_kvcache.engine import SAME_FORMAT
 
@@ -22,7 +24,7 @@ def _variants(value: str):
             break
 
 
-def nearest_spelling(value: Optional[str], accepted: Iterable[str]) -> Optional[str]:
+def nearest_spelling(value: str | None, accepted: Iterable[str]) -> str | None:
     """The accepted spelling of the same format as `value`, when `value` is a near miss of one;
     None when `value` is accepted, or when no rewrite that keeps the format is accepted (then
     naming every accepted value is the honest answer)."""

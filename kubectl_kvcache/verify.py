@@ -5,12 +5,12 @@ ModelDeployment and carrying one of its roles, or opted into injection), which c
 the engine (`main`, or the injection annotation's), and the verdict.
 """
 
-from dataclasses import dataclass, field
-from typing import List, Optional
+from __future__ import annotations
 
 from kubectl_kvcache import engine as model, setting as setting_mod, snapshot as snap
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.record import Record
 from kubectl_kvcache.snapshot import NOT_SERVED
 
 OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
@@ -26,29 +26,39 @@ TO_ROLL = "to-roll"             # no Pod yet, not rolled (MISSING), Pending, not
 STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
 
 
-@dataclass
-class Item:
-    namespace: str
-    pod: str
-    container: Optional[str]
-    owner: Optional[dict]
-    role: Optional[str]
-    engine: Optional[str]
-    engine_version: Optional[str]
-    binding: Optional[str]
-    expected: Optional[str]
-    effective: Optional[str]
-    status: str
-    reason: str
-    occurrences: List[dict] = field(default_factory=list)
-    version_source: Optional[str] = None
-    winner: Optional[int] = None
-    container_spec: Optional[dict] = None   # kept for the per-Pod argv listing
-    fix: str = ""                           # the next step for a non-OK item, in check's words
-    recover: bool = False                   # the fix is the guide's recovery of its Binding
-    state: Optional[dict] = None            # the Pod's state (None: no Pod); see pod_state()
-    takeover: bool = False
-    slot: Optional[int] = None              # NO-POD rows: which missing replica of the role
+class Item(Record):
+    __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
+                 "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
+                 "container_spec", "fix", "recover", "state", "takeover", "slot")
+    __hash__ = None     # mutable: judged field by field
+
+    def __init__(self, namespace: str, pod: str, container: str | None, owner: dict | None, role: str | None,
+                 engine: str | None, engine_version: str | None, binding: str | None, expected: str | None,
+                 effective: str | None, status: str, reason: str, occurrences: list[dict] | None = None,
+                 version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
+                 fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
+                 slot: int | None = None):
+        self.namespace = namespace
+        self.pod = pod
+        self.container = container
+        self.owner = owner
+        self.role = role
+        self.engine = engine
+        self.engine_version = engine_version
+        self.binding = binding
+        self.expected = expected
+        self.effective = effective
+        self.status = status
+        self.reason = reason
+        self.occurrences = [] if occurrences is None else occurrences
+        self.version_source = version_source
+        self.winner = winner
+        self.container_spec = container_spec   # kept for the per-Pod argv listing
+        self.fix = fix                          # the next step for a non-OK item, in check's words
+        self.recover = recover                  # the fix is the guide's recovery of its Binding
+        self.state = state                      # the Pod's state (None: no Pod); see pod_state()
+        self.takeover = takeover
+        self.slot = slot                        # NO-POD rows: which missing replica of the role
 
     def to_dict(self):
         return {
@@ -66,7 +76,7 @@ class Item:
             (self.namespace, None, self.owner["name"], self.role, self.slot)
 
     @property
-    def deployment(self) -> Optional[str]:
+    def deployment(self) -> str | None:
         return self.owner["name"] if self.owner else None
 
     @property
@@ -94,13 +104,16 @@ class Item:
         return STUCK
 
 
-@dataclass
-class RoleProgress:
-    name: str
-    desired: int
-    pods: int                    # Pods that are not terminating
-    terminating: int
-    status: Optional[snap.RoleStatus]
+class RoleProgress(Record):
+    __slots__ = ("name", "desired", "pods", "terminating", "status")
+    __hash__ = None     # mutable
+
+    def __init__(self, name: str, desired: int, pods: int, terminating: int, status: snap.RoleStatus | None):
+        self.name = name
+        self.desired = desired
+        self.pods = pods                    # Pods that are not terminating
+        self.terminating = terminating
+        self.status = status
 
     def to_dict(self):
         s = self.status
@@ -109,17 +122,21 @@ class RoleProgress:
                 "statusUpdated": s.updated if s else None}
 
 
-@dataclass
-class DeploymentProgress:
+class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
-    namespace: str
-    name: str
-    binding: Optional[str]
-    expected: Optional[str]
-    roles: List[RoleProgress]
-    counts: dict                 # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
-    stuck: dict                  # status -> number, for the STUCK rows
+    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck")
+    __hash__ = None     # mutable
+
+    def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
+                 roles: list[RoleProgress], counts: dict, stuck: dict):
+        self.namespace = namespace
+        self.name = name
+        self.binding = binding
+        self.expected = expected
+        self.roles = roles
+        self.counts = counts                # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
+        self.stuck = stuck                  # status -> number, for the STUCK rows
 
     @property
     def desired(self):
@@ -139,13 +156,17 @@ class DeploymentProgress:
                 "roles": [r.to_dict() for r in self.roles]}
 
 
-@dataclass
-class Report:
-    setting_value: bool
-    setting_source: str
-    items: List[Item]
-    deployments: List[DeploymentProgress] = field(default_factory=list)
-    accounted: bool = True       # replicas without a Pod were looked for (not with -l or named Pods)
+class Report(Record):
+    __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted")
+    __hash__ = None     # mutable
+
+    def __init__(self, setting_value: bool, setting_source: str, items: list[Item],
+                 deployments: list[DeploymentProgress] | None = None, accounted: bool = True):
+        self.setting_value = setting_value
+        self.setting_source = setting_source
+        self.items = items
+        self.deployments = [] if deployments is None else deployments
+        self.accounted = accounted          # replicas without a Pod were looked for (not with -l or named Pods)
 
     def summary(self):
         counts = {"total": len(self.items)}
@@ -161,23 +182,28 @@ class Report:
                 "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None}
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Record):
     """An engine container to judge, with what its owner declares."""
 
-    pod: snap.Pod
-    container_name: Optional[str]
-    owner: Optional[dict]
-    role: Optional[str]
-    declared_engine: Optional[str]
-    declared_version: Optional[str]
-    binding: Optional[str]
-    manufacturer: Optional[str] = None
-    takeover: bool = False
-    problem: str = ""           # set when the candidate itself cannot be judged
+    __slots__ = ("pod", "container_name", "owner", "role", "declared_engine", "declared_version", "binding",
+                 "manufacturer", "takeover", "problem")
+
+    def __init__(self, pod: snap.Pod, container_name: str | None, owner: dict | None, role: str | None,
+                 declared_engine: str | None, declared_version: str | None, binding: str | None,
+                 manufacturer: str | None = None, takeover: bool = False, problem: str = ""):
+        self.pod = pod
+        self.container_name = container_name
+        self.owner = owner
+        self.role = role
+        self.declared_engine = declared_engine
+        self.declared_version = declared_version
+        self.binding = binding
+        self.manufacturer = manufacturer
+        self.takeover = takeover
+        self.problem = problem              # set when the candidate itself cannot be judged
 
 
-def candidates(snapshot: snap.Snapshot) -> List[Candidate]:
+def candidates(snapshot: snap.Snapshot) -> list[Candidate]:
     found = []
     for pod in snapshot.pods:
         if pod.md_controlled:
@@ -447,7 +473,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bo
     return "kubectl kvcache check -o wide has the fix for its deployment or template" + hint, False
 
 
-def pod_state(pod: snap.Pod, container: Optional[str]) -> dict:
+def pod_state(pod: snap.Pod, container: str | None) -> dict:
     """The Pod's state as the rollout reads it: phase, Terminating, and its engine container's
     readiness, restarts, waiting reason (CrashLoopBackOff, ...) and last exit code (None: not reported)."""
     cs = pod.states.get(container) if container else None
@@ -457,7 +483,7 @@ def pod_state(pod: snap.Pod, container: Optional[str]) -> dict:
             "lastExitCode": pod.exit_codes.get(container) if container else None}
 
 
-def state_label(item: Item) -> Optional[str]:
+def state_label(item: Item) -> str | None:
     """`Running`, `Pending`, `Terminating`, `CrashLoopBackOff (exit 2)`, `Running, not ready`: one cell."""
     state = item.state
     if state is None:
@@ -507,7 +533,7 @@ def verify(snapshot: snap.Snapshot, account: bool = True, predictor=None) -> Rep
 MAX_NO_POD_ROWS = 100     # NO-POD rows per role; beyond, the last row stands for the rest
 
 
-def account_replicas(snapshot: snap.Snapshot, items: List[Item], on: bool):
+def account_replicas(snapshot: snap.Snapshot, items: list[Item], on: bool):
     """Match every pool-attached ModelDeployment role's desired replicas (spec.roles[].replicas,
     1 when unset as the API defaults it) with its Pods: a replica without a Pod becomes a NO-POD
     row. Returns the items (sorted, the NO-POD rows after their deployment's Pods) and one

@@ -181,7 +181,7 @@ def test_next_step_on_a_cluster_is_the_recovery_of_the_one_rejected_binding(writ
     assert verify_view.next_step(report, Scope(namespace="team")) == (
         "next: kubectl kvcache recover bad -n team   (the guide's recovery for Binding bad)")
     two = [i for i in report.items if i.recover][0]
-    report.items.append(verify.Item(**{**two.__dict__, "binding": "other"}))
+    report.items.append(two.replace(binding="other"))
     assert verify_view.next_step(report, Scope(all_namespaces=True)).startswith(
         "next: kubectl kvcache check -A -o wide")
 

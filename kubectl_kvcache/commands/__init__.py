@@ -1,14 +1,19 @@
 """One module per command, all alike: `run(options, io) -> exit code`, reading
 load (sources) -> judge (pure) -> render -> exit code. cli.py dispatches to them."""
 
-from dataclasses import dataclass
-from typing import IO as _Stream
+from __future__ import annotations
+
+import io as _io
+
+from kubectl_kvcache.record import Record
 
 
-@dataclass(frozen=True)
-class IO:
+class IO(Record):
     """The streams a command reads and writes (kubectl's IOStreams): tests pass their own."""
 
-    stdin: _Stream
-    stdout: _Stream
-    stderr: _Stream
+    __slots__ = ("stdin", "stdout", "stderr")
+
+    def __init__(self, stdin: _io.TextIOBase, stdout: _io.TextIOBase, stderr: _io.TextIOBase):
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr

@@ -5,7 +5,6 @@ import os
 import queue
 import threading
 import time
-from dataclasses import replace
 
 from kubectl_kvcache import exitcodes, render, rollout, snapshot as snap, sources, verify
 from kubectl_kvcache.engine import CachedPredict

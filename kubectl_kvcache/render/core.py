@@ -3,12 +3,15 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 (notes, summaries, errors) are printed here too, to stderr. Nothing outside render/ prints.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Tuple
+from collections.abc import Callable, Iterable
+
+from kubectl_kvcache.record import Record
 
 NONE = "<none>"
 
@@ -59,30 +62,36 @@ def escape(text) -> str:
     return text.translate(_ESCAPES) if _UNSAFE.search(text) else text
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(Record):
     """A header and how to get its cell from a row (pluto's columns): one definition serves every
     format. `wide_value`, when set, is the cell in -o wide (e.g. every name instead of a count)."""
 
-    header: str
-    value: Callable[[Any], Any]
-    wide_value: Optional[Callable[[Any], Any]] = None
-    shorten: bool = False       # long free text: shortened to fit a terminal (names never are)
+    __slots__ = ("header", "value", "wide_value", "shorten")
+
+    def __init__(self, header: str, value: Callable[[object], object],
+                 wide_value: Callable[[object], object] | None = None, shorten: bool = False):
+        self.header = header
+        self.value = value
+        self.wide_value = wide_value
+        self.shorten = shorten      # long free text: shortened to fit a terminal (names never are)
 
     def cell(self, row, wide):
         return (self.wide_value or self.value)(row) if wide else self.value(row)
 
 
-@dataclass(frozen=True)
-class View:
+class View(Record):
     """What a command lists: its columns (and the extra ones of -o wide), the rows of a report,
     the report's structured form for -o json|yaml, and what to call the rows when there are none."""
 
-    columns: Tuple[Column, ...]
-    wide: Tuple[Column, ...]
-    rows: Callable[[Any], Iterable]
-    to_dict: Callable[[Any], dict]
-    empty: str
+    __slots__ = ("columns", "wide", "rows", "to_dict", "empty")
+
+    def __init__(self, columns: tuple[Column, ...], wide: tuple[Column, ...], rows: Callable[[object], Iterable],
+                 to_dict: Callable[[object], dict], empty: str):
+        self.columns = columns
+        self.wide = wide
+        self.rows = rows
+        self.to_dict = to_dict
+        self.empty = empty
 
     def cells(self, report, wide):
         columns = self.columns + (self.wide if wide else ())
@@ -132,7 +141,7 @@ SEPARATOR = 2          # spaces between tabulate's plain columns
 _MIN_COLUMN = 12       # a column is not shortened below this (or its header)
 
 
-def terminal_width(out) -> Optional[int]:
+def terminal_width(out) -> int | None:
     """The width of the terminal `out` writes to; None when it is not a terminal (a pipe, a
     file): then nothing is fitted. $COLUMNS wins, as for other tools."""
     isatty = getattr(out, "isatty", None)

@@ -2,8 +2,10 @@
 an --apply run (each step's outcome, the wait's progress line, what was done and what is left).
 Cluster data is escaped before it reaches a terminal."""
 
+from __future__ import annotations
+
 import json
-from typing import Iterable, List
+from collections.abc import Iterable
 
 from kubectl_kvcache.render.core import escape, line, live_line
 
@@ -131,7 +133,7 @@ def waited(err, tty):
         line(err, flush=True)
 
 
-def stopped(done: List[int], failed: int, left: List[int], total: int, resume: str, err):
+def stopped(done: list[int], failed: int, left: list[int], total: int, resume: str, err):
     def span(ns):
         return ", ".join(str(n) for n in ns) if ns else "none"
     line(err, f"Stopped at step {failed} of {total}. Done: {span(done)}. Left: {span(left)}.")

@@ -1,8 +1,9 @@
 """The Setting as people read it: `setting status` lines and its structured `SettingStatus`,
 the blast radius of a flip, and the messages of on/off."""
 
+from __future__ import annotations
+
 import json
-from typing import Optional, Tuple
 
 from kubectl_kvcache.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
 from kubectl_kvcache.render.core import line
@@ -19,7 +20,7 @@ def _plural(n, one, many=None):
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-def blast_radius_lines(radius: BlastRadius, want: bool) -> Tuple[str, ...]:
+def blast_radius_lines(radius: BlastRadius, want: bool) -> tuple[str, ...]:
     head = f"Turning the Setting {action_for(want)} ({'renders' if want else 'stops rendering'} " \
            f"--kv-cache-dtype) affects, cluster-wide:"
     if radius.deployments is None:
@@ -59,14 +60,14 @@ def status_view(setting: Setting) -> dict:
     }
 
 
-def _shown(value: Optional[bool], raw: Optional[str]) -> str:
+def _shown(value: bool | None, raw: str | None) -> str:
     if value is None:
         return f"unreadable ({raw!r})"
     text = f"{action_for(value)} ({WORD[value]})"
     return text if raw in (None, WORD[value]) else f"{text}, written {raw!r}"
 
 
-def status_lines(setting: Setting) -> Tuple[str, ...]:
+def status_lines(setting: Setting) -> tuple[str, ...]:
     view = status_view(setting)
     if setting.source == "default":
         source = "default: the Setting object does not exist (the operator's default applies)"
@@ -138,7 +139,7 @@ def cancelled(err):
     line(err, "Cancelled: the Setting was not changed.")
 
 
-def waiting(want: bool, timeout: Optional[float], err):
+def waiting(want: bool, timeout: float | None, err):
     limit = "no time limit" if timeout is None else f"up to {_seconds(timeout)}"
     line(err, f"Waiting for status.value to report {WORD[want]!r} ({limit})...")
 

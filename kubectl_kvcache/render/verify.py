@@ -1,7 +1,8 @@
 """verify's view: one row per engine container, the per-Pod argv listing, the summary line."""
 
+from __future__ import annotations
+
 import shlex
-from typing import List, Tuple
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 from kubectl_kvcache.render.core import NONE, Column, View, cell, escape, line, live_clear, live_line
@@ -117,7 +118,7 @@ def next_step(report, scope):
     return f"next: kubectl kvcache check {' '.join(_scope_args(scope) + ['-o', 'wide'])}   (the fix for each finding)"
 
 
-def argv_listing(item: Item) -> List[Tuple[str, str, str]]:
+def argv_listing(item: Item) -> list[tuple[str, str, str]]:
     """(position, element, mark) rows for a Pod's engine container, each occurrence marked."""
     spec = item.container_spec or {}
     marks = {}
