@@ -220,13 +220,28 @@ SELECTS = {"verify": "Pods (ANDed with the plugin's own selectors)",
            "roles": "roles of ModelDeployments"}
 
 
-def build_parser():
+def build_parser(only=None):
+    """The command tree; `only`: just that command's branch. A command line that names its command
+    first parses nothing else, and building every branch costs ~10 ms of every start."""
     parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kubectl-kvcache {__version__}")
     sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", parser_class=_Parser)
     commands = {}
+    for name, add in BRANCHES.items():
+        if only is None or name == only:
+            add(sub, commands)
+    parser._commands = commands
+    return parser
 
+
+def named_command(args):
+    """The command a command line starts with, when it is one (build_parser(only=...))."""
+    return args[0] if args and args[0] in BRANCHES else None
+
+
+def _add_verify(sub, commands):
+    """verify's flags."""
     v = commands[("verify", None)] = _command(sub, "verify")
     v.add_argument("pods", nargs="*", metavar="POD", help="only these Pods (in the namespace)")
     _scope_flags(v, selects=SELECTS["verify"])
@@ -245,6 +260,9 @@ def build_parser():
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     _connection_flags(v)
 
+
+def _add_check(sub, commands):
+    """check's flags."""
     c = commands[("check", None)] = _command(sub, "check")
     _scope_flags(c, selects=SELECTS["check"])
     _assume_setting_flag(c)
@@ -253,15 +271,20 @@ def build_parser():
     _skip_workloads_flag(c)
     _connection_flags(c)
 
-    for name in ("bindings", "roles"):
-        b = commands[(name, None)] = _command(sub, name)
-        _scope_flags(b, selects=SELECTS[name])
-        _assume_setting_flag(b)
-        _output_flags(b)
-        if name == "bindings":
-            _skip_workloads_flag(b)
-        _connection_flags(b)
 
+def _add_bindings_or_roles(name, sub, commands):
+    """bindings' or roles' flags."""
+    b = commands[(name, None)] = _command(sub, name)
+    _scope_flags(b, selects=SELECTS[name])
+    _assume_setting_flag(b)
+    _output_flags(b)
+    if name == "bindings":
+        _skip_workloads_flag(b)
+    _connection_flags(b)
+
+
+def _add_setting(sub, commands):
+    """setting status|on|off."""
     s = commands[("setting", None)] = _command(sub, "setting")
     ssub = s.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     st = commands[("setting", "status")] = ssub.add_parser(
@@ -297,6 +320,9 @@ def build_parser():
             _skip_workloads_flag(a)
         _connection_flags(a)
 
+
+def _add_recover(sub, commands):
+    """recover's flags."""
     rc = commands[("recover", None)] = _command(sub, "recover")
     rc.add_argument("binding", metavar="BINDING", help="the KVCachePoolBinding to recover from")
     rc.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
@@ -326,11 +352,22 @@ def build_parser():
     rc.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the writes")
     _connection_flags(rc)
 
+
+def _add_completion(sub, commands):
+    """completion's argument."""
     comp = commands[("completion", None)] = _command(sub, "completion")
     comp.add_argument("shell", choices=("bash", "zsh", "fish", "powershell"), help="the shell")
+
+
+def _add_version(sub, commands):
+    """version (no flags)."""
     commands[("version", None)] = _command(sub, "version")
-    parser._commands = commands
-    return parser
+
+
+BRANCHES = {"verify": _add_verify, "check": _add_check,
+            "bindings": lambda sub, commands: _add_bindings_or_roles("bindings", sub, commands),
+            "roles": lambda sub, commands: _add_bindings_or_roles("roles", sub, commands),
+            "setting": _add_setting, "recover": _add_recover, "completion": _add_completion, "version": _add_version}
 
 
 # -- Complete and Validate: flags -> options ----------------------------------------------------
@@ -396,10 +433,10 @@ def scope(ns, names=(), workloads=False, selector=True) -> Scope:
 
 
 def verify_options(ns) -> VerifyOptions:
-    from kubectl_kvcache.verify import OK, STATUSES
-
-    fail_on = ()
+    fail_on = ()        # every status but OK
     if ns.fail_on is not None:
+        from kubectl_kvcache.verify import STATUSES     # only then: verify loads while the lists are read
+
         words = [w.strip().upper() for w in ns.fail_on.split(",") if w.strip()]
         unknown = [w for w in words if w not in STATUSES]
         if unknown or not words:
@@ -420,8 +457,8 @@ def verify_options(ns) -> VerifyOptions:
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else
                              (DEFAULT_ROLLOUT_TIMEOUT if ns.wait else "0"), "--timeout")
-    return VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns), fail_on=fail_on or tuple(
-        s for s in STATUSES if s != OK), watch=ns.watch, wait=ns.wait, timeout=timeout)
+    return VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns), fail_on=fail_on, watch=ns.watch,
+                         wait=ns.wait, timeout=timeout)
 
 
 def output(ns) -> Output:
@@ -507,12 +544,21 @@ def completion_words(words):
     return strip_protocol(words)
 
 
+def _tracer(err):
+    """render.tracer(err), with render imported only when a request is traced (KVCACHE_TRACE)."""
+    def trace(text):
+        from kubectl_kvcache import render
+
+        render.tracer(err)(text)
+    return trace
+
+
 def main(argv=None, stdin=None, stdout=None, stderr=None):
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    parser = build_parser()
     args = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(None if args[:1] == ["__complete"] else named_command(args))
     if args and args[0] == "__complete":     # cobra's hidden command: the shell scripts and kubectl ask it
         from kubectl_kvcache.commands import IO, completion as complete_command
 
@@ -526,32 +572,39 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
             ns = parser.parse_args(args)
     except SystemExit as exc:  # argparse exits for --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    from kubectl_kvcache import render
-
     if ns.command is None:
         parser.print_help(stdout)
         return EXIT_OK
-    if ns.command == "version":
-        render.line(stdout, f"kubectl-kvcache {__version__}")
-        return EXIT_OK
-    if ns.command == "setting" and ns.action is None:
+    if ns.command == "version" or (ns.command == "setting" and ns.action is None):
+        from kubectl_kvcache import render
+
+        if ns.command == "version":
+            render.line(stdout, f"kubectl-kvcache {__version__}")
+            return EXIT_OK
         render.error(stderr, "setting needs an action: status, on or off")
         render.line(stderr, f"See '{PROG} setting --help' for usage.")
         return EXIT_ERROR
     try:
         name, options = options_for(ns)
         if argv is None and not getattr(getattr(options, "scope", None), "files", ()):
-            # a real command line (tests pass argv): connect while the command's modules load
+            # a real command line (tests pass argv): connect, and read what the command reads first,
+            # while the command's modules (render included) load
             from kubectl_kvcache import sources
 
-            sources.warm(options.connection, render.tracer(stderr))
+            first = options.first_read() if isinstance(options, (VerifyOptions, CheckOptions)) else None
+            sources.warm(options.connection, _tracer(stderr), first)
+        from kubectl_kvcache import render
         from kubectl_kvcache.commands import IO
 
         return importlib.import_module(COMMANDS[name]).run(options, IO(stdin=stdin, stdout=stdout, stderr=stderr))
     except PluginError as exc:
+        from kubectl_kvcache import render
+
         render.error(stderr, str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
+        from kubectl_kvcache import render
+
         render.error(stderr, "interrupted")
         return exitcodes.INTERRUPTED
     except BrokenPipeError:
@@ -559,6 +612,8 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("KVCACHE_DEBUG"):
             raise
+        from kubectl_kvcache import render
+
         render.error(stderr, f"internal error: {exc.__class__.__name__}: {exc} (set KVCACHE_DEBUG=1 for the "
                              f"traceback; please report it)")
         return EXIT_ERROR

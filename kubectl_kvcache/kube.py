@@ -320,10 +320,11 @@ def _install_interrupt():
 _WARM: dict[Connection, list] = {}
 
 
-def warm(conn: Connection, groups, trace=None):
+def warm(conn: Connection, groups, trace=None, then=None):
     """Start connecting in the background while the command's modules are still being imported:
-    a Client for `conn` with its first connections open and `groups` discovered. `claim()` hands
-    it over. Users with an exec plugin or an auth-provider are not warmed (their plugin runs when
+    a Client for `conn` with its first connections open and `groups` discovered, or instead
+    `then(client)` if given (its own errors are its to keep). `claim()` hands the client over once all that is
+    done. Users with an exec plugin or an auth-provider are not warmed (their plugin runs when
     the command asks, in the foreground); any failure is left for the foreground to meet again."""
     if conn in _WARM:
         return
@@ -337,7 +338,10 @@ def warm(conn: Connection, groups, trace=None):
                 return
             client = Client(conn, trace, target=target)
             slot[1] = client
-            client.discover(*groups)
+            if then is not None:
+                then(client)        # it discovers what it needs, with its first requests already sent
+            else:
+                client.discover(*groups)
         except BaseException:       # noqa: B902 - the foreground meets the same failure, and reports it
             pass
 

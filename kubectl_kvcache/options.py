@@ -142,6 +142,11 @@ class VerifyOptions(Record):
         self.wait = wait            # block until every replica runs its expected value
         self.timeout = timeout      # seconds --wait/--watch run; None: no limit
 
+    def first_read(self) -> Scope | None:
+        """The snapshot the command starts with (sources.load), which the command line loads while
+        the command's modules import; None: --watch/--wait list with resourceVersions instead."""
+        return None if (self.watch or self.wait) else self.scope
+
 
 class CheckOptions(Record):
     """check, bindings and roles: one judgement, three views."""
@@ -156,6 +161,10 @@ class CheckOptions(Record):
         self.output = output
         self.strict = strict
         self.selector = selector    # -l: which judged objects are reported (all in scope are read)
+
+    def first_read(self) -> Scope | None:
+        """The snapshot the command starts with (sources.load): see VerifyOptions.first_read."""
+        return self.scope
 
 
 class CompletionOptions(Record):

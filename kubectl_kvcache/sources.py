@@ -636,15 +636,6 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
 
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
-    client.discover(snap.GROUP, *([snap.SETTING_GROUP] if scope.assume_setting is None else []))
-    md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
-    binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
-    setting_version = None
-    if scope.assume_setting is None:
-        try:
-            setting_version = client.resource_version_for(snap.SETTING_GROUP, "settings")
-        except NotFound:    # before the upgrade: the operator does not serve the Setting yet
-            setting_version = None
 
     def listed(key):
         """client.list, or, when a watch will follow, the list that also gives its resourceVersion."""
@@ -656,16 +647,33 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
             return records
         return list_versioned
 
-    jobs = {
-        "deployments": lambda: listed("deployments")(collection_path(snap.GROUP, md_version, "modeldeployments", ns),
-                                           snap.deployment_record, chunk=chunk,
-                                           what=f"list modeldeployments.{snap.GROUP} {where}"),
-        "bindings": lambda: client.list(collection_path(snap.GROUP, binding_version, "kvcachepoolbindings", ns),
-                                        snap.binding_record, chunk=chunk,
-                                        what=f"list kvcachepoolbindings.{snap.GROUP} {where}"),
-    }
-    if setting_version is not None:
-        jobs["setting"] = lambda: _get_setting(client, setting_version)
+    def operator_objects():
+        """The operator's objects at the versions the server serves: discovery first, then their
+        lists concurrently (the Pods and workloads, core APIs, are asked for meanwhile)."""
+        client.discover(snap.GROUP, *([snap.SETTING_GROUP] if scope.assume_setting is None else []))
+        md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
+        binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
+        setting_version = None
+        if scope.assume_setting is None:
+            try:
+                setting_version = client.resource_version_for(snap.SETTING_GROUP, "settings")
+            except NotFound:    # before the upgrade: the operator does not serve the Setting yet
+                setting_version = None
+        lists = {
+            "deployments": lambda: listed("deployments")(
+                collection_path(snap.GROUP, md_version, "modeldeployments", ns), snap.deployment_record,
+                chunk=chunk, what=f"list modeldeployments.{snap.GROUP} {where}"),
+            "bindings": lambda: client.list(collection_path(snap.GROUP, binding_version, "kvcachepoolbindings", ns),
+                                            snap.binding_record, chunk=chunk,
+                                            what=f"list kvcachepoolbindings.{snap.GROUP} {where}"),
+        }
+        if setting_version is not None:
+            lists["setting"] = lambda: _get_setting(client, setting_version)
+        found = _run_all(lists)
+        found["setting_version"] = setting_version
+        return found
+
+    jobs = {"operator": operator_objects}      # first: its errors (a CRD not served) win
     if scope.names:
         jobs["pods"] = lambda: [snap.pod_record(client.get(
             object_path("", "v1", "pods", ns or "default", name),
@@ -693,10 +701,12 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
                 what=f"list {p}.{g} {where}")))
     with _gc_paused():
         results = _run_all(jobs)
+    operator = results["operator"]
+    setting_version = operator["setting_version"]
     result = snap.Snapshot(source="cluster")
-    for d in results["deployments"]:
+    for d in operator["deployments"]:
         result.deployments[(d.namespace, d.name)] = d
-    for b in results["bindings"]:
+    for b in operator["bindings"]:
         result.bindings[(b.namespace, b.name)] = b
     if scope.assume_setting is not None:
         result.setting = snap.assumed_setting(scope.assume_setting)
@@ -707,7 +717,7 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
                             f"nothing); the upgrade brings the Setting at its default, on (check, bindings and "
                             f"roles judge that)")
     else:
-        result.setting = results["setting"]
+        result.setting = operator["setting"]
         if result.setting.source == "default":
             result.notes.append(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} does not exist: "
                                 f"judging with its default, on, as the operator reads it")
@@ -856,12 +866,25 @@ def open_client(connection: Connection, trace=None):
     return claim(connection) or Client(connection, trace=trace)
 
 
-def warm(connection: Connection, trace=None):
+def warm(connection: Connection, trace=None, scope: Scope | None = None):
     """Start connecting to the cluster in the background (see kube.warm): the command's modules
-    are imported meanwhile. Only the command line's own run calls this."""
+    are imported meanwhile. `scope`: the snapshot the command will load first, loaded meanwhile
+    too (load() takes it, or raises what loading it raised). Only the command line's own run
+    calls this."""
     from kubectl_kvcache.kube import warm as start
 
-    start(connection, (snap.GROUP, snap.SETTING_GROUP), trace)
+    then = None
+    if scope is not None and not scope.files:
+        def then(client):
+            try:
+                _PREFETCHED[(connection, scope)] = (_load_cluster_in(client, connection, scope), None)
+            except BaseException as exc:    # noqa: B902 - raised again in the thread that asks for it
+                _PREFETCHED[(connection, scope)] = (None, exc)
+
+    start(connection, (snap.GROUP, snap.SETTING_GROUP), trace, then)
+
+
+_PREFETCHED = {}    # (Connection, Scope) -> (snapshot, None) | (None, what loading it raised)
 
 
 def resolve_namespace(scope: Scope, client=None) -> str | None:
@@ -880,7 +903,17 @@ def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> snap.S
         result = load_files(scope.files, scope.replace(namespace=namespace), stdin=stdin)
         result.namespace = namespace
         return result
-    client = open_client(connection, trace)
+    client = open_client(connection, trace)     # waits for warm(), so for a snapshot it loads
+    prefetched = _PREFETCHED.pop((connection, scope), None)
+    if prefetched is not None:
+        result, error = prefetched
+        if error is not None:
+            raise error
+        return result
+    return _load_cluster_in(client, connection, scope)
+
+
+def _load_cluster_in(client, connection: Connection, scope: Scope) -> snap.Snapshot:
     namespace = resolve_namespace(scope, client)
     if scope.names and namespace is None:
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
