@@ -154,3 +154,33 @@ def test_help_and_version_import_neither_kubernetes_nor_yaml(argv):
     modules = loaded_after("import io, contextlib\nfrom kubectl_kvcache.cli import main\n"
                            f"with contextlib.redirect_stdout(io.StringIO()):\n    main({argv!r})")
     assert "kubernetes" not in modules and "yaml" not in modules and "tabulate" not in modules
+
+
+# What a command line's start-up must not load (issue #16: `verify -n` on 100 Pods at most as
+# slow as the kubectl one-liner): each costs milliseconds at every start, more than the work.
+START_UP_FORBIDDEN = {
+    "dataclasses": "record.Record instead (~1 ms a class, plus inspect)",
+    "typing": "builtin annotations under `from __future__ import annotations`",
+    "inspect": "pulled in by dataclasses",
+    "http.client": "kube speaks HTTP/1.1 through http11.py (http.client imports the email package)",
+    "email": "pulled in by http.client",
+    "concurrent.futures": "threads (it imports logging)",
+    "logging": "pulled in by concurrent.futures",
+    "yaml": "only for YAML input, YAML output and YAML kubeconfigs",
+    "kubernetes": "only for exec and auth-provider users",
+}
+
+
+@pytest.mark.parametrize("command", ["verify", "check", "bindings", "roles", "setting status"])
+def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
+    """Every module verify and check load on a cluster (the command, its judges and views, the
+    transport), without a cluster: what is imported is the same either way."""
+    modules = loaded_after(
+        "import kubectl_kvcache.cli, kubectl_kvcache.sources, kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
+        f"import kubectl_kvcache.commands.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
+        "import kubectl_kvcache.render.verify, kubectl_kvcache.render.checks, kubectl_kvcache.engine.shell\n"
+        "import kubectl_kvcache.spelling, kubectl_kvcache.engine.parsers\n"
+        f"kubectl_kvcache.cli.build_parser({command.split()[0]!r}).parse_args({command.split()!r})")
+    loaded = {m: why for m, why in START_UP_FORBIDDEN.items()
+              if m in modules or any(x.startswith(m + ".") for x in modules)}
+    assert loaded == {}
