@@ -75,7 +75,8 @@ class _Transport:
         self.proxy = _proxy_for(target, self.hostname) if self.https else None
         self._idle: list[http11.Connection] = []
         self._active = set()
-        self._lock = threading.Lock()
+        # re-entrant: Ctrl-C's handler (abort) runs in the main thread, maybe while it is inside take()
+        self._lock = threading.RLock()
         self.aborted = False
 
     def _ssl_context(self):

@@ -107,6 +107,13 @@ class Fake:
         return [r["path"] for r in self.requests]
 
 
+def _sigint_default():
+    """The plugin under test gets Ctrl-C as a terminal would deliver it, even when this test
+    run was started in the background (where the shell leaves SIGINT ignored, and a child that
+    starts with SIGINT ignored keeps it ignored, as kubectl would)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def serve(route):
     """A route that answers discovery and the Setting, and hands every other request to `route`."""
     def full(req):
@@ -416,7 +423,8 @@ def test_ctrl_c_ends_a_hung_request_at_once(fake_server, argv, where):
     fake = fake_server(_hanging(release, where), raw=True)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     p = subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", *argv, "--kubeconfig", fake.kubeconfig],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                         preexec_fn=_sigint_default)
     try:
         deadline = time.monotonic() + 20
         while not any(w in r["path"] for r in fake.requests for w in where):

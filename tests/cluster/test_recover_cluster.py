@@ -257,6 +257,13 @@ def test_server_dry_run_changes_nothing_and_no_terminal_refuses(scene, tmp_path)
     assert setting_value(cluster) == "true" and os.listdir(tmp_path) == []
 
 
+def _sigint_default():
+    """The plugin under test gets Ctrl-C as a terminal would deliver it, even when this test
+    run was started in the background (where the shell leaves SIGINT ignored, and a child that
+    starts with SIGINT ignored keeps it ignored, as kubectl would)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_replace_interrupted_while_waiting_then_resumed_from_its_backup(scene, tmp_path):
     """replace: the old `alpha` is held by a finalizer; the run is interrupted (SIGINT) while it
     waits for it to go. Once it has gone, the printed command continues: it re-creates alpha
@@ -270,7 +277,7 @@ def test_replace_interrupted_while_waiting_then_resumed_from_its_backup(scene, t
         proc = subprocess.Popen([sys.executable, PLUGIN, "recover", "sgl-fp8", "-n", ns, "--strategy", "replace",
                                  "--apply", "--yes", "--backup-dir", str(backups), "--kubeconfig", kc],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=cluster.env(kc), cwd=tmp_path)
+                                env=cluster.env(kc), cwd=tmp_path, preexec_fn=_sigint_default)
         lines = []
         for line in proc.stdout:
             lines.append(line)
