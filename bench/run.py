@@ -365,7 +365,22 @@ def machine(env, kubectl, wheel_bin, server_version):
 def machine_text(m):
     return (f"Machine: {m['nproc']} cores ({m['cpu']}), {m['memory']} memory, Linux {m['kernel']}; "
             f"{m['python']} (plugin venv); kubectl {m['kubectl']}; kube-apiserver {m['server']} + etcd on "
-            f"the same machine; {m['jq']}; plugin at commit {m['commit']}.")
+            f"the same machine; {m['jq']}; kubeconfig {m['kubeconfig']}; plugin at commit {m['commit']}.")
+
+
+def yaml_kubeconfig(path, workdir):
+    """The harness's kubeconfig as the YAML kubectl writes (block style, indentless lists): what
+    users' kubeconfigs are, and what every command of the bench reads."""
+    import yaml
+
+    with open(path) as f:
+        config = json.load(f)
+    out = os.path.join(workdir, "admin.kubeconfig.yaml")
+    text = yaml.safe_dump(config, default_flow_style=False, sort_keys=True, width=1 << 20)
+    with open(out, "w") as f:
+        f.write(text)
+    os.chmod(out, 0o600)
+    return out
 
 
 # -- main ------------------------------------------------------------------------------------------
@@ -388,6 +403,9 @@ def main(argv=None):
                    help="also run verify (wheel) with each of these comma-separated --chunk-size values")
     p.add_argument("--pods-per-namespace", type=int, default=100)
     p.add_argument("--injected-ratio", type=float, default=0.1)
+    p.add_argument("--json-kubeconfig", action="store_true",
+                   help="give every command the harness's JSON kubeconfig instead of its YAML form (the form "
+                        "kubectl, kind and cloud CLIs write, and so what users have)")
     p.add_argument("--keep", action="store_true", help="keep the seeded objects (and a started server) running")
     p.add_argument("--markdown", help="also write the table (with the machine line) to this Markdown file")
     p.add_argument("--json", help="also write every measurement to this JSON file")
@@ -403,6 +421,7 @@ def main(argv=None):
     bin_dir = None if opts.no_binary else binary_dir(opts.workdir, opts.binary)
 
     cluster = None
+    kubeconfig_form = "as given (--kubeconfig)"
     if opts.kubeconfig:
         kubeconfig = os.path.abspath(os.path.expanduser(opts.kubeconfig))
         kubectl = shutil.which("kubectl") or sys.exit("no kubectl on PATH")
@@ -413,6 +432,9 @@ def main(argv=None):
                                   detached=opts.keep)
         cluster.start()
         kubeconfig, kubectl, cache = cluster.admin_kubeconfig, cluster.kubectl_path, cluster.cache_dir
+        kubeconfig_form = "JSON"
+        if not opts.json_kubeconfig:
+            kubeconfig, kubeconfig_form = yaml_kubeconfig(kubeconfig, opts.workdir), "YAML"
     kubectl_dir = os.path.dirname(kubectl)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KVCACHE_", "PYTHON"))}
     env.update(KUBECONFIG=kubeconfig, KUBECACHEDIR=cache, PATH="/usr/local/bin:/usr/bin:/bin")
@@ -518,6 +540,7 @@ def main(argv=None):
             log(f"kept: KUBECONFIG={kubeconfig}")
 
     info = machine(env, kubectl, wheel_bin, server_version)
+    info["kubeconfig"] = kubeconfig_form
     rows = table_rows(results)
     print()
     print(text_table(rows))
