@@ -114,15 +114,24 @@ def _read(path) -> dict:
     try:
         doc = json.loads(data)
     except ValueError:
-        import yaml
+        # Importing PyYAML costs 13-18 ms a start (issue #16): kubeyaml reads the YAML kubeconfig writers
+        # emit exactly as PyYAML does, and says UNSURE for anything else, which PyYAML then reads.
+        from kubectl_kvcache import kubeyaml
 
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            doc = yaml.load(data, Loader=loader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            raise PluginError(f"kubeconfig {path}: not valid YAML{where}") from exc
+            doc = kubeyaml.load(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            doc = kubeyaml.UNSURE
+        if doc is kubeyaml.UNSURE:
+            import yaml
+
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            try:
+                doc = yaml.load(data, Loader=loader)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" (line {mark.line + 1})" if mark is not None else ""
+                raise PluginError(f"kubeconfig {path}: not valid YAML{where}") from exc
     if doc is None:
         return {}
     if not isinstance(doc, dict):
