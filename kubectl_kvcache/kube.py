@@ -23,9 +23,9 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from kubectl_kvcache import __version__, http11
+from kubectl_kvcache.http11 import quote, unquote, urlencode
 from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
 from kubectl_kvcache.kubeconfig import Target, resolve
 from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
@@ -61,16 +61,16 @@ class _Transport:
 
     def __init__(self, target: Target):
         self.target = target
-        parts = urlsplit(target.server)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise PluginError(f"the server {target.server!r} is not an http(s) URL")
-        self.https = parts.scheme == "https"
-        self.hostname = parts.hostname
         try:
-            self.port = parts.port or (443 if self.https else 80)
-        except ValueError as exc:
+            scheme, hostname, port, path = http11.split_url(target.server)
+        except ValueError as exc:       # a port that is not a number in 0-65535, a broken IPv6 host
             raise PluginError(f"the server {target.server!r} has an invalid port") from exc
-        self.prefix = parts.path.rstrip("/")
+        if scheme not in ("http", "https") or not hostname:
+            raise PluginError(f"the server {target.server!r} is not an http(s) URL")
+        self.https = scheme == "https"
+        self.hostname = hostname
+        self.port = port or (443 if self.https else 80)
+        self.prefix = path.rstrip("/")
         self.context = self._ssl_context() if self.https else None
         self.proxy = _proxy_for(target, self.hostname) if self.https else None
         self._idle: list[http11.Connection] = []
@@ -211,10 +211,13 @@ def _proxy_for(target, hostname):
         url = proxies.get("https")
         if not url or urllib.request.proxy_bypass_environment(hostname, proxies):
             return None
-    parts = urlsplit(url if "://" in url else "http://" + url)
-    if parts.scheme != "http" or not parts.hostname:
+    try:
+        scheme, host, port, _ = http11.split_url(url if "://" in url else "http://" + url)
+    except ValueError as exc:
+        raise PluginError(f"proxy {url!r}: an invalid port") from exc
+    if scheme != "http" or not host:
         raise PluginError(f"proxy {url!r}: only http:// proxies are supported")
-    return parts.hostname, parts.port or 80
+    return host, port or 80
 
 
 def _credentials(target: Target) -> dict[str, str]:

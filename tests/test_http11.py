@@ -158,3 +158,60 @@ def test_a_connect_proxy_is_tunnelled_through_and_its_refusal_reported(peer):
 def test_the_host_header_leaves_out_the_default_port_and_brackets_ipv6(host, port, tls, expected):
     conn = http11.Connection(host, port, context=object() if tls else None)
     assert conn._host_header == expected
+
+
+# -- the URL pieces kube needs, held to urllib.parse itself -------------------------------------
+
+from urllib.parse import quote as url_quote, unquote as url_unquote, urlencode as url_urlencode  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+URL_ALPHABET = st.sampled_from(list("abcHZ09:/?#@[]%.-_~+ é\t") + ["https://", "http://", "HTTPS://", ":6443",
+                                                                   "[::1]", "user:pw@", "/prefix", "%2F", "%zz"])
+URLS = st.lists(URL_ALPHABET, max_size=12).map("".join)
+
+
+def urllib_split(url):
+    try:
+        parts = urlsplit(url)
+        return parts.scheme, parts.hostname, parts.port, parts.path
+    except ValueError:
+        return ValueError
+
+
+def our_split(url):
+    try:
+        return http11.split_url(url)
+    except ValueError:
+        return ValueError
+
+
+@settings(max_examples=3000, deadline=None)
+@given(URLS)
+def test_split_url_reads_as_urlsplit_reads(url):
+    assert our_split(url) == urllib_split(url)
+
+
+@pytest.mark.parametrize("url", ["https://10.0.0.1:6443", "https://API.example.com/k8s/clusters/c-1", "http://h",
+                                 "https://h:0", "https://u:p@h:443/x?y#z", "https://h:65536", "https://h:x",
+                                 "https://[fe80::1%25eth0]:6443", "ftp://h", "h:6443", "https:///path"])
+def test_split_url_on_server_urls(url):
+    assert our_split(url) == urllib_split(url)
+
+
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20) | st.sampled_from(
+    ["a/b", "%41", "%4", "%", "%%41", "%e2%82%ac", "%E2%82", "é%41", "%C3é", "..", "~x_y.z-", "a b+c"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(TEXT, st.sampled_from(["", "/", " "]))
+def test_quote_and_unquote_are_urllibs(text, safe):
+    assert http11.quote(text, safe) == url_quote(text, safe=safe)
+    assert http11.unquote(text) == url_unquote(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(TEXT, TEXT, max_size=4))
+def test_urlencode_is_urllibs(query):
+    assert http11.urlencode(query) == url_urlencode(query)

@@ -2,7 +2,6 @@
 --watch/--wait, followed through the rollout (list, then watch Pods and ModelDeployments)."""
 
 import os
-import queue
 import threading
 import time
 
@@ -161,6 +160,8 @@ class Live:
 def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     """List, then watch; print changed rows (--watch) and the progress (--wait) until the rollout
     completes, a replica is confirmed REJECTED (--wait), or --timeout passes."""
+    import queue    # here: a plain verify does not pay for it
+
     client = sources.open_client(options.connection, render.tracer(io.stderr))
     scope = options.scope.replace(namespace=sources.resolve_namespace(options.scope, client))
     versions = {}
@@ -185,6 +186,8 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
 
 
 def _follow(options, io, snapshot, targets, events, clock, line):
+    import queue
+
     live = Live(snapshot)
     predictor = CachedPredict()
     account = accounts(options)
