@@ -1,5 +1,3 @@
-import sys
+from kubectl_kvcache.cli import run
 
-from kubectl_kvcache.cli import main
-
-sys.exit(main())
+run()

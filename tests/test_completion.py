@@ -117,7 +117,7 @@ def test_the_console_script_and_the_shipped_helper_are_declared():
     cfg = configparser.ConfigParser()
     cfg.read(os.path.join(ROOT, "setup.cfg"))
     scripts = cfg.get("options.entry_points", "console_scripts")
-    assert "kubectl_complete-kvcache = kubectl_kvcache.cli:complete" in scripts
+    assert "kubectl_complete-kvcache = kubectl_kvcache.cli:run_complete" in scripts
     with open(os.path.join(ROOT, "bin", "kubectl_complete-kvcache.sh")) as f:
         assert 'exec kubectl-kvcache __complete "$@"' in f.read()
     with open(os.path.join(ROOT, "scripts", "build-binary")) as f:

@@ -221,7 +221,7 @@ def test_wheel_holds_the_package_and_the_console_script(wheel_install):
     assert "kubectl_kvcache/cli.py" in names and "kubectl_kvcache/__init__.py" in names
     assert not [n for n in names if n.startswith("tests/")]
     assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names)
-    assert re.search(r"^kubectl-kvcache\s*=\s*kubectl_kvcache\.cli:main$", entry_points, re.M)
+    assert re.search(r"^kubectl-kvcache\s*=\s*kubectl_kvcache\.cli:run$", entry_points, re.M)
 
 
 @pytest.mark.packaging
