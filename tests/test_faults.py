@@ -540,3 +540,41 @@ def test_a_write_goes_on_a_new_connection_so_a_stale_one_cannot_fail_it(fake_ser
     code, out, err = run(fake, "setting", "off", "--yes")
     assert code == 0, err
     assert len(patched) == 1
+
+
+# -- the command line's own run: the snapshot is loaded while the command's modules import ------
+
+def run_command_line(fake, *argv):
+    """The real entry point in its own process (argv from the command line: the warm thread
+    loads the snapshot verify and check read first)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "kubectl_kvcache", *argv, "--kubeconfig", fake.kubeconfig],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def refuse_pods(req):
+    if req["path"].endswith("/pods"):
+        return 403, {}, {"kind": "Status", "reason": "Forbidden",
+                         "message": 'pods is forbidden: User "u" cannot list resource "pods"'}
+    return 200, {}, EMPTY_LIST
+
+
+@pytest.mark.parametrize("command", ["verify", "check"])
+def test_a_refusal_met_while_loading_ahead_is_the_commands_one_error_line(fake_server, command):
+    fake = fake_server(refuse_pods)
+    p = run_command_line(fake, command, "-n", "llm-prod")
+    assert p.returncode == 2 and p.stdout == ""
+    assert one_error_line(p.stderr) == ('error: forbidden: cannot list pods in namespace llm-prod: pods is '
+                                        'forbidden: User "u" cannot list resource "pods"')
+
+
+def test_the_snapshot_loaded_ahead_is_the_one_judged_and_each_list_is_asked_for_once(fake_server):
+    fake = fake_server(lists_empty)
+    p = run_command_line(fake, "verify", "-n", "llm-prod", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["items"] == []
+    lists = [r["path"] for r in fake.requests if r["path"].endswith(("/pods", "/modeldeployments",
+                                                                      "/kvcachepoolbindings"))]
+    assert sorted(lists) == sorted(["/api/v1/namespaces/llm-prod/pods"] * 2 + [
+        "/apis/worker.gpustack.ai/v1alpha1/namespaces/llm-prod/modeldeployments",
+        "/apis/worker.gpustack.ai/v1alpha1/namespaces/llm-prod/kvcachepoolbindings"])
