@@ -89,8 +89,11 @@ def unquote(text):
 
 def urlencode(query):
     """urllib.parse.urlencode(query) of a dict of strings."""
-    return "&".join(quote(str(k), " ").replace(" ", "+") + "=" + quote(str(v), " ").replace(" ", "+")
-                    for k, v in query.items())
+    return "&".join(_quote_plus(str(k)) + "=" + _quote_plus(str(v)) for k, v in query.items())
+
+
+def _quote_plus(text):
+    return quote(text, " ").replace(" ", "+")
 
 
 class ProtocolError(Exception):
@@ -150,8 +153,8 @@ class Connection:
     def _tunnel(self, sock):
         target = self._authority
         sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode("ascii"))
-        reader = sock.makefile("rb", buffering=0)      # unbuffered: TLS bytes must stay in the socket
-        status, reason, _, _ = _head(_LineReader(reader))
+        raw = sock.makefile("rb", buffering=0)     # unbuffered: TLS bytes must stay in the socket
+        status, reason, _, _ = _head(raw)
         if status != 200:
             raise OSError(f"Tunnel connection failed: {status} {reason}".strip())
 
@@ -169,9 +172,8 @@ class Connection:
         if self.sock is None:
             self._connect()
         self.sock.sendall(head + body if body else head)
-        reader = _LineReader(self._file)
         while True:
-            status, _, version, answer = _head(reader, first=True)
+            status, _, version, answer = _head(self._file, first=True)
             if not 100 <= status < 200:
                 return Response(self._file, method, status, answer, version)
 
@@ -189,20 +191,17 @@ def _ascii(host):
     return host.encode("ascii") if host.isascii() else host
 
 
-class _LineReader:
-    def __init__(self, file):
-        self.file = file
-
-    def line(self):
-        line = self.file.readline(MAX_LINE + 1)
-        if len(line) > MAX_LINE:
-            raise ProtocolError("a status or header line is too long")
-        return line
+def _line(file):
+    """The next line of `file`, its line break included; b"" at the end of the connection."""
+    line = file.readline(MAX_LINE + 1)
+    if len(line) > MAX_LINE:
+        raise ProtocolError("a status or header line is too long")
+    return line
 
 
-def _head(reader, first=False):
+def _head(file, first=False):
     """(status, reason, version, Headers) of an answer's head."""
-    line = reader.line()
+    line = _line(file)
     if not line:
         if first:
             raise RemoteDisconnected("the server closed the connection without an answer")
@@ -212,7 +211,7 @@ def _head(reader, first=False):
         raise ProtocolError(f"not an HTTP/1.1 status line: {line[:80]!r}")
     headers = Headers()
     for _ in range(MAX_HEADERS + 1):
-        line = reader.line()
+        line = _line(file)
         if line in (b"\r\n", b"\n", b""):
             return int(parts[1]), parts[2] if len(parts) > 2 else "", parts[0], headers
         name, colon, value = line.decode("latin-1").partition(":")
@@ -267,13 +266,13 @@ class Response:
 
     def _chunk(self, n):
         if self._chunk_left == 0:
-            line = _LineReader(self._file).line()
+            line = _line(self._file)
             try:
                 size = int(line.split(b";", 1)[0].strip(), 16)
             except ValueError:
                 raise ProtocolError(f"not a chunk size: {line[:40]!r}") from None
             if size == 0:
-                while _LineReader(self._file).line() not in (b"\r\n", b"\n", b""):
+                while _line(self._file) not in (b"\r\n", b"\n", b""):
                     pass                    # trailers: none are used
                 self._done = True
                 return b""
@@ -282,7 +281,7 @@ class Response:
         if not piece:
             raise ProtocolError("the connection ended in the middle of a chunk")
         self._chunk_left -= len(piece)
-        if self._chunk_left == 0 and _LineReader(self._file).line() not in (b"\r\n", b"\n"):
+        if self._chunk_left == 0 and _line(self._file) not in (b"\r\n", b"\n"):
             raise ProtocolError("a chunk does not end with CRLF")
         return piece
 
