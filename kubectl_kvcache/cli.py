@@ -137,7 +137,11 @@ def _examples(examples):
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2, like kubectl, pointing at
-    the help of the (sub)command that was being parsed."""
+    the help of the (sub)command that was being parsed. No abbreviated long flags (pflag has none)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         from kubectl_kvcache.render.core import escape   # the message may quote an argument
@@ -173,9 +177,20 @@ def _connection_flags(p):
     g.add_argument("--token", help="bearer token for authentication")
     g.add_argument("--certificate-authority", help="path to a CA file for the server's certificate")
     g.add_argument("--insecure-skip-tls-verify", action="store_true", help="do not verify the server's certificate")
+    g.add_argument("--tls-server-name", help="server name to check the server's certificate against "
+                                             "(default: the server's host name)")
+    g.add_argument("--client-certificate", help="path to a client certificate file for TLS")
+    g.add_argument("--client-key", help="path to a client key file for TLS")
+    g.add_argument("--username", help="username for basic authentication")
+    g.add_argument("--password", help="password for basic authentication")
+    g.add_argument("--proxy-url", help="proxy URL for requests to the API server")
+    g.add_argument("--disable-compression", action="store_true",
+                   help="do not ask the server for compressed responses")
     g.add_argument("--as", dest="as_user", help="username to impersonate")
     g.add_argument("--as-group", action="append", default=[], help="group to impersonate (repeatable)")
     g.add_argument("--as-uid", help="UID to impersonate")
+    g.add_argument("--as-user-extra", action="append", default=[], metavar="KEY=VALUE",
+                   help="user extra to impersonate (repeatable; one key may be given several values)")
     g.add_argument("--request-timeout", default="0",
                    help="time to wait for one request (e.g. 10s, 1m; 0 waits forever)")
     g.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
@@ -373,12 +388,15 @@ BRANCHES = {"verify": _add_verify, "check": _add_check,
 # -- Complete and Validate: flags -> options ----------------------------------------------------
 
 def connection(ns) -> Connection:
-    # --as-group/--as-uid without --as are judged with the kubeconfig's `as` (kube.py), as kubectl does
+    # --as-group/--as-uid without --as are judged with the kubeconfig's `as` (kubeconfig.py), as kubectl does
     conn = Connection(kubeconfig=ns.kubeconfig, context=ns.context, cluster=ns.cluster, user=ns.user,
                       server=ns.server, token=ns.token, certificate_authority=ns.certificate_authority,
                       insecure_skip_tls_verify=ns.insecure_skip_tls_verify, as_user=ns.as_user,
-                      as_groups=tuple(ns.as_group), as_uid=ns.as_uid, request_timeout=ns.request_timeout,
-                      chunk_size=ns.chunk_size)
+                      as_groups=tuple(ns.as_group), as_uid=ns.as_uid, as_user_extra=tuple(ns.as_user_extra),
+                      tls_server_name=ns.tls_server_name, client_certificate=ns.client_certificate,
+                      client_key=ns.client_key, username=ns.username, password=ns.password,
+                      proxy_url=ns.proxy_url, disable_compression=ns.disable_compression,
+                      request_timeout=ns.request_timeout, chunk_size=ns.chunk_size)
     conn.timeout  # a bad --request-timeout fails before anything is sent
     if conn.chunk_size < 0:
         raise PluginError(f"--chunk-size must be 0 or more, not {conn.chunk_size}")

@@ -23,7 +23,7 @@ DIRECTIVE_DEFAULT = 0          # the shell falls back to file names
 SHELLS = ("bash", "zsh", "fish", "powershell")
 
 # what a flag's value (by its dest) or a positional (by its metavar) is completed with
-FILE_VALUES = {"kubeconfig", "filename", "certificate_authority"}
+FILE_VALUES = {"kubeconfig", "filename", "certificate_authority", "client_certificate", "client_key"}
 CLUSTER_VALUES = {"namespace": "namespaces", "context": "contexts", "cluster": "clusters", "user": "users"}
 POSITIONAL_VALUES = {"POD": "pods", "BINDING": "bindings"}
 

@@ -199,39 +199,24 @@ def _write_all(fd, data: bytes):
 
 
 def _proxy_for(target, hostname):
-    """(host, port) of an http:// proxy: the cluster's proxy-url, else HTTPS_PROXY unless NO_PROXY
-    matches (as Go's ProxyFromEnvironment); None: connect directly."""
-    url = target.proxy_url
+    """(host, port) of the http:// proxy kubeconfig.resolve chose for this server; None: direct."""
+    url = target.proxy
     if not url:
-        if not any(k.lower() in ("https_proxy", "no_proxy") for k in os.environ):
-            return None
-        import urllib.request
-
-        proxies = urllib.request.getproxies_environment()
-        url = proxies.get("https")
-        if not url or urllib.request.proxy_bypass_environment(hostname, proxies):
-            return None
+        return None
     try:
-        scheme, host, port, _ = http11.split_url(url if "://" in url else "http://" + url)
+        scheme, host, port, _ = http11.split_url(url)
     except ValueError as exc:
-        raise PluginError(f"proxy {url!r}: an invalid port") from exc
+        raise PluginError("the proxy URL has an invalid port") from exc
     if scheme != "http" or not host:
-        raise PluginError(f"proxy {url!r}: only http:// proxies are supported")
+        raise PluginError(f"{scheme}:// proxies are not supported yet: only http:// proxies")
     return host, port or 80
 
 
 def _credentials(target: Target) -> dict[str, str]:
-    """The Authorization header (token, basic auth, an exec plugin's or auth-provider's token);
+    """The Authorization header (kubeconfig.resolve's, else an exec plugin's or auth-provider's token);
     an exec plugin that hands out a client certificate is loaded into the TLS context instead."""
-    if not target.tls:
-        return {}
-    if target.token:
-        return {"Authorization": f"Bearer {target.token}"}
-    if target.username or target.password:
-        pair = f"{target.username or ''}:{target.password or ''}".encode()
-        return {"Authorization": "Basic " + base64.b64encode(pair).decode()}
-    if target.cert_data or target.cert_file:
-        return {}       # client-go does not run an exec plugin when a client certificate is given
+    if target.authorization:
+        return {"Authorization": target.authorization}
     if target.exec:
         return _exec_credentials(target)
     if target.auth_provider:
@@ -285,15 +270,7 @@ def _auth_provider_token(target: Target) -> dict[str, str]:
 
 
 def _impersonation(target: Target) -> list[tuple[str, str]]:
-    if not target.as_user:
-        return []
-    headers = [("Impersonate-User", target.as_user)]
-    if target.as_uid:
-        headers.append(("Impersonate-Uid", target.as_uid))
-    headers += [("Impersonate-Group", g) for g in target.as_groups]
-    for key, values in sorted(target.as_extra.items()):
-        headers += [("Impersonate-Extra-" + quote(key, safe=""), v) for v in values]
-    return headers
+    return list(target.impersonation)
 
 
 _LIVE: "weakref.WeakSet[_Transport]" = weakref.WeakSet()     # the transports Ctrl-C closes

@@ -1,29 +1,27 @@
-"""Where requests go and as whom, decided exactly as kubectl decides it (client-go's clientcmd:
-loading rules, merge, flag overrides, validation). Reads files only; kube.py turns the result into
-connections. No HTTP here, and no kubernetes client: exec and auth-provider users are resolved in
-kube.py (which loads the client's code for them only).
+"""Where requests go and as whom, decided as kubectl v1.37.2 decides it before a byte is sent. Reads
+files only; kube.py carries the result out. Each step is client-go@v0.37.2's:
 
-Loading rules: --kubeconfig alone (it must exist), else every file of $KUBECONFIG (missing ones
-skipped), else ~/.kube/config. Merge: for each named cluster, user and context the first file that
-defines it wins; current-context from the first file that sets it. Relative paths are resolved
-against the file that holds them. No kubeconfig at all: in-cluster config (service account) when
-running in a Pod, else --server alone.
-
-Overrides (config_flags.go -> ConfigOverrides, merged in client_config.go): --context picks the
-context; --cluster/--user replace the context's; --server replaces the cluster's server (and its
-tls-server-name); --certificate-authority replaces the CA and turns insecure off;
---insecure-skip-tls-verify clears a kubeconfig CA unless --certificate-authority is also given
-(then kubectl refuses the pair); --token is merged into the user (it does not remove a client
-certificate; an exec plugin is not run when a token is present); --as/--as-group/--as-uid
-replace the user's as/as-groups/as-uid.
+- files (tools/clientcmd/loader.go): --kubeconfig alone (it must exist), else every path of
+  $KUBECONFIG in order (duplicates and empty entries dropped, missing files skipped, no `~`
+  expansion), else ~/.kube/config. A file that exists but cannot be read or decoded fails the whole
+  command, as kubectl's Load does.
+- decoding (goyaml.py, kubeconfig_v1.py): YAML -> JSON as sigs.k8s.io/yaml, typed v1 Config,
+  defaults, names -> maps.
+- merge (loader.go Load + merge.go): each cluster/user/context name from the first file that has it,
+  whole; current-context from the first file that sets one; then relative paths (certificate-
+  authority, client-certificate, client-key, tokenFile, an exec command with a '/') resolved against
+  the directory of the file each entry came from (ResolveLocalPaths).
+- flags (cli-runtime genericclioptions/config_flags.go -> ConfigOverrides; client_config.go
+  getContext/getAuthInfo/getCluster; validation.go through ConfirmUsable).
+- rest.Config and its transport (client_config.go ClientConfig, rest/url_utils.go, transport/).
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import os
-
+import re
+from kubectl_kvcache import kubeconfig_v1 as v1
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import Connection
 from kubectl_kvcache.record import Record
@@ -32,346 +30,623 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 class Target(Record):
-    """One API server and one identity, as a rest.Config would hold them."""
+    """One API server and one identity: what the transport sends (CONTRACT.md)."""
 
-    __slots__ = ("server", "namespace", "ca_data", "ca_file", "insecure", "tls_server_name", "proxy_url", "token",
-                 "token_file", "username", "password", "cert_data", "cert_file", "key_data", "key_file", "exec",
-                 "auth_provider", "base_dir", "cluster", "user_name", "as_user", "as_uid", "as_groups", "as_extra")
+    __slots__ = ("server", "namespace", "authorization", "impersonation", "proxy", "ca_data", "ca_file", "insecure",
+                 "tls_server_name", "cert_data", "cert_file", "key_data", "key_file", "exec", "auth_provider",
+                 "base_dir", "cluster", "user_name", "disable_compression")
     __hash__ = None     # mutable: not hashable
 
-    def __init__(self, server: str, namespace: str = "default", ca_data: bytes | None = None,
-                 ca_file: str | None = None, insecure: bool = False, tls_server_name: str | None = None,
-                 proxy_url: str | None = None, token: str | None = None, token_file: str | None = None,
-                 username: str | None = None, password: str | None = None, cert_data: bytes | None = None,
-                 cert_file: str | None = None, key_data: bytes | None = None, key_file: str | None = None,
-                 exec: dict | None = None, auth_provider: dict | None = None, base_dir: str | None = None,
-                 cluster: dict | None = None, user_name: str = "", as_user: str | None = None,
-                 as_uid: str | None = None, as_groups: tuple[str, ...] = (),
-                 as_extra: dict[str, list[str]] | None = None):
-        self.server = server
+    def __init__(self, server: str, namespace: str = "default", authorization: str | None = None,
+                 impersonation: list[tuple[str, str]] | None = None, proxy: str | None = None,
+                 ca_data: bytes | None = None, ca_file: str | None = None, insecure: bool = False,
+                 tls_server_name: str | None = None, cert_data: bytes | None = None, cert_file: str | None = None,
+                 key_data: bytes | None = None, key_file: str | None = None, exec: dict | None = None,
+                 auth_provider: dict | None = None, base_dir: str | None = None, cluster: dict | None = None,
+                 user_name: str = "", disable_compression: bool = False):
+        self.server = server                    # scheme://host[:port][/prefix], no userinfo
         self.namespace = namespace
-        # server identification
-        self.ca_data = ca_data                             # PEM
+        self.authorization = authorization      # the Authorization header known without a plugin
+        self.impersonation = [] if impersonation is None else impersonation   # Impersonate-* headers, in order
+        self.proxy = proxy                      # proxy URL for this server; None: direct
+        self.ca_data = ca_data                  # PEM
         self.ca_file = ca_file
         self.insecure = insecure
         self.tls_server_name = tls_server_name
-        self.proxy_url = proxy_url
-        # user identification
-        self.token = token
-        self.token_file = token_file
-        self.username = username
-        self.password = password
-        self.cert_data = cert_data                         # PEM
+        self.cert_data = cert_data              # PEM
         self.cert_file = cert_file
         self.key_data = key_data
         self.key_file = key_file
-        self.exec = exec                                   # the user's exec plugin (kube.py runs it)
-        self.auth_provider = auth_provider                 # the user's auth-provider (kube.py asks the client)
-        self.base_dir = base_dir                           # for relative paths of exec/auth-provider
-        self.cluster = {} if cluster is None else cluster  # the merged cluster entry (exec's cluster info)
+        self.exec = exec                        # the user's exec plugin, when kubectl would run it
+        self.auth_provider = auth_provider      # the user's auth-provider, when kubectl would ask it
+        self.base_dir = base_dir                # the directory of the file the user came from
+        self.cluster = {} if cluster is None else cluster  # the merged cluster, as v1 JSON (exec's cluster info)
         self.user_name = user_name
-        # impersonation (Impersonate-* headers)
-        self.as_user = as_user
-        self.as_uid = as_uid
-        self.as_groups = as_groups
-        self.as_extra = {} if as_extra is None else as_extra
+        self.disable_compression = disable_compression
 
     @property
     def tls(self) -> bool:
         return self.server.lower().startswith("https://")
 
 
-# -- loading and merging -----------------------------------------------------------------------
+# -- files --------------------------------------------------------------------------------------
 
 def _paths(conn: Connection) -> tuple[list[str], bool]:
-    """The kubeconfig files to read, and whether any path was asked for at all."""
+    """The kubeconfig files in precedence order, and whether any path was asked for at all."""
     if conn.kubeconfig:
-        path = os.path.expanduser(conn.kubeconfig)
-        if not os.path.exists(path):
+        if not os.path.exists(conn.kubeconfig) and not os.path.islink(conn.kubeconfig):
             raise PluginError(f"kubeconfig {conn.kubeconfig} does not exist")
-        return [path], True
+        return [conn.kubeconfig], True
     env = os.environ.get("KUBECONFIG")
     if env:
-        seen, paths = set(), []
-        for p in env.split(os.pathsep):
-            p = os.path.expanduser(p)
-            if p and p not in seen:
-                seen.add(p)
+        paths = []
+        for p in env.split(os.pathsep):         # filepath.SplitList + deduplicate; "" skipped in Load
+            if p and p not in paths:
                 paths.append(p)
-        return [p for p in paths if os.path.exists(p)], True
-    default = os.path.expanduser("~/.kube/config")
-    return ([default] if os.path.exists(default) else []), False
+        return paths, True
+    return [os.path.join(os.path.expanduser("~"), ".kube", "config")], False
 
 
-def _read(path) -> dict:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise PluginError(f"kubeconfig {path}: {exc.strerror or exc}") from exc
-    if not data.strip():
-        return {}
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        # Importing PyYAML costs 13-18 ms a start (issue #16): kubeyaml reads the YAML kubeconfig writers
-        # emit exactly as PyYAML does, and says UNSURE for anything else, which PyYAML then reads.
-        from kubectl_kvcache import kubeyaml
+class File(Record):
+    """One kubeconfig file, decoded and converted (api.Config): entries by name."""
 
-        try:
-            doc = kubeyaml.load(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            doc = kubeyaml.UNSURE
-        if doc is kubeyaml.UNSURE:
-            import yaml
+    __slots__ = ("path", "clusters", "users", "contexts", "current_context", "colors", "preference_extensions",
+                 "extensions")
+    __hash__ = None
 
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-            try:
-                doc = yaml.load(data, Loader=loader)
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f" (line {mark.line + 1})" if mark is not None else ""
-                raise PluginError(f"kubeconfig {path}: not valid YAML{where}") from exc
-    if doc is None:
-        return {}
-    if not isinstance(doc, dict):
-        raise PluginError(f"kubeconfig {path}: not a kubeconfig (expected a mapping)")
-    return doc
-
-
-class Merged(Record):
-    __slots__ = ("clusters", "users", "contexts", "current_context")
-    __hash__ = None     # mutable: not hashable
-
-    def __init__(self, clusters: dict[str, tuple[dict, str]] | None = None,
-                 users: dict[str, tuple[dict, str]] | None = None, contexts: dict[str, dict] | None = None,
-                 current_context: str = ""):
-        self.clusters = {} if clusters is None else clusters  # name -> (entry, its file's dir)
+    def __init__(self, path, clusters=None, users=None, contexts=None, current_context="", colors=False,
+                 preference_extensions=None, extensions=None):
+        self.path = path
+        self.clusters = {} if clusters is None else clusters
         self.users = {} if users is None else users
         self.contexts = {} if contexts is None else contexts
         self.current_context = current_context
+        self.colors = colors
+        self.preference_extensions = {} if preference_extensions is None else preference_extensions
+        self.extensions = {} if extensions is None else extensions
+
+
+def _object(doc, where):
+    """`users[0] "admin"`-style name of the list entry a field path is in (names are not secret)."""
+    m = re.match(r"(clusters|users|contexts)\[(\d+)\]", where or "")
+    if not m or not isinstance(doc, dict):
+        return ""
+    try:
+        name = doc[m.group(1)][int(m.group(2))].get("name")
+    except (AttributeError, IndexError, KeyError, TypeError):
+        name = None
+    kind = {"clusters": "cluster", "users": "user", "contexts": "context"}[m.group(1)]
+    return f"{kind} {name!r} ({m.group(0)})" if isinstance(name, str) else m.group(0)
+
+
+def read_file(path) -> File | None:
+    """clientcmd.LoadFromFile: the decoded file; None when it does not exist."""
+    from kubectl_kvcache import goyaml
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PluginError(f"kubeconfig {path}: {exc.strerror or exc}") from exc
+    if not data:
+        return File(path)
+    try:
+        doc = goyaml.to_json(data)
+    except goyaml.YAMLError as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        raise PluginError(f"kubeconfig {path}: not valid YAML{where}: {exc}") from exc
+    try:
+        v1.check_type_meta(*v1.type_meta(doc))
+        config = v1.decode(v1.CONFIG, doc)
+        v1.set_defaults(config)
+        return _convert(path, config)
+    except v1.DecodeError as exc:
+        obj = _object(doc, exc.where)
+        field = exc.where[len(obj.rsplit("(", 1)[-1].rstrip(")")):].lstrip(".") if obj else exc.where
+        parts = [p for p in (obj, field) if p]
+        raise PluginError(f"kubeconfig {path}: {' '.join(parts) + ' ' if parts else ''}{exc.problem}") from exc
+
+
+def _convert(path, config) -> File:
+    """api/v1 conversion.go: named lists -> maps (a duplicate name in one file is an error)."""
+    out = File(path, current_context=config["current-context"], colors=config["preferences"]["colors"])
+    for key, inner, target in (("clusters", "cluster", out.clusters), ("users", "user", out.users),
+                               ("contexts", "context", out.contexts)):
+        target.update(v1.named_map(config[key], inner, key))
+        for i, item in enumerate(config[key] or ()):
+            body = item[inner]
+            if isinstance(body["extensions"], list) or body["extensions"] is None:
+                body["extensions"] = v1.extensions_map(body["extensions"], f"{key}[{i}].{inner}.extensions")
+    out.preference_extensions = v1.extensions_map(config["preferences"]["extensions"], "preferences.extensions")
+    out.extensions = v1.extensions_map(config["extensions"], "extensions")
+    return out
+
+
+class Merged(Record):
+    """The merged config (clientcmd Load): entries by name and the file each came from."""
+
+    __slots__ = ("clusters", "users", "contexts", "current_context", "origin", "colors", "preference_extensions",
+                 "extensions")
+    __hash__ = None
+
+    def __init__(self):
+        self.clusters: dict[str, dict] = {}
+        self.users: dict[str, dict] = {}
+        self.contexts: dict[str, dict] = {}
+        self.current_context = ""
+        self.origin: dict[tuple[str, str], str] = {}     # ("clusters"|"users"|"contexts", name) -> path
+        self.colors = False
+        self.preference_extensions: dict = {}
+        self.extensions: dict = {}
 
 
 def load(paths) -> Merged:
+    """loader.go Load over `paths`: missing files skipped; each name, current-context and extension
+    from the first file that has one (merge.go: the reverse-order merge of non-zero values)."""
     merged = Merged()
     for path in paths:
-        doc = _read(path)
-        base = os.path.dirname(os.path.abspath(path))
-        for key, inner, target in (("clusters", "cluster", merged.clusters), ("users", "user", merged.users),
-                                   ("contexts", "context", merged.contexts)):
-            entries = doc.get(key) or []
-            if not isinstance(entries, list):
-                raise PluginError(f"kubeconfig {path}: {key} is not a list")
-            for i, entry in enumerate(entries):
-                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                    raise PluginError(f"kubeconfig {path}: {key}[{i}] has no name")
-                body = entry.get(inner) or {}
-                if not isinstance(body, dict):
-                    raise PluginError(f"kubeconfig {path}: {key}[{i}].{inner} is not a mapping")
-                if entry["name"] not in target:        # the first file that defines a name wins
-                    target[entry["name"]] = body if key == "contexts" else (body, base)
-        if not merged.current_context and isinstance(doc.get("current-context"), str):
-            merged.current_context = doc["current-context"]
+        f = read_file(path)
+        if f is None:
+            continue
+        for key in ("clusters", "users", "contexts"):
+            mine = getattr(merged, key)
+            for name, body in getattr(f, key).items():
+                if name not in mine:
+                    mine[name] = body
+                    merged.origin[(key, name)] = path
+        merged.current_context = merged.current_context or f.current_context
+        merged.colors = merged.colors or f.colors
+        for mine, theirs in ((merged.preference_extensions, f.preference_extensions),
+                             (merged.extensions, f.extensions)):
+            for name, ext in theirs.items():
+                mine.setdefault(name, ext)
     return merged
 
 
-# -- resolving one target -----------------------------------------------------------------------
+def load_merged(paths) -> dict:
+    """The merged config of `paths` as plain data, shaped as `kubectl config view --raw -o json`
+    prints it (which resolves no relative paths)."""
+    m = load(paths)
+    return v1.v1_json(m.clusters, m.users, m.contexts, m.current_context, m.colors, m.preference_extensions,
+                      m.extensions)
 
-def _abs(path, base):
-    if not path:
-        return None
-    path = os.path.expanduser(str(path))
-    return path if os.path.isabs(path) or not base else os.path.join(base, path)
+
+def _resolve_paths(merged: Merged):
+    """loader.go ResolveLocalPaths: relative file references made absolute against their file's dir."""
+    def fix(path, base):
+        return path if not path or os.path.isabs(path) else os.path.normpath(os.path.join(base, path))
+
+    for name, cluster in merged.clusters.items():
+        base = os.path.dirname(os.path.abspath(merged.origin[("clusters", name)]))
+        merged.clusters[name] = dict(cluster, **{"certificate-authority": fix(cluster["certificate-authority"],
+                                                                              base)})
+    for name, user in merged.users.items():
+        base = os.path.dirname(os.path.abspath(merged.origin[("users", name)]))
+        user = dict(user)
+        for key in ("client-certificate", "client-key", "tokenFile"):
+            user[key] = fix(user[key], base)
+        if user["exec"] is not None and os.sep in user["exec"]["command"]:   # GetAuthInfoFileReferences
+            user["exec"] = dict(user["exec"], command=fix(user["exec"]["command"], base))
+        merged.users[name] = user
 
 
-def _b64(value, what):
-    if not value:
-        return None
+# -- flags and validation (client_config.go) ---------------------------------------------------
+
+def default_server() -> str:
+    """client_config.go getDefaultServer (ClusterDefaults): $KUBERNETES_MASTER, else localhost:8080."""
+    return os.environ.get("KUBERNETES_MASTER") or "http://localhost:8080"
+
+
+def _merge_into(dst: dict, src: dict):
+    """merge.go mergeValues for one struct: every non-zero field of src replaces dst's (maps key by key)."""
+    for key, value in src.items():
+        if isinstance(value, dict) and key in ("as-user-extra", "extensions"):
+            if value:
+                dst[key] = dict(dst.get(key) or {}, **value)
+        elif value:
+            dst[key] = value
+
+
+def _overrides(conn: Connection):
+    """config_flags.go toRawKubeConfigLoader: the flags as ConfigOverrides (empty strings are not set)."""
+    extra: dict[str, list[str]] = {}
+    for item in conn.as_user_extra:
+        if "=" in item:                         # entries without '=' are skipped, as kubectl does
+            key, value = item.split("=", 1)
+            extra.setdefault(key, []).append(value)
+    user = {"client-certificate": conn.client_certificate or "", "client-key": conn.client_key or "",
+            "token": conn.token or "", "as": conn.as_user or "", "as-uid": conn.as_uid or "",
+            "as-groups": list(conn.as_groups) or None, "as-user-extra": extra or None,
+            "username": conn.username or "", "password": conn.password or ""}
+    cluster = {"server": conn.server or "", "tls-server-name": conn.tls_server_name or "",
+               "certificate-authority": conn.certificate_authority or "",
+               "insecure-skip-tls-verify": bool(conn.insecure_skip_tls_verify),
+               "disable-compression": bool(conn.disable_compression), "proxy-url": conn.proxy_url or ""}
+    return user, cluster
+
+
+class _Chosen(Record):
+    __slots__ = ("context_name", "context", "user_name", "user", "cluster_name", "cluster", "user_file",
+                 "cluster_file")
+
+
+def _choose(merged: Merged, conn: Connection) -> _Chosen:
+    """DirectClientConfig getAuthInfo, getContext, getCluster (in ClientConfig's order), overrides applied."""
+    ov_user, ov_cluster = _overrides(conn)
+    c = _Chosen()
+    c.context_name = conn.context or merged.current_context
+    context = v1.zero(v1.CONTEXT)
+    if c.context_name in merged.contexts:
+        _merge_into(context, merged.contexts[c.context_name])
+    c.user_name = conn.user or context["user"]
+    c.cluster_name = conn.cluster or context["cluster"]
+    if conn.user and conn.user not in merged.users:
+        raise PluginError(f"auth info {conn.user!r} does not exist (--user)")
+    if conn.context and conn.context not in merged.contexts:
+        raise PluginError(f"context {conn.context!r} does not exist (--context)")
+    if conn.cluster and conn.cluster not in merged.clusters:
+        raise PluginError(f"cluster {conn.cluster!r} does not exist (--cluster)")
+    c.context = context
+    user = v1.zero(v1.AUTH_INFO)
+    user["extensions"] = {}
+    if c.user_name in merged.users:
+        _merge_into(user, merged.users[c.user_name])
+    _merge_into(user, ov_user)
+    if ov_user["client-key"]:                   # a key flag replaces the key data too
+        user["client-key"], user["client-key-data"] = ov_user["client-key"], None
+    if ov_user["client-certificate"]:
+        user["client-certificate"], user["client-certificate-data"] = ov_user["client-certificate"], None
+    c.user = user
+    cluster = dict(v1.zero(v1.CLUSTER), server=default_server(), extensions={})   # ClusterDefaults
+    if c.cluster_name in merged.clusters:
+        _merge_into(cluster, merged.clusters[c.cluster_name])
+    _merge_into(cluster, ov_cluster)
+    if ov_cluster["insecure-skip-tls-verify"] or ov_cluster["certificate-authority"]:
+        cluster["insecure-skip-tls-verify"] = ov_cluster["insecure-skip-tls-verify"]
+        cluster["certificate-authority"] = ov_cluster["certificate-authority"]
+        cluster["certificate-authority-data"] = None
+    if ov_cluster["tls-server-name"] or ov_cluster["server"]:
+        cluster["tls-server-name"] = ov_cluster["tls-server-name"]
+    c.cluster = cluster
+    c.user_file = merged.origin.get(("users", c.user_name))
+    c.cluster_file = merged.origin.get(("clusters", c.cluster_name))
+    return c
+
+
+def urlsplit(text):
+    """urllib.parse.urlsplit, imported when first needed (it costs milliseconds at start-up)."""
+    from urllib.parse import urlsplit as split
+
+    return split(text)
+
+
+def unquote(text):
+    from urllib.parse import unquote as unq
+
+    return unq(text)
+
+
+def _in(path):
+    return f"kubeconfig {path}: " if path else ""
+
+
+def _readable(path):
     try:
-        return base64.b64decode(value, validate=False)
-    except (ValueError, TypeError) as exc:
-        raise PluginError(f"kubeconfig: {what} is not valid base64") from exc
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def _confirm_usable(merged: Merged, c: _Chosen):
+    """DirectClientConfig.ConfirmUsable: validation.go validateAuthInfo and validateClusterInfo; the
+    first problem is the error (kubectl lists them all)."""
+    if c.context_name and c.context_name not in merged.contexts:
+        raise PluginError(f"context {c.context_name!r} (current-context) was not found in the kubeconfig")
+    u, name, where = c.user, c.user_name, _in(c.user_file)
+    who = f"user {name!r}"
+    if u["client-certificate"] or u["client-certificate-data"]:
+        if u["client-certificate"] and u["client-certificate-data"]:
+            raise PluginError(f"{where}{who}: client-certificate-data and client-certificate are both given")
+        if u["client-key"] and u["client-key-data"]:
+            raise PluginError(f"{where}{who}: client-key-data and client-key are both given")
+        if not (u["client-key"] or u["client-key-data"]):
+            raise PluginError(f"{where}{who}: client-key-data or client-key must be given with a client certificate")
+        for key in ("client-certificate", "client-key"):
+            problem = u[key] and _readable(u[key])
+            if problem:
+                raise PluginError(f"{where}{who}: cannot read the {key} {u[key]}: {problem}")
+    ex = u["exec"]
+    if ex is not None:
+        if u["auth-provider"] is not None:
+            raise PluginError(f"{where}{who}: an auth-provider cannot be used together with an exec plugin")
+        if not ex["command"]:
+            raise PluginError(f"{where}{who}: exec.command must be given to use an exec plugin")
+        if not ex["apiVersion"]:
+            raise PluginError(f"{where}{who}: exec.apiVersion must be given to use an exec plugin")
+        if any(not e["name"] for e in ex["env"] or ()):
+            raise PluginError(f"{where}{who}: every exec.env entry needs a name")
+        if not ex["interactiveMode"]:
+            raise PluginError(f"{where}{who}: exec.interactiveMode must be given (Never, IfAvailable or Always) "
+                              f"for apiVersion {ex['apiVersion']}")
+        if ex["interactiveMode"] not in ("Never", "IfAvailable", "Always"):
+            raise PluginError(f"{where}{who}: exec.interactiveMode {ex['interactiveMode']!r} is not Never, "
+                              f"IfAvailable or Always")
+    methods = (["token"] if u["token"] else []) + (["basic auth"] if u["username"] or u["password"] else [])
+    if len(methods) > 1:
+        raise PluginError(f"{where}{who}: more than one authentication method (token and basic auth); "
+                          f"only one is allowed")
+    if (u["as-uid"] or u["as-groups"] or u["as-user-extra"]) and not u["as"]:
+        raise PluginError(f"{where}{who}: impersonating a uid, groups or user-extra needs a user to impersonate "
+                          f"(--as or the kubeconfig's as)")
+    cl, cname, cwhere = c.cluster, c.cluster_name, _in(c.cluster_file)
+    what = f"cluster {cname!r}" if cname else "the default cluster"
+    if not cl["server"]:
+        raise PluginError(f"{cwhere}no server found for {what}")
+    if cl["proxy-url"]:
+        _proxy_url(cl["proxy-url"], f"{cwhere}{what}: proxy-url")
+    if cl["certificate-authority"] and cl["certificate-authority-data"]:
+        raise PluginError(f"{cwhere}{what}: certificate-authority-data and certificate-authority are both given")
+    problem = cl["certificate-authority"] and _readable(cl["certificate-authority"])
+    if problem:
+        raise PluginError(f"{cwhere}{what}: cannot read the certificate-authority {cl['certificate-authority']}: "
+                          f"{problem}")
+
+
+def _proxy_url(text, what):
+    """helpers.go parseProxyURL: http, https or socks5 (url.Parse lower-cases the scheme)."""
+    try:
+        scheme = urlsplit(text).scheme
+    except ValueError:
+        raise PluginError(f"{what} could not be parsed") from None
+    if scheme not in ("http", "https", "socks5"):
+        raise PluginError(f"{what} has the unsupported scheme {scheme!r}: it must be http, https or socks5")
+    return text
+
+
+# -- rest.Config and the transport -------------------------------------------------------------
+
+def _server_url(host, default_tls):
+    """rest/url_utils.go DefaultServerURL: a host without scheme://host gets http:// (https:// only
+    with a CA, client certificate or insecure in the rest.Config)."""
+    try:
+        parts = urlsplit(host)
+        ok = bool(parts.scheme and parts.netloc)
+    except ValueError:
+        ok = False
+    if not ok:
+        parts = urlsplit(("https://" if default_tls else "http://") + host)
+        if not parts.netloc or parts.path not in ("", "/"):
+            raise PluginError(f"the server {host!r} must be a URL or a host:port pair")
+    if parts.scheme not in ("http", "https"):
+        raise PluginError(f"the server {host!r} is not an http:// or https:// URL")
+    netloc = parts.netloc.rpartition("@")[2]
+    try:
+        parts.port
+    except ValueError as exc:
+        raise PluginError(f"the server {host!r} has an invalid port") from exc
+    userinfo = None
+    if "@" in parts.netloc:
+        info = parts.netloc.rpartition("@")[0]
+        user, _, password = info.partition(":")
+        userinfo = (unquote(user), unquote(password))
+    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}", userinfo, parts
+
+
+def _basic(user, password):
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def _file_token(path):
+    """transport/token_source.go fileTokenSource: the file's content trimmed; None if unreadable or empty."""
+    from kubectl_kvcache.goyaml import go_string
+
+    try:
+        with open(path, "rb") as f:
+            token = go_string(f.read()).strip()
+    except OSError:
+        return None
+    return token or None
+
+
+_TOKEN_CHARS = frozenset("!#$&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _header_key_escape(key):
+    """transport/round_trippers.go headerKeyEscape: bytes that are not token characters, and '%', as %XX."""
+    return "".join(chr(b) if chr(b) in _TOKEN_CHARS else f"%{b:02X}" for b in key.encode())
+
+
+def _canonical(name):
+    """net/textproto CanonicalMIMEHeaderKey, as http.Header.Add applies it."""
+    out, upper = [], True
+    for ch in name:
+        out.append(ch.upper() if upper and "a" <= ch <= "z" else ch.lower() if not upper and "A" <= ch <= "Z"
+                   else ch)
+        upper = ch == "-"
+    return "".join(out)
+
+
+def impersonation_headers(user, uid, groups, extra) -> list[tuple[str, str]]:
+    """impersonatingRoundTripper: User, Uid (when set), each Group, each Extra value (keys sorted here;
+    Go's map order is random, and Go writes headers sorted by name anyway)."""
+    headers = [("Impersonate-User", user)]
+    if uid:
+        headers.append(("Impersonate-Uid", uid))
+    headers += [("Impersonate-Group", g) for g in groups or ()]
+    for key in sorted(extra or {}):
+        name = _canonical("Impersonate-Extra-" + _header_key_escape(key))
+        headers += [(name, v) for v in extra[key] or ()]
+    return headers
 
 
 def resolve(conn: Connection) -> Target:
     """The target these flags and the kubeconfig name, or a one-line PluginError."""
     paths, _asked = _paths(conn)
-    if not paths:
-        return _without_kubeconfig(conn)
     merged = load(paths)
-    context_name = conn.context or merged.current_context
-    context = merged.contexts.get(context_name) if context_name else None
-    if context_name and context is None:
-        raise PluginError(f"context {context_name!r} not found in the kubeconfig")
-    context = dict(context or {})
-    cluster_name = conn.cluster or context.get("cluster") or ""
-    user_name = conn.user or context.get("user") or ""
-    if conn.cluster and conn.cluster not in merged.clusters:
-        raise PluginError(f"cluster {conn.cluster!r} not found in the kubeconfig")
-    if conn.user and conn.user not in merged.users:
-        raise PluginError(f"user {conn.user!r} not found in the kubeconfig")
-    cluster, cluster_base = merged.clusters.get(cluster_name, ({}, None))
-    user, user_base = merged.users.get(user_name, ({}, None))
-    cluster, user = dict(cluster), dict(user)
-
-    # cluster overrides (getCluster)
-    if conn.server:
-        cluster["server"] = conn.server
-        cluster.pop("tls-server-name", None)
-    if conn.insecure_skip_tls_verify or conn.certificate_authority:
-        cluster["insecure-skip-tls-verify"] = bool(conn.insecure_skip_tls_verify)
-        cluster.pop("certificate-authority-data", None)
-        cluster["certificate-authority"] = os.path.abspath(conn.certificate_authority) \
-            if conn.certificate_authority else None
-        cluster_base = cluster_base if not conn.certificate_authority else None
-    # user overrides (getAuthInfo: a non-empty flag replaces the field)
-    if conn.token:
-        user["token"] = conn.token
-    if conn.as_user:
-        user["as"] = conn.as_user
-    if conn.as_groups:
-        user["as-groups"] = list(conn.as_groups)
-    if conn.as_uid:
-        user["as-uid"] = conn.as_uid
-
-    name = cluster_name or "the default cluster"
-    server = cluster.get("server")
-    if not server:
-        raise PluginError(f"no server found for cluster {cluster_name!r}: pass --server or fix the kubeconfig"
-                          if cluster_name else "the kubeconfig names no cluster with a server: pass --context, "
-                                               "--cluster or --server")
-    tls_hint = bool(cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
-                    or cluster.get("insecure-skip-tls-verify") or user.get("client-certificate")
-                    or user.get("client-certificate-data"))
-    target = Target(server=_server(server, tls_hint), namespace=context.get("namespace") or "default",
-                    cluster=cluster, user_name=user_name, base_dir=user_base)
-    _server_identity(target, cluster, cluster_base, name)
-    _user_identity(target, user, user_base, user_name or "the default user")
+    _resolve_paths(merged)
+    c = _choose(merged, conn)
+    _confirm_usable(merged, c)
+    cl, u = c.cluster, c.user
+    # ClientConfig: Host, proxy, compression, timeout and impersonation before the TLS question
+    host = cl["server"]
+    try:
+        parts = urlsplit(host)
+        if parts.scheme and parts.netloc and len(parts.path) > 1:     # ParseRequestURI: query/fragment dropped
+            host = host.split("#", 1)[0].split("?", 1)[0]
+    except ValueError:
+        pass
+    impersonating = bool(u["as"])
+    tls = _server_url(host, False)[0].startswith("https://")         # IsConfigTransportTLS (no CA etc. yet)
+    is_default = (host == default_server() and not impersonating and not cl["proxy-url"]
+                  and not cl["disable-compression"] and conn.timeout is None and not tls)
+    if is_default and _in_cluster_possible():                          # merged_client_builder.go ClientConfig
+        return _in_cluster(conn, merged, c)
+    has_ca = bool(cl["certificate-authority"] or cl["certificate-authority-data"]) if tls else False
+    has_cert = bool(u["client-certificate"] or u["client-certificate-data"]) if tls else False
+    server, userinfo, _ = _server_url(host, has_ca or has_cert or (tls and cl["insecure-skip-tls-verify"]))
+    target = Target(server=server, namespace=_namespace(merged, c), cluster=v1.cluster_json(cl),
+                    user_name=c.user_name, disable_compression=cl["disable-compression"],
+                    base_dir=os.path.dirname(os.path.abspath(c.user_file)) if c.user_file else None)
+    if impersonating:
+        target.impersonation = impersonation_headers(u["as"], u["as-uid"], u["as-groups"], u["as-user-extra"])
+    if userinfo is not None:        # net/http Client.send sets Basic from the URL first: it wins
+        target.authorization = _basic(*userinfo)
+    if tls:
+        _user_identity(target, u, c, userinfo is not None)
+        target.insecure = cl["insecure-skip-tls-verify"]
+        target.ca_data = cl["certificate-authority-data"]
+        target.ca_file = cl["certificate-authority"] or None
+        target.tls_server_name = cl["tls-server-name"] or None
+        if target.insecure and (target.ca_data or target.ca_file):     # transport.TLSConfigFor
+            raise PluginError(f"{_in(c.cluster_file)}cluster {c.cluster_name!r}: a certificate authority together "
+                              f"with insecure-skip-tls-verify is not allowed (kubectl refuses it too)")
+    target.proxy = _proxy(target, cl, c)
     return target
 
 
-def _server(server, tls_hint=True):
-    """A bare host:port gets https:// when a CA, a client certificate or insecure is configured,
-    else http:// (client-go's DefaultServerURL)."""
-    server = str(server).strip()
-    if "://" not in server:
-        server = ("https://" if tls_hint else "http://") + server
-    return server.rstrip("/")
-
-
-def _server_identity(target, cluster, base, name):
-    ca, ca_data = cluster.get("certificate-authority"), cluster.get("certificate-authority-data")
-    target.insecure = bool(cluster.get("insecure-skip-tls-verify"))
-    if target.insecure and (ca or ca_data):
-        raise PluginError(f"cluster {name}: a certificate authority together with insecure-skip-tls-verify "
-                          f"is not allowed (kubectl refuses it too): drop one of them")
-    target.ca_data = _b64(ca_data, f"certificate-authority-data of cluster {name}")
-    if ca and not ca_data:
-        target.ca_file = _abs(ca, base)
-        if not os.access(target.ca_file, os.R_OK):
-            raise PluginError(f"cannot read the certificate-authority {target.ca_file} of cluster {name}")
-    target.tls_server_name = cluster.get("tls-server-name") or None
-    target.proxy_url = cluster.get("proxy-url") or None
-
-
-def _user_identity(target, user, base, name):
-    methods = []
-    if user.get("token"):
-        methods.append("token")
-    if user.get("username") or user.get("password"):
-        methods.append("basicAuth")
-    if len(methods) > 1:
-        raise PluginError(f"user {name}: more than one authentication method (token and basic auth); "
-                          f"kubectl allows only one")
-    if user.get("exec") and user.get("auth-provider"):
-        raise PluginError(f"user {name}: an auth-provider and an exec plugin cannot be used together")
-    if (user.get("as-uid") or user.get("as-groups") or user.get("as-user-extra")) and not user.get("as"):
-        raise PluginError(f"user {name}: impersonating a uid, groups or extra needs a user to impersonate "
-                          f"(--as or the kubeconfig's as)")
-    if user.get("as"):
-        target.as_user = str(user["as"])
-        target.as_uid = str(user["as-uid"]) if user.get("as-uid") else None
-        target.as_groups = tuple(str(g) for g in user.get("as-groups") or ())
-        extra = user.get("as-user-extra") or {}
-        if not isinstance(extra, dict):
-            raise PluginError(f"user {name}: as-user-extra is not a mapping")
-        target.as_extra = {str(k): [str(v) for v in (vs if isinstance(vs, list) else [vs])]
-                           for k, vs in extra.items()}
-    if not target.tls:        # client-go reads credentials only for a TLS server
-        return
-    if user.get("token"):
-        target.token = str(user["token"])
-    elif user.get("tokenFile"):
-        target.token_file = _abs(user["tokenFile"], base)
+def _user_identity(target, u, c, has_userinfo):
+    """getUserIdentificationPartialConfig, then transport round trippers: token (a readable tokenFile
+    wins, re-read per request), else basic auth; exec only without a token, basic auth or client
+    certificate (exec.go UpdateTransportConfig); kubectl prompts when nothing identifies the user."""
+    where, who = _in(c.user_file), f"user {c.user_name!r}"
+    bearer, bearer_file = u["token"], u["tokenFile"]
+    if not bearer and bearer_file:
         try:
-            with open(target.token_file) as f:
-                target.token = f.read().strip()
+            with open(bearer_file, "rb") as f:
+                from kubectl_kvcache.goyaml import go_string
+
+                bearer = go_string(f.read())
         except OSError as exc:
-            raise PluginError(f"user {name}: cannot read tokenFile {target.token_file}: "
-                              f"{exc.strerror or exc}") from exc
-    cert, cert_data = user.get("client-certificate"), user.get("client-certificate-data")
-    if cert or cert_data:
-        key, key_data = user.get("client-key"), user.get("client-key-data")
-        if not (key or key_data):
-            raise PluginError(f"user {name}: client-key-data or client-key must be given with a client "
-                              f"certificate")
-        target.cert_data = _b64(cert_data, f"client-certificate-data of user {name}")
-        target.key_data = _b64(key_data, f"client-key-data of user {name}")
-        if not cert_data:
-            target.cert_file = _abs(cert, base)
-        if not key_data:
-            target.key_file = _abs(key, base)
-        for path, what in ((target.cert_file, "client-certificate"), (target.key_file, "client-key")):
-            if path and not os.access(path, os.R_OK):
-                raise PluginError(f"user {name}: cannot read the {what} {path}")
-    if user.get("username") or user.get("password"):
-        target.username, target.password = str(user.get("username") or ""), str(user.get("password") or "")
-    if isinstance(user.get("auth-provider"), dict):
-        target.auth_provider = user["auth-provider"]
-    if isinstance(user.get("exec"), dict):
-        ex = user["exec"]
-        if not ex.get("command") or not ex.get("apiVersion"):
-            raise PluginError(f"user {name}: the exec plugin needs a command and an apiVersion")
-        target.exec = ex
+            raise PluginError(f"{where}{who}: cannot read the tokenFile {bearer_file}: {exc.strerror or exc}") \
+                from exc
+    token_auth = bool(bearer or bearer_file)
+    basic_auth = bool(u["username"])
+    if token_auth and target.authorization is None:
+        token = (_file_token(bearer_file) if bearer_file else None) or bearer
+        if not token:
+            raise PluginError(f"{where}{who}: the tokenFile {bearer_file} holds no token")
+        target.authorization = "Bearer " + token
+    elif basic_auth and target.authorization is None:
+        target.authorization = _basic(u["username"], u["password"])
+    if u["client-certificate"] or u["client-certificate-data"]:
+        target.cert_data = u["client-certificate-data"]
+        target.cert_file = u["client-certificate"] or None
+        target.key_data = u["client-key-data"]
+        target.key_file = u["client-key"] or None
+    cert_auth = bool(target.cert_data or target.cert_file) and bool(target.key_data or target.key_file)
+    if u["exec"] is not None and not (token_auth or basic_auth or cert_auth or has_userinfo):
+        target.exec = v1.user_json({**v1.zero(v1.AUTH_INFO), "exec": u["exec"], "extensions": {}})["exec"]
+    if u["auth-provider"] is not None and target.authorization is None:
+        target.auth_provider = {"name": u["auth-provider"]["name"], "config": dict(u["auth-provider"]["config"] or {})}
+    can_identify = (basic_auth or bool(target.cert_data or target.cert_file) or bool(bearer)
+                    or u["auth-provider"] is not None or u["exec"] is not None)
+    if not can_identify:            # client_config.go: kubectl would ask for a username and password on stdin
+        raise PluginError(f"{who} has no credentials for the https server {target.server} (kubectl would ask for a "
+                          f"username and password): give --token, --username/--password, a client certificate "
+                          f"or credentials in the kubeconfig")
 
 
-def _without_kubeconfig(conn: Connection) -> Target:
-    """No kubeconfig file: in-cluster (rest.InClusterConfig plus the server/token/CA flags), else
-    --server alone."""
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+def _proxy(target, cl, c):
+    """The cluster's proxy-url (http.ProxyURL: every request, loopback too), else the environment."""
+    if cl["proxy-url"]:
+        return cl["proxy-url"]
+    from kubectl_kvcache import proxyenv
+
+    parts = urlsplit(target.server)
+    custom = bool(target.ca_data or target.ca_file or target.insecure or target.tls_server_name or target.exec
+                  or ((target.cert_data or target.cert_file) and (target.key_data or target.key_file)))
+    proxy = proxyenv.proxy_for(parts.scheme, parts.hostname or "", str(parts.port or ""), custom)
+    if proxy is not None:
+        scheme = urlsplit(proxy).scheme
+        if scheme not in ("http", "https", "socks5", "socks5h"):
+            raise PluginError(f"the proxy from the environment has the unsupported scheme {scheme!r}")
+    return proxy
+
+
+def _namespace(merged, c):
+    """merged_client_builder.go Namespace: the context's, else in a Pod the service account's, else default."""
+    if c.context["namespace"]:
+        return c.context["namespace"]
+    if _in_cluster_possible():
+        return _in_cluster_namespace()
+    return "default"
+
+
+# -- in-cluster (rest.InClusterConfig, inClusterClientConfig) -----------------------------------
+
+def _in_cluster_possible():
+    token = os.path.join(SA_DIR, "token")
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT")
+                and os.path.exists(token) and not os.path.isdir(token))
+
+
+def _in_cluster_namespace():
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        with open(os.path.join(SA_DIR, "namespace")) as f:
+            return f.read().strip() or "default"
+    except OSError:
+        return "default"
+
+
+def _in_cluster(conn, merged, c) -> Target:
+    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+    host = f"[{host}]" if ":" in host else host
     token_file = os.path.join(SA_DIR, "token")
-    if host and port and os.path.exists(token_file):
-        host = f"[{host}]" if ":" in host else host
-        target = Target(server=_server(conn.server or f"https://{host}:{port}"))
-        try:
-            with open(token_file) as f:
-                target.token = conn.token or f.read().strip()
-            with open(os.path.join(SA_DIR, "namespace")) as f:
-                target.namespace = os.environ.get("POD_NAMESPACE") or f.read().strip() or "default"
-        except OSError:
-            pass
-        target.ca_file = conn.certificate_authority or os.path.join(SA_DIR, "ca.crt")
-        target.insecure = bool(conn.insecure_skip_tls_verify)
-        if target.insecure and conn.certificate_authority:
-            raise PluginError("--certificate-authority together with --insecure-skip-tls-verify is not allowed "
-                              "(kubectl refuses it too): drop one of them")
-        if target.insecure:
-            target.ca_file = None
-        _impersonation_flags(target, conn)
-        return target
-    if conn.server:
-        target = Target(server=_server(conn.server, bool(conn.certificate_authority
-                                                         or conn.insecure_skip_tls_verify)))
-        _server_identity(target, {"insecure-skip-tls-verify": conn.insecure_skip_tls_verify,
-                                  "certificate-authority": conn.certificate_authority}, None, "of --server")
-        if target.tls and conn.token:
-            target.token = conn.token
-        _impersonation_flags(target, conn)
-        return target
-    raise PluginError("no kubeconfig found: set KUBECONFIG or pass --kubeconfig (or run inside a cluster)")
+    try:
+        with open(token_file, "rb") as f:
+            f.read()
+    except OSError as exc:
+        raise PluginError(f"in-cluster config: cannot read {token_file}: {exc.strerror or exc}") from exc
+    ca_file = os.path.join(SA_DIR, "ca.crt")
+    try:
+        with open(ca_file, "rb") as f:
+            ca_ok = b"-----BEGIN CERTIFICATE-----" in f.read()
+    except OSError:
+        ca_ok = False
+    ca_file = conn.certificate_authority or (ca_file if ca_ok else None)
+    server, userinfo, _ = _server_url(conn.server or f"https://{host}:{port}", bool(ca_file))
+    target = Target(server=server, namespace=_in_cluster_namespace(), ca_file=ca_file)
+    if userinfo is not None:
+        target.authorization = _basic(*userinfo)
+    elif conn.token:
+        target.authorization = "Bearer " + conn.token
+    else:
+        token = _file_token(token_file)
+        if token is None:
+            raise PluginError(f"in-cluster config: {token_file} holds no token")
+        target.authorization = "Bearer " + token
+    target.proxy = _proxy(target, {"proxy-url": ""}, c)
+    return target
 
 
-def _impersonation_flags(target, conn):
-    if (conn.as_groups or conn.as_uid) and not conn.as_user:
-        raise PluginError("--as-group and --as-uid need --as")
-    target.as_user, target.as_uid, target.as_groups = conn.as_user, conn.as_uid, tuple(conn.as_groups)
+def names(conn: Connection, key: str) -> list[str]:
+    """The merged kubeconfig's context, cluster or user names (for completion); [] when broken."""
+    try:
+        return sorted(getattr(load(_paths(conn)[0]), key))
+    except PluginError:
+        return []

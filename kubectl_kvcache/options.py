@@ -63,15 +63,20 @@ def validate_selector(selector):
 
 
 class Connection(Record):
-    """Where requests go and as whom: kubectl's connection flags, as given (None: not given)."""
+    """Where requests go and as whom: kubectl's connection flags, as given (None or empty: not given)."""
 
     __slots__ = ("kubeconfig", "context", "cluster", "user", "server", "token", "certificate_authority",
-                 "insecure_skip_tls_verify", "as_user", "as_groups", "as_uid", "request_timeout", "chunk_size")
+                 "insecure_skip_tls_verify", "as_user", "as_groups", "as_uid", "as_user_extra", "tls_server_name",
+                 "client_certificate", "client_key", "username", "password", "proxy_url", "disable_compression",
+                 "request_timeout", "chunk_size")
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None, cluster: str | None = None,
                  user: str | None = None, server: str | None = None, token: str | None = None,
                  certificate_authority: str | None = None, insecure_skip_tls_verify: bool = False,
                  as_user: str | None = None, as_groups: tuple[str, ...] = (), as_uid: str | None = None,
+                 as_user_extra: tuple[str, ...] = (), tls_server_name: str | None = None,
+                 client_certificate: str | None = None, client_key: str | None = None, username: str | None = None,
+                 password: str | None = None, proxy_url: str | None = None, disable_compression: bool = False,
                  request_timeout: str = "0", chunk_size: int = DEFAULT_CHUNK_SIZE):
         self.kubeconfig = kubeconfig
         self.context = context
@@ -84,6 +89,14 @@ class Connection(Record):
         self.as_user = as_user
         self.as_groups = as_groups
         self.as_uid = as_uid
+        self.as_user_extra = as_user_extra          # --as-user-extra KEY=VALUE, repeatable
+        self.tls_server_name = tls_server_name
+        self.client_certificate = client_certificate
+        self.client_key = client_key
+        self.username = username
+        self.password = password
+        self.proxy_url = proxy_url
+        self.disable_compression = disable_compression
         self.request_timeout = request_timeout  # as written, for the undo command
         self.chunk_size = chunk_size
 

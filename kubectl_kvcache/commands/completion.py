@@ -36,11 +36,16 @@ def connection_from(given) -> Connection:
         value = given.get(key)
         return value if isinstance(value, str) and value else None
     groups = given.get("as_group")
+    extra = given.get("as_user_extra")
     return Connection(kubeconfig=text("kubeconfig"), context=text("context"), cluster=text("cluster"),
                       user=text("user"), server=text("server"), token=text("token"),
                       certificate_authority=text("certificate_authority"),
                       insecure_skip_tls_verify=given.get("insecure_skip_tls_verify") is True,
                       as_user=text("as_user"), as_groups=(groups,) if isinstance(groups, str) else (),
+                      as_uid=text("as_uid"), as_user_extra=(extra,) if isinstance(extra, str) else (),
+                      tls_server_name=text("tls_server_name"), client_certificate=text("client_certificate"),
+                      client_key=text("client_key"), username=text("username"), password=text("password"),
+                      proxy_url=text("proxy_url"), disable_compression=given.get("disable_compression") is True,
                       request_timeout=f"{_timeout():g}s")
 
 
