@@ -576,9 +576,11 @@ def _proxy(target, cl, c):
     from kubectl_kvcache import proxyenv
 
     parts = urlsplit(target.server)
+    hostname = parts.netloc.rpartition("@")[2]
+    hostname = hostname[1:hostname.index("]")] if hostname.startswith("[") else hostname.rsplit(":", 1)[0]
     custom = bool(target.ca_data or target.ca_file or target.insecure or target.tls_server_name or target.exec
                   or ((target.cert_data or target.cert_file) and (target.key_data or target.key_file)))
-    proxy = proxyenv.proxy_for(parts.scheme, parts.hostname or "", str(parts.port or ""), custom)
+    proxy = proxyenv.proxy_for(parts.scheme, hostname, str(parts.port or ""), custom)   # case kept
     if proxy is not None:
         scheme = urlsplit(proxy).scheme
         if scheme not in ("http", "https", "socks5", "socks5h"):

@@ -1,10 +1,15 @@
-"""kubeconfig.resolve: client-go's loading rules, merge and flag overrides, on files (no server).
-What each resolution does on a real API server is proven in tests/cluster/test_connection_cluster.py."""
+"""kubeconfig: the YAML typing, decoding, merge, flag overrides and rest/transport rules of kubectl
+v1.37.2, on files (no server). The tables' expected values were each CONFIRMED with the real kubectl
+v1.37.2 (`kubectl config view --raw -o json` for typing and merge; `kubectl get pods -A -v=9` against
+a loopback recording server for what is sent); test_decoding_matches_the_real_kubectl holds the
+decoder to that binary on a few hundred generated documents."""
 
 import base64
 import io
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -56,6 +61,99 @@ def test_kubeconfig_flag_is_the_only_file_read_and_must_exist(tmp_path, monkeypa
         resolve(kubeconfig=str(tmp_path / "nope"))
 
 
+
+# -- typing and decoding: (document, expected current-context / cluster / user, or a refusal) ----------
+# Each row CONFIRMED with kubectl v1.37.2 `config view --raw -o json`.
+REFUSED = "refused"
+TYPING = [
+    ("current-context: 1:20\n", {"current-context": "1:20"}),                  # no YAML 1.1 base 60
+    ("current-context: 2001-01-01\n", {"current-context": "2001-01-01"}),      # timestamps keep their text
+    ("current-context: 2001-1-2 3:04:05\n", {"current-context": "2001-1-2 3:04:05"}),
+    ("current-context: !!binary dG9rZW4=\n", {"current-context": "token"}),
+    ("current-context: ! 12\n", {"current-context": "12"}),
+    ("current-context: \"a\\'b\"\n", {"current-context": "a'b"}),
+    ("current-context: \"a\\/b\"\n", REFUSED),                              # go-yaml has no \/ escape
+    ("current-context: 1e400\n", {"current-context": "1e400"}),                # out of range: a string
+    ("current-context: \"0x1F\"\n", {"current-context": "0x1F"}),
+    ("current-context: 0x1F\n", REFUSED),                                      # a number where a string belongs
+    ("current-context: n\n", REFUSED),                                         # a boolean
+    ("current-context: [a, b]\n", REFUSED),
+    ("current-context: ~\n", {"current-context": ""}),
+    ("current-context: .inf\n", REFUSED),                                      # JSON has no Inf
+    ("x: .nan\ncurrent-context: a\n", REFUSED),                              # ... even in an unknown field
+    ("Current-Context: a\n", {"current-context": ""}),                        # keys are case-sensitive
+    ("current-context: a\ncurrent-context: b\n", {"current-context": "b"}),   # the last duplicate wins
+    ('{"current-context": "a", "current-context": "b"}\n', {"current-context": "b"}),
+    ("current-context: a\n---\ncurrent-context: b\n", {"current-context": "a"}),   # the first document only
+    ("current-context: a\n---\n\t: [\n", {"current-context": "a"}),
+    ("a: &x {current-context: m}\ncurrent-context: z\n<<: *x\n", {"current-context": "m"}),  # merged where it stands
+    ("a: &x {current-context: m}\n<<: *x\ncurrent-context: z\n", {"current-context": "z"}),
+    ("a: &x {current-context: m}\nb: &y {current-context: n}\n<<: [*x, *y]\n", {"current-context": "m"}),
+    ("kind: Foo\n", REFUSED),
+    ("apiVersion: v2\n", REFUSED),
+    ("clusters:\n- {name: c, cluster: {server: s, insecure-skip-tls-verify: n}}\n", {"cluster": {"server": "s"}}),
+    ("clusters:\n- {name: c, cluster: {server: s, insecure-skip-tls-verify: !!bool n}}\n",
+     {"cluster": {"server": "s"}}),
+    ("clusters:\n- {name: c, cluster: {server: s, insecure-skip-tls-verify: on}}\n",
+     {"cluster": {"server": "s", "insecure-skip-tls-verify": True}}),
+    ("clusters:\n- {name: c, cluster: {server: s, insecure-skip-tls-verify: \"false\"}}\n", REFUSED),
+    ("users:\n- {name: u, user: {as-groups: admins}}\n", REFUSED),
+    ("users:\n- {name: u, user: {token: [a, b]}}\n", REFUSED),
+    ("users:\n- {name: u, user: {token: 12}}\n", REFUSED),
+    ("users:\n- {name: u}\n- {name: u}\n", REFUSED),                         # a duplicate name in one file
+    ("users:\n- {name: u, user: {exec: {command: c, apiVersion: client.authentication.k8s.io/v1beta1}}}\n",
+     {"user": {"exec": {"command": "c", "args": None, "env": None, "provideClusterInfo": False,
+                        "apiVersion": "client.authentication.k8s.io/v1beta1", "interactiveMode": "IfAvailable"}}}),
+    ("users:\n- {name: u, user: {exec: {command: c, apiVersion: client.authentication.k8s.io/v1}}}\n",
+     {"user": {"exec": {"command": "c", "args": None, "env": None, "provideClusterInfo": False,
+                        "apiVersion": "client.authentication.k8s.io/v1"}}}),
+]
+
+
+def _view(merged):
+    """The parts of a `config view` the TYPING rows name."""
+    out = {"current-context": merged["current-context"]}
+    if merged["clusters"]:
+        out["cluster"] = merged["clusters"][0]["cluster"]
+    if merged["users"]:
+        out["user"] = merged["users"][0]["user"]
+    return out
+
+
+@pytest.mark.parametrize("text,expected", TYPING, ids=[t for t, _ in TYPING])
+def test_typing_is_kubectls(tmp_path, text, expected):
+    path = write(tmp_path, "config", text)
+    if expected == REFUSED:
+        with pytest.raises(PluginError, match=r"^kubeconfig .*config: "):
+            kubeconfig.load_merged([path])
+        return
+    got = _view(kubeconfig.load_merged([path]))
+    assert {k: got.get(k, "") for k in expected} == expected
+
+
+def test_a_refusal_names_the_file_the_object_and_the_field_but_no_secret(tmp_path):
+    path = write(tmp_path, "config", "users:\n- name: admin\n  user:\n    token: [s3cret]\n")
+    with pytest.raises(PluginError) as info:
+        kubeconfig.load_merged([path])
+    message = str(info.value)
+    assert path in message and "'admin'" in message and "user.token" in message and "s3cret" not in message
+    assert "\n" not in message
+
+
+# -- loading and merging -----------------------------------------------------------------------
+
+def test_the_first_file_wins_each_name_and_a_broken_file_fails_the_whole_load(tmp_path, monkeypatch):
+    first = write(tmp_path, "first", config(server="https://first:1", current=""))
+    second = write(tmp_path, "second", dict(config(server="https://second:2", current="c2"),
+                                            contexts=[{"name": "c2", "context": {"cluster": "c", "user": "u"}}]))
+    merged = kubeconfig.load_merged([first, str(tmp_path / "missing"), second])
+    assert merged["current-context"] == "c2"
+    assert [c["cluster"]["server"] for c in merged["clusters"]] == ["https://first:1"]
+    broken = write(tmp_path, "broken", "clusters: 5\n")
+    with pytest.raises(PluginError, match="broken"):
+        kubeconfig.load_merged([first, broken])
+
+
 def test_relative_paths_are_resolved_against_the_file_that_holds_them(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "ca.crt").write_bytes(CA_PEM)
@@ -64,7 +162,90 @@ def test_relative_paths_are_resolved_against_the_file_that_holds_them(tmp_path):
                                                      user={"tokenFile": "tok"}))
     target = resolve(kubeconfig=path)
     assert target.ca_file == str(tmp_path / "sub" / "ca.crt")
-    assert target.token == "from-file"
+    assert target.authorization == "Bearer from-file"
+    assert kubeconfig.load_merged([path])["clusters"][0]["cluster"]["certificate-authority"] == "ca.crt"
+
+
+# -- what is sent: each row CONFIRMED with kubectl v1.37.2 `get pods -A -v=9` on a loopback server ----
+
+def test_a_readable_token_file_wins_over_the_token_and_over_the_token_flag(tmp_path):
+    (tmp_path / "tok").write_text("filetok\n")
+    path = write(tmp_path, "config", config(server="https://127.0.0.1:1", cluster={"insecure-skip-tls-verify": True},
+                                            user={"token": "tok", "tokenFile": str(tmp_path / "tok")}))
+    assert resolve(kubeconfig=path).authorization == "Bearer filetok"
+    assert resolve(kubeconfig=path, token="flagtok").authorization == "Bearer filetok"
+    (tmp_path / "tok").unlink()
+    assert resolve(kubeconfig=path).authorization == "Bearer tok"
+
+
+def test_userinfo_in_the_server_url_is_sent_as_basic_auth_first(tmp_path):
+    user = {"token": "tok", "as": "me", "as-groups": ["g1", "g2"], "as-user-extra": {"b k": ["v1"], "a": ["v2", "v3"]}}
+    path = write(tmp_path, "config", config(server="https://admin:p%40w@127.0.0.1:1",
+                                            cluster={"insecure-skip-tls-verify": True}, user=user))
+    t = resolve(kubeconfig=path)
+    assert t.server == "https://127.0.0.1:1"
+    assert t.authorization == "Basic " + base64.b64encode(b"admin:p@w").decode()
+    assert t.impersonation == [("Impersonate-User", "me"), ("Impersonate-Group", "g1"), ("Impersonate-Group", "g2"),
+                               ("Impersonate-Extra-A", "v2"), ("Impersonate-Extra-A", "v3"),
+                               ("Impersonate-Extra-B%20k", "v1")]
+
+
+def test_a_server_without_scheme_is_plain_http_without_credentials(tmp_path):
+    path = write(tmp_path, "config", config(server="127.0.0.1:6443", cluster={"insecure-skip-tls-verify": True},
+                                            user={"token": "t", "as": "dave"}))
+    t = resolve(kubeconfig=path)
+    assert (t.server, t.authorization, t.insecure) == ("http://127.0.0.1:6443", None, False)
+    assert t.impersonation == [("Impersonate-User", "dave")]      # impersonation does not need TLS
+    assert resolve(kubeconfig=path, server="127.0.0.1:7443").server == "http://127.0.0.1:7443"
+
+
+def test_a_cluster_without_server_and_no_kubeconfig_at_all_mean_localhost_8080(tmp_path, monkeypatch):
+    path = write(tmp_path, "config", config(server=""))
+    assert resolve(kubeconfig=path).server == "http://localhost:8080"
+    assert resolve().server == "http://localhost:8080"
+    monkeypatch.setenv("KUBERNETES_MASTER", "http://m:1")
+    assert resolve().server == "http://m:1"
+    assert resolve(server="https://s:1", token="t").authorization == "Bearer t"
+
+
+def test_https_without_credentials_is_refused_where_kubectl_would_prompt(tmp_path):
+    path = write(tmp_path, "config", config(server="https://127.0.0.1:1", cluster={"insecure-skip-tls-verify": True},
+                                            user={"as": "x"}))
+    with pytest.raises(PluginError, match="would ask for a username and password"):
+        resolve(kubeconfig=path)
+
+
+def test_the_clusters_proxy_url_is_used_for_http_servers_too(tmp_path, monkeypatch):
+    path = write(tmp_path, "config", config(server="http://10.255.255.1:1",
+                                            cluster={"proxy-url": "http://u:p@127.0.0.1:3128"}))
+    monkeypatch.setenv("HTTP_PROXY", "http://env:1")
+    assert resolve(kubeconfig=path).proxy == "http://u:p@127.0.0.1:3128"
+
+
+# CONFIRMED with kubectl v1.37.2 (get pods -A through a recording proxy, with insecure-skip-tls-verify)
+@pytest.mark.parametrize("env,server,expected", [
+    ({"HTTPS_PROXY": "http://127.0.0.1:3128"}, "https://127.0.0.1:1", None),     # loopback goes direct
+    ({"HTTPS_PROXY": "http://127.0.0.1:3128"}, "https://localhost:1", None),
+    ({"HTTPS_PROXY": "http://up:1", "https_proxy": "http://low:1"}, "https://a.example:1", "http://up:1"),
+    ({"https_proxy": "proxy:3128"}, "https://a.example:1", "http://proxy:3128"),
+    ({"HTTPS_PROXY": "http://p:1"}, "https://LOCALHOST:1", "http://p:1"),          # compared as written
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "example"}, "https://a.example:1", None),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "xexample"}, "https://a.example:1", "http://p:1"),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "010.0.0.0/8"}, "https://10.1.2.3:1", None),   # client-go's CIDRs
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": ".example"}, "https://a.example:1", None),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "a.example:2"}, "https://a.example:1", "http://p:1"),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "10.0.0.0/8"}, "https://10.1.2.3:1", None),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "*"}, "https://a.example:1", None),
+    ({"HTTP_PROXY": "http://p:1"}, "https://a.example:1", None),                 # https asks HTTPS_PROXY only
+])
+def test_proxies_from_the_environment_as_go_reads_them(tmp_path, monkeypatch, env, server, expected):
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+                 "REQUEST_METHOD"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    path = write(tmp_path, "config", config(server=server, cluster={"insecure-skip-tls-verify": True}))
+    assert resolve(kubeconfig=path).proxy == expected
 
 
 def test_overrides_of_server_identity(tmp_path):
@@ -77,6 +258,8 @@ def test_overrides_of_server_identity(tmp_path):
     assert resolve(kubeconfig=path).tls_server_name == "api.internal"
     moved = resolve(kubeconfig=path, server="https://b:1")
     assert moved.server == "https://b:1" and moved.tls_server_name is None and moved.ca_data == CA_PEM
+    named = resolve(kubeconfig=path, server="https://b:1", tls_server_name="other")
+    assert named.tls_server_name == "other"
     insecure = resolve(kubeconfig=path, insecure_skip_tls_verify=True)
     assert insecure.insecure and insecure.ca_data is None and insecure.ca_file is None
     replaced = resolve(kubeconfig=path, certificate_authority=str(ca))
@@ -90,55 +273,57 @@ def test_overrides_of_server_identity(tmp_path):
     assert resolve(kubeconfig=both, insecure_skip_tls_verify=True).insecure     # the flag clears the CA
 
 
-def test_token_flag_replaces_the_users_token_once(tmp_path):
+def test_credential_flags(tmp_path):
     path = write(tmp_path, "config", config(user={"token": "kubeconfig-token"}))
-    assert resolve(kubeconfig=path).token == "kubeconfig-token"
-    assert resolve(kubeconfig=path, token="flag-token").token == "flag-token"
-
-
-def test_token_and_basic_auth_together_are_refused_as_kubectl_does(tmp_path):
-    path = write(tmp_path, "config", config(user={"username": "a", "password": "b"}))
-    assert resolve(kubeconfig=path).username == "a"
+    assert resolve(kubeconfig=path).authorization == "Bearer kubeconfig-token"
+    assert resolve(kubeconfig=path, token="flag-token").authorization == "Bearer flag-token"
     with pytest.raises(PluginError, match="more than one authentication method"):
-        resolve(kubeconfig=path, token="t")
-
-
-def test_no_credentials_for_a_plain_http_server_but_impersonation_stays(tmp_path):
-    path = write(tmp_path, "config", config(server="http://a:8080", user={"token": "t", "as": "dave"}))
-    target = resolve(kubeconfig=path)
-    assert target.token is None and target.as_user == "dave"
+        resolve(kubeconfig=path, username="a", password="b")
+    basic = write(tmp_path, "basic", config(user={"username": "a", "password": "b"}))
+    assert resolve(kubeconfig=basic).authorization == "Basic " + base64.b64encode(b"a:b").decode()
+    assert resolve(kubeconfig=basic, username="c").authorization == "Basic " + base64.b64encode(b"c:b").decode()
 
 
 def test_impersonation_from_the_kubeconfig_and_the_flags(tmp_path):
     user = {"client-certificate-data": "eA==", "client-key-data": "eA==", "as": "dave", "as-groups": ["g1"],
-            "as-uid": "u1", "as-user-extra": {"scopes": ["a", "b"], "single": "c"}}
+            "as-uid": "u1", "as-user-extra": {"scopes": ["a", "b"]}}
     path = write(tmp_path, "config", config(user=user))
-    t = resolve(kubeconfig=path)
-    assert (t.as_user, t.as_groups, t.as_uid, t.as_extra) == ("dave", ("g1",), "u1",
-                                                               {"scopes": ["a", "b"], "single": ["c"]})
-    t = resolve(kubeconfig=path, as_user="frank", as_groups=("g2", "g3"), as_uid="u2")
-    assert (t.as_user, t.as_groups, t.as_uid) == ("frank", ("g2", "g3"), "u2")
+    assert resolve(kubeconfig=path).impersonation == [
+        ("Impersonate-User", "dave"), ("Impersonate-Uid", "u1"), ("Impersonate-Group", "g1"),
+        ("Impersonate-Extra-Scopes", "a"), ("Impersonate-Extra-Scopes", "b")]
+    t = resolve(kubeconfig=path, as_user="frank", as_groups=("g2", "g3"), as_uid="u2", as_user_extra=("k=v", "bad"))
+    assert t.impersonation == [("Impersonate-User", "frank"), ("Impersonate-Uid", "u2"), ("Impersonate-Group", "g2"),
+                               ("Impersonate-Group", "g3"), ("Impersonate-Extra-K", "v"),
+                               ("Impersonate-Extra-Scopes", "a"), ("Impersonate-Extra-Scopes", "b")]
     plain = write(tmp_path, "plain", config())
     with pytest.raises(PluginError, match="needs a user to impersonate"):
         resolve(kubeconfig=plain, as_groups=("g1",))
 
 
-def test_unknown_names_and_a_missing_server_are_one_line_errors(tmp_path):
+def test_unknown_names_are_one_line_errors(tmp_path):
     path = write(tmp_path, "config", config())
-    for flags, words in (({"context": "x"}, "context 'x' not found"), ({"cluster": "x"}, "cluster 'x' not found"),
-                         ({"user": "x"}, "user 'x' not found")):
+    for flags, words in (({"context": "x"}, "context 'x' does not exist"),
+                         ({"cluster": "x"}, "cluster 'x' does not exist"),
+                         ({"user": "x"}, "auth info 'x' does not exist")):
         with pytest.raises(PluginError, match=words):
             resolve(kubeconfig=path, **flags)
-    empty = write(tmp_path, "empty", config(server=""))
-    with pytest.raises(PluginError, match="no server found for cluster 'c'"):
-        resolve(kubeconfig=empty)
-    assert resolve(kubeconfig=empty, server="https://s:1").server == "https://s:1"
 
 
-def test_a_client_certificate_needs_its_key(tmp_path):
+def test_a_client_certificate_needs_its_key_and_exec_needs_an_interactive_mode(tmp_path):
     path = write(tmp_path, "config", config(user={"client-certificate-data": "eA=="}))
     with pytest.raises(PluginError, match="client-key"):
         resolve(kubeconfig=path)
+    path = write(tmp_path, "exec", config(user={"exec": {"command": "x", "apiVersion":
+                                                         "client.authentication.k8s.io/v1"}}))
+    with pytest.raises(PluginError, match="interactiveMode must be given"):
+        resolve(kubeconfig=path)
+
+
+def test_exec_runs_only_without_a_token_basic_auth_or_client_certificate(tmp_path):
+    ex = {"command": "x", "apiVersion": "client.authentication.k8s.io/v1beta1"}
+    path = write(tmp_path, "config", config(user={"exec": ex}))
+    assert resolve(kubeconfig=path).exec["interactiveMode"] == "IfAvailable"
+    assert resolve(kubeconfig=path, token="t").exec is None
 
 
 def test_broken_files_name_the_file(tmp_path):
@@ -146,40 +331,81 @@ def test_broken_files_name_the_file(tmp_path):
     with pytest.raises(PluginError, match=r"kubeconfig .*config: not valid YAML"):
         resolve(kubeconfig=path)
     path = write(tmp_path, "list", "- a\n- b\n")
-    with pytest.raises(PluginError, match="not a kubeconfig"):
+    with pytest.raises(PluginError, match="not a mapping"):
         resolve(kubeconfig=path)
-
-
-def test_yaml_kubeconfig(tmp_path):
-    path = write(tmp_path, "config", "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                                     "clusters:\n- name: c\n  cluster:\n    server: https://y:1\n"
-                                     "users:\n- name: u\n  user:\n    token: yt\n"
-                                     "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n"
-                                     "    namespace: team\n")
-    t = resolve(kubeconfig=path)
-    assert (t.server, t.token, t.namespace) == ("https://y:1", "yt", "team")
 
 
 def test_in_cluster_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
     sa = tmp_path / "sa"
     sa.mkdir()
-    (sa / "token").write_text("sa-token")
+    (sa / "token").write_text("sa-token\n")
     (sa / "namespace").write_text("llm-prod")
     (sa / "ca.crt").write_bytes(CA_PEM)
     monkeypatch.setattr(kubeconfig, "SA_DIR", str(sa))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     t = resolve()
-    assert (t.server, t.token, t.namespace, t.ca_file) == ("https://10.0.0.1:443", "sa-token", "llm-prod",
-                                                           str(sa / "ca.crt"))
-    t = resolve(server="https://other:1", token="flag", as_user="dave")
-    assert (t.server, t.token, t.as_user) == ("https://other:1", "flag", "dave")
+    assert (t.server, t.authorization, t.namespace, t.ca_file) == ("https://10.0.0.1:443", "Bearer sa-token",
+                                                                   "llm-prod", str(sa / "ca.crt"))
+    t = resolve(token="flag")
+    assert (t.server, t.authorization) == ("https://10.0.0.1:443", "Bearer flag")
+    t = resolve(server="https://other:1", token="flag", as_user="dave")      # not the default config: direct
+    assert (t.server, t.authorization, t.impersonation) == ("https://other:1", "Bearer flag",
+                                                            [("Impersonate-User", "dave")])
 
 
-def test_no_kubeconfig_and_no_cluster_is_an_error_unless_a_server_is_given(tmp_path):
-    with pytest.raises(PluginError, match="no kubeconfig found"):
-        resolve()
-    assert resolve(server="https://s:1", token="t").token == "t"
+# -- held to the real kubectl --------------------------------------------------------------------
+
+def _kubectl():
+    folder = os.environ.get("KUBEBUILDER_ASSETS")
+    if not folder or not os.path.isfile(os.path.join(folder, "kubectl")):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        version = open(os.path.join(root, "hack", "kube", "KUBE_VERSION")).read().strip()
+        folder = os.path.join(os.environ.get("KVCACHE_TEST_BIN_CACHE")
+                              or os.path.expanduser("~/.cache/kubectl-kvcache/test-binaries"), version)
+    path = os.path.join(folder, "kubectl")
+    if not os.path.isfile(path):
+        if os.environ.get("KVCACHE_NO_SKIPS") == "1":
+            pytest.fail(f"no kubectl in {folder} (run scripts/test-binaries)")
+        pytest.skip(f"no kubectl in {folder} (run scripts/test-binaries)")
+    return path
+
+
+def _config_view(kubectl, paths, home):
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "KUBECONFIG": os.pathsep.join(paths)}
+    p = subprocess.run([kubectl, "config", "view", "--raw", "-o", "json"], capture_output=True, text=True, env=env)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def _mine(paths):
+    try:
+        return kubeconfig.load_merged(paths)
+    except PluginError:
+        return None
+
+
+def test_decoding_matches_the_real_kubectl(tmp_path):
+    """A few hundred generated documents (tests/kubeconfig_gen.py), alone and merged in pairs: what
+    kubectl prints for each, or that it refuses it, is what load_merged gives."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kubeconfig_gen
+
+    kubectl = _kubectl()
+    samples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kubeconfig_samples")
+    files = [os.path.join(samples, f) for f in sorted(os.listdir(samples))]
+    for i, data in enumerate(kubeconfig_gen.documents(seed=16, count=300)):
+        path = tmp_path / f"k{i:03d}.yaml"
+        path.write_bytes(data)
+        files.append(str(path))
+    cases = [[f] for f in files] + [[files[i], files[i + 1]] for i in range(0, 60, 2)]
+    accepted, mismatches = 0, []
+    for paths in cases:
+        expected = _config_view(kubectl, paths, tmp_path)
+        accepted += expected is not None
+        if _mine(paths) != expected:
+            mismatches.append(paths)
+    assert mismatches == []
+    assert accepted > len(cases) // 5          # the documents are not all refusals
 
 
 def test_as_uid_flag_reaches_the_connection_and_the_undo_command():
@@ -222,10 +448,3 @@ def test_client_certificate_data_is_loaded_and_nothing_is_left_behind(tmp_path, 
     assert list(spill.iterdir()) == []
 
 
-def test_a_server_without_scheme_is_https_only_with_tls_configured(tmp_path):
-    path = write(tmp_path, "config", config(server="a:6443", user={"token": "t"}))
-    assert resolve(kubeconfig=path).server == "http://a:6443"
-    assert resolve(kubeconfig=path).token is None        # no credentials over plain http
-    assert resolve(kubeconfig=path, insecure_skip_tls_verify=True).server == "https://a:6443"
-    tls = write(tmp_path, "tls", config(server="a:6443", cluster={"certificate-authority-data": "eA=="}))
-    assert resolve(kubeconfig=tls).server == "https://a:6443"
