@@ -171,7 +171,7 @@ START_UP_FORBIDDEN = {
     "logging": "pulled in by concurrent.futures",
     "urllib.parse": "http11's quote, unquote, urlencode and split_url (it imports ipaddress)",
     "queue": "only --watch and --wait",
-    "yaml": "only for YAML input and output, and YAML kubeconfigs outside kubeyaml's subset",
+    "yaml": "only for YAML input and output, and for reading a kubeconfig (goyaml)",
     "kubernetes": "only for exec and auth-provider users",
 }
 
