@@ -283,11 +283,11 @@ def _choose(merged: Merged, conn: Connection) -> _Chosen:
     c.user_name = conn.user or context["user"]
     c.cluster_name = conn.cluster or context["cluster"]
     if conn.user and conn.user not in merged.users:
-        raise PluginError(f"auth info {conn.user!r} does not exist (--user)")
+        raise PluginError(f"user {conn.user!r} does not exist in the kubeconfig (--user)")
     if conn.context and conn.context not in merged.contexts:
-        raise PluginError(f"context {conn.context!r} does not exist (--context)")
+        raise PluginError(f"context {conn.context!r} does not exist in the kubeconfig (--context)")
     if conn.cluster and conn.cluster not in merged.clusters:
-        raise PluginError(f"cluster {conn.cluster!r} does not exist (--cluster)")
+        raise PluginError(f"cluster {conn.cluster!r} does not exist in the kubeconfig (--cluster)")
     c.context = context
     user = v1.zero(v1.AUTH_INFO)
     user["extensions"] = {}

@@ -304,7 +304,7 @@ def test_unknown_names_are_one_line_errors(tmp_path):
     path = write(tmp_path, "config", config())
     for flags, words in (({"context": "x"}, "context 'x' does not exist"),
                          ({"cluster": "x"}, "cluster 'x' does not exist"),
-                         ({"user": "x"}, "auth info 'x' does not exist")):
+                         ({"user": "x"}, "user 'x' does not exist")):
         with pytest.raises(PluginError, match=words):
             resolve(kubeconfig=path, **flags)
 
@@ -448,3 +448,24 @@ def test_client_certificate_data_is_loaded_and_nothing_is_left_behind(tmp_path, 
     assert list(spill.iterdir()) == []
 
 
+
+
+def test_kubectls_connection_flags_parse_complete_and_are_never_abbreviated(tmp_path):
+    from kubectl_kvcache import completion
+    from kubectl_kvcache.commands import completion as completion_command
+
+    ns = cli.build_parser().parse_args(["verify", "--tls-server-name", "n", "--client-certificate", "c.pem",
+                                        "--client-key", "k.pem", "--username", "a", "--password", "b",
+                                        "--proxy-url", "http://p:1", "--disable-compression",
+                                        "--as", "me", "--as-user-extra", "k=v", "--as-user-extra", "k=w"])
+    conn = cli.connection(ns)
+    assert (conn.tls_server_name, conn.client_certificate, conn.client_key, conn.username, conn.password,
+            conn.proxy_url, conn.disable_compression, conn.as_user_extra) == (
+        "n", "c.pem", "k.pem", "a", "b", "http://p:1", True, ("k=v", "k=w"))
+    spec = cli.completion_spec()
+    assert completion.complete(spec, ["verify", "--client-certificate", "/tm"], lambda k, g: [])[1] == \
+        completion.DIRECTIVE_DEFAULT                        # file names
+    assert completion_command.connection_from({"client_key": "k.pem", "username": "a"}).client_key == "k.pem"
+    err = io.StringIO()
+    code = cli.main(["verify", "--client-cert", "c.pem"], stdin=io.StringIO(""), stdout=io.StringIO(), stderr=err)
+    assert code == 2 and "unknown flag: --client-cert" in err.getvalue()
