@@ -269,21 +269,56 @@ class _PyLoader(yaml.SafeLoader):
 def first_document(data: bytes):
     """The first YAML document's node (None: no document), as yaml.v2's parser reads only that one."""
     python = b"!" in data or b"&" in data or b"\\/" in data or b"\\'" in data
-    loader = (_PyLoader if python else _Loader)(data or b"\n")
+    loader = None
     try:
+        _yaml_directive(data)
+        loader = (_PyLoader if python else _Loader)(data or b"\n")
         return loader.get_node() if loader.check_node() else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or "not valid YAML"
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "not valid YAML"
         raise YAMLError(problem, mark.line + 1 if mark is not None else None) from exc
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+_DIRECTIVE = re.compile(rb"%YAML[ \t]+(\d+)\.(\d+)")
+
+
+def _yaml_directive(data):
+    """parserc.go: a %YAML directive other than 1.1 is "found incompatible YAML document" (PyYAML
+    only warns about 1.2)."""
+    for line in data.lstrip(b"\xef\xbb\xbf").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(b"#"):
+            continue
+        if not line.startswith(b"%"):
+            return
+        m = _DIRECTIVE.match(line)
+        if m and (int(m.group(1)), int(m.group(2))) != (1, 1):
+            raise YAMLError("found incompatible YAML document")
 
 
 def to_json(data: bytes):
     """sigs.k8s.io/yaml YAMLToJSON(data), as Python data (json.loads of its output)."""
     node = first_document(data)
-    return None if node is None else _Decoder().value(node)
+    doc = None if node is None else _Decoder().value(node)
+    _finite(doc)
+    return doc
+
+
+def _finite(value):
+    """json.Marshal refuses NaN and Inf: checked on the converted tree, where a value whose key lost to
+    a colliding one (1 and "1") is gone already."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        raise YAMLError(f"json: unsupported value: {'NaN' if math.isnan(value) else '+Inf' if value > 0 else '-Inf'}")
+    if isinstance(value, dict):
+        for item in value.values():
+            _finite(item)
+    elif isinstance(value, list):
+        for item in value:
+            _finite(item)
 
 
 class _Decoder:
@@ -323,9 +358,6 @@ class _Decoder:
             if raw is None:
                 raise YAMLError("!!binary value contains invalid base64 data", node.start_mark.line + 1)
             return go_string(raw)
-        if rtag == FLOAT and not for_key and (math.isnan(value) or math.isinf(value)):
-            raise YAMLError(f"json: unsupported value: {'NaN' if math.isnan(value) else '+Inf' if value > 0 else '-Inf'}",
-                            node.start_mark.line + 1)
         return value
 
     def mapping(self, node):

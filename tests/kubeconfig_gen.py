@@ -16,7 +16,7 @@ LOOK_ALIKES = [
     "2001-02-29", "2000-02-29", "2001-01-01T00:00:00Z", "2001-01-01t1:2:3+01:00", "2001-01-01 1:2:3",
     "2001-01-01 01:02:03.5", "2001-01-01T01:02:03", "<<", "=", "-", "a b", "a#b", "a #b", "héllo", "日本語", "😀",
     "tok:en", "a: b", "- x", "'q'", '"dq"', "back\\slash", "tab\there", "https://h:6443", "127.0.0.1:6443",
-    "IfAvailable", "Never", "Always", "client.authentication.k8s.io/v1beta1", "client.authentication.k8s.io/v1",
+    "IfAvailable", "Never", "Always", "nel\x85here", "ls\u2028here", "nbsp\xa0", "ctl\x07", "client.authentication.k8s.io/v1beta1", "client.authentication.k8s.io/v1",
     "v1", "Config", "dG9rZW4=", "YWJj", "not base64!", "  lead", "trail  ", "multi\nline",
 ]
 TAGS = ["!!str", "!!int", "!!bool", "!!float", "!!null", "!!binary", "!!timestamp", "!", "!custom", "!!merge"]
@@ -100,8 +100,9 @@ class Gen:
         return self.mapping([("name", "string")] + ([("config", "extra")] if self.chance(0.5) else []))
 
     def extra(self):
-        return Map([(Scalar(self.r.choice(["k", "scopes", "a b", "1"])), self.value("list"))
-                    for _ in range(self.r.randint(0, 2))])
+        # distinct texts: "1" and 1 in one mapping are one JSON key, which Go's map order picks at random
+        return Map([(Scalar(key), self.value("list"))
+                    for key in self.r.sample(["k", "scopes", "a b", "1", "true"], self.r.randint(0, 2))])
 
     def named(self, inner, fields, names):
         items = []
@@ -213,11 +214,34 @@ class Gen:
         else:
             for k, v in node.pairs:
                 key = self.flow(k)
+                if self.chance(0.03):           # an explicit key: "? key" then ": value"
+                    lines.append(" " * (indent + (step if prefix else 0)) + "? " + key)
+                    self.block(v, indent + (step if prefix else 0), lines, ":")
+                    continue
                 self.block(v, indent + (step if prefix else 0), lines, key + ":")
+
+    def json(self, node):
+        """JSON text (YAML to go-yaml): strings through json.dumps, plain scalars as they are."""
+        import json
+
+        if isinstance(node, Alias):
+            return '"alias"'
+        if isinstance(node, Scalar):
+            if node.plain or node.text in ("true", "false", "null") or (self.risky and self.chance(0.1)):
+                return node.text or '""'
+            return json.dumps(node.text, ensure_ascii=self.chance(0.5))
+        if isinstance(node, Seq):
+            return "[" + ", ".join(self.json(i) for i in node.items) + "]"
+        return "{" + ", ".join(f"{self.json(k)}: {self.json(v)}" for k, v in node.pairs) + "}"
 
     def text(self):
         doc = self.document()
+        if self.chance(0.1):
+            return (self.json(doc) + "\n").encode("utf-8")
         lines = []
+        if self.chance(0.05):
+            lines.append(self.r.choice(["%YAML 1.1", "%YAML 1.2", "%TAG !e! tag:example.com,2000:"]))
+            lines.append("---")
         if self.chance(0.1):
             lines.append("# generated")
         if self.chance(0.15):
@@ -225,6 +249,8 @@ class Gen:
         self.block(doc, 0, lines, "")
         if self.chance(0.1):
             lines += ["---", "kind: Config", "current-context: second"]
+        elif self.chance(0.05):
+            lines += ["...", "# after the end"]
         if self.risky and self.chance(0.05):
             lines.insert(self.r.randrange(len(lines) + 1), "\tbad: tab")
         text = "\n".join(lines) + "\n"
