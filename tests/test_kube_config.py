@@ -17,6 +17,7 @@ from kubectl_kvcache import cli, kubeconfig, setting
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import Connection
 
+BINARY_CACHE = os.environ.get("KVCACHE_TEST_BIN_CACHE") or os.path.expanduser("~/.cache/kubectl-kvcache/test-binaries")
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
@@ -361,8 +362,7 @@ def _kubectl():
     if not folder or not os.path.isfile(os.path.join(folder, "kubectl")):
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         version = open(os.path.join(root, "hack", "kube", "KUBE_VERSION")).read().strip()
-        folder = os.path.join(os.environ.get("KVCACHE_TEST_BIN_CACHE")
-                              or os.path.expanduser("~/.cache/kubectl-kvcache/test-binaries"), version)
+        folder = os.path.join(BINARY_CACHE, version)      # read before the tests' HOME is replaced
     path = os.path.join(folder, "kubectl")
     if not os.path.isfile(path):
         if os.environ.get("KVCACHE_NO_SKIPS") == "1":
