@@ -107,15 +107,19 @@ def decide(setting: Setting, want: bool) -> str:
 # -- the command that undoes it -------------------------------------------------------------
 
 TOKEN_VARIABLE = "KVCACHE_TOKEN"
+PASSWORD_VARIABLE = "KVCACHE_PASSWORD"
+SECRET_REFERENCES = ("$" + TOKEN_VARIABLE, "$" + PASSWORD_VARIABLE)     # written in double quotes
 _VALUE_FLAGS = (("kubeconfig", "--kubeconfig"), ("context", "--context"), ("cluster", "--cluster"),
                 ("user", "--user"), ("server", "--server"),
-                ("certificate_authority", "--certificate-authority"), ("as_user", "--as"),
+                ("certificate_authority", "--certificate-authority"), ("tls_server_name", "--tls-server-name"),
+                ("client_certificate", "--client-certificate"), ("client_key", "--client-key"),
+                ("username", "--username"), ("proxy_url", "--proxy-url"), ("as_user", "--as"),
                 ("as_uid", "--as-uid"))
 
 
 def connection_args(conn: Connection) -> tuple[str, ...]:
-    """The connection flags the user gave, as argv (the token itself is never echoed: it is
-    referenced as $KVCACHE_TOKEN)."""
+    """The connection flags the user gave, as argv (the token and password themselves are never
+    echoed: they are referenced as $KVCACHE_TOKEN and $KVCACHE_PASSWORD)."""
     args = []
     for attr, flag in _VALUE_FLAGS:
         value = getattr(conn, attr)
@@ -123,10 +127,16 @@ def connection_args(conn: Connection) -> tuple[str, ...]:
             args += [flag, value]
     for group in conn.as_groups:
         args += ["--as-group", group]
+    for extra in conn.as_user_extra:
+        args += ["--as-user-extra", extra]
     if conn.token:
         args += ["--token", "$" + TOKEN_VARIABLE]
+    if conn.password:
+        args += ["--password", "$" + PASSWORD_VARIABLE]
     if conn.insecure_skip_tls_verify:
         args.append("--insecure-skip-tls-verify")
+    if conn.disable_compression:
+        args.append("--disable-compression")
     if str(conn.request_timeout or "0") != "0":
         args += ["--request-timeout", str(conn.request_timeout)]
     if conn.chunk_size != DEFAULT_CHUNK_SIZE:
@@ -140,7 +150,7 @@ def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIEL
     if field_manager and field_manager != DEFAULT_FIELD_MANAGER:
         argv += ["--field-manager", field_manager]
     argv += connection_args(conn)
-    return " ".join(f'"{a}"' if a == "$" + TOKEN_VARIABLE else shlex.quote(a) for a in argv)
+    return " ".join(f'"{a}"' if a in SECRET_REFERENCES else shlex.quote(a) for a in argv)
 
 
 def pending_value(setting: Setting) -> bool | None:

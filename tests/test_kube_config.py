@@ -469,3 +469,14 @@ def test_kubectls_connection_flags_parse_complete_and_are_never_abbreviated(tmp_
     err = io.StringIO()
     code = cli.main(["verify", "--client-cert", "c.pem"], stdin=io.StringIO(""), stdout=io.StringIO(), stderr=err)
     assert code == 2 and "unknown flag: --client-cert" in err.getvalue()
+
+
+def test_the_undo_command_keeps_the_new_connection_flags_but_no_secret():
+    ns = cli.build_parser().parse_args(["setting", "off", "--tls-server-name", "api", "--client-certificate", "c.pem",
+                                        "--client-key", "k.pem", "--username", "a", "--password", "s3cret",
+                                        "--proxy-url", "http://p:1", "--as", "me", "--as-user-extra", "k=v",
+                                        "--disable-compression"])
+    command = setting.reverse_command(True, cli.connection(ns))
+    assert ("--tls-server-name api --client-certificate c.pem --client-key k.pem --username a --proxy-url "
+            "http://p:1 --as me --as-user-extra k=v --password \"$KVCACHE_PASSWORD\" --disable-compression") in command
+    assert "s3cret" not in command

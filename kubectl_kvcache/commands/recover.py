@@ -472,7 +472,7 @@ class Executor:
         if o.field_manager != DEFAULT_FIELD_MANAGER:
             argv += ["--field-manager", o.field_manager]
         argv += list(st.connection_args(o.connection)) + ["--apply"]
-        return " ".join(f'"{a}"' if a == "$" + st.TOKEN_VARIABLE else shlex.quote(a) for a in argv)
+        return " ".join(f'"{a}"' if a in st.SECRET_REFERENCES else shlex.quote(a) for a in argv)
 
 
 def _available(obj) -> bool:
