@@ -544,11 +544,14 @@ def _user_identity(target, u, c, has_userinfo):
                 from exc
     token_auth = bool(bearer or bearer_file)
     basic_auth = bool(u["username"])
-    if token_auth and target.authorization is None:
+    if token_auth and basic_auth:           # transport/round_trippers.go HTTPWrappersForConfig
+        raise PluginError(f"{where}{who}: a username and a bearer token (token or tokenFile) are both set; "
+                          f"kubectl allows only one")
+    if token_auth:                          # the round tripper is built (and can fail) under userinfo too
         token = (_file_token(bearer_file) if bearer_file else None) or bearer
         if not token:
             raise PluginError(f"{where}{who}: the tokenFile {bearer_file} holds no token")
-        target.authorization = "Bearer " + token
+        target.authorization = target.authorization or "Bearer " + token
     elif basic_auth and target.authorization is None:
         target.authorization = _basic(u["username"], u["password"])
     if u["client-certificate"] or u["client-certificate-data"]:

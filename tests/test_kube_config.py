@@ -480,3 +480,17 @@ def test_the_undo_command_keeps_the_new_connection_flags_but_no_secret():
     assert ("--tls-server-name api --client-certificate c.pem --client-key k.pem --username a --proxy-url "
             "http://p:1 --as me --as-user-extra k=v --password \"$KVCACHE_PASSWORD\" --disable-compression") in command
     assert "s3cret" not in command
+
+
+def test_a_token_file_and_a_username_are_refused_and_an_empty_token_file_too(tmp_path):
+    # CONFIRMED with kubectl v1.37.2: "username/password or bearer token may be set, but not both",
+    # and "read empty token from file" (also when the server URL carries userinfo)
+    (tmp_path / "empty").write_text("")
+    https = {"insecure-skip-tls-verify": True}
+    both = write(tmp_path, "both", config(cluster=https, user={"tokenFile": str(tmp_path / "empty"), "username": "u"}))
+    with pytest.raises(PluginError, match="both set"):
+        resolve(kubeconfig=both)
+    empty = write(tmp_path, "empty.yaml", config(server="https://a:b@127.0.0.1:1", cluster=https,
+                                                 user={"tokenFile": str(tmp_path / "empty")}))
+    with pytest.raises(PluginError, match="holds no token"):
+        resolve(kubeconfig=empty)
