@@ -432,7 +432,7 @@ def _server_url(host, default_tls):
         info = parts.netloc.rpartition("@")[0]
         user, _, password = info.partition(":")
         userinfo = (unquote(user), unquote(password))
-    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}", userinfo, parts
+    return f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}", userinfo
 
 
 def _basic(user, password):
@@ -500,14 +500,16 @@ def resolve(conn: Connection) -> Target:
         pass
     impersonating = bool(u["as"])
     tls = _server_url(host, False)[0].startswith("https://")         # IsConfigTransportTLS (no CA etc. yet)
+    # loader.go IsDefaultConfig: the rest.Config equals the default one. (client-go also counts a
+    # --request-timeout as a difference; the plugin does not, as completion sets one of its own.)
     is_default = (host == default_server() and not impersonating and not cl["proxy-url"]
-                  and not cl["disable-compression"] and conn.timeout is None and not tls)
+                  and not cl["disable-compression"] and not tls)
     if is_default and _in_cluster_possible():                          # merged_client_builder.go ClientConfig
-        return _in_cluster(conn, merged, c)
+        return _in_cluster(conn)
     has_ca = bool(cl["certificate-authority"] or cl["certificate-authority-data"]) if tls else False
     has_cert = bool(u["client-certificate"] or u["client-certificate-data"]) if tls else False
-    server, userinfo, _ = _server_url(host, has_ca or has_cert or (tls and cl["insecure-skip-tls-verify"]))
-    target = Target(server=server, namespace=_namespace(merged, c), cluster=v1.cluster_json(cl),
+    server, userinfo = _server_url(host, has_ca or has_cert or (tls and cl["insecure-skip-tls-verify"]))
+    target = Target(server=server, namespace=_namespace(c), cluster=v1.cluster_json(cl),
                     user_name=c.user_name, disable_compression=cl["disable-compression"],
                     base_dir=os.path.dirname(os.path.abspath(c.user_file)) if c.user_file else None)
     if impersonating:
@@ -523,7 +525,7 @@ def resolve(conn: Connection) -> Target:
         if target.insecure and (target.ca_data or target.ca_file):     # transport.TLSConfigFor
             raise PluginError(f"{_in(c.cluster_file)}cluster {c.cluster_name!r}: a certificate authority together "
                               f"with insecure-skip-tls-verify is not allowed (kubectl refuses it too)")
-    target.proxy = _proxy(target, cl, c)
+    target.proxy = _proxy(target, cl)
     return target
 
 
@@ -572,7 +574,7 @@ def _user_identity(target, u, c, has_userinfo):
                           f"or credentials in the kubeconfig")
 
 
-def _proxy(target, cl, c):
+def _proxy(target, cl):
     """The cluster's proxy-url (http.ProxyURL: every request, loopback too), else the environment."""
     if cl["proxy-url"]:
         return cl["proxy-url"]
@@ -591,7 +593,7 @@ def _proxy(target, cl, c):
     return proxy
 
 
-def _namespace(merged, c):
+def _namespace(c):
     """merged_client_builder.go Namespace: the context's, else in a Pod the service account's, else default."""
     if c.context["namespace"]:
         return c.context["namespace"]
@@ -618,7 +620,7 @@ def _in_cluster_namespace():
         return "default"
 
 
-def _in_cluster(conn, merged, c) -> Target:
+def _in_cluster(conn) -> Target:
     host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
     host = f"[{host}]" if ":" in host else host
     token_file = os.path.join(SA_DIR, "token")
@@ -634,7 +636,7 @@ def _in_cluster(conn, merged, c) -> Target:
     except OSError:
         ca_ok = False
     ca_file = conn.certificate_authority or (ca_file if ca_ok else None)
-    server, userinfo, _ = _server_url(conn.server or f"https://{host}:{port}", bool(ca_file))
+    server, userinfo = _server_url(conn.server or f"https://{host}:{port}", bool(ca_file))
     target = Target(server=server, namespace=_in_cluster_namespace(), ca_file=ca_file)
     if userinfo is not None:
         target.authorization = _basic(*userinfo)
@@ -645,7 +647,7 @@ def _in_cluster(conn, merged, c) -> Target:
         if token is None:
             raise PluginError(f"in-cluster config: {token_file} holds no token")
         target.authorization = "Bearer " + token
-    target.proxy = _proxy(target, {"proxy-url": ""}, c)
+    target.proxy = _proxy(target, {"proxy-url": ""})
     return target
 
 

@@ -42,7 +42,6 @@ CONFIG = _struct("Config", {
     "users": _list(_struct("NamedAuthInfo", {"name": S, "user": AUTH_INFO})),
     "contexts": _list(_struct("NamedContext", {"name": S, "context": CONTEXT})),
     "current-context": S, "extensions": EXTENSIONS})
-SECRET_FIELDS = {"token", "password", "client-key-data"}
 
 
 class DecodeError(ValueError):
