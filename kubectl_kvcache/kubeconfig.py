@@ -36,7 +36,8 @@ class Target(Record):
 
     __slots__ = ("server", "namespace", "ca_data", "ca_file", "insecure", "tls_server_name", "proxy_url", "token",
                  "token_file", "username", "password", "cert_data", "cert_file", "key_data", "key_file", "exec",
-                 "auth_provider", "base_dir", "cluster", "user_name", "as_user", "as_uid", "as_groups", "as_extra")
+                 "auth_provider", "base_dir", "cluster", "user_name", "as_user", "as_uid", "as_groups", "as_extra",
+                 "authorization", "impersonation", "proxy")     # the last three: notes/CONTRACT.md
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, server: str, namespace: str = "default", ca_data: bytes | None = None,
@@ -75,6 +76,10 @@ class Target(Record):
         self.as_uid = as_uid
         self.as_groups = as_groups
         self.as_extra = {} if as_extra is None else as_extra
+        # what the transport sends (see _contract_fields)
+        self.authorization: str | None = None
+        self.impersonation: list[tuple[str, str]] = []
+        self.proxy: str | None = None
 
     @property
     def tls(self) -> bool:
@@ -197,7 +202,7 @@ def resolve(conn: Connection) -> Target:
     """The target these flags and the kubeconfig name, or a one-line PluginError."""
     paths, _asked = _paths(conn)
     if not paths:
-        return _without_kubeconfig(conn)
+        return _contract_fields(_without_kubeconfig(conn))
     merged = load(paths)
     context_name = conn.context or merged.current_context
     context = merged.contexts.get(context_name) if context_name else None
@@ -247,6 +252,36 @@ def resolve(conn: Connection) -> Target:
                     cluster=cluster, user_name=user_name, base_dir=user_base)
     _server_identity(target, cluster, cluster_base, name)
     _user_identity(target, user, user_base, user_name or "the default user")
+    return _contract_fields(target)
+
+
+# -- STAND-IN (transport helper): the contract's three fields computed from today's fields, as
+# kube.py computed them before; the decoder's own version replaces this at merge. --------------
+
+def _contract_fields(target):
+    if target.tls and target.token:
+        target.authorization = f"Bearer {target.token}"
+    elif target.tls and (target.username or target.password):
+        pair = f"{target.username or ''}:{target.password or ''}".encode()
+        target.authorization = "Basic " + base64.b64encode(pair).decode()
+    if target.as_user:
+        from urllib.parse import quote
+
+        target.impersonation = [("Impersonate-User", target.as_user)]
+        if target.as_uid:
+            target.impersonation.append(("Impersonate-Uid", target.as_uid))
+        target.impersonation += [("Impersonate-Group", g) for g in target.as_groups]
+        for key, values in sorted(target.as_extra.items()):
+            target.impersonation += [("Impersonate-Extra-" + quote(key, safe=""), v) for v in values]
+    target.proxy = target.proxy_url
+    url = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    if not target.proxy and target.tls and url:
+        host = target.server.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]").lower()
+        bypass = [h.strip().lstrip(".").lower() for h in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy")
+                                                          or "").split(",") if h.strip()]
+        if host not in ("localhost", "::1") and not host.startswith("127.") and "*" not in bypass \
+                and not any(host == h or host.endswith("." + h) for h in bypass):
+            target.proxy = url if "://" in url else "http://" + url
     return target
 
 
