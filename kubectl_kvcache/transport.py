@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 MAX_LINE = 65536            # http.client's limit of a status or header line
 MAX_HEADERS = 100           # http.client's limit of an answer's headers
-MAX_INTERIM = 5             # transport.go max1xxResponses
+MAX_INTERIM = 100           # interim answers before the final one (Go bounds them by their bytes)
 MAX_CHUNK_LINE = 4096       # internal/chunked.go maxLineLength
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 # httpguts.IsTokenRune: the bytes of a header name
@@ -77,14 +77,14 @@ def _line(fp, limit=MAX_LINE) -> bytes | None:
     return line[:-2] if line.endswith(b"\r\n") else line[:-1]
 
 
-def read_fields(fp, what="header") -> list[tuple[str, str]]:
+def read_fields(fp, what="header", first=None) -> list[tuple[str, str]]:
     """textproto.readMIMEHeader: lines of `Name: value` up to an empty line. A name is token
     bytes (a space before the colon makes it another name, as Go keeps it); a line that starts
     with a space or tab continues the one before (obs-fold, joined with a space); a value holds
     no control character but tab; the first line cannot be a continuation."""
     fields: list[list] = []
     while True:
-        line = _line(fp)
+        line, first = (_line(fp) if first is None else first), None
         if line is None:
             raise ProtocolError(f"the connection ended in the middle of the answer's {what}s")
         if not line:
@@ -220,7 +220,23 @@ class Response(http.client.HTTPResponse):
         return super()._get_chunk_left()
 
     def _read_and_discard_trailer(self):
-        read_fields(self.fp, "trailer")        # body.readTrailer: textproto, the end is an error
+        """transfer.go body.readTrailer: CRLF, else trailers, read as headers are, that must end
+        with CRLF CRLF within 4096 bytes (seeUpcomingDoubleCRLF; Go waits for them, so a bare LF
+        where they should be is refused here); the end of the connection is an error."""
+        lines = []
+        while True:
+            line = self.fp.readline(MAX_CHUNK_LINE + 1)
+            lines.append(line)
+            if sum(map(len, lines)) > MAX_CHUNK_LINE:
+                raise ProtocolError("suspiciously long trailer after chunked body")
+            if not line.endswith(b"\n"):
+                raise ProtocolError("the connection ended in the trailers of a chunked body")
+            if line in (b"\r\n", b"\n"):
+                break
+        if not (b"".join(lines[-2:]).endswith(b"\r\n\r\n") or lines == [b"\r\n"]):
+            raise ProtocolError("the trailers of a chunked body do not end with CRLF CRLF")
+        if len(lines) > 1:
+            read_fields(io.BytesIO(b"".join(lines)), "trailer")
 
     def _close_conn(self):
         """The answer is read: bytes already waiting after it mean the next answer on this
