@@ -476,6 +476,7 @@ class TLSInTLS:
     def __init__(self, outer, context, name):
         self.outer = outer
         self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._feed = self._in.write     # the bytes the outer connection brings (not output)
         self._tls = context.wrap_bio(self._in, self._out, server_hostname=_host_name(name))
         self._io(self._tls.do_handshake)
 
@@ -487,7 +488,7 @@ class TLSInTLS:
                 self._flush()
                 data = self.outer.recv(1 << 16)
                 if data:
-                    self._in.write(data)
+                    self._feed(data)
                 else:
                     self._in.write_eof()
                 continue
