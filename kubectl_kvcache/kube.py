@@ -866,6 +866,8 @@ def _settle(ahead: _Ahead):
 
 
 def _reason(exc):
+    if type(exc).__name__ == "IncompleteRead":     # http.client's, for a chunk the connection cut short
+        return "the connection ended in the middle of the body"
     if isinstance(exc, ssl.SSLError) and getattr(exc, "reason", None):
         return str(getattr(exc, "verify_message", None) or exc.reason).replace("_", " ").lower()
     if isinstance(exc, OSError) and exc.strerror:

@@ -175,7 +175,7 @@ class Response(http.client.HTTPResponse):
             if len(encodings) != 1:
                 raise ProtocolError("too many transfer encodings")
             if encodings[0].lower() != "chunked":
-                raise ProtocolError(f"unsupported transfer encoding: {encodings[0][:40]!r}")
+                raise ProtocolError(f"unsupported transfer encoding: {encodings[0][:40].encode('latin-1')!r}")
             chunked = True
         lengths = _values(fields, "content-length")
         length = None
@@ -185,7 +185,7 @@ class Response(http.client.HTTPResponse):
             if not lengths[0]:
                 raise ProtocolError("invalid empty Content-Length")
             if not (lengths[0].isascii() and lengths[0].isdigit()) or int(lengths[0]) >= 1 << 63:
-                raise ProtocolError(f"bad Content-Length {lengths[0][:40]!r}")
+                raise ProtocolError(f"bad Content-Length {lengths[0][:40].encode('latin-1')!r}")
             length = int(lengths[0])
         if self._method == "HEAD" or status // 100 == 1 or status in (204, 304):
             chunked, length = False, 0
