@@ -79,8 +79,12 @@ class _Transport:
         self.host_header = netloc if zone < 0 else netloc[:zone] + netloc[netloc.index("]", zone):]
         if not self.host_header.isascii():
             self.host_header = transport._authority(hostname, port) if parts.port else transport._host_name(hostname)
-        self.context = self._ssl_context() if self.https else None
         self.proxy = _proxy(target)
+        self.context = self._ssl_context() if self.https else None
+        # TLS to an https:// proxy uses the same TLS config as the server's (transport.go
+        # dialConn -> addTLS with the Transport's TLSClientConfig), an http:// server's too
+        self.proxy_context = self.context or (self._ssl_context() if self.proxy and self.proxy[0] == "https"
+                                              else None)
         self._idle: list = []
         self._active = set()
         # re-entrant: Ctrl-C's handler (abort) runs in the main thread, maybe while it is inside take()
@@ -113,7 +117,8 @@ class _Transport:
         from kubectl_kvcache import transport
 
         return transport.Connection(self.hostname, self.port, timeout, self.host_header, context=self.context,
-                                    server_name=self.target.tls_server_name, proxy=self.proxy)
+                                    server_name=self.target.tls_server_name, proxy=self.proxy,
+                                    proxy_context=self.proxy_context)
 
     def take(self, timeout, fresh=False):
         """An idle kept-alive connection, else a new one (`fresh`: always a new one). An idle

@@ -311,9 +311,11 @@ class Connection(http.client.HTTPConnection):
 
     response_class = Response
 
-    def __init__(self, host, port, timeout, host_header, context=None, server_name=None, proxy=None):
+    def __init__(self, host, port, timeout, host_header, context=None, server_name=None, proxy=None,
+                 proxy_context=None):
         super().__init__(_host_name(host), port, timeout)
         self.context, self.server_name, self.proxy = context, server_name, proxy
+        self.proxy_context = proxy_context or context
         self.host_header = host_header
         self.raw = None
         self.absolute = None        # "http://host:port" when requests go to an http proxy in absolute form
@@ -331,13 +333,13 @@ class Connection(http.client.HTTPConnection):
             scheme, host, port, parts = self.proxy
             self._dial(host, port)
             if scheme == "https":       # addTLS with the server's own TLS config, named as the proxy
-                self.sock = self._tls(self.sock, self.server_name or host)
+                self.sock = self._tls(self.sock, self.server_name or host, self.proxy_context)
             if scheme in ("socks5", "socks5h"):
                 socks5_connect(self.sock, self.host, self.port, parts)
             elif self.context is not None:
                 self._connect_tunnel(target, parts)
         if self.context is not None:
-            self.sock = self._tls(self.sock, self.server_name or self.host)
+            self.sock = self._tls(self.sock, self.server_name or self.host, self.context)
 
     def _dial(self, host, port):
         sock = socket.create_connection((_host_name(host), port), self.timeout)
@@ -347,10 +349,10 @@ class Connection(http.client.HTTPConnection):
         except OSError:
             pass
 
-    def _tls(self, sock, name):
+    def _tls(self, sock, name, context):
         if isinstance(sock, ssl.SSLSocket):
-            return TLSInTLS(sock, self.context, name)
-        sock = self.context.wrap_socket(sock, server_hostname=_host_name(name), do_handshake_on_connect=False)
+            return TLSInTLS(sock, context, name)
+        sock = context.wrap_socket(sock, server_hostname=_host_name(name), do_handshake_on_connect=False)
         self.raw = sock         # the TCP socket's descriptor is the SSLSocket's now
         sock.do_handshake()
         return sock

@@ -671,6 +671,15 @@ def test_an_https_proxy_is_verified_with_the_clusters_tls_config_then_tunnels_tl
     assert proxy.seen[0][0] == f"CONNECT 127.0.0.1:{server.port} HTTP/1.1" and len(proxy.seen) == 1
 
 
+def test_an_https_proxy_gets_absolute_form_requests_for_an_http_server(peer, proxies, pki, tmp_path):
+    server = peer()
+    proxy = proxies("https", tls=pki["proxy"])
+    c = client(tmp_path, server.url, ca=pki["ca"], proxy=proxy.url("u:p@"))
+    assert ours(c, "/a") == ("ok", "B")
+    assert proxy.seen[0][0] == f"GET http://127.0.0.1:{server.port}/a HTTP/1.1"
+    assert f"Proxy-Authorization: {basic('u', 'p')}" in proxy.seen[0]
+
+
 def test_an_https_proxy_the_clusters_ca_does_not_trust_is_one_line(peer, proxies, pki, tmp_path):
     server = peer(tls=pki["server"])
     proxy = proxies("https", tls=pki["other"])
