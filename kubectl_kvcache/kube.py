@@ -418,8 +418,8 @@ class Client:
                                f"({len(data or b'')} bytes)")
             if (status == 429 or status >= 500) and attempt < MAX_RETRIES:     # client-go's checkWait
                 delay = _retry_after(resp_headers)
-                fits = deadline is None or time.monotonic() + delay < deadline
-                if delay is not None and fits and waited + delay <= MAX_RETRY_WAIT:
+                fits = delay is not None and (deadline is None or time.monotonic() + delay < deadline)
+                if fits and waited + delay <= MAX_RETRY_WAIT:
                     attempt += 1
                     waited += delay
                     time.sleep(delay)

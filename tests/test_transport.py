@@ -254,6 +254,8 @@ FRAMINGS = {
     "header-del-in-value": OK + b"X-A: a\x7fb\r\nContent-Length: 2\r\n\r\nok",
     "header-obs-text-value": OK + "X-A: café\r\nContent-Length: 2\r\n\r\nok".encode(),
     "header-eof": (OK + b"Content-Length: 2\r\n", CLOSE),
+    "headers-101": OK + b"".join(b"X-%d: 1\r\n" % i for i in range(101)) + b"Content-Length: 2\r\n\r\nok",
+    "header-line-64k": OK + b"X-Long: " + b"a" * 65536 + b"\r\nContent-Length: 2\r\n\r\nok",
     "nothing-at-all": (b"", CLOSE),
     "204-with-bytes-after": b"HTTP/1.1 204 No Content\r\nContent-Length: 8\r\n\r\n" + INJECTED,
     "304-with-content-length": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
@@ -266,6 +268,8 @@ STRICTER = {
     "status-below-100": "a status below 100: http.client refuses it; Go reads status 99",
     "status-signed": "a status that is not 3 digits: http.client refuses it; Go's strconv.Atoi reads +20 as 20",
     "status-http2": "not HTTP/1.x: http.client refuses it; Go parses any HTTP/d.d version on an HTTP/1 connection",
+    "headers-101": "more than 100 headers: http.client refuses them; Go bounds the head by its bytes (10 MB)",
+    "header-line-64k": "a line over 65536 bytes: http.client refuses it; Go bounds the head by its bytes (10 MB)",
 }
 
 
@@ -467,8 +471,8 @@ class Proxy:
     """A loopback proxy: `kind` http (CONNECT, or absolute-form requests forwarded), https (the
     same behind TLS) or socks5 (RFC 1928/1929). Records what arrives."""
 
-    def __init__(self, kind, tls=None, credentials=None):
-        self.kind, self.tls, self.credentials = kind, tls, credentials
+    def __init__(self, kind, tls=None, credentials=None, refuse=False):
+        self.kind, self.tls, self.credentials, self.refuse = kind, tls, credentials, refuse
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.seen = []
@@ -510,6 +514,9 @@ class Proxy:
             head += chunk
         lines = head.decode().split("\r\n")
         self.seen.append(lines[:-2])
+        if self.refuse:
+            conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            return None
         method, target, _ = lines[0].split(" ")
         if method == "CONNECT":
             host, port = target.rsplit(":", 1)
@@ -536,13 +543,13 @@ class Proxy:
         methods = list(exactly(count))
         record = {"methods": methods}
         self.seen.append(record)
-        if self.credentials is not None:
+        if self.credentials is not None or (self.refuse and 2 in methods):
             conn.sendall(b"\x05\x02")
             _, ulen = exactly(2)
             user = exactly(ulen)
             plen = exactly(1)[0]
             record["auth"] = (user, exactly(plen))
-            ok = record["auth"] == self.credentials
+            ok = self.credentials is None or record["auth"] == self.credentials
             conn.sendall(b"\x01\x00" if ok else b"\x01\x01")
             if not ok:
                 return None
@@ -555,6 +562,9 @@ class Proxy:
             host = socket.inet_ntop(socket.AF_INET if kind == 1 else socket.AF_INET6, exactly(4 if kind == 1 else 16))
         port = int.from_bytes(exactly(2), "big")
         record["target"] = (kind, host, port)
+        if self.refuse:
+            conn.sendall(b"\x05\x05\x00\x01" + bytes(6))
+            return None
         upstream = socket.create_connection((host, port))
         conn.sendall(b"\x05\x00\x00\x01" + bytes(4) + b"\x00\x00")
         return upstream
@@ -692,3 +702,78 @@ def test_an_https_proxy_the_clusters_ca_does_not_trust_is_one_line(peer, proxies
 def test_an_unsupported_proxy_scheme_is_one_line(tmp_path):
     with pytest.raises(PluginError, match="proxy scheme 'ftp' is not supported"):
         client(tmp_path, "http://127.0.0.1:1", proxy="ftp://127.0.0.1:21")
+
+
+# -- what a proxy receives, from kubectl and from the plugin ----------------------------------------
+
+def kubectl_binary():
+    for folder in (os.environ.get("KUBEBUILDER_ASSETS"),
+                   os.path.expanduser("~/.cache/kubectl-kvcache/test-binaries/v1.37.2")):
+        if folder and os.path.exists(os.path.join(folder, "kubectl")):
+            return os.path.join(folder, "kubectl")
+    pytest.skip("no kubectl of the pinned release (scripts/test-binaries builds it)")
+
+
+@pytest.mark.parametrize("kind, server", [("http", "https://localhost:{port}"), ("http", "http://localhost:{port}"),
+                                          ("socks5", "https://localhost:{port}"),
+                                          ("socks5h-env", "https://10.1.2.3:{port}")],
+                         ids=["http-connect", "http-absolute-form", "socks5", "socks5h-env-ip"])
+def test_a_proxy_receives_from_the_plugin_what_it_receives_from_kubectl(proxies, tmp_path, monkeypatch, kind,
+                                                                        server):
+    """The same kubeconfig (a proxy-url with userinfo; socks5h from HTTPS_PROXY: kubectl refuses
+    it in a proxy-url) for both; the proxy records the first thing each sends, then refuses."""
+    kubectl = kubectl_binary()
+    proxy = proxies("socks5" if kind.startswith("socks") else "http", refuse=True)
+    url = proxy.url("us%40er:p%3Ass@").replace("socks5://", f"{kind.split('-')[0]}://")
+    server = server.format(port=1)
+    user = {"token": "t0ken"}
+    from_env = kind.endswith("-env")
+    path = kubeconfig(tmp_path, server, proxy=None if from_env else url, user=user)
+    config = json.loads(open(path).read())
+    if server.startswith("https"):
+        config["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    with open(path, "w") as f:
+        json.dump(config, f)
+    env = dict(os.environ, KUBECACHEDIR=str(tmp_path / "cache"))
+    for k in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "NO_PROXY", "no_proxy", "KUBECONFIG"):
+        env.pop(k, None)
+        monkeypatch.delenv(k, raising=False)
+    if from_env:
+        env["HTTPS_PROXY"] = url
+        monkeypatch.setenv("HTTPS_PROXY", url)
+    p = subprocess.run([kubectl, "--kubeconfig", path, "get", "--raw", "/x"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode != 0 and proxy.seen, p.stderr
+    theirs = proxy.seen[0]
+    del proxy.seen[:]
+    c = kube.Client(Connection(kubeconfig=path, request_timeout="5s"))
+    assert ours(c, "/x")[0] == "error" and proxy.seen
+    mine = proxy.seen[0]
+    if kind == "http" and server.startswith("https"):
+        assert mine == theirs       # CONNECT, Host, User-Agent, Proxy-Authorization: all of it
+    elif kind == "http":
+        fields = lambda lines: [lines[0]] + sorted(ln for ln in lines if ln.startswith(("Host:", "Proxy-Auth")))
+        assert fields(mine) == fields(theirs)
+    else:
+        assert mine == theirs       # the methods offered, the username and password, the target
+
+
+@pytest.mark.parametrize("cert", ["proxy", "other"])
+def test_an_https_proxy_is_trusted_by_the_clusters_ca_as_kubectl_trusts_it(proxies, pki, tmp_path, monkeypatch, cert):
+    """kubectl verifies an https:// proxy with the cluster's own TLS config (its CA): a proxy
+    certificate that CA signed gets the CONNECT, another does not; the plugin does the same."""
+    kubectl = kubectl_binary()
+    proxy = proxies("https", tls=pki[cert], refuse=True)
+    path = kubeconfig(tmp_path, "https://localhost:1", ca=pki["ca"], proxy=proxy.url("u:p@"), user={"token": "t"})
+    env = dict(os.environ, KUBECACHEDIR=str(tmp_path / "cache"))
+    for k in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "KUBECONFIG"):
+        env.pop(k, None)
+        monkeypatch.delenv(k, raising=False)
+    p = subprocess.run([kubectl, "--kubeconfig", path, "get", "--raw", "/x"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert p.returncode != 0
+    theirs, proxy.seen[:] = list(proxy.seen), []
+    kind, line = ours(kube.Client(Connection(kubeconfig=path, request_timeout="5s")), "/x")
+    assert kind == "error" and "\n" not in line
+    assert proxy.seen[:1] == theirs[:1]
+    assert bool(theirs) == (cert == "proxy"), p.stderr
