@@ -486,6 +486,7 @@ class TLSInTLS:
 
     def __init__(self, outer, context, name):
         self.outer = outer
+        self._refs, self._closed = 0, False       # as socket's: closed once its files are closed too
         self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._feed = self._in.write     # the bytes the outer connection brings (not output)
         self._tls = context.wrap_bio(self._in, self._out, server_hostname=_host_name(name))
@@ -529,10 +530,14 @@ class TLSInTLS:
     send = sendall
 
     def makefile(self, mode="rb", buffering=None, **_):
-        return io.BufferedReader(socket.SocketIO(self, "rb"))
+        self._refs += 1
+        raw = socket.SocketIO(self, "rb")
+        return raw if buffering == 0 else io.BufferedReader(raw)
 
     def _decref_socketios(self):
-        pass
+        self._refs -= 1
+        if self._closed and self._refs <= 0:
+            self.outer.close()
 
     def pending(self):
         return self._tls.pending()
@@ -550,7 +555,9 @@ class TLSInTLS:
         return self.outer.fileno()
 
     def close(self):
-        self.outer.close()
+        self._closed = True
+        if self._refs <= 0:
+            self.outer.close()
 
 
 def shutdown(conn):

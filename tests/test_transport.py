@@ -417,9 +417,10 @@ def test_the_request_timeout_bounds_a_body_that_never_ends(peer, tmp_path):
     assert time.monotonic() - t0 < 2
 
 
-def test_abort_ends_a_request_blocked_in_another_thread_at_once(peer, tmp_path):
-    p = peer({"/hang": OK + b"Content-Length: 100\r\n\r\npart"})
-    c = client(tmp_path, p.url, timeout="0")
+@pytest.mark.parametrize("tls", [False, True])
+def test_abort_ends_a_request_blocked_in_another_thread_at_once(peer, pki, tmp_path, tls):
+    p = peer({"/hang": OK + b"Content-Length: 100\r\n\r\npart"}, tls=pki["server"] if tls else None)
+    c = client(tmp_path, p.url, timeout="0", ca=pki["ca"] if tls else None)
     outcome = []
 
     def call():
@@ -679,6 +680,14 @@ def test_an_https_proxy_is_verified_with_the_clusters_tls_config_then_tunnels_tl
     c = client(tmp_path, server.url, ca=pki["ca"], proxy=proxy.url())
     assert ours(c, "/a") == ("ok", "B") and ours(c, "/b") == ("ok", "B")
     assert proxy.seen[0][0] == f"CONNECT 127.0.0.1:{server.port} HTTP/1.1" and len(proxy.seen) == 1
+
+
+def test_through_an_https_proxy_an_answer_that_ends_with_the_connection_is_read_whole(peer, proxies, pki, tmp_path):
+    server = peer({"/close": (OK + b"Connection: close\r\n\r\n" + b"x" * 100000, True, None)}, tls=pki["server"])
+    proxy = proxies("https", tls=pki["proxy"])
+    c = client(tmp_path, server.url, ca=pki["ca"], proxy=proxy.url())
+    assert ours(c, "/close") == ("ok", "x" * 100000) and ours(c, "/b") == ("ok", "B")
+    assert server.accepted == 2
 
 
 def test_an_https_proxy_gets_absolute_form_requests_for_an_http_server(peer, proxies, pki, tmp_path):
