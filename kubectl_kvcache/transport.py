@@ -17,7 +17,7 @@ each naming its Go source (go1.26 GOROOT/src/net/http unless said otherwise):
 - header values are checked before anything is sent (transport.go roundTrip:
   httpguts.ValidHeaderFieldValue), sent as UTF-8 bytes and trimmed (header.go writeSubset).
 
-Importing http.client costs ~10 ms (it imports the email package): kube.py imports this module
+Importing http.client costs ~12 ms (it imports the email package): kube.py imports this module
 only when it talks to a cluster; commands on files never load it.
 """
 
@@ -49,6 +49,8 @@ def _token(name: bytes) -> bool:
 
 def _bad_value(value: bytes) -> bool:
     return bool(value.translate(None, _VALUE_BYTES))
+
+
 DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}   # transport.go portMap
 
 
@@ -375,7 +377,9 @@ class Connection(http.client.HTTPConnection):
     def _connect_tunnel(self, target, parts):
         """The CONNECT request Go writes (HTTP/1.1, Host, Go's User-Agent, Proxy-Authorization
         from the proxy URL's userinfo), its answer read as any answer; not 200 is the proxy's
-        refusal, its status text the error."""
+        refusal, its status text the error. Not http.client's set_tunnel: it writes HTTP/1.0
+        without a Host (and, before 3.12, an IPv6 address without brackets), reads the answer
+        as laxly as above, and cannot tunnel through TLS to an https proxy."""
         head = [f"CONNECT {target} HTTP/1.1", f"Host: {target}", "User-Agent: Go-http-client/1.1"]
         auth = proxy_authorization(parts)
         if auth:
