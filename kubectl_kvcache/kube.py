@@ -1,5 +1,6 @@
 """The only module that talks to the Kubernetes API: the connection as kubectl makes it (see
-kubeconfig.py for where and as whom), raw-JSON requests over HTTP/1.1 (http11.py),
+kubeconfig.py for where and as whom), raw-JSON requests over HTTP/1.1 (transport.py: http.client,
+held to Go's rules),
 paged lists, discovery, merge patches. Errors become one-line PluginErrors that say what was
 refused or unreachable.
 
@@ -12,7 +13,6 @@ loaded only for users with an exec plugin or an auth-provider (its code runs the
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -24,8 +24,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from kubectl_kvcache import __version__, http11
-from kubectl_kvcache.http11 import quote, unquote, urlencode
+from kubectl_kvcache import __version__
 from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
 from kubectl_kvcache.kubeconfig import Target, resolve
 from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
@@ -57,23 +56,36 @@ class _Timeout(Exception):
 
 
 class _Transport:
-    """Keep-alive connections to one API server, with TLS and credentials as `target` says."""
+    """Keep-alive connections to one API server (a pool of them), with TLS, credentials and the
+    proxy as `target` says. transport.py makes the connections (http.client, held to Go's rules)."""
 
     def __init__(self, target: Target):
+        from kubectl_kvcache import transport
+
         self.target = target
         try:
-            scheme, hostname, port, path = http11.split_url(target.server)
+            scheme, hostname, port, parts = transport.split(target.server, "the server")
         except ValueError as exc:       # a port that is not a number in 0-65535, a broken IPv6 host
-            raise PluginError(f"the server {target.server!r} has an invalid port") from exc
-        if scheme not in ("http", "https") or not hostname:
+            raise PluginError(f"the server {target.server!r} has an invalid port or host") from exc
+        if scheme not in ("http", "https"):
             raise PluginError(f"the server {target.server!r} is not an http(s) URL")
         self.https = scheme == "https"
         self.hostname = hostname
-        self.port = port or (443 if self.https else 80)
-        self.prefix = path.rstrip("/")
+        self.port = port
+        self.prefix = parts.path.rstrip("/")
+        # Go's Request.write: the Host header is the URL's host as written, without an IPv6 zone
+        netloc = parts.netloc.rpartition("@")[2]
+        zone = netloc.find("%")
+        self.host_header = netloc if zone < 0 else netloc[:zone] + netloc[netloc.index("]", zone):]
+        if not self.host_header.isascii():
+            self.host_header = transport._authority(hostname, port) if parts.port else transport._host_name(hostname)
+        self.proxy = _proxy(target)
         self.context = self._ssl_context() if self.https else None
-        self.proxy = _proxy_for(target, self.hostname) if self.https else None
-        self._idle: list[http11.Connection] = []
+        # TLS to an https:// proxy uses the same TLS config as the server's (transport.go
+        # dialConn -> addTLS with the Transport's TLSClientConfig), an http:// server's too
+        self.proxy_context = self.context or (self._ssl_context() if self.proxy and self.proxy[0] == "https"
+                                              else None)
+        self._idle: list = []
         self._active = set()
         # re-entrant: Ctrl-C's handler (abort) runs in the main thread, maybe while it is inside take()
         self._lock = threading.RLock()
@@ -102,30 +114,39 @@ class _Transport:
         return ctx
 
     def _new(self, timeout):
-        if not self.https:
-            return http11.Connection(self.hostname, self.port, timeout)
-        return http11.Connection(self.hostname, self.port, timeout, context=self.context,
-                                 server_name=self.target.tls_server_name, proxy=self.proxy)
+        from kubectl_kvcache import transport
 
-    def take(self, timeout, fresh=False) -> tuple[http11.Connection, bool]:
-        """An idle kept-alive connection, else a new one (`fresh`: always a new one)."""
-        with self._lock:
-            if self.aborted:
-                raise KeyboardInterrupt
-            conn = self._idle.pop() if self._idle and not fresh else None
-            reused = conn is not None
-            if conn is None:
-                conn = self._new(timeout)
-            self._active.add(conn)
-        if reused and conn.sock is not None:
-            conn.sock.settimeout(timeout)
+        return transport.Connection(self.hostname, self.port, timeout, self.host_header, context=self.context,
+                                    server_name=self.target.tls_server_name, proxy=self.proxy,
+                                    proxy_context=self.proxy_context)
+
+    def take(self, timeout, fresh=False):
+        """An idle kept-alive connection, else a new one (`fresh`: always a new one). An idle
+        connection with anything to read (an answer nobody asked for, or its end) is closed,
+        never used (Go's persistConn closes on an unsolicited response)."""
+        from kubectl_kvcache.transport import pending
+
+        while True:
+            with self._lock:
+                if self.aborted:
+                    raise KeyboardInterrupt
+                conn = self._idle.pop() if self._idle and not fresh else None
+                if conn is None:
+                    conn = self._new(timeout)
+                    self._active.add(conn)
+                    return conn, False
+                self._active.add(conn)
+            if not pending(conn.sock):
+                break
+            self.give_back(conn, False)
+        conn.sock.settimeout(timeout)
         conn.timeout = timeout
-        return conn, reused
+        return conn, True
 
     def give_back(self, conn, keep):
         with self._lock:
             self._active.discard(conn)
-            if keep and not self.aborted:
+            if keep and not self.aborted and conn.sock is not None:
                 self._idle.append(conn)
                 return
         conn.close()
@@ -141,12 +162,26 @@ class _Transport:
 
 
 def _shutdown(conn):
-    sock = conn.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    from kubectl_kvcache.transport import shutdown
+
+    shutdown(conn)
+
+
+def _proxy(target):
+    """(scheme, host, port, URL parts) of the proxy kubectl would use for this server
+    (target.proxy, decided by kubeconfig.py), or None: connect directly."""
+    url = getattr(target, "proxy", None)
+    if not url:
+        return None
+    from kubectl_kvcache import transport
+
+    try:
+        scheme, host, port, parts = transport.split(url, "proxy")
+    except ValueError as exc:
+        raise PluginError(f"the proxy URL of the cluster is invalid: {_reason(exc)}") from None
+    if scheme not in transport.DEFAULT_PORTS:
+        raise PluginError(f"the proxy scheme {scheme!r} is not supported (http, https, socks5, socks5h)")
+    return scheme, host, port, parts
 
 
 def _load_client_cert(ctx, t):
@@ -198,23 +233,10 @@ def _write_all(fd, data: bytes):
         view = view[os.writev(fd, [view]):]
 
 
-def _proxy_for(target, hostname):
-    """(host, port) of the http:// proxy kubeconfig.resolve chose for this server; None: direct."""
-    url = target.proxy
-    if not url:
-        return None
-    try:
-        scheme, host, port, _ = http11.split_url(url)
-    except ValueError as exc:
-        raise PluginError("the proxy URL has an invalid port") from exc
-    if scheme != "http" or not host:
-        raise PluginError(f"{scheme}:// proxies are not supported yet: only http:// proxies")
-    return host, port or 80
-
-
 def _credentials(target: Target) -> dict[str, str]:
-    """The Authorization header (kubeconfig.resolve's, else an exec plugin's or auth-provider's token);
-    an exec plugin that hands out a client certificate is loaded into the TLS context instead."""
+    """The Authorization header: the one kubeconfig.resolve decided (target.authorization), else
+    an exec plugin's or auth-provider's token (resolve sets those only when kubectl would run
+    them); an exec plugin that hands out a client certificate is loaded into the TLS context."""
     if target.authorization:
         return {"Authorization": target.authorization}
     if target.exec:
@@ -267,10 +289,6 @@ def _auth_provider_token(target: Target) -> dict[str, str]:
     if not token:
         raise PluginError(f"the auth-provider {name!r} of user {target.user_name} gave no token")
     return {"Authorization": token if token.startswith("Bearer ") else f"Bearer {token}"}
-
-
-def _impersonation(target: Target) -> list[tuple[str, str]]:
-    return list(target.impersonation)
 
 
 _LIVE: "weakref.WeakSet[_Transport]" = weakref.WeakSet()     # the transports Ctrl-C closes
@@ -353,10 +371,15 @@ class Client:
         self.namespace = target.namespace
         self.host = target.server
         self.timeout = conn.timeout
+        from kubectl_kvcache import transport
+
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         headers.update(_credentials(target))    # may run an exec plugin, which may give a certificate
+        try:        # checked before any connection is made, as Go's Transport checks them
+            self._headers = transport.header_bytes(list(headers.items()) + list(target.impersonation))
+        except transport.ProtocolError as exc:
+            raise PluginError(f"refusing to send a request to {target.server}: {exc}") from None
         self._transport = _Transport(target)
-        self._headers = list(headers.items()) + _impersonation(target)
         self.trace = trace if os.environ.get("KVCACHE_TRACE") not in (None, "", "0") else None
         self._discovery: dict[str, dict] = {}
         _LIVE.add(self._transport)
@@ -372,13 +395,13 @@ class Client:
         url = self._transport.prefix + _safe_path(path)
         if query:
             url += "?" + urlencode(query)
-        headers = list(self._headers)
+        headers = self._headers
         if accept:
-            headers = [(k, accept if k == "Accept" else v) for k, v in headers]
+            headers = [(k, accept.encode() if k == "Accept" else v) for k, v in headers]
         if body is not None and not isinstance(body, (bytes, bytearray)):
             body = json.dumps(body).encode()
         if content_type:
-            headers.append(("Content-Type", content_type))
+            headers = headers + [("Content-Type", content_type.encode())]
         deadline = time.monotonic() + self.timeout if self.timeout else None
         waited, attempt = 0.0, 0
         while True:
@@ -391,8 +414,8 @@ class Client:
                                f"({len(data or b'')} bytes)")
             if (status == 429 or status >= 500) and attempt < MAX_RETRIES:     # client-go's checkWait
                 delay = _retry_after(resp_headers)
-                fits = deadline is None or time.monotonic() + delay < deadline
-                if delay is not None and fits and waited + delay <= MAX_RETRY_WAIT:
+                fits = delay is not None and (deadline is None or time.monotonic() + delay < deadline)
+                if fits and waited + delay <= MAX_RETRY_WAIT:
                     attempt += 1
                     waited += delay
                     time.sleep(delay)
@@ -406,6 +429,10 @@ class Client:
         """One exchange: (status, headers, body). A GET on a kept-alive connection the server
         closed in the meantime is sent again once on a new connection; a write always goes on a
         new connection (it is never sent twice: the server may have acted on it)."""
+        from http.client import HTTPException, RemoteDisconnected
+
+        from kubectl_kvcache.transport import ProtocolError
+
         idempotent = method in ("GET", "HEAD")
         for fresh_try in (False, True):
             remaining = None
@@ -421,20 +448,12 @@ class Client:
                 watchdog.start()
             keep = False
             try:
-                if body is not None:
-                    headers = headers + [("Content-Length", str(len(body)))]
-                resp = conn.request(method, url, headers, body)
-                chunks = []
-                while True:
-                    chunk = resp.read1(_CHUNK)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                resp.close()        # the body is read: the connection can carry the next request
+                resp = conn.send_request(method, url, headers, body)
+                data = resp.read_all()
                 if deadline is not None and time.monotonic() >= deadline:
                     raise _Timeout()
-                keep = not resp.will_close
-                return resp.status, resp.headers, b"".join(chunks)
+                keep = not resp.will_close and not resp.extra
+                return resp.status, resp.headers, data
             except _Timeout:
                 raise self._timed_out(what) from None
             except ssl.SSLCertVerificationError as exc:
@@ -446,7 +465,7 @@ class Client:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timed_out(what) from None
                 raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from None
-            except (http11.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+            except (RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 if deadline is not None and time.monotonic() >= deadline:
@@ -457,12 +476,12 @@ class Client:
                                   f"{_reason(exc)}") from None
             except (socket.timeout, TimeoutError):
                 raise self._timed_out(what) from None
-            except (OSError, http11.ProtocolError) as exc:
+            except (OSError, HTTPException, ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timed_out(what) from None
-                raise PluginError(f"cannot reach the API server at {self.host}: {_reason(exc)}") from None
+                raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
             finally:
                 if watchdog is not None:
                     watchdog.cancel()
@@ -630,14 +649,18 @@ class Client:
             self.requests += 1
         # The server ends the watch after timeout_seconds; a read that waits longer than that
         # (plus slack) means the connection is gone.
+        from http.client import HTTPException
+
+        from kubectl_kvcache.transport import ProtocolError
+
         conn, _ = self._transport.take(timeout_seconds + 30, fresh=True)
         try:
             try:
-                resp = conn.request("GET", url, self._headers)
+                resp = conn.send_request("GET", url, self._headers)
             except ssl.SSLCertVerificationError as exc:
                 raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
                                   f"is not trusted ({exc.verify_message or _reason(exc)})") from None
-            except (OSError, http11.ProtocolError) as exc:
+            except (OSError, HTTPException, ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
@@ -645,7 +668,7 @@ class Client:
                 with self._lock:
                     self.trace(f"WATCH {path}?{urlencode(query)} -> {resp.status}")
             if resp.status >= 400:
-                raise self._error(resp.status, resp.read(), what)
+                raise self._error(resp.status, resp.read_all(), what)
             try:
                 while True:
                     line = resp.readline()
@@ -653,7 +676,7 @@ class Client:
                         break
                     if line.strip():
                         yield _watch_event(line, what)
-            except (OSError, http11.ProtocolError) as exc:
+            except (OSError, HTTPException, ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
                 raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
@@ -844,6 +867,8 @@ def _settle(ahead: _Ahead):
 
 
 def _reason(exc):
+    if type(exc).__name__ == "IncompleteRead":     # http.client's, for a chunk the connection cut short
+        return "the connection ended in the middle of the body"
     if isinstance(exc, ssl.SSLError) and getattr(exc, "reason", None):
         return str(getattr(exc, "verify_message", None) or exc.reason).replace("_", " ").lower()
     if isinstance(exc, OSError) and exc.strerror:
@@ -855,6 +880,25 @@ def _reason(exc):
     m = re.search(r"(Connection refused|Name or service not known|timed out|certificate verify failed[^'\")]*)",
                   text)
     return m.group(1) if m else text.splitlines()[0][:200]
+
+
+def quote(text, safe=""):
+    """urllib.parse.quote, imported when first needed (commands on files never load it)."""
+    from urllib.parse import quote as url_quote
+
+    return url_quote(text, safe=safe)
+
+
+def unquote(text):
+    from urllib.parse import unquote as url_unquote
+
+    return url_unquote(text)
+
+
+def urlencode(query):
+    from urllib.parse import urlencode as url_urlencode
+
+    return url_urlencode(query)
 
 
 def collection_path(group, version, plural, namespace=None):

@@ -1,4 +1,5 @@
-"""The architecture, enforced: only render/ prints; only kube.py (with its framing, http11.py) talks HTTP; engine/ imports
+"""The architecture, enforced: only render/ prints; only the kube transport modules (kube.py and its connections,
+transport.py) import http, socket or ssl, and a command on files loads neither http.client nor email; engine/ imports
 nothing outside itself (and only the standard library and the leaf record.py); nothing below cli.py touches argparse;
 no import cycles, function-level imports included; the judges never load the kubernetes client;
 `--help`/`version` pay for none of kubernetes, yaml, tabulate."""
@@ -77,15 +78,30 @@ def test_only_render_prints():
     assert offenders == []
 
 
-def test_only_kube_talks_http():
+TRANSPORT = ("kubectl_kvcache.kube", "kubectl_kvcache.transport")
+
+
+def test_only_the_kube_transport_modules_talk_http():
     offenders = {m: sorted(i for i in imports(tree) if i.split(".")[0] in HTTP_MODULES or i in HTTP_MODULES)
-                 for m, (_, tree) in MODULES.items() if m not in ("kubectl_kvcache.kube", "kubectl_kvcache.http11")}
+                 for m, (_, tree) in MODULES.items() if m not in TRANSPORT}
     assert {m: i for m, i in offenders.items() if i} == {}
+    assert all(imports(MODULES[m][1]) & {"http.client", "socket", "ssl"} for m in ("kubectl_kvcache.transport",))
 
 
-def test_only_kube_uses_the_http_framing():
-    users = {m for m, (_, tree) in MODULES.items() if "kubectl_kvcache.http11" in imports(tree)}
+def test_only_kube_uses_the_connections():
+    users = {m for m, (_, tree) in MODULES.items() if "kubectl_kvcache.transport" in imports(tree)}
     assert users == {"kubectl_kvcache.kube"}
+
+
+def test_kube_loads_its_connections_only_when_it_talks_to_a_cluster():
+    """transport.py (http.client, and with it the email package) is imported inside kube's
+    functions, never at the top of a module."""
+    for m, (_, tree) in MODULES.items():
+        top = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names} | \
+              {f"{n.module}.{a.name}" for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
+               for a in n.names} | {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
+        if m != "kubectl_kvcache.transport":
+            assert not top & {"kubectl_kvcache.transport", "http.client", "http", "urllib.parse"}, m
 
 
 def test_engine_imports_nothing_outside_itself():
@@ -165,11 +181,11 @@ START_UP_FORBIDDEN = {
     "dataclasses": "record.Record instead (~1 ms a class, plus inspect)",
     "typing": "builtin annotations under `from __future__ import annotations`",
     "inspect": "pulled in by dataclasses",
-    "http.client": "kube speaks HTTP/1.1 through http11.py (http.client imports the email package)",
+    "http.client": "only when a command talks to a cluster (kube imports transport.py then; it imports email)",
     "email": "pulled in by http.client",
     "concurrent.futures": "threads (it imports logging)",
     "logging": "pulled in by concurrent.futures",
-    "urllib.parse": "http11's quote, unquote, urlencode and split_url (it imports ipaddress)",
+    "urllib.parse": "only when a command talks to a cluster (it imports ipaddress)",
     "queue": "only --watch and --wait",
     "yaml": "only for YAML input and output, and for reading a kubeconfig (goyaml)",
     "kubernetes": "only for exec and auth-provider users",
@@ -190,3 +206,31 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
     loaded = {m: why for m, why in START_UP_FORBIDDEN.items()
               if m in modules or any(x.startswith(m + ".") for x in modules)}
     assert loaded == {}
+
+
+EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
+RUN = ("import io, contextlib\nfrom kubectl_kvcache.cli import main\n"
+       "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+       "    main({argv!r})")
+
+
+@pytest.mark.parametrize("argv", [["verify", "-A", "-f", EXAMPLE], ["check", "-A", "-f", EXAMPLE, "-o", "json"]])
+def test_a_command_on_files_loads_neither_http_client_nor_email(argv):
+    modules = loaded_after(RUN.format(argv=argv), site=False)
+    assert "kubectl_kvcache.verify" in modules or "kubectl_kvcache.checks" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("http", "email")} | ({"urllib.parse"} & modules)
+
+
+def test_a_command_on_a_cluster_may_load_them(tmp_path):
+    """The same check tells: a command that talks to an API server (here one that is not there)
+    loads the transport and http.client."""
+    s = __import__("socket").socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    config = tmp_path / "config"
+    config.write_text('{"apiVersion": "v1", "kind": "Config", "current-context": "c", '
+                      f'"clusters": [{{"name": "c", "cluster": {{"server": "http://127.0.0.1:{port}"}}}}], '
+                      '"contexts": [{"name": "c", "context": {"cluster": "c"}}]}')
+    modules = loaded_after(RUN.format(argv=["verify", "-n", "x", "--kubeconfig", str(config)]), site=False)
+    assert {"kubectl_kvcache.transport", "http.client", "email"} <= modules
