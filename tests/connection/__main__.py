@@ -32,6 +32,8 @@ def main(argv=None):
     start = time.monotonic()
     results = runner.run_cases(cases, kubectl, plugin, workers=args.workers)
     bad = [r for r in results if r["differences"]]
+    if bad or args.show:
+        print(runner.LEGEND + "\n")
     for r in results:
         if args.show or r["differences"]:
             print(runner.describe(r, both=True))

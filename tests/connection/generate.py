@@ -463,7 +463,7 @@ def c_flags(rng):
 def c_flag_syntax(rng):
     form = rng.choice([["-s", url("plain")], ["-s" + url("plain")], ["--server=" + url("plain")],
                        ["--token=tok=with=equals"], ["--token", "tok with space"], ["--token", "-dash-tok"],
-                       ["--token=-dash-tok"], ["--as", ""], ["--insecure-skip-tls-verify", "true"],
+                       ["--token=-dash-tok"], ["--as", ""],
                        ["--insecure-skip-tls-verify=1"], ["--insecure-skip-tls-verify=yes"], ["--as-group="],
                        ["-n=ns"], ["-nns"], ["--namespace", ""], ["--context", ""], ["--server", ""],
                        ["--token", "t\u00e9k"], ["--user", ""], ["--cluster="], ["--certificate-authority="],
@@ -606,15 +606,15 @@ printf '{"apiVersion": "%s", "kind": "ExecCredential", "status": {"token": "exec
 
 
 def c_exec(rng):
-    version = rng.choice(("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1", None,
-                          "client.authentication.k8s.io/v1alpha1"))
+    version = rng.choice(("client.authentication.k8s.io/v1",) * 3 + ("client.authentication.k8s.io/v1beta1",) * 3
+                         + (None, "client.authentication.k8s.io/v1alpha1"))
     out_version = rng.choice((version, version, version, "client.authentication.k8s.io/v1beta1")) or \
         "client.authentication.k8s.io/v1"
     files = {"bin/cred": EXEC_SCRIPT.encode()}
     exec_ = {"command": rng.choice(("@DIR@/bin/cred", "./bin/cred", "bin/cred", "cred"))}
     if version:
         exec_["apiVersion"] = version
-    mode = rng.choice((None, "Never", "IfAvailable", "Always", "never"))
+    mode = rng.choice((None, "Never", "Never", "IfAvailable", "IfAvailable", "Always", "never"))
     if mode:
         exec_["interactiveMode"] = mode
     env = [{"name": "PARITY_OUT_VERSION", "value": out_version}]

@@ -7,8 +7,9 @@ reached (and over which address family), TLS (SNI, handshake completed, client c
 proxy hops (kind, target, Proxy-Authorization or socks5 credentials), and the distinct requests
 (Host, path prefix, Authorization bytes, Impersonate-* headers as a multiset with names
 lower-cased). Sets, not sequences: kubectl makes more requests than the plugin (discovery) and
-retries failed handshakes. If kubectl sent nothing, the plugin must not either, and must have
-refused as the project requires: exit 2, exactly one stderr line, starting `error:`.
+retries failed handshakes. If kubectl sent nothing (no request, no proxy hop: see `sent`), the
+plugin must not either, and must have refused as the project requires: exit 2, exactly one stderr
+line, starting `error:`; if both then tried to connect, where and with which TLS must agree too.
 """
 
 from __future__ import annotations
@@ -142,6 +143,15 @@ def empty(obs) -> bool:
     return not any(obs.values())
 
 
+def sent(obs) -> bool:
+    """Whether a request or a proxy hop reached a recorder. A TCP connection or a TLS handshake
+    that failed carries no credentials (TLS 1.3 clients send their certificate only after
+    verifying the server's), so it alone is not `sending`: kubectl that fails its handshake on a
+    key that does not match the certificate and the plugin that refuses the pair before
+    connecting have both refused."""
+    return bool(obs["requests"] or obs["proxy"])
+
+
 # ---------------------------------------------------------------------------------------------
 # running
 
@@ -220,15 +230,17 @@ def compare(k, p) -> list[str]:
         diffs.append(f"the plugin did not finish within {TIMEOUT:.0f}s")
     if "Traceback (most recent call last)" in p["stderr"]:
         diffs.append("the plugin printed a traceback")
-    if empty(k["obs"]):
-        if not empty(p["obs"]):
+    if not sent(k["obs"]):
+        if sent(p["obs"]):
             diffs.append("kubectl refused without sending anything, the plugin sent")
-        elif p["rc"] != "timeout":
+            return diffs
+        if p["rc"] != "timeout":
             problem = refusal_problem(p)
             if problem:
                 diffs.append(f"both sent nothing, but the plugin's refusal is malformed: {problem}")
-        return diffs
-    if empty(p["obs"]):
+        if empty(k["obs"]) or empty(p["obs"]):
+            return diffs                # one refused before connecting: nothing more to compare
+    elif not sent(p["obs"]):
         diffs.append("kubectl sent, the plugin refused without sending anything")
         return diffs
     for aspect in k["obs"]:
@@ -322,10 +334,24 @@ def describe(result, both=True) -> str:
     parts = [describe_case(result)]
     if result["differences"]:
         parts.append("  DIFFERENCES: " + "; ".join(result["differences"]))
+        k, p = result["kubectl"]["obs"], result["plugin"]["obs"]
+        if not empty(k) and not empty(p):
+            for aspect in k:
+                for who, mine, theirs in (("kubectl only", k, p), ("plugin only ", p, k)):
+                    for item in sorted(set(mine[aspect]) - set(theirs[aspect])):
+                        parts.append(f"    {who} {aspect}: {item}")
     if both or result["differences"]:
         parts.append(describe_run("kubectl", result["kubectl"]))
         parts.append(describe_run("plugin ", result["plugin"]))
     return "\n".join(parts)
+
+
+LEGEND = ("Placeholders in the cases: @PLAIN@ @TLS@ @TLS2@ ports of the plain API server, of the TLS one "
+          "with a certificate by CA 1 (SANs 127.0.0.1, ::1, localhost, kube.proxied.test, "
+          "only-by-tls-server-name.test) and of the one by CA 2; @HTTP_PROXY@ @HTTPS_PROXY@ @SOCKS@ proxy ports; "
+          "@CA@ @CA2@ CA files, @..._DATA@ base64, @ALICE_CRT@/@BOB_CRT@ client certificates (CN alice/bob); "
+          "@DIR@ the case's folder (the working directory). kube.proxied.test resolves nowhere: only a proxy "
+          "reaches it.")
 
 
 def tally(results) -> str:
@@ -335,7 +361,7 @@ def tally(results) -> str:
         c = r["case"]["category"]
         row = rows.setdefault(c, Counter())
         row["cases"] += 1
-        row["kubectl sent" if not empty(r["kubectl"]["obs"]) else "kubectl refused"] += 1
+        row["kubectl sent" if sent(r["kubectl"]["obs"]) else "kubectl refused"] += 1
         row["differences"] += bool(r["differences"])
     total = sum(rows.values(), Counter())
     lines = [f"{'category':28} {'cases':>6} {'sent':>6} {'refused':>8} {'differ':>7}"]
@@ -347,4 +373,4 @@ def tally(results) -> str:
 
 def vacuous(results) -> list[dict]:
     """Cases where kubectl exited 0 having sent nothing: they prove nothing."""
-    return [r for r in results if empty(r["kubectl"]["obs"]) and r["kubectl"]["rc"] == 0]
+    return [r for r in results if not sent(r["kubectl"]["obs"]) and r["kubectl"]["rc"] == 0]

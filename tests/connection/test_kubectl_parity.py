@@ -29,6 +29,7 @@ def test_kubectl_parity(parity_tools):
     results = runner.run_cases(generate.cases(SEED, COUNT), kubectl, plugin, workers=2)
     seconds = time.monotonic() - start
     bad = [r for r in results if r["differences"]]
+    print(runner.LEGEND + "\n")
     for r in bad:
         print(runner.describe(r) + "\n")
     table = runner.tally(results)
@@ -37,16 +38,16 @@ def test_kubectl_parity(parity_tools):
     empty = runner.vacuous(results)
     assert not empty, "cases where kubectl exited 0 and sent nothing prove nothing:\n" + "\n\n".join(
         runner.describe(r) for r in empty[:SHOWN])
-    sent = sum(not runner.empty(r["kubectl"]["obs"]) for r in results)
+    sent = sum(runner.sent(r["kubectl"]["obs"]) for r in results)
     assert sent >= len(results) // 3, f"only {sent} of {len(results)} cases made kubectl send anything"
     assert not bad, (f"{len(bad)} of {len(results)} cases differ from kubectl (seed {SEED}, {seconds:.0f}s):\n"
-                     f"{table}\n\n" + "\n\n".join(runner.describe(r) for r in bad[:SHOWN]))
+                     f"{table}\n\n{runner.LEGEND}\n\n" + "\n\n".join(runner.describe(r) for r in bad[:SHOWN]))
 
 
 def _self_case(k, **kw):
     import random
     rng = random.Random(k)
-    doc = config({"c1": tls_cluster(), "c2": {"server": url("tls2"), "certificate-authority": "@CA@"}},
+    doc = config({"c1": tls_cluster(), "c2": {"server": url("tls2"), "certificate-authority": "@CA2@"}},
                  {"u1": {"token": "tok-self-test"}})
     c = Case(id=-k, category="self-test", title=kw.pop("title"), files={"config": dump(doc, rng)}, env={},
              argv=["--kubeconfig", "config"])
@@ -66,8 +67,7 @@ def test_the_tier_can_fail(parity_tools):
         _self_case(5, title="kubectl: a missing kubeconfig", argv=["--kubeconfig", "missing"],
                    plugin_argv=["--kubeconfig", "config"]),
         _self_case(6, title="plugin: a missing kubeconfig", plugin_argv=["--kubeconfig", "missing"]),
-        _self_case(7, title="plugin: another server, insecure",
-                   plugin_argv=["--kubeconfig", "config", "-s", "https://127.0.0.1:@TLS2@", "--insecure-skip-tls-verify"]),
+        _self_case(7, title="plugin: the plain server", plugin_argv=["--kubeconfig", "config", "-s", url("plain")]),
     ]
     results = runner.run_cases(cases, kubectl, plugin, workers=2)
     got = {r["case"]["title"]: r["differences"] for r in results}
@@ -77,8 +77,8 @@ def test_the_tier_can_fail(parity_tools):
     assert "requests differ" in got["plugin: impersonating"]
     assert got["kubectl: a missing kubeconfig"] == ["kubectl refused without sending anything, the plugin sent"]
     assert got["plugin: a missing kubeconfig"] == ["kubectl sent, the plugin refused without sending anything"]
-    assert "reached differ" in got["plugin: another server, insecure"]
-    assert not runner.empty(results[0]["kubectl"]["obs"]) and results[0]["kubectl"]["rc"] == 0
+    assert {"reached differ", "tls differ", "requests differ"} <= set(got["plugin: the plain server"])
+    assert runner.sent(results[0]["kubectl"]["obs"]) and results[0]["kubectl"]["rc"] == 0
 
 
 def _run(rc, stderr, obs=None):
@@ -94,6 +94,18 @@ def test_a_refusal_must_be_one_error_line_with_exit_2():
         "both sent nothing, but the plugin's refusal is malformed: stderr has 2 lines, not one `error:` line"]
     assert "the plugin printed a traceback" in runner.compare(
         k, _run(2, "Traceback (most recent call last):\n  File x\nKeyError: 1\n"))
+
+
+def test_a_failed_handshake_is_not_sending():
+    """kubectl that connects but fails its TLS handshake sent nothing: the plugin may refuse before
+    connecting. When both connected, their TLS must still agree."""
+    failed = runner.observe([{"kind": "conn", "server": "tls", "family": 4, "tls": True, "sni": None,
+                              "handshake": False, "client_cn": None}])
+    done = runner.observe([{"kind": "conn", "server": "tls", "family": 4, "tls": True, "sni": None,
+                            "handshake": True, "client_cn": None}])
+    k = _run(1, "Unable to connect to the server: tls: private key does not match public key\n", failed)
+    assert runner.compare(k, _run(2, "error: the key does not match the certificate\n")) == []
+    assert runner.compare(k, _run(2, "error: the server closed the connection\n", done)) == ["tls differ"]
 
 
 def test_cases_are_seeded_and_cover_every_category():
