@@ -2,7 +2,7 @@
 
 Runs the kubectl parity cases and prints every difference (the case's files, environment and
 flags, and both observations); with --case K only that case, and --show prints both observations
-even when they agree. Exit 1 when there is a difference or a case that proves nothing."""
+even when they agree; --summary prints one line per class of differences instead. Exit 1 when there is a difference or a case that proves nothing."""
 
 import argparse
 import sys
@@ -19,6 +19,8 @@ def main(argv=None):
     ap.add_argument("--category", help="only cases of this category")
     ap.add_argument("--show", action="store_true", help="print both observations of every case run")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--summary", action="store_true",
+                    help="print the classes of differences (one line each) instead of every case")
     args = ap.parse_args(argv)
     try:
         kubectl, plugin = runner.find_kubectl(), runner.find_plugin()
@@ -35,9 +37,12 @@ def main(argv=None):
     if bad or args.show:
         print(runner.LEGEND + "\n")
     for r in results:
-        if args.show or r["differences"]:
+        if args.show or (r["differences"] and not args.summary):
             print(runner.describe(r, both=True))
             print()
+    if bad:
+        print("classes of differences (count, what, the refusing side's error, example cases):")
+        print(runner.summary(results) + "\n")
     print(runner.tally(results))
     empty = runner.vacuous(results)
     for r in empty:

@@ -354,9 +354,10 @@ def c_yaml_types(rng):
 
 def _file_doc(rng, tag, clusters_used, current=True):
     """One of several merged files: cluster/user/context names that collide across files."""
-    kind = rng.choice(clusters_used)
-    clusters = {"shared": tls_cluster() if kind == "tls" else {"server": url(kind)},
-                f"c-{tag}": {"server": url("plain")}}
+    def cluster(kind):
+        return {"tls": tls_cluster(), "plain": {"server": url("plain")},
+                "tls2": {"server": url("tls2"), "certificate-authority-data": "@CA2_DATA@"}}[kind]
+    clusters = {"shared": cluster(rng.choice(clusters_used)), f"c-{tag}": cluster(rng.choice(clusters_used))}
     users = {"shared": {"token": f"tok-{tag}-shared"}, f"u-{tag}": {"token": f"tok-{tag}-own"}}
     contexts = {"shared": ("shared", "shared"), f"ctx-{tag}": (f"c-{tag}", rng.choice(("shared", f"u-{tag}"))),
                 "mixed": (rng.choice(("shared", f"c-{tag}")), rng.choice(("shared", f"u-{tag}")))}
@@ -370,7 +371,7 @@ def c_merge(rng):
     files, paths = {}, []
     for i, tag in enumerate(tags):
         name = rng.choice((f"{tag}.yaml", f"sub/{tag}.yaml", f"{tag}"))
-        files[name] = dump(_file_doc(rng, tag, ["tls", "plain"], current=rng.random() < 0.7), rng)
+        files[name] = dump(_file_doc(rng, tag, ["tls", "tls2", "plain"], current=rng.random() < 0.7), rng)
         paths.append(rng.choice((name, "@DIR@/" + name)) if not name.startswith("sub/") else
                      rng.choice((name, "./" + name, "sub/../" + name)))
     if rng.random() < 0.3:
@@ -449,7 +450,8 @@ FLAG_CHOICES = [
     ["--namespace=other"], ["--tls-server-name", ONLY_BY_SNI], ["--client-certificate", "@BOB_CRT@",
                                                                 "--client-key", "@BOB_KEY@"],
     ["--username", "un", "--password", "pw"], ["--request-timeout", "5s"], ["--as-user-extra", "scopes=a"],
-    ["--proxy-url", "http://127.0.0.1:@HTTP_PROXY@"],
+    ["--proxy-url", "http://127.0.0.1:@HTTP_PROXY@"], ["--disable-compression"], ["--as-user-extra", "k/x=v1",
+                                                                                  "--as-user-extra", "k/x=v2"],
 ]
 
 

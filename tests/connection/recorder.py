@@ -364,6 +364,9 @@ class Recorder:
                     # Server.serve: "Client sent an HTTP request to an HTTPS server.")
                     self.record(kind="conn", server=name, family=family, tls=True, sni=None, handshake=False,
                                 client_cn=None, error="plain HTTP request on the TLS port")
+                    head = _Conn(sock).read_head()
+                    if head is not None:        # it did send its headers, credentials included
+                        self._record_request(name + " (plain HTTP on its TLS port)", head, proxy=False)
                     sock.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
                     _linger(sock)
                     conn = None
@@ -427,10 +430,7 @@ class Recorder:
                 m = re.match(rb"^[a-z]+://([^/]+)", target, re.I)
                 self.record(kind="proxy", proxy=name, method="absolute", target=(m.group(1) if m else target)
                             .decode("latin-1"), proxy_authorization=_header(headers, b"proxy-authorization"))
-            self.record(kind="request", server=name, via_proxy=proxy, target=target,
-                        host=_header(headers, b"host"), authorization=_header(headers, b"authorization"),
-                        impersonate=[(n, v) for n, v in headers if n.startswith(b"impersonate-")],
-                        proxy_authorization=_header(headers, b"proxy-authorization") if not proxy else None)
+            self._record_request(name, head, proxy)
             path = target.decode("latin-1")
             if "://" in path:
                 path = "/" + path.split("://", 1)[1].partition("/")[2]
@@ -440,6 +440,13 @@ class Recorder:
                               % (status, reason, len(body)) + body)
             if (_header(headers, b"connection") or b"").lower() == b"close":
                 return
+
+    def _record_request(self, name, head, proxy):
+        (method, target, *_), headers = _parse_head(head)
+        self.record(kind="request", server=name, via_proxy=proxy, target=target,
+                    host=_header(headers, b"host"), authorization=_header(headers, b"authorization"),
+                    impersonate=[(n, v) for n, v in headers if n.startswith(b"impersonate-")],
+                    proxy_authorization=_header(headers, b"proxy-authorization") if not proxy else None)
 
     def _upstream(self, port):
         """A connection to one of our own API servers (a proxy reaches only those)."""

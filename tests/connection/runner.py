@@ -371,6 +371,37 @@ def tally(results) -> str:
     return "\n".join(lines)
 
 
+def _last_line(text):
+    lines = text.strip().splitlines()
+    line = lines[-1] if lines else ""
+    line = re.sub(r"/tmp/kvcache-parity-[^/]+/(case\d+-[^/\"' ]+|pki)", "<DIR>", line)
+    line = re.sub(r"E\d{4} [\d:.]+ +\d+ ", "", re.sub(r"(:|port )\d{4,5}\b", r"\1<PORT>", line))
+    return re.sub(r"tok-[a-z0-9]{8}", "tok-<random>", line)[:200]
+
+
+def classes(results) -> list[tuple[str, list[dict]]]:
+    """Differences grouped by what differs and by the refusing side's error line (or, when both
+    sent, by category), biggest group first: one class is usually one thing to fix."""
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        if not r["differences"]:
+            continue
+        what = "; ".join(r["differences"])
+        if what.startswith("kubectl refused"):
+            key = f"{what} | kubectl: {_last_line(r['kubectl']['stderr'] or r['kubectl']['stdout'])}"
+        elif what.startswith(("kubectl sent", "both sent nothing")):
+            key = f"{what} | plugin: {_last_line(r['plugin']['stderr'])}"
+        else:
+            key = f"{what} | {r['case']['category']}"
+        groups.setdefault(key, []).append(r)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def summary(results) -> str:
+    return "\n".join(f"{len(rs):4}  {key}  (cases {', '.join(str(r['case']['id']) for r in rs[:6])}"
+                     f"{', ...' if len(rs) > 6 else ''})" for key, rs in classes(results))
+
+
 def vacuous(results) -> list[dict]:
     """Cases where kubectl exited 0 having sent nothing: they prove nothing."""
     return [r for r in results if not sent(r["kubectl"]["obs"]) and r["kubectl"]["rc"] == 0]

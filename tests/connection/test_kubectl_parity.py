@@ -33,6 +33,7 @@ def test_kubectl_parity(parity_tools):
     for r in bad:
         print(runner.describe(r) + "\n")
     table = runner.tally(results)
+    print(runner.summary(results) + "\n")
     print(table)
     print(f"{len(bad)} of {len(results)} cases differ (seed {SEED}) in {seconds:.0f}s")
     empty = runner.vacuous(results)
@@ -41,7 +42,7 @@ def test_kubectl_parity(parity_tools):
     sent = sum(runner.sent(r["kubectl"]["obs"]) for r in results)
     assert sent >= len(results) // 3, f"only {sent} of {len(results)} cases made kubectl send anything"
     assert not bad, (f"{len(bad)} of {len(results)} cases differ from kubectl (seed {SEED}, {seconds:.0f}s):\n"
-                     f"{table}\n\n{runner.LEGEND}\n\n" + "\n\n".join(runner.describe(r) for r in bad[:SHOWN]))
+                     f"{table}\n\nclasses of differences:\n{runner.summary(results)}\n\n{runner.LEGEND}\n\n" + "\n\n".join(runner.describe(r) for r in bad[:SHOWN]))
 
 
 def _self_case(k, **kw):
