@@ -20,6 +20,7 @@ import re
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -329,14 +330,29 @@ class Recorder:
         with self.lock:
             self.events.append(event)
 
-    def take(self, settle=2.0) -> list[dict]:
-        """The events since the last take, once every connection handler has finished (or after
-        `settle` seconds: the client is gone by then, so a handler still running is a tunnel)."""
+    def _backlog(self) -> int:
+        """Connections the kernel completed that no accept() has taken yet (Linux reports a
+        listening socket's queue length as tcp_info.tcpi_unacked). A client that connected and
+        exited leaves one there; taken late, it would count in the next run."""
+        total = 0
+        for s in self._listeners:
+            try:
+                info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+            except OSError:
+                continue
+            total += struct.unpack_from("I", info, 24)[0]
+        return total
+
+    def take(self, settle=3.0) -> list[dict]:
+        """The events since the last take, once no connection waits to be accepted and every
+        handler has finished (or after `settle` seconds: the client is gone by then, so a handler
+        still running is a tunnel)."""
         end = time.monotonic() + settle
         while time.monotonic() < end:
-            with self.lock:
-                if self.active == 0:
-                    break
+            if self._backlog() == 0:
+                with self.lock:
+                    if self.active == 0 and self._backlog() == 0:
+                        break
             time.sleep(0.005)
         with self.lock:
             events, self.events = self.events, []
