@@ -4,10 +4,17 @@ and the plugin's installed console script. Every test here is marked `connection
 (KVCACHE_NO_SKIPS=1, or KVCACHE_REQUIRE_CLUSTER=1) that is a failure."""
 
 import os
+import sys
 
 import pytest
 
-from tests.connection import runner
+# `tests.connection` is importable however pytest is started (python -m pytest puts the working
+# directory on sys.path; the pytest script does not), as `python -m tests.connection` needs it.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tests.connection import runner  # noqa: E402
 
 
 def pytest_collection_modifyitems(config, items):

@@ -151,3 +151,27 @@ def test_the_socks5_proxy_records_credentials(recorder):
     obs = runner.observe(recorder.take())
     assert obs["proxy"] == (f"socks5 to host:{recorder.ports['plain']} (address type 3), username u, password pw",)
     assert obs["requests"][0].startswith("plain: Host host, path prefix ''")
+
+
+def test_plain_http_on_the_tls_port_is_a_request(recorder):
+    """A client that speaks plain HTTP to the TLS port has sent its headers: they are recorded
+    (and it gets Go's 400, so it does not retry for long)."""
+    with socket.create_connection(("127.0.0.1", recorder.ports["tls"])) as s:
+        s.sendall(b"GET /api HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.0 400 Bad Request")
+    obs = runner.observe(recorder.take())
+    assert obs["tls"] == ("tls: SNI -, handshake NOT completed, client certificate -",)
+    assert obs["requests"] == ("tls (plain HTTP on its TLS port): Host x, path prefix '', Authorization Bearer t, "
+                               "Impersonate -",)
+    assert runner.sent(obs)
+
+
+def test_a_tls_client_hello_on_the_plain_port_is_seen(recorder):
+    import ssl
+    ctx = ssl.create_default_context()
+    with socket.create_connection(("127.0.0.1", recorder.ports["plain"])) as s:
+        with pytest.raises(ssl.SSLError):
+            ctx.wrap_socket(s, server_hostname="localhost")
+    obs = runner.observe(recorder.take())
+    assert any("not HTTP (first bytes 1603" in r for r in obs["reached"]), obs
+    assert not runner.sent(obs)
