@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -38,8 +39,24 @@ class Unavailable(RuntimeError):
 
 
 def find_kubectl() -> str:
-    """kubectl of the pinned release: $KUBEBUILDER_ASSETS/kubectl, else the folder
-    tests/cluster/harness.find_binaries gives (scripts/test-binaries' cache). Never /usr/bin/kubectl."""
+    """kubectl of the pinned release (hack/kube/KUBE_VERSION, checked): $KUBEBUILDER_ASSETS/kubectl,
+    else the folder tests/cluster/harness.find_binaries gives (scripts/test-binaries' cache).
+    Never /usr/bin/kubectl."""
+    path = _kubectl_path()
+    with open(os.path.join(HERE, "..", "..", "hack", "kube", "KUBE_VERSION")) as f:
+        pinned = f.read().strip()
+    try:
+        out = subprocess.run([path, "version", "--client", "-o", "json"], capture_output=True, text=True,
+                             timeout=30, env={"HOME": tempfile.gettempdir(), "PATH": SYSTEM_PATH}).stdout
+        got = json.loads(out)["clientVersion"]["gitVersion"]
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"{path} does not say its version: {exc}") from None
+    if got != pinned:
+        raise Unavailable(f"{path} is kubectl {got}, not the pinned {pinned}")
+    return path
+
+
+def _kubectl_path() -> str:
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     if assets and os.access(os.path.join(assets, "kubectl"), os.X_OK):
         return os.path.join(os.path.abspath(assets), "kubectl")
