@@ -300,9 +300,19 @@ def split(url: str, what: str):
     """(scheme, host, port, netloc) of a URL; ValueError for one Go would refuse too."""
     parts = urlsplit(url)
     port = parts.port          # ValueError for a port that is not a number in 0-65535
-    if not parts.hostname:
+    host = _hostname(parts.netloc)
+    if not host:
         raise ValueError(f"{what} {url!r} has no host")
-    return parts.scheme.lower(), parts.hostname, port or DEFAULT_PORTS.get(parts.scheme.lower()), parts
+    return parts.scheme.lower(), host, port or DEFAULT_PORTS.get(parts.scheme.lower()), parts
+
+
+def _hostname(netloc: str) -> str:
+    """The host of a URL's netloc as written: Go's url.URL.Hostname keeps its case (SNI, Host,
+    CONNECT and SOCKS all carry `LOCALHOST` as typed), where urllib's .hostname lowers it."""
+    host = netloc.rpartition("@")[2]
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else ""
+    return host.partition(":")[0]
 
 
 def _host_name(host: str) -> str:
