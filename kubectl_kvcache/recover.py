@@ -18,7 +18,8 @@ from __future__ import annotations
 import copy
 import re
 
-from kubectl_kvcache import engine as model, snapshot as snap
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.checks.engines import dtype_outcome, plain
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
@@ -27,8 +28,8 @@ SIDE_BY_SIDE, REPLACE = "side-by-side", "replace"
 STRATEGIES = (SIDE_BY_SIDE, REPLACE)
 DEFAULT_STRATEGY = SIDE_BY_SIDE
 
-MD_KIND, BINDING_KIND, SETTING_KIND = "ModelDeployment", "KVCachePoolBinding", "Setting"
-BINDING_ANNOTATION = snap.ANNOTATION_PREFIX + "binding"
+MD_KIND, BINDING_KIND, SETTING_KIND = api.MD_KIND, api.BINDING_KIND, api.SETTING_KIND
+BINDING_ANNOTATION = api.BINDING_ANNOTATION
 # Metadata the API server (or kubectl) writes: never copied into a recreated object.
 SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 NAME_MAX = 63        # a ModelDeployment's name is its Pods' app.kubernetes.io/instance label value
@@ -53,8 +54,8 @@ class Inputs(Record):
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, namespace: str, binding_name: str, binding: dict | None, binding_gone: bool,
-                 bindings: list[dict], deployments: list[dict], workloads: list[dict], pods: list[snap.Pod],
-                 report: object, setting: snap.Setting | None = None, backups: list[dict] | None = None,
+                 bindings: list[dict], deployments: list[dict], workloads: list[dict], pods: list[records.Pod],
+                 report: object, setting: records.Setting | None = None, backups: list[dict] | None = None,
                  notes: list[str] | None = None):
         self.namespace = namespace
         self.binding_name = binding_name
@@ -104,7 +105,7 @@ def ref(kind, namespace, name, **extra):
 
 
 def setting_ref():
-    return ref(SETTING_KIND, snap.SETTING_NAMESPACE, snap.SETTING_NAME)
+    return ref(SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
 
 
 # -- small helpers ---------------------------------------------------------------------------
@@ -294,7 +295,7 @@ def plan(inputs: Inputs, request: Request) -> Plan:
             manual.append({"kind": "Pod", "namespace": pod.namespace, "name": pod.name,
                            "do": f"recreate it with annotation {BINDING_ANNOTATION}={target_name} (a bare Pod: "
                                  f"nothing recreates it)"})
-        elif pod.owner[1] not in snap.WORKLOAD_KINDS:
+        elif pod.owner[1] not in api.WORKLOAD_KINDS:
             manual.append({"kind": "Pod", "namespace": pod.namespace, "name": pod.name,
                            "do": f"point its owner {pod.owner[1]} {pod.owner[2]} at {target_name} "
                                  f"(annotation {BINDING_ANNOTATION} of its Pod template)"})
@@ -427,7 +428,7 @@ def _rv_key(rv):
 
 
 def _setting_was_on(obj) -> bool:
-    if obj.get("kind") != SETTING_KIND or _meta(obj).get("name") != snap.SETTING_NAME:
+    if obj.get("kind") != SETTING_KIND or _meta(obj).get("name") != api.SETTING_NAME:
         return False
     value = (obj.get("status") or {}).get("value")
     return value is None or str(value) in ("1", "t", "T", "TRUE", "true", "True")
@@ -484,7 +485,7 @@ def _repoint(workload, old_name, target_name, manual) -> dict | None:
     if annotations.get(BINDING_ANNOTATION) != old_name:
         return None
     owner = controller_of(workload)
-    if owner and owner.get("kind") in snap.WORKLOAD_KINDS:
+    if owner and owner.get("kind") in api.WORKLOAD_KINDS:
         return None         # its owner's template is patched (a Deployment's ReplicaSet, a CronJob's Job)
     if kind not in PATCHABLE:
         manual.append({"kind": kind, "namespace": meta.get("namespace"), "name": meta.get("name"),

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, Connection
 from kubectl_kvcache.record import Record
-from kubectl_kvcache.snapshot import Setting
+from kubectl_kvcache.operator.records import Setting
 
 DEFAULT = True
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")

@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Callable
 
-from kubectl_kvcache import snapshot as snap
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Forbidden, InvalidObject, NotFound, PluginError
 from kubectl_kvcache.options import Connection, Scope, selector_requirements
 from kubectl_kvcache.record import Record
@@ -432,7 +432,7 @@ def _yaml_document(loader, location, aliases, where):
             for source in extra if isinstance(extra, list) else [extra]:
                 if not isinstance(source, dict):
                     raise PluginError(f"{where}: not valid YAML: {_at(location)}a merge (<<) of "
-                                      f"{snap.type_name(source)}, not a mapping")
+                                      f"{records.type_name(source)}, not a mapping")
                 for k, v in source.items():
                     doc.setdefault(k, v)
         doc = _StreamedList(doc) if streamed else doc
@@ -461,7 +461,7 @@ def _flatten(doc, where, location, counter):
             yield from _flatten(item, where, _join(location, f"[{i}]"), counter)
         return
     if not isinstance(doc, dict):
-        raise PluginError(f"{where}: {_at(location)}expected Kubernetes objects, found {snap.type_name(doc)}")
+        raise PluginError(f"{where}: {_at(location)}expected Kubernetes objects, found {records.type_name(doc)}")
     kind = doc.get("kind")
     if "items" in doc:
         _check_list(doc, where, location)
@@ -472,12 +472,12 @@ def _flatten(doc, where, location, counter):
     if kind is None or kind == "":
         raise PluginError(f"{where}: {_at(location)}an object without a kind")
     if not isinstance(kind, str):
-        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {snap.type_name(kind)}")
+        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {records.type_name(kind)}")
     if kind.endswith("List"):
         raise PluginError(f"{where}: {_at(location)}a {kind} without items")
     api_version = doc.get("apiVersion")
     if api_version is not None and not isinstance(api_version, str):
-        raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {snap.type_name(api_version)}")
+        raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {records.type_name(api_version)}")
     counter.objects += 1
     yield doc, location
 
@@ -486,12 +486,12 @@ def _check_list(doc, where, location):
     kind = doc.get("kind")
     items = doc.get("items")
     if kind is not None and not isinstance(kind, str):
-        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {snap.type_name(kind)}")
+        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {records.type_name(kind)}")
     if kind is not None and not kind.endswith("List"):
         raise PluginError(f"{where}: {_at(location)}kind {kind!r} has items but is not a List kind "
                           f"(a list's kind ends in 'List', case-sensitive)")
     if not isinstance(items, list):
-        raise PluginError(f"{where}: {_at(location)}items must be a list, not {snap.type_name(items)}")
+        raise PluginError(f"{where}: {_at(location)}items must be a list, not {records.type_name(items)}")
 
 
 def read_objects(paths, stdin=None):
@@ -520,51 +520,46 @@ def read_objects(paths, stdin=None):
             raise PluginError(f"no objects in {where}" + (" (is it empty?)" if not text.strip() else ""))
 
 
-def _group(obj):
-    api_version = obj.get("apiVersion") or ""
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
 def _object_name(obj, location):
-    name = snap.describe(obj)
+    name = records.describe(obj)
     return name if " " in name or not location else f"{name} at {location}"
 
 
 def _add_object(obj, scope, result, ignored, intern):
     kind = obj.get("kind")
-    group = _group(obj)
+    group = api.group_of(obj)
     if kind == "Pod" and group == "":
-        record = snap.pod_record(obj, intern)
-        if (snap.in_namespace(record.namespace, scope.namespace)
+        record = records.pod_record(obj, intern)
+        if (records.in_namespace(record.namespace, scope.namespace)
                 and (not scope.names or record.name in scope.names)
                 and selector_matches(record.labels, scope.selector)):
             result.pods.append(record)
-    elif kind == "ModelDeployment" and group == snap.GROUP:
-        record = snap.deployment_record(obj)
+    elif kind == api.MD_KIND and group == api.MODEL_DEPLOYMENT.group:
+        record = records.deployment_record(obj)
         result.deployments[(record.namespace, record.name)] = record
-    elif kind == "KVCachePoolBinding" and group == snap.GROUP:
-        record = snap.binding_record(obj)
+    elif kind == api.BINDING_KIND and group == api.BINDING.group:
+        record = records.binding_record(obj)
         result.bindings[(record.namespace, record.name)] = record
-    elif kind == "Setting" and group == snap.SETTING_GROUP:
-        if snap.is_setting(obj):
-            result.setting = snap.setting_record(obj, "file")
-    elif scope.workloads and kind in snap.WORKLOAD_KINDS and group in ("apps", "batch"):
-        record = snap.workload_record(obj)
-        if snap.in_namespace(record.namespace, scope.namespace):
+    elif kind == api.SETTING_KIND and group == api.SETTING.group:
+        if records.is_setting(obj):
+            result.setting = records.setting_record(obj, "file")
+    elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:
+        record = records.workload_record(obj)
+        if records.in_namespace(record.namespace, scope.namespace):
             result.workloads.append(record)
-    elif kind not in _KNOWN_UNUSED and kind not in snap.WORKLOAD_KINDS:
+    elif kind not in _KNOWN_UNUSED and kind not in api.WORKLOAD_KINDS:
         ignored[kind] = ignored.get(kind, 0) + 1
 
 
-def load_files(paths, scope: Scope, stdin=None) -> snap.Snapshot:
+def load_files(paths, scope: Scope, stdin=None) -> records.Snapshot:
     return snapshot_of(read_objects(paths, stdin), scope)
 
 
-def snapshot_of(objects, scope: Scope) -> snap.Snapshot:
+def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     """The snapshot of saved objects, `(object, where, location)` as read_objects yields them."""
-    result = snap.Snapshot(source="file")
+    result = records.Snapshot(source="file")
     ignored = {}
-    intern = snap.Interner()
+    intern = records.Interner()
     for obj, where, location in objects:
         try:
             _add_object(obj, scope, result, ignored, intern)
@@ -584,9 +579,9 @@ def snapshot_of(objects, scope: Scope) -> snap.Snapshot:
         kinds = ", ".join(f"{k} ({n})" for k, n in sorted(ignored.items(), key=lambda kv: str(kv[0])))
         result.notes.append(f"ignored objects of other kinds: {kinds}")
     if scope.assume_setting is not None:
-        result.setting = snap.assumed_setting(scope.assume_setting)
+        result.setting = records.assumed_setting(scope.assume_setting)
     elif result.setting is None:
-        result.setting = snap.default_setting()
+        result.setting = records.default_setting()
     if scope.workloads_skipped:
         result.notes.append(WORKLOADS_SKIPPED)
     missing = [n for n in scope.names if n not in {p.name for p in result.pods}]
@@ -628,7 +623,7 @@ def _and(*selectors):
     return ",".join(s for s in selectors if s) or None
 
 
-def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
+def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot:
     """Lists run concurrently; each kind is fetched once (pods by two server-side selectors).
     `versions`: a dict that receives the resourceVersion of each list a watch follows
     (keys as in `watch_targets`)."""
@@ -650,22 +645,20 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
     def operator_objects():
         """The operator's objects at the versions the server serves: discovery first, then their
         lists concurrently (the Pods and workloads, core APIs, are asked for meanwhile)."""
-        client.discover(snap.GROUP, *([snap.SETTING_GROUP] if scope.assume_setting is None else []))
-        md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
-        binding_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
+        client.discover(api.GROUP, *([api.SETTING_GROUP] if scope.assume_setting is None else []))
+        md_path = api.collection_path(client, api.MODEL_DEPLOYMENT, ns)
+        binding_path = api.collection_path(client, api.BINDING, ns)
         setting_version = None
         if scope.assume_setting is None:
             try:
-                setting_version = client.resource_version_for(snap.SETTING_GROUP, "settings")
+                setting_version = api.version_for(client, api.SETTING)
             except NotFound:    # before the upgrade: the operator does not serve the Setting yet
                 setting_version = None
         lists = {
             "deployments": lambda: listed("deployments")(
-                collection_path(snap.GROUP, md_version, "modeldeployments", ns), snap.deployment_record,
-                chunk=chunk, what=f"list modeldeployments.{snap.GROUP} {where}"),
-            "bindings": lambda: client.list(collection_path(snap.GROUP, binding_version, "kvcachepoolbindings", ns),
-                                            snap.binding_record, chunk=chunk,
-                                            what=f"list kvcachepoolbindings.{snap.GROUP} {where}"),
+                md_path, records.deployment_record, chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} {where}"),
+            "bindings": lambda: client.list(binding_path, records.binding_record, chunk=chunk,
+                                            what=f"list {api.BINDING.name} {where}"),
         }
         if setting_version is not None:
             lists["setting"] = lambda: _get_setting(client, setting_version)
@@ -675,51 +668,49 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
 
     jobs = {"operator": operator_objects}      # first: its errors (a CRD not served) win
     if scope.names:
-        jobs["pods"] = lambda: [snap.pod_record(client.get(
-            object_path("", "v1", "pods", ns or "default", name),
+        jobs["pods"] = lambda: [records.pod_record(client.get(
+            object_path("", api.POD.version, api.POD.plural, ns or "default", name),
             what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.names]
     else:
-        intern = snap.Interner()     # replicas share their containers and labels
+        intern = records.Interner()     # replicas share their containers and labels
 
         def pod_record(obj):
-            return snap.pod_record(obj, intern)
+            return records.pod_record(obj, intern)
 
-        md_selector = _and("=".join(snap.MD_NAME_LABEL), scope.selector)
-        inject_selector = _and(f"{snap.INJECT_LABEL}=true", scope.selector)
-        jobs["md_pods"] = lambda: listed("md_pods")(collection_path("", "v1", "pods", ns), pod_record,
+        md_selector = _and("=".join(api.MD_NAME_LABEL), scope.selector)
+        inject_selector = _and(f"{api.INJECT_LABEL}=true", scope.selector)
+        jobs["md_pods"] = lambda: listed("md_pods")(collection_path("", api.POD.version, api.POD.plural, ns), pod_record,
                                                     selector=md_selector, chunk=chunk, what=f"list pods {where}")
-        jobs["injected_pods"] = lambda: listed("injected_pods")(collection_path("", "v1", "pods", ns), pod_record,
+        jobs["injected_pods"] = lambda: listed("injected_pods")(collection_path("", api.POD.version, api.POD.plural, ns), pod_record,
                                                                 selector=inject_selector, chunk=chunk,
                                                                 what=f"list pods {where}")
     if scope.workloads:
-        for kind, group, plural in (("Deployment", "apps", "deployments"), ("StatefulSet", "apps", "statefulsets"),
-                                    ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
-                                    ("Job", "batch", "jobs"), ("CronJob", "batch", "cronjobs")):
-            jobs[kind] = (lambda g=group, p=plural, k=kind: _skippable(lambda: client.list(
-                collection_path(g, "v1", p, ns), lambda o, k=k: _opted_in(snap.workload_record(dict(o, kind=k))),
-                chunk=chunk,
-                what=f"list {p}.{g} {where}")))
+        for res in api.WORKLOADS:
+            jobs[res.kind] = (lambda r=res: _skippable(lambda: client.list(
+                collection_path(r.group, r.version, r.plural, ns),
+                lambda o: _opted_in(records.workload_record(dict(o, kind=r.kind))),
+                chunk=chunk, what=f"list {r.name} {where}")))
     with _gc_paused():
         results = _run_all(jobs)
     operator = results["operator"]
     setting_version = operator["setting_version"]
-    result = snap.Snapshot(source="cluster")
+    result = records.Snapshot(source="cluster")
     for d in operator["deployments"]:
         result.deployments[(d.namespace, d.name)] = d
     for b in operator["bindings"]:
         result.bindings[(b.namespace, b.name)] = b
     if scope.assume_setting is not None:
-        result.setting = snap.assumed_setting(scope.assume_setting)
+        result.setting = records.assumed_setting(scope.assume_setting)
     elif setting_version is None:
-        result.setting = snap.not_served_setting()
-        result.notes.append(f"the cluster does not serve the Setting's API group {snap.SETTING_GROUP} yet: the "
+        result.setting = records.not_served_setting()
+        result.notes.append(f"the cluster does not serve the Setting's API group {api.SETTING_GROUP} yet: the "
                             f"operator is not upgraded, so it renders no --kv-cache-dtype yet (verify expects "
                             f"nothing); the upgrade brings the Setting at its default, on (check, bindings and "
                             f"roles judge that)")
     else:
         result.setting = operator["setting"]
         if result.setting.source == "default":
-            result.notes.append(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} does not exist: "
+            result.notes.append(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} does not exist: "
                                 f"judging with its default, on, as the operator reads it")
     seen = set()
     for key in ("pods", "md_pods", "injected_pods"):
@@ -728,7 +719,7 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> snap.Snapshot:
                 seen.add((pod.namespace, pod.name))
                 result.pods.append(pod)
     if scope.workloads:
-        for kind in snap.WORKLOAD_KINDS:
+        for kind in api.WORKLOAD_KINDS:
             result.workloads.extend(results[kind])
     if scope.workloads_skipped:
         result.notes.append(WORKLOADS_SKIPPED)
@@ -768,36 +759,33 @@ def watch_targets(client, scope: Scope):
 
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
-    md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
-    intern = snap.Interner()
+    intern = records.Interner()
 
     def pod_record(obj):
-        return snap.pod_record(obj, intern)
+        return records.pod_record(obj, intern)
 
-    pods = collection_path("", "v1", "pods", ns)
-    return (WatchTarget("deployments", collection_path(snap.GROUP, md_version, "modeldeployments", ns), None,
-                        snap.deployment_record, f"watch modeldeployments.{snap.GROUP} {where}"),
-            WatchTarget("md_pods", pods, _and("=".join(snap.MD_NAME_LABEL), scope.selector), pod_record,
+    pods = collection_path("", api.POD.version, api.POD.plural, ns)
+    return (WatchTarget("deployments", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), None,
+                        records.deployment_record, f"watch {api.MODEL_DEPLOYMENT.name} {where}"),
+            WatchTarget("md_pods", pods, _and("=".join(api.MD_NAME_LABEL), scope.selector), pod_record,
                         f"watch pods {where}"),
-            WatchTarget("injected_pods", pods, _and(f"{snap.INJECT_LABEL}=true", scope.selector), pod_record,
+            WatchTarget("injected_pods", pods, _and(f"{api.INJECT_LABEL}=true", scope.selector), pod_record,
                         f"watch pods {where}"))
 
 
 def _opted_in(workload):
     """Only templates opted into injection are kept (the only ones any command reads): the
     label cannot be selected server-side on a template, and old ReplicaSets are many."""
-    return workload if workload.labels.get(snap.INJECT_LABEL) == "true" else None
+    return workload if workload.labels.get(api.INJECT_LABEL) == "true" else None
 
 
 def _get_setting(client, version):
-    path = (f"/apis/{snap.SETTING_GROUP}/{version}/namespaces/{snap.SETTING_NAMESPACE}/settings/"
-            f"{snap.SETTING_NAME}")
     try:
-        obj = client.get(path, what=f"get settings.{snap.SETTING_GROUP} {snap.SETTING_NAME} "
-                                    f"in namespace {snap.SETTING_NAMESPACE}")
+        obj = client.get(api.setting_path(version), what=f"get {api.SETTING.name} {api.SETTING_NAME} "
+                                                         f"in namespace {api.SETTING_NAMESPACE}")
     except NotFound:
-        return snap.default_setting()
-    return snap.setting_record(obj, "cluster")
+        return records.default_setting()
+    return records.setting_record(obj, "cluster")
 
 
 @contextlib.contextmanager
@@ -881,7 +869,7 @@ def warm(connection: Connection, trace=None, scope: Scope | None = None):
             except BaseException as exc:    # noqa: B902 - raised again in the thread that asks for it
                 _PREFETCHED[(connection, scope)] = (None, exc)
 
-    start(connection, (snap.GROUP, snap.SETTING_GROUP), trace, then)
+    start(connection, (api.GROUP, api.SETTING_GROUP), trace, then)
 
 
 _PREFETCHED = {}    # (Connection, Scope) -> (snapshot, None) | (None, what loading it raised)
@@ -896,7 +884,7 @@ def resolve_namespace(scope: Scope, client=None) -> str | None:
     return client.namespace if client is not None else None
 
 
-def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> snap.Snapshot:
+def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> records.Snapshot:
     """The snapshot the command asked for: files when -f is given (no cluster is contacted)."""
     if scope.files:
         namespace = resolve_namespace(scope)
@@ -913,7 +901,7 @@ def load(connection: Connection, scope: Scope, stdin=None, trace=None) -> snap.S
     return _load_cluster_in(client, connection, scope)
 
 
-def _load_cluster_in(client, connection: Connection, scope: Scope) -> snap.Snapshot:
+def _load_cluster_in(client, connection: Connection, scope: Scope) -> records.Snapshot:
     namespace = resolve_namespace(scope, client)
     if scope.names and namespace is None:
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
@@ -924,17 +912,12 @@ def _load_cluster_in(client, connection: Connection, scope: Scope) -> snap.Snaps
 
 # -- recovery: the FULL objects around one Binding -----------------------------------------
 
-_WORKLOAD_APIS = (("Deployment", "apps", "deployments"), ("StatefulSet", "apps", "statefulsets"),
-                  ("DaemonSet", "apps", "daemonsets"), ("ReplicaSet", "apps", "replicasets"),
-                  ("Job", "batch", "jobs"), ("CronJob", "batch", "cronjobs"))
-
-
 def _template_opted_in(obj):
     spec = obj.get("spec") or {}
     if obj.get("kind") == "CronJob":
         spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
     labels = (((spec.get("template") or {}).get("metadata")) or {}).get("labels") or {}
-    return labels.get(snap.INJECT_LABEL) == "true"
+    return labels.get(api.INJECT_LABEL) == "true"
 
 
 def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None, trace=None, backups=()):
@@ -954,11 +937,11 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
         full = [o for o, _, _ in objects]
         client = None
 
-        def of(kind, group=snap.GROUP):
-            return [o for o in full if o.get("kind") == kind and _group(o) == group]
-        bindings = of("KVCachePoolBinding")
-        deployments = [o for o in of("ModelDeployment") if _ns(o) == namespace]
-        workloads = [dict(o) for kind, group, _ in _WORKLOAD_APIS for o in of(kind, group)
+        def of(res):
+            return [o for o in full if o.get("kind") == res.kind and api.group_of(o) == res.group]
+        bindings = of(api.BINDING)
+        deployments = [o for o in of(api.MODEL_DEPLOYMENT) if _ns(o) == namespace]
+        workloads = [dict(o) for res in api.WORKLOADS for o in of(res)
                      if _ns(o) == namespace and _template_opted_in(o)]
         binding = next((b for b in bindings if _ns(b) == namespace and b["metadata"].get("name") == binding_name),
                        None)
@@ -973,29 +956,25 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
                                 chunk=connection.chunk_size)
         snapshot.namespace = namespace
         chunk = connection.chunk_size
-        b_version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
-        as_binding = _typed("KVCachePoolBinding", f"{snap.GROUP}/{b_version}")
-        md_version = client.resource_version_for(snap.GROUP, "modeldeployments")
+        as_binding = _typed(api.BINDING, api.version_for(client, api.BINDING))
         notes = []
         try:
-            bindings = client.list(collection_path(snap.GROUP, b_version, "kvcachepoolbindings"), as_binding,
-                                   chunk=chunk, what=f"list kvcachepoolbindings.{snap.GROUP} in all namespaces")
+            bindings = client.list(api.collection_path(client, api.BINDING), as_binding,
+                                   chunk=chunk, what=f"list {api.BINDING.name} in all namespaces")
         except Forbidden:
-            bindings = client.list(collection_path(snap.GROUP, b_version, "kvcachepoolbindings", namespace),
-                                   as_binding,
-                                   chunk=chunk, what=f"list kvcachepoolbindings.{snap.GROUP} in namespace "
-                                                     f"{namespace}")
+            bindings = client.list(api.collection_path(client, api.BINDING, namespace), as_binding,
+                                   chunk=chunk, what=f"list {api.BINDING.name} in namespace {namespace}")
             notes.append("Bindings of other namespaces could not be listed (RBAC): a domain claimed there is not "
                          "seen; the API server refuses the new Binding if its domain is taken")
-        deployments = client.list(collection_path(snap.GROUP, md_version, "modeldeployments", namespace),
-                                  _typed("ModelDeployment", f"{snap.GROUP}/{md_version}"),
-                                  chunk=chunk, what=f"list modeldeployments.{snap.GROUP} in namespace {namespace}")
+        deployments = client.list(api.collection_path(client, api.MODEL_DEPLOYMENT, namespace),
+                                  _typed(api.MODEL_DEPLOYMENT, api.version_for(client, api.MODEL_DEPLOYMENT)),
+                                  chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} in namespace {namespace}")
         workloads = []
-        for kind, group, plural in _WORKLOAD_APIS:
-            workloads += client.list(collection_path(group, "v1", plural, namespace),
-                                     lambda o, k=kind, g=group: (dict(o, kind=k, apiVersion=f"{g}/v1")
-                                                                 if _template_opted_in(o) else None),
-                                     chunk=chunk, what=f"list {plural}.{group} in namespace {namespace}")
+        for res in api.WORKLOADS:
+            workloads += client.list(api.collection_path(client, res, namespace),
+                                     lambda o, r=res: (dict(o, kind=r.kind, apiVersion=r.api_version())
+                                                       if _template_opted_in(o) else None),
+                                     chunk=chunk, what=f"list {res.name} in namespace {namespace}")
         binding = next((b for b in bindings if _ns(b) == namespace and b["metadata"].get("name") == binding_name),
                        None)
     gone = False
@@ -1004,7 +983,7 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
                  and (o.get("metadata") or {}).get("name") == binding_name]
         if saved:
             binding, gone = saved[-1], True
-            snapshot.bindings[(namespace, binding_name)] = snap.binding_record(binding)
+            snapshot.bindings[(namespace, binding_name)] = records.binding_record(binding)
     report = checks.check(snapshot)
     inputs = recover.Inputs(namespace=namespace, binding_name=binding_name, binding=binding, binding_gone=gone,
                             bindings=bindings, deployments=deployments, workloads=workloads,
@@ -1025,11 +1004,11 @@ def _namespace_of(objects, binding_name):
     return found[0] if found else "default"
 
 
-def _typed(kind, api_version):
+def _typed(res, version):
     """List items as objects: with their kind and apiVersion (a list's items may omit them)."""
     def convert(obj):
-        obj.setdefault("kind", kind)
-        obj.setdefault("apiVersion", api_version)
+        obj.setdefault("kind", res.kind)
+        obj.setdefault("apiVersion", res.api_version(version))
         return obj
     return convert
 

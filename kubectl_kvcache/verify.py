@@ -7,11 +7,12 @@ the engine (`main`, or the injection annotation's), and the verdict.
 
 from __future__ import annotations
 
-from kubectl_kvcache import engine as model, setting as setting_mod, snapshot as snap
+from kubectl_kvcache import engine as model, setting as setting_mod
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
-from kubectl_kvcache.snapshot import NOT_SERVED
+from kubectl_kvcache.operator.records import NOT_SERVED
 
 OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
 NO_POD = "NO-POD"
@@ -108,7 +109,7 @@ class RoleProgress(Record):
     __slots__ = ("name", "desired", "pods", "terminating", "status")
     __hash__ = None     # mutable
 
-    def __init__(self, name: str, desired: int, pods: int, terminating: int, status: snap.RoleStatus | None):
+    def __init__(self, name: str, desired: int, pods: int, terminating: int, status: records.RoleStatus | None):
         self.name = name
         self.desired = desired
         self.pods = pods                    # Pods that are not terminating
@@ -188,7 +189,7 @@ class Candidate(Record):
     __slots__ = ("pod", "container_name", "owner", "role", "declared_engine", "declared_version", "binding",
                  "manufacturer", "takeover", "problem")
 
-    def __init__(self, pod: snap.Pod, container_name: str | None, owner: dict | None, role: str | None,
+    def __init__(self, pod: records.Pod, container_name: str | None, owner: dict | None, role: str | None,
                  declared_engine: str | None, declared_version: str | None, binding: str | None,
                  manufacturer: str | None = None, takeover: bool = False, problem: str = ""):
         self.pod = pod
@@ -203,7 +204,7 @@ class Candidate(Record):
         self.problem = problem              # set when the candidate itself cannot be judged
 
 
-def candidates(snapshot: snap.Snapshot) -> list[Candidate]:
+def candidates(snapshot: records.Snapshot) -> list[Candidate]:
     found = []
     for pod in snapshot.pods:
         if pod.md_controlled:
@@ -222,8 +223,8 @@ def _deployment_candidate(pod, snapshot):
     name = pod.owner[2]
     owner = {"kind": "ModelDeployment", "name": name}
     md = snapshot.deployments.get((pod.namespace, name))
-    container = snap.ENGINE_CONTAINER
-    role_name = pod.labels.get(snap.COMPONENT_LABEL)
+    container = api.ENGINE_CONTAINER
+    role_name = pod.labels.get(api.COMPONENT_LABEL)
     if md is None:
         return Candidate(pod, container, owner, role_name, None, None, None,
                          problem=f"its ModelDeployment {name} {snapshot.absent(pod.namespace)}")
@@ -238,18 +239,18 @@ def _deployment_candidate(pod, snapshot):
 
 def _injected_candidate(pod):
     ann = pod.annotations
-    binding = ann.get(snap.ANNOTATION_PREFIX + "binding")
-    engine = ann.get(snap.ANNOTATION_PREFIX + "engine")
-    container = ann.get(snap.ANNOTATION_PREFIX + "container")
-    role = ann.get(snap.ANNOTATION_PREFIX + "role")
-    manufacturer = ann.get(snap.ANNOTATION_PREFIX + "manufacturer")
-    target, problem = snap.injection_target(ann, pod.containers)
+    binding = ann.get(api.ANNOTATION_PREFIX + "binding")
+    engine = ann.get(api.ANNOTATION_PREFIX + "engine")
+    container = ann.get(api.ANNOTATION_PREFIX + "container")
+    role = ann.get(api.ANNOTATION_PREFIX + "role")
+    manufacturer = ann.get(api.ANNOTATION_PREFIX + "manufacturer")
+    target, problem = records.injection_target(ann, pod.containers)
     if target is not None:
         container = target["name"]
     if not problem and not binding:
-        problem = f"no {snap.ANNOTATION_PREFIX}binding annotation"
+        problem = f"no {api.ANNOTATION_PREFIX}binding annotation"
     if not problem and not model.normalise_engine(engine):
-        problem = f"{snap.ANNOTATION_PREFIX}engine is {engine!r}, not vLLM or SGLang"
+        problem = f"{api.ANNOTATION_PREFIX}engine is {engine!r}, not vLLM or SGLang"
     return Candidate(pod, container, None, role, engine, None, binding, manufacturer, problem=problem)
 
 
@@ -263,7 +264,7 @@ NOT_SERVED_REASON = ("the cluster does not serve the Setting's API group yet (be
                      "expected yet")
 
 
-def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict,
+def judge_candidate(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
                     off_reason=OFF_REASON) -> Item:
     item = _judge(cand, snapshot, setting_on, predictor, off_reason)
     if item.status != OK:
@@ -271,7 +272,7 @@ def judge_candidate(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, 
     return item
 
 
-def _judge(cand: Candidate, snapshot: snap.Snapshot, setting_on: bool, predictor=predict,
+def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
            off_reason=OFF_REASON) -> Item:
     pod = cand.pod
     binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
@@ -408,7 +409,7 @@ def _nearest(item, profile):
     return f" ({values[-1]!r} is not a spelling {profile.label} accepts; the nearest is {near!r})" if near else ""
 
 
-def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bool):
+def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool):
     """(fix, recover) for a non-OK item: one line of what to change, in check's words."""
     pod = cand.pod
     binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
@@ -422,12 +423,12 @@ def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bo
         if cand.problem.startswith("its ModelDeployment"):
             return f"check ModelDeployment {cand.owner['name']} in namespace {pod.namespace} by hand", False
         if cand.problem:
-            return ("set the annotations " + ", ".join(f"{snap.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
+            return ("set the annotations " + ", ".join(f"{api.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
                     + " (and container, with several containers) on the Pod's template"), False
         if cand.binding and binding is None:
             return (f"create KVCachePoolBinding {cand.binding} in namespace {pod.namespace}, or point "
                     + ("spec.kvCache.poolRef.name (a new deployment)" if cand.owner
-                       else f"annotation {snap.ANNOTATION_PREFIX}binding") + " at an existing Binding"), False
+                       else f"annotation {api.ANNOTATION_PREFIX}binding") + " at an existing Binding"), False
         return (f"read the argv by hand: kubectl kvcache verify -n {pod.namespace} {pod.name} lists it with "
                 f"every --kv-cache-dtype marked"), False
     dtype = binding.dtype if binding else None
@@ -465,7 +466,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bo
                 f"(kubectl kvcache check -o wide names the entries)" + hint), False
     if not cand.owner:
         args = list(spec.get("args") or ())
-        tail = 2 if pod.annotations.get(snap.ANNOTATION_PREFIX + "injected") and len(args) >= 2 else 0
+        tail = 2 if pod.annotations.get(api.ANNOTATION_PREFIX + "injected") and len(args) >= 2 else 0
         positions = _own_positions([o for o in own if o["source"] == "args"], args, 0, len(args) - tail)
         if positions:
             return (f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
@@ -473,7 +474,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: snap.Snapshot, setting_on: bo
     return "kubectl kvcache check -o wide has the fix for its deployment or template" + hint, False
 
 
-def pod_state(pod: snap.Pod, container: str | None) -> dict:
+def pod_state(pod: records.Pod, container: str | None) -> dict:
     """The Pod's state as the rollout reads it: phase, Terminating, and its engine container's
     readiness, restarts, waiting reason (CrashLoopBackOff, ...) and last exit code (None: not reported)."""
     cs = pod.states.get(container) if container else None
@@ -512,12 +513,12 @@ def setting_on(snapshot) -> bool:
         return False
     value = setting_mod.effective_value(snapshot.setting)
     if value is None:
-        raise PluginError(f"the Setting {snap.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
+        raise PluginError(f"the Setting {api.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
                           f"which is not a boolean")
     return value
 
 
-def verify(snapshot: snap.Snapshot, account: bool = True, predictor=None) -> Report:
+def verify(snapshot: records.Snapshot, account: bool = True, predictor=None) -> Report:
     """`account`: also judge the replicas that have no Pod (not when the Pods were filtered by
     name or label: the rest would look missing). `predictor`: reuse one across judgements."""
     on = setting_on(snapshot)
@@ -533,7 +534,7 @@ def verify(snapshot: snap.Snapshot, account: bool = True, predictor=None) -> Rep
 MAX_NO_POD_ROWS = 100     # NO-POD rows per role; beyond, the last row stands for the rest
 
 
-def account_replicas(snapshot: snap.Snapshot, items: list[Item], on: bool):
+def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
     """Match every pool-attached ModelDeployment role's desired replicas (spec.roles[].replicas,
     1 when unset as the API defaults it) with its Pods: a replica without a Pod becomes a NO-POD
     row. Returns the items (sorted, the NO-POD rows after their deployment's Pods) and one
@@ -544,7 +545,7 @@ def account_replicas(snapshot: snap.Snapshot, items: list[Item], on: bool):
             by_role.setdefault((item.namespace, item.deployment, item.role), []).append(item)
     extra, progress, unlisted = [], [], {}
     deployments = sorted((md for md in snapshot.deployments.values()
-                          if md.kv_cache and snap.in_namespace(md.namespace, snapshot.namespace)),
+                          if md.kv_cache and records.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
     for md in deployments:
         binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
@@ -563,7 +564,7 @@ def account_replicas(snapshot: snap.Snapshot, items: list[Item], on: bool):
                 last = n == shown - 1 and missing > shown
                 which = (f"replicas {slot + 1}-{desired} of {desired}" if last else
                          f"replica {slot + 1} of {desired}")
-                extra.append(Item(md.namespace, None, snap.ENGINE_CONTAINER,
+                extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
                                   model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "

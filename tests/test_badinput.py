@@ -18,6 +18,7 @@ from kubectl_kvcache import checks, sources, verify
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import Scope
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "badinput")
@@ -162,7 +163,7 @@ def test_a_yaml_list_is_read_item_by_item_with_anchors_and_merges(tmp_path):
     code, out, err = run("verify", "-f", str(path))
     assert code == 2 and "excessive aliasing" in err
     merged = tmp_path / "merge.yaml"
-    merged.write_text("x-base: &base {apiVersion: worker.gpustack.ai/v1alpha1, kind: Bogus,\n"
+    merged.write_text(f"x-base: &base {{apiVersion: {GROUP}/{VERSION}, kind: Bogus,\n"
                       "                metadata: {name: b1, namespace: team}}\n"
                       "kind: KVCachePoolBinding\n<<: *base\nspec: {poolRef: {name: p}, domain: {dtype: fp8}}\n")
     snapshot = sources.load_files([str(merged)], Scope())
@@ -170,12 +171,12 @@ def test_a_yaml_list_is_read_item_by_item_with_anchors_and_merges(tmp_path):
 
 
 def test_an_unexpected_exception_names_the_file_and_object(tmp_path, monkeypatch):
-    from kubectl_kvcache import snapshot
+    from kubectl_kvcache.operator import records
 
     def broken(obj, intern=None):
         raise KeyError("boom")
 
-    monkeypatch.setattr(snapshot, "pod_record", broken)
+    monkeypatch.setattr(records, "pod_record", broken)
     path = tmp_path / "pods.json"
     path.write_text(json.dumps(o.as_list(o.md_pod("p0", "md", o.vllm_argv("fp8")))))
     code, out, err = run("verify", "-f", str(path))
@@ -194,7 +195,7 @@ KEYS = st.sampled_from(["kind", "apiVersion", "metadata", "name", "namespace", "
 SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(1 << 70), max_value=1 << 70)
            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
            | st.sampled_from(["Pod", "List", "PodList", "ModelDeployment", "KVCachePoolBinding", "Setting",
-                              "Deployment", "CronJob", "v1", "worker.gpustack.ai/v1alpha1", "apps/v1", "batch/v1",
+                              "Deployment", "CronJob", "v1", f"{GROUP}/{VERSION}", "apps/v1", "batch/v1",
                               "gpustack.ai/v1", "main", "true", "vllm", "vLLM", "SGLang", "fp8", "0.29.0",
                               "model-deployment-kv-cache-dtype-owned", "gpustack-system"]))
 SHAPES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=6),

@@ -10,6 +10,7 @@ import yaml
 from kubectl_kvcache import sources
 from runcli import kvcache
 from kubectl_kvcache.errors import Forbidden
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cluster.json")
 
@@ -30,14 +31,14 @@ def md(name, engine="vLLM", version="0.29.0", binding="b", roles=None, ns="team"
     eng = {"name": engine}
     if version:
         eng["version"] = version
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"engine": eng, "kvCache": {"poolRef": {"name": binding}},
                      "roles": roles or [{"name": "server", "kind": "server"}]}}
 
 
 def kvb(name, dtype, ns="team"):
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"poolRef": {"name": "p"}, "domain": {"name": "d", "blockSize": 16, "dtype": dtype}}}
 
@@ -267,7 +268,7 @@ def test_check_reads_workload_templates_from_the_cluster_but_roles_need_not(monk
 
     def load_cluster(client, scope, *a, **k):
         seen[scope.namespace] = scope.workloads
-        from kubectl_kvcache.snapshot import Snapshot, default_setting
+        from kubectl_kvcache.operator.records import Snapshot, default_setting
         return Snapshot(setting=default_setting())
 
     monkeypatch.setattr(sources, "open_client", lambda *a, **k: Client())

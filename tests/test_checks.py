@@ -5,7 +5,8 @@ import pytest
 
 import objects as o
 
-from kubectl_kvcache import checks, snapshot as snap
+from kubectl_kvcache import checks
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import releases as engines
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.render.checks import engine_label
@@ -16,7 +17,7 @@ NS = "team"
 # -- builders: records made from the shared object builders (tests/objects.py) ---------------
 
 def binding(name, dtype, ns=NS, pool="pool-a", domain="default", used_by=()):
-    return snap.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
+    return records.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
 
 
 role = o.role
@@ -24,13 +25,13 @@ role = o.role
 
 def deployment(name, engine="vLLM", version="0.29.0", binding_name="b", roles=None, ns=NS, image=None,
                kv_cache=True):
-    return snap.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
+    return records.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
                                                image=image, kv_cache=kv_cache))
 
 
 def md_pod(md_name, role_name, command, image="gpustack/runner:cuda12.9-vllm0.29.0", name=None, ns=NS,
            created="2026-03-10T09:00:00Z", exit_code=None):
-    return snap.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
+    return records.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
                                     role=role_name, exit_code=exit_code, image=image, created=created))
 
 
@@ -41,38 +42,38 @@ def container(name="engine", image="vllm/vllm-openai:v0.29.0", command=None, arg
 
 def workload(name, containers, kind="Deployment", binding_name="b", engine="vLLM", annotations=None, ns=NS,
              inject=True):
-    return snap.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
+    return records.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
 
 
 def injected_pod(name, containers, binding_name="b", engine="vLLM", annotations=None, ns=NS, owner=None):
-    return snap.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
+    return records.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
                                           owner=owner))
 
 
 def setting(value="true"):
     status = {} if value is None else {"value": value}
-    return snap.setting_record({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
-                                "metadata": {"name": snap.SETTING_NAME, "namespace": snap.SETTING_NAMESPACE},
+    return records.setting_record({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                                "metadata": {"name": api.SETTING_NAME, "namespace": api.SETTING_NAMESPACE},
                                 "spec": {}, "status": status}, "file")
 
 
-def snapshot(*records, setting_value="true", namespace=None, source="file"):
-    s = snap.Snapshot(source=source, namespace=namespace)
-    s.setting = setting(setting_value) if setting_value != "absent" else snap.default_setting()
-    for r in records:
-        if isinstance(r, snap.Pod):
+def snapshot(*objs, setting_value="true", namespace=None, source="file"):
+    s = records.Snapshot(source=source, namespace=namespace)
+    s.setting = setting(setting_value) if setting_value != "absent" else records.default_setting()
+    for r in objs:
+        if isinstance(r, records.Pod):
             s.pods.append(r)
-        elif isinstance(r, snap.Deployment):
+        elif isinstance(r, records.Deployment):
             s.deployments[(r.namespace, r.name)] = r
-        elif isinstance(r, snap.Binding):
+        elif isinstance(r, records.Binding):
             s.bindings[(r.namespace, r.name)] = r
-        elif isinstance(r, snap.Workload):
+        elif isinstance(r, records.Workload):
             s.workloads.append(r)
     return s
 
 
-def run(*records, **kw):
-    return checks.check(snapshot(*records, **kw))
+def run(*objs, **kw):
+    return checks.check(snapshot(*objs, **kw))
 
 
 def codes(report, code=None, severity=None):
@@ -528,7 +529,7 @@ def test_missing_engine_annotation_is_unchecked_but_shell_rules_still_apply():
 def test_setting_finding(value, words):
     f = only(run(setting_value=value), "setting")
     assert f.severity == "info" and words in f.message
-    assert f.kind == "Setting" and f.namespace == snap.SETTING_NAMESPACE
+    assert f.kind == "Setting" and f.namespace == api.SETTING_NAMESPACE
 
 
 def test_setting_not_a_boolean_is_an_error():

@@ -16,7 +16,7 @@ from kubectl_kvcache import render
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.render import setting as setting_view
 from kubectl_kvcache.render.core import escape
-from kubectl_kvcache.snapshot import Setting
+from kubectl_kvcache.operator.records import Setting
 
 # An OSC title change ended by BEL, a screen clear, a CR that would overwrite the row, a newline
 # and a tab that would forge rows and columns, a C1 CSI, a right-to-left override.

@@ -190,3 +190,24 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
     loaded = {m: why for m, why in START_UP_FORBIDDEN.items()
               if m in modules or any(x.startswith(m + ".") for x in modules)}
     assert loaded == {}
+
+
+OPERATOR_API = "kubectl_kvcache.operator.api"
+
+
+def _literals(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_the_operators_api_is_spelled_in_operator_api_only():
+    """Its groups, versions and resources: a new API version or resource is an edit of
+    operator/api.py (kube.py builds paths from what it is given)."""
+    from kubectl_kvcache.operator import api
+
+    words = {*api.OPERATOR_GROUPS, *api.VERSIONS, *(r.plural for r in api.RESOURCES.values() if r.operators)}
+    words |= {f"{g}/{v}" for g in api.OPERATOR_GROUPS for v in api.VERSIONS}
+    offenders = sorted(f"{m}:{c.lineno}:{c.value}" for m, (_, tree) in MODULES.items()
+                       if m not in (OPERATOR_API, "kubectl_kvcache.kube")
+                       for c in _literals(tree) if c.value in words or "/apis/" in c.value)
+    assert offenders == []
+

@@ -18,7 +18,8 @@ from kubectl_kvcache.commands import setting as setting_cmd
 from kubectl_kvcache.options import Connection, SettingOptions
 from kubectl_kvcache.render import setting as setting_view
 from kubectl_kvcache.errors import Conflict, PluginError
-from kubectl_kvcache.snapshot import Deployment, Pod, Role, Setting, default_setting
+from kubectl_kvcache.operator.records import Deployment, Pod, Role, Setting, default_setting
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 NS, NAME = "gpustack-system", "model-deployment-kv-cache-dtype-owned"
 TRUE_SPELLINGS = ("1", "t", "T", "TRUE", "true", "True")
@@ -45,7 +46,7 @@ def _md(ns, name, kv=True, replicas=(1,)):
                       for i, r in enumerate(replicas)]}
     if kv:
         spec["kvCache"] = {"poolRef": {"name": "b1"}}
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
             "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
@@ -116,7 +117,7 @@ class FakeAPI:
     def _group(self, group):
         if group not in self.served:
             raise HTTPError(404, {"message": "the server could not find the requested resource"})
-        version = self.setting_version if group == "gpustack.ai" else "v1alpha1"
+        version = self.setting_version if group == "gpustack.ai" else VERSION
         return {"versions": [{"version": version}], "preferredVersion": {"version": version}}
 
     def _group_version(self, group, version):
@@ -430,7 +431,7 @@ def _cluster_api(**kw):
 
 
 def _binding(ns, name, dtype="fp8"):
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"poolRef": {"name": "pool"}, "domain": {"blockSize": 16, "dtype": dtype}}}
 
@@ -469,7 +470,7 @@ def test_blast_radius_lists_cluster_wide_and_paged(run):
     assert code == 0
     md_pages = [c for c in api.calls if c.path.endswith("/modeldeployments")]
     assert len(md_pages) == 4 and all(c.query["limit"] == "1" for c in md_pages)
-    assert [c.path for c in md_pages][0] == "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"
+    assert [c.path for c in md_pages][0] == f"/apis/{GROUP}/{VERSION}/modeldeployments"
     pod_lists = [c for c in api.calls if c.path == "/api/v1/pods"]
     assert {c.query["labelSelector"] for c in pod_lists} == {"kvcache.gpustack.ai/inject=true"}
     assert "3 pool-attached ModelDeployments (5 replicas) in 2 namespaces" in out

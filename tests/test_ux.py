@@ -11,7 +11,8 @@ import objects as o
 import pytest
 from runcli import kvcache
 
-from kubectl_kvcache import checks, cli, snapshot as snap
+from kubectl_kvcache import checks, cli
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.options import Scope
 from kubectl_kvcache.render import core
 from kubectl_kvcache.render import verify as verify_view
@@ -87,7 +88,7 @@ def test_selector_on_check_keeps_findings_about_selected_objects_and_the_setting
     path = write(*_team_objects())
     code, report, _ = check_json("check", "-A", "-l", "team=a", "-f", path)
     assert sorted((f["kind"], f["name"]) for f in report["findings"]) == [
-        ("ModelDeployment", "md-a"), ("Setting", snap.SETTING_NAME)]
+        ("ModelDeployment", "md-a"), ("Setting", api.SETTING_NAME)]
     assert code == 1    # md-a's own flag differs from its Binding: an error, and it was selected
     code, report, _ = check_json("check", "-A", "-l", "team=nobody", "-f", path)
     assert [f["code"] for f in report["findings"]] == ["setting"] and code == 0
@@ -291,9 +292,9 @@ def test_the_older_binding_claims_when_neither_is_bound(write):
 def test_absent_objects_are_not_in_the_input_only_for_files():
 
     def report(source):
-        s = snap.Snapshot(source=source)
-        s.setting = snap.default_setting()
-        md = snap.deployment_record(o.deployment("md", binding_name="gone", roles=[
+        s = records.Snapshot(source=source)
+        s.setting = records.default_setting()
+        md = records.deployment_record(o.deployment("md", binding_name="gone", roles=[
             {"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype", "fp8"]}]))
         s.deployments[(md.namespace, md.name)] = md
         return checks.check(s)

@@ -16,7 +16,8 @@ One module per check; `check` runs them all and is the face the commands use.
 
 from __future__ import annotations
 
-from kubectl_kvcache import setting as setting_mod, snapshot as snap
+from kubectl_kvcache import setting as setting_mod
+from kubectl_kvcache.operator import records
 from kubectl_kvcache.checks.bindings import BindingEntry, Use, check_bindings
 from kubectl_kvcache.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
 from kubectl_kvcache.checks.findings import CODES, ERROR, INFO, SEVERITIES, WARNING, Finding, Report, finding
@@ -33,14 +34,14 @@ __all__ = ["BindingEntry", "CODES", "ERROR", "EngineAt", "Finding", "INFO", "MIN
 _RANK = {s: n for n, s in enumerate(SEVERITIES)}
 
 
-def check(snapshot: snap.Snapshot, skipped_workloads: bool = False) -> Report:
+def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report:
     """`skipped_workloads`: the workload kinds were not read (--skip-workloads); the report says so
     with an `unchecked` warning, so that no one reads its silence about them as a pass."""
     state = setting_state(snapshot.setting, snapshot.source)
     on = state["on"] if state["on"] is not None else setting_mod.DEFAULT
-    if state["source"] == snap.NOT_SERVED:
+    if state["source"] == records.NOT_SERVED:
         on = False      # before the upgrade the operator renders nothing today; the findings judge the upgrade
-    deployments = sorted((md for md in snapshot.deployments.values() if snap.in_namespace(md.namespace, snapshot.namespace)),
+    deployments = sorted((md for md in snapshot.deployments.values() if records.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
     pods = EnginePods(snapshot)
     optins = opt_ins(snapshot)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_kvcache import engine as model, snapshot as snap
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
                                             injected_engine, plain, suggest_dtype)
 from kubectl_kvcache.checks.findings import Finding, finding
@@ -43,7 +44,7 @@ class BindingEntry(Record):
     __slots__ = ("namespace", "name", "binding", "uses", "verdict", "rejected_by", "suggestion")
     __hash__ = None     # mutable: not hashable
 
-    def __init__(self, namespace: str, name: str, binding: snap.Binding | None, uses: list[Use],
+    def __init__(self, namespace: str, name: str, binding: records.Binding | None, uses: list[Use],
                  verdict: str = "OK", rejected_by: list[tuple[Use, EngineAt, str]] | None = None,
                  suggestion: str | None = None):
         self.namespace = namespace
@@ -98,7 +99,7 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> dict[tuple[
     return uses
 
 
-def judge_binding(entry: BindingEntry, on: bool, claimed_by: snap.Binding | None = None,
+def judge_binding(entry: BindingEntry, on: bool, claimed_by: records.Binding | None = None,
                   source: str = "file") -> list[Finding]:
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
@@ -109,7 +110,7 @@ def judge_binding(entry: BindingEntry, on: bool, claimed_by: snap.Binding | None
                         + (": new Pods cannot be injected" if u.kind != "ModelDeployment" else ""),
                         f"create Binding {entry.name}, or point "
                         + ("spec.kvCache.poolRef.name (a new deployment)" if u.kind == "ModelDeployment"
-                           else f"annotation {snap.ANNOTATION_PREFIX}binding")
+                           else f"annotation {api.ANNOTATION_PREFIX}binding")
                         + " at an existing Binding")
                 for u in entry.uses]
     if not b.dtype:
@@ -207,7 +208,7 @@ def _recovery_fix(entry, on):
              f"create a Binding on pool {b.pool} with a new domain.name (not {b.domain!r}) and {spelling}",
              f"recreate {', '.join(deployments)} with spec.kvCache.poolRef.name naming it and delete the old "
              f"one{'s' if len(deployments) > 1 else ''}" if deployments else None,
-             f"point {snap.ANNOTATION_PREFIX}binding of {', '.join(others)} at it" if others else None,
+             f"point {api.ANNOTATION_PREFIX}binding of {', '.join(others)} at it" if others else None,
              "Setting back on" if on else None]
     return "; ".join(s for s in steps if s)
 
@@ -235,7 +236,7 @@ def _no_common_spelling(dtype, entry):
 
 def check_bindings(snapshot, deployments, optins, pods, on) -> tuple[list[BindingEntry], list[Finding]]:
     uses = binding_uses(snapshot, deployments, optins, pods)
-    keys = [k for k in snapshot.bindings if snap.in_namespace(k[0], snapshot.namespace)]
+    keys = [k for k in snapshot.bindings if records.in_namespace(k[0], snapshot.namespace)]
     keys += [k for k in uses if k not in snapshot.bindings]
     claims = domain_claims(snapshot.bindings.values())
     entries, found = [], []
@@ -258,13 +259,13 @@ def _claims_before(holder, binding) -> bool:
     return holder.phase == BOUND or bool(holder.created and binding.created and holder.created < binding.created)
 
 
-def domain_claims(bindings) -> dict[tuple[str, str], snap.Binding]:
+def domain_claims(bindings) -> dict[tuple[str, str], records.Binding]:
     """Which Binding holds each (pool, domain.name): one the operator reports bound
     (status.phase Bound), else the oldest by metadata.creationTimestamp (then namespace/name).
     A domain stays claimed until
     its Binding is gone, so a newer Binding naming it is not bound. Only what was read is seen:
     with -n, Bindings of other namespaces on the same pool are not."""
-    claims: dict[tuple[str, str], snap.Binding] = {}
+    claims: dict[tuple[str, str], records.Binding] = {}
     for b in sorted(bindings, key=lambda b: (b.phase != BOUND, b.created or "\uffff", b.namespace, b.name)):
         if b.pool:
             claims.setdefault((b.pool, b.domain), b)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubectl_kvcache import engine as model, snapshot as snap
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import (DTYPE_OPTION, IMAGE_TAG, MINIMUM, POD_IMAGE, SAME_FORMAT, SPEC_IMAGE, Token,
                                     Version)
 from kubectl_kvcache.record import Record
@@ -89,7 +90,7 @@ class FlagToken(Record):
         return f"{first} and {path(*self.value_at)}" if self.value_at else first
 
 
-def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> tuple[EngineAt, ...]:
+def deployment_engines(md: records.Deployment, pod_images: Sequence[str]) -> tuple[EngineAt, ...]:
     """The engine releases a deployment runs: spec.engine.version, else spec.engine.image's tag,
     else the tags of its Pods' images (oldest Pod first), else the operator's minimum."""
     engine = model.normalise_engine(md.engine)
@@ -102,11 +103,11 @@ def deployment_engines(md: snap.Deployment, pod_images: Sequence[str]) -> tuple[
 
 def injected_engine(annotations, container) -> EngineAt | None:
     """The engine an injection opt-in declares, at its image's version, else the minimum."""
-    engine = model.normalise_engine(annotations.get(snap.ANNOTATION_PREFIX + "engine"))
+    engine = model.normalise_engine(annotations.get(api.ANNOTATION_PREFIX + "engine"))
     if engine is None:
         return None
     image = (container or {}).get("image") or ""
-    ascend = (annotations.get(snap.ANNOTATION_PREFIX + "manufacturer") or "").lower() == "ascend" \
+    ascend = (annotations.get(api.ANNOTATION_PREFIX + "manufacturer") or "").lower() == "ascend" \
         or model.is_ascend_image(image)
     version, source = model.resolve_versions(engine, None, ((IMAGE_TAG, (image,)),))[0]
     return EngineAt(engine, version, source, ascend)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubectl_kvcache import engine as model, snapshot as snap
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.operator import api
 from kubectl_kvcache.checks.engines import flag_tokens, injected_engine
 from kubectl_kvcache.checks.findings import Finding, finding
 from kubectl_kvcache.checks.inputs import OptIn, target_container, unique
@@ -21,7 +22,7 @@ def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
     """(why, fix) for every reason the webhook refuses this opt-in."""
     container, problem = target_container(optin)
     if container is None:
-        return [(problem, f"add annotation {snap.ANNOTATION_PREFIX}container naming the engine container")]
+        return [(problem, f"add annotation {api.ANNOTATION_PREFIX}container naming the engine container")]
     container = _without_webhook_tail(container, optin)
     command, args = list(container.get("command") or ()), list(container.get("args") or ())
     name = container.get("name")
@@ -29,7 +30,7 @@ def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
         return [(f"container {name} has no command and no args", "write the engine's command and args into "
                                                                    "the container spec")]
     problems = []
-    why, fix = model.program_refusal(command + args, snap.INJECT_LABEL)
+    why, fix = model.program_refusal(command + args, api.INJECT_LABEL)
     if why:
         problems.append((f"container {name}: {why}", fix))
     at = injected_engine(optin.annotations, container)
@@ -54,9 +55,9 @@ def check_injection(optins: list[OptIn]) -> list[Finding]:
             missing = [k for k in ("binding", "engine") if not o.annotation(k)
                        or (k == "engine" and model.normalise_engine(o.annotation(k)) is None)]
             found.append(finding("unchecked", o.obj, f"opts into injection but annotation "
-                                                     f"{', '.join(snap.ANNOTATION_PREFIX + k for k in missing)} is "
+                                                     f"{', '.join(api.ANNOTATION_PREFIX + k for k in missing)} is "
                                                      f"missing or not vLLM/SGLang: the webhook needs it",
-                                 f"set {', '.join(snap.ANNOTATION_PREFIX + k for k in missing)}"))
+                                 f"set {', '.join(api.ANNOTATION_PREFIX + k for k in missing)}"))
         problems = injection_problems(o)
         if not problems:
             continue

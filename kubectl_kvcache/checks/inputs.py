@@ -3,7 +3,8 @@ engine Pods of pool-attached deployments, grouped by role."""
 
 from __future__ import annotations
 
-from kubectl_kvcache import snapshot as snap, verify
+from kubectl_kvcache import verify
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.record import Record
 
 
@@ -27,26 +28,26 @@ class OptIn(Record):
         return (self.namespace, self.kind, self.name)
 
     def annotation(self, key):
-        return self.annotations.get(snap.ANNOTATION_PREFIX + key)
+        return self.annotations.get(api.ANNOTATION_PREFIX + key)
 
 
 def opt_ins(snapshot) -> list[OptIn]:
     found = []
     for pod in snapshot.pods:
-        if not snap.in_namespace(pod.namespace, snapshot.namespace) or pod.md_controlled:
+        if not records.in_namespace(pod.namespace, snapshot.namespace) or pod.md_controlled:
             continue
         if pod.opted_in:
             owner = (pod.owner[1], pod.owner[2]) if pod.owner else None
             found.append(OptIn("Pod", pod.namespace, pod.name, pod.annotations, pod.containers, True, owner))
     for w in snapshot.workloads:
-        if snap.in_namespace(w.namespace, snapshot.namespace) and w.labels.get(snap.INJECT_LABEL) == "true":
+        if records.in_namespace(w.namespace, snapshot.namespace) and w.labels.get(api.INJECT_LABEL) == "true":
             found.append(OptIn(w.kind, w.namespace, w.name, w.annotations, w.containers))
     return sorted(found, key=lambda o: (o.namespace, o.kind != "Pod", o.kind, o.name))
 
 
 def target_container(optin: OptIn) -> tuple[dict | None, str]:
     """The container the webhook injects into, or why it refuses to pick one."""
-    return snap.injection_target(optin.annotations, optin.containers)
+    return records.injection_target(optin.annotations, optin.containers)
 
 
 def unique(items):
@@ -78,4 +79,4 @@ class EnginePods:
 
     def images(self, md):
         cands = sorted(self.of(md), key=lambda c: c.pod.created)
-        return [(c.pod.container(snap.ENGINE_CONTAINER) or {}).get("image") for c in cands]
+        return [(c.pod.container(api.ENGINE_CONTAINER) or {}).get("image") for c in cands]

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from kubectl_kvcache import engine as model, snapshot as snap, verify
+from kubectl_kvcache import engine as model, verify
+from kubectl_kvcache.operator import api
 from kubectl_kvcache.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens, operator_tokens,
                                             plain)
 from kubectl_kvcache.checks.findings import ERROR, INFO, WARNING, Finding, finding
@@ -128,8 +129,8 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
 def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding]:
     dtype = binding.dtype if binding else None
     cands = pods.of(md, role.name)
-    image = md.image or ((cands[0].pod.container(snap.ENGINE_CONTAINER) or {}).get("image") if cands else None)
-    container = {"name": snap.ENGINE_CONTAINER, "command": list(role.command), "env": list(role.env),
+    image = md.image or ((cands[0].pod.container(api.ENGINE_CONTAINER) or {}).get("image") if cands else None)
+    container = {"name": api.ENGINE_CONTAINER, "command": list(role.command), "env": list(role.env),
                  "image": image or ""}
     pred = predict(container, at.engine, str(at.version))
     flags = [{"path": f"spec.roles[{i}].{o.source}[{o.index}]", "text": o.text, "value": o.value}

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from kubectl_kvcache import setting as setting_mod, snapshot as snap
+from kubectl_kvcache import setting as setting_mod
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.checks.findings import ERROR, Finding, finding
 
 
-def setting_state(setting: snap.Setting | None, input_source="cluster") -> dict:
-    setting = setting or snap.default_setting()
-    return {"namespace": snap.SETTING_NAMESPACE, "name": snap.SETTING_NAME, "value": setting.status_value,
+def setting_state(setting: records.Setting | None, input_source="cluster") -> dict:
+    setting = setting or records.default_setting()
+    return {"namespace": api.SETTING_NAMESPACE, "name": api.SETTING_NAME, "value": setting.status_value,
             "specValue": setting.spec_value, "on": setting_mod.effective_value(setting),
             "source": setting.source if input_source == "cluster" or setting.source != "default" else "assumed"}
 
 
 def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
-    obj = (snap.SETTING_NAMESPACE, "Setting", snap.SETTING_NAME)
+    obj = (api.SETTING_NAMESPACE, "Setting", api.SETTING_NAME)
     value, on, source = state["value"], state["on"], state["source"]
     if on is None:
         return finding("setting", obj, f"status.value is {value!r}, which the operator cannot read as a "
@@ -23,8 +24,8 @@ def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
         shown = f"assumed {'on' if on else 'off'} (--assume-setting), not read"
     elif source == "assumed":
         shown = "not in the input: assuming the operator's default \"true\""
-    elif source == snap.NOT_SERVED:
-        shown = (f"the cluster does not serve {snap.SETTING_GROUP} yet (before the upgrade): judged as the upgrade "
+    elif source == records.NOT_SERVED:
+        shown = (f"the cluster does not serve {api.SETTING_GROUP} yet (before the upgrade): judged as the upgrade "
                  f"will bring it, at its default \"true\"")
     elif source == "default":
         shown = "the Setting does not exist: the operator's default \"true\" applies"
@@ -32,7 +33,7 @@ def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
         shown = "status.value is unset: the operator's default \"true\" applies"
     else:
         shown = f"status.value is {value!r}"
-    if on and source == snap.NOT_SERVED:
+    if on and source == records.NOT_SERVED:
         message = f"{shown}: the findings are what the upgrade will cause"
         fix = "fix the errors before upgrading" if errors else ""
     elif on:

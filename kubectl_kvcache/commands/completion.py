@@ -11,7 +11,8 @@ be reached or refuses the list just completes nothing. Nothing is printed on std
 import os
 import threading
 
-from kubectl_kvcache import completion, exitcodes, render, snapshot as snap
+from kubectl_kvcache import completion, exitcodes, render
+from kubectl_kvcache.operator import api
 from kubectl_kvcache.options import CompletionOptions, Connection
 
 DEFAULT_TIMEOUT = 2.0
@@ -64,14 +65,12 @@ def cluster_names(kind, given):
     ns = ns or client.namespace
     if kind == "pods":      # the Pods verify judges: rendered for a ModelDeployment, or opted into injection
         found = []
-        for selector in ("=".join(snap.MD_NAME_LABEL), f"{snap.INJECT_LABEL}=true"):
-            found += _names(client.request("GET", kube.collection_path("", "v1", "pods", ns),
+        for selector in ("=".join(api.MD_NAME_LABEL), f"{api.INJECT_LABEL}=true"):
+            found += _names(client.request("GET", api.collection_path(client, api.POD, ns),
                                            query=dict(query, labelSelector=selector)))
         return sorted(set(found))
     if kind == "bindings":
-        version = client.resource_version_for(snap.GROUP, "kvcachepoolbindings")
-        return sorted(_names(client.request("GET", kube.collection_path(snap.GROUP, version, "kvcachepoolbindings",
-                                                                         ns), query=query)))
+        return sorted(_names(client.request("GET", api.collection_path(client, api.BINDING, ns), query=query)))
     return []
 
 

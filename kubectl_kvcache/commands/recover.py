@@ -16,19 +16,15 @@ import shlex
 import time
 from datetime import datetime, timezone
 
-from kubectl_kvcache import exitcodes, recover, render, setting as st, snapshot as snap, sources
+from kubectl_kvcache import exitcodes, recover, render, setting as st, sources
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.commands.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
-from kubectl_kvcache.kube import collection_path
 from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER, RecoverOptions
 from kubectl_kvcache.render import recover as view
 
 POLL_SECONDS = 1.0
 RETRIES = 5
-_APIS = {"Deployment": ("apps", "deployments"), "StatefulSet": ("apps", "statefulsets"),
-         "DaemonSet": ("apps", "daemonsets"), "ReplicaSet": ("apps", "replicasets"),
-         "Job": ("batch", "jobs"), "CronJob": ("batch", "cronjobs"),
-         recover.MD_KIND: (snap.GROUP, "modeldeployments"), recover.BINDING_KIND: (snap.GROUP, "kvcachepoolbindings")}
 
 
 def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> int:
@@ -111,24 +107,17 @@ class Executor:
         self.originals = {(o.get("kind"), _ns(o), _name(o)): o for o in inputs.deployments + inputs.workloads
                           + ([inputs.binding] if inputs.binding and not inputs.binding_gone else [])}
         self.done = {}          # step number -> outcome, for steps found finished by the probe
-        self._versions = {}
         self._tty = bool(getattr(io.stderr, "isatty", None) and io.stderr.isatty())
         self._progress = False      # a progress line is open on the terminal
 
     # paths -------------------------------------------------------------------------------------
 
     def path(self, kind, namespace, name=None):
-        if kind == recover.SETTING_KIND:
+        if kind == api.SETTING_KIND:
             return setting_path(self.client)
-        group, plural = _APIS[kind]
-        if group == snap.GROUP:
-            version = self._versions.get(plural)
-            if version is None:
-                version = self._versions[plural] = self.client.resource_version_for(group, plural)
-        else:
-            version = "v1"
-        base = collection_path(group, version, plural, namespace)
-        return f"{base}/{name}" if name else base
+        res = api.resource(kind)
+        return (api.object_path(self.client, res, namespace, name) if name
+                else api.collection_path(self.client, res, namespace))
 
     def get(self, kind, namespace, name):
         return self.client.get_or_none(self.path(kind, namespace, name),
@@ -141,10 +130,10 @@ class Executor:
         the object the step would create exists with something else."""
         action = step["action"]
         if action == "setting":
-            obj = self.get(recover.SETTING_KIND, snap.SETTING_NAMESPACE, snap.SETTING_NAME)
+            obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
             if obj is None:
-                raise NotFound(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} does not exist")
-            record = snap.setting_record(obj, "cluster")
+                raise NotFound(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} does not exist")
+            record = records.setting_record(obj, "cluster")
             asked = st.parse_bool(record.spec_value) if record.spec_value is not None else st.effective_value(record)
             return f"already done (spec.value {record.spec_value!r})" if asked == step["value"] else None
         if action == "create":
@@ -232,7 +221,7 @@ class Executor:
     def _dry_run(self, step):
         action, fm = step["action"], self.options.field_manager
         if action == "setting":
-            obj = self.get(recover.SETTING_KIND, snap.SETTING_NAMESPACE, snap.SETTING_NAME)
+            obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             self.client.patch_merge(self.path(recover.SETTING_KIND, None), st.patch_body(rv, step["value"]),
                                     field_manager=fm, dry_run=True, what=_what("patch", recover.setting_ref()))
@@ -309,7 +298,7 @@ class Executor:
 
     def _setting(self, value):
         path = self.path(recover.SETTING_KIND, None)
-        obj = self.get(recover.SETTING_KIND, snap.SETTING_NAMESPACE, snap.SETTING_NAME)
+        obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
         self.backup(obj)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         try:
@@ -421,7 +410,7 @@ class Executor:
             want = cond == recover.value_for(True)
 
             def setting(obj):
-                record = snap.default_setting() if obj is None else snap.setting_record(obj, "cluster")
+                record = records.default_setting() if obj is None else records.setting_record(obj, "cluster")
                 return st.effective_value(record) == want, f"status.value {record.status_value!r}"
             return setting
         if cond == recover.AVAILABLE:
@@ -510,10 +499,7 @@ def _name(obj):
 
 
 def _resource(kind):
-    if kind == recover.SETTING_KIND:
-        return f"settings.{snap.SETTING_GROUP}"
-    group, plural = _APIS[kind]
-    return f"{plural}.{group}"
+    return api.resource(kind).name
 
 
 def _what(verb, target):

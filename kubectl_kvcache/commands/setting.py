@@ -7,14 +7,14 @@ diagnostics to stderr.
 
 import time
 
-from kubectl_kvcache import exitcodes, render, setting as st, snapshot as snap, sources
+from kubectl_kvcache import exitcodes, render, setting as st, sources
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
-from kubectl_kvcache.kube import collection_path
 from kubectl_kvcache.options import Output, Scope, SettingOptions
 from kubectl_kvcache.render import setting as view
 
-RESOURCE = f"settings.{snap.SETTING_GROUP}"
-WHERE = f"in namespace {snap.SETTING_NAMESPACE}"
+RESOURCE = api.SETTING.name
+WHERE = f"in namespace {api.SETTING_NAMESPACE}"
 POLL_SECONDS = 1.0
 
 
@@ -30,23 +30,23 @@ def run(options: SettingOptions, io) -> int:
 def setting_path(client) -> str:
     """The Setting's path, its API version resolved through discovery (never hard-coded)."""
     try:
-        version = client.resource_version_for(snap.SETTING_GROUP, "settings")
+        version = api.version_for(client, api.SETTING)
     except NotFound as exc:
         raise NotFound(f"the Setting API ({RESOURCE}) is not served by this cluster: {exc}") from exc
-    return f"{collection_path(snap.SETTING_GROUP, version, 'settings', snap.SETTING_NAMESPACE)}/{snap.SETTING_NAME}"
+    return api.setting_path(version)
 
 
 def read_setting(client, path):
     """The Setting object as JSON, or None when it does not exist."""
     try:
-        return client.get(path, what=f"get {RESOURCE} {snap.SETTING_NAME} {WHERE}")
+        return client.get(path, what=f"get {RESOURCE} {api.SETTING_NAME} {WHERE}")
     except NotFound:
         return None
 
 
 def run_status(client, options: SettingOptions, io) -> int:
     obj = read_setting(client, setting_path(client))
-    record = snap.default_setting() if obj is None else snap.setting_record(obj, "cluster")
+    record = records.default_setting() if obj is None else records.setting_record(obj, "cluster")
     if options.output.structured:
         render.structured(view.status_view(record), options.output.format, io.stdout)
     else:
@@ -63,12 +63,12 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
     path = setting_path(client)
     obj = read_setting(client, path)
     if obj is None:
-        raise NotFound(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} does not exist; Settings cannot "
+        raise NotFound(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} does not exist; Settings cannot "
                        f"be created, the GPUStack Operator provides it: is the operator installed?")
-    record = snap.setting_record(obj, "cluster")
+    record = records.setting_record(obj, "cluster")
     decision = st.decide(record, want)
     if decision == st.NOT_EDITABLE:
-        raise PluginError(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} is not editable "
+        raise PluginError(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} is not editable "
                           f"(status.editable is false); nothing was changed")
     if decision == st.ALREADY:
         view.already(record, want, io.stdout)
@@ -77,7 +77,7 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
         return exitcodes.FINDINGS
     view.blast(count_blast_radius(client, options.connection.chunk_size), want, io.stdout)
     if not record.resource_version:
-        raise PluginError(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} came without a "
+        raise PluginError(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} came without a "
                           f"metadata.resourceVersion: the change cannot be guarded against a concurrent one")
     body = st.patch_body(record.resource_version, want)
     if options.wait and options.dry_run != "none":
@@ -144,14 +144,13 @@ def count_blast_radius(client, chunk) -> st.BlastRadius:
     that is forbidden or not served leaves its count unknown, with why, instead of failing."""
     deployments, md_why = None, ""
     try:
-        version = client.resource_version_for(snap.GROUP, "modeldeployments")
-        deployments = client.list(collection_path(snap.GROUP, version, "modeldeployments"), _attached_only,
-                                  chunk=chunk, what=f"list modeldeployments.{snap.GROUP} in all namespaces")
+        deployments = client.list(api.collection_path(client, api.MODEL_DEPLOYMENT), _attached_only,
+                                  chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} in all namespaces")
     except (Forbidden, NotFound) as exc:
         md_why = str(exc)
     pods, pods_why = None, ""
     try:
-        pods = client.list(collection_path("", "v1", "pods"), snap.pod_record, selector=f"{snap.INJECT_LABEL}=true",
+        pods = client.list(api.collection_path(client, api.POD), records.pod_record, selector=f"{api.INJECT_LABEL}=true",
                            chunk=chunk, what="list pods in all namespaces")
     except (Forbidden, NotFound) as exc:
         pods_why = str(exc)
@@ -159,7 +158,7 @@ def count_blast_radius(client, chunk) -> st.BlastRadius:
 
 
 def _attached_only(obj):
-    record = snap.deployment_record(obj)
+    record = records.deployment_record(obj)
     return record if record.kv_cache else None
 
 
@@ -178,11 +177,11 @@ def confirm(io, want) -> bool:
 
 
 def _patch(client, path, body, field_manager, dry_run):
-    what = f"patch {RESOURCE} {snap.SETTING_NAME} {WHERE}"
+    what = f"patch {RESOURCE} {api.SETTING_NAME} {WHERE}"
     try:
         return client.patch_merge(path, body, field_manager=field_manager, dry_run=dry_run, what=what)
     except Conflict as exc:
-        raise Conflict(f"conflict: the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} changed since it was "
+        raise Conflict(f"conflict: the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} changed since it was "
                        f"read (resourceVersion {body['metadata']['resourceVersion']}); nothing was overwritten: "
                        f"re-run to see the new state") from exc
     except Forbidden as exc:
@@ -202,7 +201,7 @@ def _server_dry_run(client, path, body, options, io, want):
 def _report(client, path, patched, before, options, io, want, sleep, clock):
     meta = patched.get("metadata") or {}
     view.patched(want, before, meta.get("resourceVersion", "?"), io.stdout)
-    now = snap.setting_record(patched, "cluster")
+    now = records.setting_record(patched, "cluster")
     if options.wait and st.effective_value(now) != want:
         view.waiting(want, options.timeout, io.stderr)
         now = wait_for(client, path, want, options.timeout, sleep, clock)
@@ -220,8 +219,8 @@ def wait_for(client, path, want, timeout, sleep=time.sleep, clock=time.monotonic
     while True:
         obj = read_setting(client, path)
         if obj is None:
-            raise NotFound(f"the Setting {snap.SETTING_NAMESPACE}/{snap.SETTING_NAME} disappeared while waiting")
-        record = snap.setting_record(obj, "cluster")
+            raise NotFound(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} disappeared while waiting")
+        record = records.setting_record(obj, "cluster")
         if st.effective_value(record) == want:
             return record
         if deadline is not None and clock() >= deadline:

@@ -5,7 +5,8 @@ import os
 import threading
 import time
 
-from kubectl_kvcache import exitcodes, render, rollout, snapshot as snap, sources, verify
+from kubectl_kvcache import exitcodes, render, rollout, sources, verify
+from kubectl_kvcache.operator import api
 from kubectl_kvcache.engine import CachedPredict
 from kubectl_kvcache.errors import ExpiredContinue, Forbidden, NotFound, PluginError
 from kubectl_kvcache.options import VerifyOptions
@@ -52,7 +53,7 @@ def run(options: VerifyOptions, io) -> int:
     for name in names:
         if name not in listed:
             render.note(io.stderr, f"pod {name} is neither controlled by a pool-attached ModelDeployment role nor "
-                                   f"labelled {snap.INJECT_LABEL}=true")
+                                   f"labelled {api.INJECT_LABEL}=true")
     return exit_code(options, report)
 
 

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from kubectl_kvcache import cli, kube
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN = os.path.join(REPO, "bin", "kubectl-kvcache")
@@ -95,7 +96,7 @@ def _workloads(cluster):
                 "roles": [{"name": f"r{i}", "kind": "server", "replicas": n} for i, n in enumerate(replicas)]}
         if kv:
             spec["kvCache"] = {"poolRef": {"name": "b1"}}
-        return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
                 "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
     def pod(ns, name):

@@ -12,20 +12,9 @@ import functools
 import os
 
 from kubectl_kvcache.errors import InvalidObject, PluginError
+from kubectl_kvcache.operator.api import ANNOTATION_PREFIX, GROUP, INJECT_LABEL, SETTING_GROUP, SETTING_NAME
 from kubectl_kvcache.record import Record
 
-GROUP = "worker.gpustack.ai"
-SETTING_GROUP = "gpustack.ai"
-SETTING_NAMESPACE = "gpustack-system"
-SETTING_NAME = "model-deployment-kv-cache-dtype-owned"
-
-INJECT_LABEL = "kvcache.gpustack.ai/inject"
-ANNOTATION_PREFIX = "kvcache.gpustack.ai/"
-MD_NAME_LABEL = ("app.kubernetes.io/name", "model-deployment")
-COMPONENT_LABEL = "app.kubernetes.io/component"
-ENGINE_CONTAINER = "main"
-
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 
 _CONTAINER_FIELDS = ("name", "image", "command", "args", "env", "envFrom")
 
