@@ -14,12 +14,12 @@ import re
 import sys
 import textwrap
 
-from kubectl_kvcache import __version__, exitcodes
+from kubectl_kvcache import __version__, exitcodes, label_selector, names
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_RECOVER_TIMEOUT,
                                      DEFAULT_ROLLOUT_TIMEOUT, DEFAULT_WAIT_TIMEOUT, CheckOptions, CompletionOptions,
                                      Connection, Output, RecoverOptions, Scope, SettingOptions, VerifyOptions,
-                                     parse_duration, validate_selector)
+                                     parse_duration)
 
 PROG = "kubectl kvcache"
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
@@ -205,8 +205,9 @@ def _output_flags(p, formats=("table", "wide", "json", "yaml")):
         p.add_argument("--no-headers", action="store_true", help="tables without the header row")
 
 
-def _status_output(text):
-    return "table" if text == "text" else text     # `text`: the name before 0.x, still accepted
+def _human_format(text):
+    """`table`, kubectl's name for the lines a person reads; `text`, its name before, still accepted."""
+    return "table" if text == "text" else text
 
 
 def _skip_workloads_flag(p):
@@ -292,7 +293,7 @@ def _add_setting(sub, commands):
         "reads true), whether it is editable, its description and what it means. Exit 1 when status.value is not a "
         "value the operator accepts."), epilog=_examples(("setting status", "setting status -o json")),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    st.add_argument("-o", "--output", default="table", type=_status_output, choices=("table", "json", "yaml"),
+    st.add_argument("-o", "--output", default="table", type=_human_format, choices=("table", "json", "yaml"),
                     help="output format (table: the lines a person reads)")
     _connection_flags(st)
     for name, word in (("on", "true"), ("off", "false")):
@@ -337,8 +338,8 @@ def _add_recover(sub, commands):
                     help="side-by-side (default): create each deployment under a new name, wait until it is "
                          "available, then delete the old one (needs spare capacity); replace: back up, "
                          "delete, wait until gone, create under the same name (downtime per deployment)")
-    rc.add_argument("-o", "--output", default="text", choices=("text", "json", "yaml"),
-                    help="the plan as text (numbered steps with manifests) or as data")
+    rc.add_argument("-o", "--output", default="table", type=_human_format, choices=("table", "json", "yaml"),
+                    help="output format (table: the numbered steps with manifests a person reads)")
     rc.add_argument("--apply", action="store_true", help="execute the plan (asks first on a terminal)")
     rc.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     rc.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client", "server"),
@@ -385,50 +386,20 @@ def connection(ns) -> Connection:
     return conn
 
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def valid_namespace(name) -> str:
-    """A namespace as Kubernetes validates it (a DNS-1123 label), before any request names it."""
-    if not (_DNS1123_LABEL.fullmatch(name) and len(name) <= 63):
-        raise PluginError(f"invalid namespace {name!r}: a namespace is a lowercase RFC 1123 label (at most 63 "
-                          f"characters of a-z, 0-9 and '-', starting and ending with a letter or digit)")
-    return name
-
-
-def valid_object_name(name, what) -> str:
-    """An object name (a DNS-1123 subdomain, as Bindings and Pods have): never a path or a query."""
-    if not (_DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
-        raise PluginError(f"invalid {what} name {name!r}: a lowercase RFC 1123 subdomain (at most 253 characters "
-                          f"of a-z, 0-9, '-' and '.', each part starting and ending with a letter or digit)")
-    return name
-
-
-def valid_pod_name(name) -> str:
-    """A Pod name as Kubernetes validates it (a DNS-1123 subdomain): never a path, a query or a
-    subresource."""
-    if not (_DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
-        raise PluginError(f"invalid Pod name {name!r}: a Pod name is a lowercase RFC 1123 subdomain (at most 253 "
-                          f"characters of a-z, 0-9, '-' and '.', each part starting and ending with a letter or "
-                          f"digit)")
-    return name
-
-
-def scope(ns, names=(), workloads=False, selector=True) -> Scope:
-    """-A wins over -n, as in kubectl. `selector`: whether -l narrows what is read (verify's Pods).
+def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
+    """-A wins over -n, as in kubectl. `selected`: whether -l narrows what is read (verify's Pods).
     Names and the namespace are validated as Kubernetes validates them, before any request."""
     namespace = None if ns.all_namespaces else ns.namespace
     if namespace is not None:
-        valid_namespace(namespace)
-    for name in names:
-        valid_pod_name(name)
+        names.valid_namespace(namespace)
+    for name in pods:
+        names.valid_name(name, "Pod")
     if ns.selector:
-        validate_selector(ns.selector)      # a malformed selector fails before any request
+        label_selector.validate(ns.selector)      # a malformed selector fails before any request
     skipped = workloads and getattr(ns, "skip_workloads", False)
     return Scope(namespace=namespace, all_namespaces=ns.all_namespaces,
-                 selector=ns.selector if selector else None,
-                 names=tuple(names), files=tuple(ns.filename), workloads=workloads and not skipped,
+                 selector=ns.selector if selected else None,
+                 names=tuple(pods), files=tuple(ns.filename), workloads=workloads and not skipped,
                  workloads_skipped=skipped, assume_setting={"on": True, "off": False}.get(ns.assume_setting))
 
 
@@ -457,7 +428,7 @@ def verify_options(ns) -> VerifyOptions:
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else
                              (DEFAULT_ROLLOUT_TIMEOUT if ns.wait else "0"), "--timeout")
-    return VerifyOptions(connection(ns), scope(ns, names=ns.pods), output(ns), fail_on=fail_on, watch=ns.watch,
+    return VerifyOptions(connection(ns), scope(ns, pods=ns.pods), output(ns), fail_on=fail_on, watch=ns.watch,
                          wait=ns.wait, timeout=timeout)
 
 
@@ -472,7 +443,7 @@ def options_for(ns):
     if ns.command in ("check", "bindings", "roles"):
         # -l picks what is reported, not what is read: a Binding's users must all be judged
         return "check", CheckOptions(ns.command, connection(ns),
-                                     scope(ns, workloads=ns.command != "roles", selector=False),
+                                     scope(ns, workloads=ns.command != "roles", selected=False),
                                      output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
     if ns.command == "completion":
         return "completion", CompletionOptions(ns.shell)
@@ -480,10 +451,10 @@ def options_for(ns):
         if ns.filename and (ns.apply or ns.dry_run != "none"):
             raise PluginError("--apply and --dry-run need a cluster: -f only plans")
         if ns.namespace is not None:
-            valid_namespace(ns.namespace)
+            names.valid_namespace(ns.namespace)
         for what, name in (("Binding", ns.binding), ("new Binding", ns.name)):
             if name is not None:
-                valid_object_name(name, what)
+                names.valid_name(name, what)
         return "recover", RecoverOptions(
             ns.binding, connection(ns), Scope(namespace=ns.namespace, files=tuple(ns.filename)),
             Output(format=ns.output), dtype=ns.dtype, name=ns.name, domain=ns.domain, strategy=ns.strategy,
@@ -619,7 +590,7 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
             # while the command's modules (render included) load
             from kubectl_kvcache import sources
 
-            first = options.first_read() if isinstance(options, (VerifyOptions, CheckOptions)) else None
+            first = options.prefetch_scope() if isinstance(options, (VerifyOptions, CheckOptions)) else None
             sources.warm(options.connection, _tracer(stderr), first)
         from kubectl_kvcache import render
         from kubectl_kvcache.commands import IO

@@ -31,37 +31,6 @@ def parse_duration(text, flag="--request-timeout") -> float | None:
     return total or None
 
 
-_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
-_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-_REQUIREMENT = re.compile(rf"\s*(!?{_KEY}|{_KEY}\s*(==?|!=)\s*{_VALUE}|{_KEY}\s+(in|notin)\s+\(\s*{_VALUE}"
-                          rf"(\s*,\s*{_VALUE})*\s*\))\s*")
-
-
-def selector_requirements(selector):
-    """A label selector's comma-separated requirements (commas inside `in (a,b)` kept)."""
-    parts, depth, current = [], 0, ""
-    for ch in selector:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
-
-
-def validate_selector(selector):
-    """A label selector as the API server parses one (k, !k, k=v, k==v, k!=v, k in (..), k notin (..),
-    comma-separated), else one error naming it."""
-    parts = selector_requirements(selector)
-    bad = next((p for p in parts if not _REQUIREMENT.fullmatch(p)), None)
-    if bad is not None:
-        what = repr(bad.strip()) if bad.strip() else "an empty requirement"
-        raise PluginError(f"invalid label selector {selector!r}: {what} is not k, !k, k=v, k!=v, k in (v1,v2) "
-                          f"or k notin (v1,v2)")
-
-
 class Connection(Record):
     """Where requests go and as whom: kubectl's connection flags, as given (None: not given)."""
 
@@ -142,7 +111,7 @@ class VerifyOptions(Record):
         self.wait = wait            # block until every replica runs its expected value
         self.timeout = timeout      # seconds --wait/--watch run; None: no limit
 
-    def first_read(self) -> Scope | None:
+    def prefetch_scope(self) -> Scope | None:
         """The snapshot the command starts with (sources.load), which the command line loads while
         the command's modules import; None: --watch/--wait list with resourceVersions instead."""
         return None if (self.watch or self.wait) else self.scope
@@ -162,8 +131,8 @@ class CheckOptions(Record):
         self.strict = strict
         self.selector = selector    # -l: which judged objects are reported (all in scope are read)
 
-    def first_read(self) -> Scope | None:
-        """The snapshot the command starts with (sources.load): see VerifyOptions.first_read."""
+    def prefetch_scope(self) -> Scope | None:
+        """The snapshot the command starts with (sources.load): see VerifyOptions.prefetch_scope."""
         return self.scope
 
 
@@ -210,7 +179,7 @@ class RecoverOptions(Record):
         self.binding = binding
         self.connection = connection
         self.scope = scope
-        self.output = Output(format="text") if output is None else output
+        self.output = Output() if output is None else output
         self.dtype = dtype
         self.name = name              # the new Binding's name
         self.domain = domain          # the new Binding's spec.domain.name

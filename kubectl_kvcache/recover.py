@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import re
 
-from kubectl_kvcache import engine as model
+from kubectl_kvcache import engine as model, names
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.checks.engines import dtype_outcome, plain
 from kubectl_kvcache.errors import PluginError
@@ -33,8 +33,6 @@ BINDING_ANNOTATION = api.BINDING_ANNOTATION
 # Metadata the API server (or kubectl) writes: never copied into a recreated object.
 SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 NAME_MAX = 63        # a ModelDeployment's name is its Pods' app.kubernetes.io/instance label value
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # Workload kinds whose Pod template can be re-pointed by a patch (a Job's template is immutable).
 PATCHABLE = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob")
 
@@ -345,8 +343,7 @@ def _target_dtype(inputs, request, entry, old_dtype) -> tuple[str, str]:
 
 
 def _check_name(name, flag, subdomain=False):
-    ok = (_SUBDOMAIN if subdomain else _LABEL).fullmatch(name or "") and len(name) <= NAME_MAX
-    if not ok:
+    if not (names.is_subdomain if subdomain else names.is_label)(name, NAME_MAX):
         raise PluginError(f"{flag} {name!r}: not a valid name (lower case letters, digits and '-', at most "
                           f"{NAME_MAX} characters{', dots between parts' if subdomain else ''})")
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Forbidden, InvalidObject, NotFound, PluginError
-from kubectl_kvcache.options import Connection, Scope, selector_requirements
+from kubectl_kvcache import label_selector
+from kubectl_kvcache.options import Connection, Scope
 from kubectl_kvcache.record import Record
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -532,7 +533,7 @@ def _add_object(obj, scope, result, ignored, intern):
         record = records.pod_record(obj, intern)
         if (records.in_namespace(record.namespace, scope.namespace)
                 and (not scope.names or record.name in scope.names)
-                and selector_matches(record.labels, scope.selector)):
+                and label_selector.matches(record.labels, scope.selector)):
             result.pods.append(record)
     elif kind == api.MD_KIND and group == api.MODEL_DEPLOYMENT.group:
         record = records.deployment_record(obj)
@@ -588,33 +589,6 @@ def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     if missing:
         raise PluginError(f"pod {missing[0]!r} not found in the input")
     return result
-
-
-def selector_matches(labels, selector) -> bool:
-    """Kubernetes label selector semantics for saved files: `k=v`, `k==v`, `k!=v`, `k`, `!k`,
-    `k in (a,b)`, `k notin (a,b)`, comma-separated and ANDed."""
-    if not selector:
-        return True
-    for requirement in selector_requirements(selector):
-        m = re.fullmatch(r"\s*(\S+)\s+(in|notin)\s+\(([^)]*)\)\s*", requirement)
-        if m:
-            key, op, values = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",")}
-            ok = labels.get(key) in values if op == "in" else labels.get(key) not in values
-        elif "!=" in requirement:
-            key, value = (x.strip() for x in requirement.split("!=", 1))
-            ok = labels.get(key) != value
-        elif "=" in requirement:
-            key, value = (x.strip() for x in requirement.replace("==", "=").split("=", 1))
-            ok = labels.get(key) == value
-        elif requirement.strip().startswith("!"):
-            ok = requirement.strip()[1:] not in labels
-        elif requirement.strip():
-            ok = requirement.strip() in labels
-        else:
-            raise PluginError(f"invalid label selector {selector!r}")
-        if not ok:
-            return False
-    return True
 
 
 # -- cluster -------------------------------------------------------------------------------

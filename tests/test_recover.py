@@ -325,3 +325,17 @@ def test_an_engine_that_cannot_be_judged_is_a_warning(tmp_path):
     assert "ModelDeployment t: engine 'TensorRT-LLM' is not vLLM or SGLang, so dtype 'fp8_e4m3' is not checked " \
            "against it" in plan["warnings"]
     assert "create ModelDeployment t-fp8-e4m3" in actions(plan)
+
+
+@pytest.mark.parametrize("argv", [["recover", "sgl-fp8", "-n", "llm-prod"], ["setting", "status"]])
+def test_the_human_format_is_table_and_its_old_name_text_is_still_accepted(argv):
+    """kubectl's name for the lines a person reads; `text` (recover's, and setting status's
+    before) was documented, so scripts may pass it."""
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cluster.json")
+    if argv[0] == "setting":
+        code, _, err = kvcache(*argv, "-o", "bogus", "--server", "http://127.0.0.1:1")
+        assert code == 2 and "invalid choice: 'bogus' (choose from 'table', 'json', 'yaml')" in err
+        return
+    runs = {fmt: kvcache(*argv, "-f", example, *(["-o", fmt] if fmt else [])) for fmt in ("table", "text", None)}
+    assert runs["table"] == runs["text"] == runs[None]
+    assert runs["table"][0] == 0 and runs["table"][1].startswith("Recovery of KVCachePoolBinding llm-prod/sgl-fp8")

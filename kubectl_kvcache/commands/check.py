@@ -4,7 +4,7 @@ Exit codes: check 1 on an error finding (a warning too with --strict); bindings 
 Binding is rejected or missing; roles 1 on an error role.
 """
 
-from kubectl_kvcache import checks, exitcodes, render, sources
+from kubectl_kvcache import checks, exitcodes, label_selector, render, sources
 from kubectl_kvcache.options import CheckOptions
 from kubectl_kvcache.render import checks as views
 
@@ -33,7 +33,7 @@ def select(report, snapshot, selector):
     labels.update({(w.kind, w.namespace, w.name): w.labels for w in snapshot.workloads})
 
     def chosen(kind, namespace, name):
-        return sources.selector_matches(labels.get((kind, namespace, name)) or {}, selector)
+        return label_selector.matches(labels.get((kind, namespace, name)) or {}, selector)
 
     return checks.Report(
         report.setting,

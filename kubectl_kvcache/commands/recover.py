@@ -393,7 +393,7 @@ class Executor:
                 return f"done ({state}" + (f", after {elapsed:.0f}s)" if elapsed >= 1 else ")")
             if limit is not None and elapsed >= limit:
                 self._end_progress()
-                raise PluginError(f"timed out after {limit:g}s waiting until {label} ({view.safe(state)})")
+                raise PluginError(f"timed out after {limit:g}s waiting until {label} ({state})")
             view.waiting(label, elapsed, limit, self.io.stderr, self._tty, first)
             self._progress = self._tty
             first = False

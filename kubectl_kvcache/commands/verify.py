@@ -5,7 +5,7 @@ import os
 import threading
 import time
 
-from kubectl_kvcache import exitcodes, render, rollout, sources, verify
+from kubectl_kvcache import exitcodes, label_selector, render, rollout, sources, verify
 from kubectl_kvcache.operator import api
 from kubectl_kvcache.engine import CachedPredict
 from kubectl_kvcache.errors import ExpiredContinue, Forbidden, NotFound, PluginError
@@ -25,7 +25,7 @@ def exit_code(options: VerifyOptions, report) -> int:
     return exitcodes.FINDINGS if any(i.status in fail_on for i in report.items) else exitcodes.OK
 
 
-def accounts(options: VerifyOptions) -> bool:
+def looks_for_podless_replicas(options: VerifyOptions) -> bool:
     """Replicas without a Pod are looked for unless the Pods were filtered (by name or label)."""
     return not (options.scope.names or options.scope.selector)
 
@@ -35,7 +35,7 @@ def run(options: VerifyOptions, io) -> int:
         return follow(options, io)
     snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = verify.verify(snapshot, account=accounts(options))
+    report = verify.verify(snapshot, account=looks_for_podless_replicas(options))
     render.show(view.VIEW, report, options.output, io.stdout, io.stderr)
     names = options.scope.names
     if not options.output.structured:
@@ -149,7 +149,7 @@ class Live:
             return
         if kind == "RELIST":
             selector = targets[key].selector
-            self.pods = {k: p for k, p in self.pods.items() if not sources.selector_matches(p.labels, selector)}
+            self.pods = {k: p for k, p in self.pods.items() if not label_selector.matches(p.labels, selector)}
             self.pods.update({(p.namespace, p.name): p for p in record})
         elif kind == "DELETED":
             self.pods.pop((record.namespace, record.name), None)
@@ -191,7 +191,7 @@ def _follow(options, io, snapshot, targets, events, clock, line):
 
     live = Live(snapshot)
     predictor = CachedPredict()
-    account = accounts(options)
+    account = looks_for_podless_replicas(options)
     changes = rollout.Changes()
     rows = view.RowPrinter(io.stdout, options.output.wide, options.output.headers) if options.watch else None
     start = clock()
@@ -251,7 +251,7 @@ def _end(options, io, report, now, outcome, elapsed, line):
     if options.output.structured:
         render.show(view.VIEW, report, options.output, io.stdout)
     elif options.wait and outcome != rollout.COMPLETE:
-        render.table(view.VIEW.headers(options.output.wide), view.VIEW.cells(_Only(now.left), options.output.wide),
+        render.table(view.VIEW.headers(options.output.wide), view.VIEW.cells(_Rows(now.left), options.output.wide),
                      io.stdout, not options.output.headers)
     elif options.wait and not options.watch:
         render.show(view.VIEW, report, options.output, io.stdout)
@@ -269,8 +269,8 @@ def _end(options, io, report, now, outcome, elapsed, line):
     return exit_code(options, report)      # --watch alone, at --timeout
 
 
-class _Only:
-    """A report-like holder of just these rows, for the view."""
+class _Rows:
+    """The rows still left (a report's `items` only), for the table view."""
 
     def __init__(self, items):
         self.items = list(items)
