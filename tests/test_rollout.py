@@ -225,7 +225,7 @@ def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):
     report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
     out = io.StringIO()
     view.RowPrinter(out, wide=True).emit(report.items)
-    assert "\x1b" not in out.getvalue() and "Evil\\x1b[2J" in out.getvalue()
+    assert "\x1b" not in out.getvalue() and "Evil^[[2J" in out.getvalue()     # as kubectl's EscapeTerminal
 
 
 def test_a_no_pod_row_is_not_repeated_when_another_replica_appears(tmp_path):
