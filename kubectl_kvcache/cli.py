@@ -18,8 +18,8 @@ from kubectl_kvcache import __version__, exitcodes, label_selector, names
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import (DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, DEFAULT_RECOVER_TIMEOUT,
                                      DEFAULT_ROLLOUT_TIMEOUT, DEFAULT_WAIT_TIMEOUT, CheckOptions, CompletionOptions,
-                                     Connection, Output, RecoverOptions, Scope, SettingOptions, VerifyOptions,
-                                     parse_duration)
+                                     Connection, Output, RecoverOptions, SettingOptions, VerifyOptions, parse_duration)
+from kubectl_kvcache.load.scope import Scope
 
 PROG = "kubectl kvcache"
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
@@ -406,7 +406,7 @@ def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
 def verify_options(ns) -> VerifyOptions:
     fail_on = ()        # every status but OK
     if ns.fail_on is not None:
-        from kubectl_kvcache.verify import STATUSES     # only then: verify loads while the lists are read
+        from kubectl_kvcache.judge.verify import STATUSES     # only then: verify loads while the lists are read
 
         words = [w.strip().upper() for w in ns.fail_on.split(",") if w.strip()]
         unknown = [w for w in words if w not in STATUSES]
@@ -588,10 +588,10 @@ def main(argv=None, stdin=None, stdout=None, stderr=None):
         if argv is None and not getattr(getattr(options, "scope", None), "files", ()):
             # a real command line (tests pass argv): connect, and read what the command reads first,
             # while the command's modules (render included) load
-            from kubectl_kvcache import sources
+            from kubectl_kvcache.load import reader
 
             first = options.prefetch_scope() if isinstance(options, (VerifyOptions, CheckOptions)) else None
-            sources.warm(options.connection, _tracer(stderr), first)
+            reader.warm(options.connection, _tracer(stderr), first)
         from kubectl_kvcache import render
         from kubectl_kvcache.commands import IO
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.record import Record
 
 DEFAULT_CHUNK_SIZE = 500            # objects per list page, as kubectl's --chunk-size
@@ -60,26 +61,6 @@ class Connection(Record):
     def timeout(self) -> float | None:
         """The request timeout in seconds; None: no limit."""
         return parse_duration(self.request_timeout)
-
-
-class Scope(Record):
-    """Which objects a command looks at."""
-
-    __slots__ = ("namespace", "all_namespaces", "selector", "names", "files", "workloads", "workloads_skipped",
-                 "assume_setting")
-
-    def __init__(self, namespace: str | None = None, all_namespaces: bool = False, selector: str | None = None,
-                 names: tuple[str, ...] = (), files: tuple[str, ...] = (), workloads: bool = False,
-                 workloads_skipped: bool = False, assume_setting: bool | None = None):
-        self.namespace = namespace                  # -n; None: the context's namespace (or all with -A)
-        self.all_namespaces = all_namespaces
-        self.selector = selector                    # -l, ANDed with the plugin's own selectors
-        self.names = names                          # Pod names (verify)
-        self.files = files                          # -f: read these instead of a cluster
-        self.workloads = workloads                  # also read workload templates (injection opt-ins)
-        # --skip-workloads: the command would read them, the user said not to
-        self.workloads_skipped = workloads_skipped
-        self.assume_setting = assume_setting        # --assume-setting: judge without reading the Setting
 
 
 class Output(Record):

@@ -14,10 +14,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import objects as o
-from kubectl_kvcache import checks, sources, verify
+from kubectl_kvcache.judge import checks
+from kubectl_kvcache.judge import verify
+from kubectl_kvcache.load import files as saved_files, manifests
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.options import Scope
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,8 +61,8 @@ YAML_CASES = [c for c in CASES if c["file"].endswith((".yaml", ".yml")) or c["cl
 def test_the_pure_python_yaml_reader_gives_the_same_errors(monkeypatch, tmp_path):
     """Without libyaml (PyYAML built without it) the reader falls back to PyYAML's own parser:
     every YAML case of the corpus ends the same way."""
-    monkeypatch.setattr(sources, "_LOADER", sources.build_loader(libyaml=False))
-    assert "CParser" not in [c.__name__ for c in sources._loader().__mro__]
+    monkeypatch.setattr(saved_files, "_LOADER", saved_files.build_loader(libyaml=False))
+    assert "CParser" not in [c.__name__ for c in saved_files._loader().__mro__]
     for case in YAML_CASES:
         code, out, err = run("check", "-A", "-f", os.path.join(CORPUS, "files", case["file"]))
         assert (code, out) == (2, "") and len(err.splitlines()) == 1, (case["file"], err)
@@ -134,7 +136,7 @@ def test_json_streams_timestamps_bom_and_moderate_aliases_are_read(tmp_path):
     assert "creationTimestamp: 2026-01-01T00:00:00Z" in text
     yml = tmp_path / "bom.yaml"
     yml.write_text(text, encoding="utf-8")
-    snapshot = sources.load_files([str(yml)], Scope())
+    snapshot = manifests.load_files([str(yml)], Scope())
     assert snapshot.pods[0].created == "2026-01-01T00:00:00Z"
     anchored = tmp_path / "anchors.yaml"         # anchors as people write them: a shared argv
     pod = o.md_pod("a", "md", "__ARGV__")
@@ -166,7 +168,7 @@ def test_a_yaml_list_is_read_item_by_item_with_anchors_and_merges(tmp_path):
     merged.write_text(f"x-base: &base {{apiVersion: {GROUP}/{VERSION}, kind: Bogus,\n"
                       "                metadata: {name: b1, namespace: team}}\n"
                       "kind: KVCachePoolBinding\n<<: *base\nspec: {poolRef: {name: p}, domain: {dtype: fp8}}\n")
-    snapshot = sources.load_files([str(merged)], Scope())
+    snapshot = manifests.load_files([str(merged)], Scope())
     assert list(snapshot.bindings) == [("team", "b1")]
 
 
@@ -206,7 +208,7 @@ def _load_and_judge(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     try:
-        snapshot = sources.load_files([str(path)], Scope(workloads=True))
+        snapshot = manifests.load_files([str(path)], Scope(workloads=True))
         verify.verify(snapshot)
         checks.check(snapshot)
     except PluginError as exc:      # the plugin's own error: one line, exit 2

@@ -7,7 +7,7 @@ import os
 import pytest
 import yaml
 
-from kubectl_kvcache import sources
+from kubectl_kvcache.load import cluster as cluster_lists, reader
 from runcli import kvcache
 from kubectl_kvcache.errors import Forbidden
 from kubectl_kvcache.operator.api import GROUP, VERSION
@@ -253,8 +253,8 @@ def test_a_list_refused_by_rbac_exits_2_with_no_report(monkeypatch, command):
     def refused(client, scope, *a, **k):
         raise Forbidden('cannot list statefulsets.apps in namespace team: forbidden (user "dev")')
 
-    monkeypatch.setattr(sources, "open_client", lambda *a, **k: Client())
-    monkeypatch.setattr(sources, "load_cluster", refused)
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: Client())
+    monkeypatch.setattr(cluster_lists, "load_cluster", refused)
     code, out, err = kvcache(command)
     assert code == 2 and out == ""
     assert "statefulsets.apps" in err and "No " not in err
@@ -271,8 +271,8 @@ def test_check_reads_workload_templates_from_the_cluster_but_roles_need_not(monk
         from kubectl_kvcache.operator.records import Snapshot, default_setting
         return Snapshot(setting=default_setting())
 
-    monkeypatch.setattr(sources, "open_client", lambda *a, **k: Client())
-    monkeypatch.setattr(sources, "load_cluster", load_cluster)
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: Client())
+    monkeypatch.setattr(cluster_lists, "load_cluster", load_cluster)
     assert kvcache("check")[0] == 0 and seen == {"team": True}
     seen.clear()
     assert kvcache("roles", "-A")[0] == 0 and seen == {None: False}

@@ -5,7 +5,7 @@ import pytest
 
 import objects as o
 
-from kubectl_kvcache import checks
+from kubectl_kvcache.judge import checks
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import releases as engines
 from kubectl_kvcache.engine.argv import Token

@@ -13,7 +13,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as hs
 
-from kubectl_kvcache import cli, kube, setting, sources
+from kubectl_kvcache import cli, kube
+from kubectl_kvcache.judge import setting
+from kubectl_kvcache.load import reader
 from kubectl_kvcache.commands import setting as setting_cmd
 from kubectl_kvcache.options import Connection, SettingOptions
 from kubectl_kvcache.render import setting as setting_view
@@ -209,7 +211,7 @@ class TTY(io.StringIO):
 
 def run_cli(api, argv, stdin=None, monkeypatch=None):
     out, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sources, "open_client", lambda *a, **k: FakeClient(api))
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: FakeClient(api))
     code = cli.main(argv, stdin=stdin if stdin is not None else io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
 

@@ -11,12 +11,13 @@ import objects as o
 import pytest
 from runcli import kvcache
 
-from kubectl_kvcache import checks, cli
+from kubectl_kvcache import cli
+from kubectl_kvcache.judge import checks
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.options import Scope
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import core
 from kubectl_kvcache.render import verify as verify_view
-from kubectl_kvcache.spelling import nearest_spelling
+from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -175,9 +176,10 @@ def test_wide_has_a_fix_column_and_the_summary_names_the_next_command(write):
 
 
 def test_next_step_on_a_cluster_is_the_recovery_of_the_one_rejected_binding(write):
-    from kubectl_kvcache import sources, verify
+    from kubectl_kvcache.judge import verify
+    from kubectl_kvcache.load import manifests
 
-    snapshot = sources.load_files([write(*_verify_objects())], Scope())
+    snapshot = manifests.load_files([write(*_verify_objects())], Scope())
     report = verify.verify(snapshot)
     assert verify_view.next_step(report, Scope(namespace="team")) == (
         "next: kubectl kvcache recover bad -n team   (the guide's recovery for Binding bad)")

@@ -4,7 +4,9 @@ Exit codes: check 1 on an error finding (a warning too with --strict); bindings 
 Binding is rejected or missing; roles 1 on an error role.
 """
 
-from kubectl_kvcache import checks, exitcodes, label_selector, render, sources
+from kubectl_kvcache import exitcodes, label_selector, render
+from kubectl_kvcache.judge import checks
+from kubectl_kvcache.load import reader
 from kubectl_kvcache.options import CheckOptions
 from kubectl_kvcache.render import checks as views
 
@@ -44,7 +46,7 @@ def select(report, snapshot, selector):
 
 
 def run(options: CheckOptions, io) -> int:
-    snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
+    snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = select(checks.check(snapshot, skipped_workloads=options.scope.workloads_skipped), snapshot,
                     options.selector)

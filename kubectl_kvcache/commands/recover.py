@@ -16,7 +16,10 @@ import shlex
 import time
 from datetime import datetime, timezone
 
-from kubectl_kvcache import exitcodes, recover, render, setting as st, sources
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.judge import checks, recover
+from kubectl_kvcache.judge import setting as st
+from kubectl_kvcache.load import files as saved_files, recovery
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.commands.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
@@ -29,8 +32,9 @@ RETRIES = 5
 
 def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> int:
     backups = read_backups(options.backup_dir)
-    inputs, client = sources.load_recovery(options.connection, options.scope, options.binding, io.stdin,
+    found, client = recovery.load_recovery(options.connection, options.scope, options.binding, io.stdin,
                                            render.tracer(io.stderr), backups)
+    inputs = recover.inputs_for(found, checks.check(found.snapshot))
     plan = recover.plan(inputs, recover.Request(options.dtype, options.name, options.domain, options.strategy))
     data = plan.to_dict()
     for text in plan.notes:
@@ -74,7 +78,7 @@ def read_backups(path):
         return []
     if not any(n.endswith(".json") for n in os.listdir(path)):
         return []
-    return [o for o, _, _ in sources.read_objects([path]) if o.get("kind") != "RecoveryPlan"]
+    return [o for o, _, _ in saved_files.read_objects([path]) if o.get("kind") != "RecoveryPlan"]
 
 
 def default_backup_dir(namespace, binding, now=None):

@@ -7,10 +7,13 @@ diagnostics to stderr.
 
 import time
 
-from kubectl_kvcache import exitcodes, render, setting as st, sources
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.judge import setting as st
+from kubectl_kvcache.load import cluster as cluster_lists, reader
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
-from kubectl_kvcache.options import Output, Scope, SettingOptions
+from kubectl_kvcache.options import Output, SettingOptions
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import setting as view
 
 RESOURCE = api.SETTING.name
@@ -19,7 +22,7 @@ POLL_SECONDS = 1.0
 
 
 def run(options: SettingOptions, io) -> int:
-    client = sources.open_client(options.connection, render.tracer(io.stderr))
+    client = reader.open_client(options.connection, render.tracer(io.stderr))
     if options.action == "status":
         return run_status(client, options, io)
     return run_toggle(client, options, io, st.ACTIONS[options.action])
@@ -100,13 +103,13 @@ def gate(client, options: SettingOptions, io) -> bool:
     so its findings are what turning it on will cause and their fixes do not start with "turn it
     off". False (refuse) when it finds errors, unless --force. A check that cannot run is an
     error too, unless --force."""
-    from kubectl_kvcache import checks
+    from kubectl_kvcache.judge import checks
     from kubectl_kvcache.render import checks as check_views
 
     scope = Scope(all_namespaces=True, workloads=not options.skip_workloads,
                   workloads_skipped=options.skip_workloads, assume_setting=False)
     try:
-        snapshot = sources.load_cluster(client, scope, chunk=options.connection.chunk_size)
+        snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size)
     except PluginError as exc:
         if not options.force:
             raise type(exc)(f"{exc}; the Setting was not changed: turning it on first runs check's judgement, "

@@ -5,7 +5,10 @@ import os
 import threading
 import time
 
-from kubectl_kvcache import exitcodes, label_selector, render, rollout, sources, verify
+from kubectl_kvcache import exitcodes, label_selector, render
+from kubectl_kvcache.judge import rollout
+from kubectl_kvcache.judge import verify
+from kubectl_kvcache.load import cluster as cluster_lists, reader, scope as load_scope
 from kubectl_kvcache.operator import api
 from kubectl_kvcache.engine import CachedPredict
 from kubectl_kvcache.errors import ExpiredContinue, Forbidden, NotFound, PluginError
@@ -33,7 +36,7 @@ def looks_for_podless_replicas(options: VerifyOptions) -> bool:
 def run(options: VerifyOptions, io) -> int:
     if options.watch or options.wait:
         return follow(options, io)
-    snapshot = sources.load(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
+    snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = verify.verify(snapshot, account=looks_for_podless_replicas(options))
     render.show(view.VIEW, report, options.output, io.stdout, io.stderr)
@@ -163,13 +166,13 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     completes, a replica is confirmed REJECTED (--wait), or --timeout passes."""
     import queue    # here: a plain verify does not pay for it
 
-    client = sources.open_client(options.connection, render.tracer(io.stderr))
-    scope = options.scope.replace(namespace=sources.resolve_namespace(options.scope, client))
+    client = reader.open_client(options.connection, render.tracer(io.stderr))
+    scope = options.scope.replace(namespace=load_scope.resolve_namespace(options.scope, client))
     versions = {}
-    snapshot = sources.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
+    snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
     snapshot.namespace = scope.namespace
     render.notes(snapshot, io.stderr)
-    targets = {t.key: t for t in sources.watch_targets(client, scope)}
+    targets = {t.key: t for t in cluster_lists.watch_targets(client, scope)}
     events, stop = queue.Queue(), threading.Event()
     watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds(), options.connection.chunk_size)
                 for t in targets.values()]

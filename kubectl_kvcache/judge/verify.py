@@ -7,7 +7,8 @@ the engine (`main`, or the injection annotation's), and the verdict.
 
 from __future__ import annotations
 
-from kubectl_kvcache import engine as model, setting as setting_mod
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.judge import setting as setting_mod
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
@@ -402,7 +403,7 @@ def _extra_args_start(role, command):
 
 
 def _nearest(item, profile):
-    from kubectl_kvcache.spelling import nearest_spelling
+    from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 
     values = [o.get("value") for o in item.occurrences if o.get("value") not in (None, *profile.accepted)]
     near = nearest_spelling(values[-1], profile.accepted) if values else None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
+from kubectl_kvcache.judge.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
                                             injected_engine, plain, suggest_dtype)
-from kubectl_kvcache.checks.findings import Finding, finding
-from kubectl_kvcache.checks.inputs import EnginePods, target_container, unique
+from kubectl_kvcache.judge.checks.findings import Finding, finding
+from kubectl_kvcache.judge.checks.inputs import EnginePods, target_container, unique
 from kubectl_kvcache.engine import SAME_FORMAT
 from kubectl_kvcache.record import Record
-from kubectl_kvcache.spelling import nearest_spelling
+from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 
 
 BOUND = "Bound"     # status.phase of a Binding the operator bound (its domain is claimed)

@@ -16,15 +16,15 @@ One module per check; `check` runs them all and is the face the commands use.
 
 from __future__ import annotations
 
-from kubectl_kvcache import setting as setting_mod
+from kubectl_kvcache.judge import setting as setting_mod
 from kubectl_kvcache.operator import records
-from kubectl_kvcache.checks.bindings import BindingEntry, Use, check_bindings
-from kubectl_kvcache.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
-from kubectl_kvcache.checks.findings import CODES, ERROR, INFO, SEVERITIES, WARNING, Finding, Report, finding
-from kubectl_kvcache.checks.injection import check_injection
-from kubectl_kvcache.checks.inputs import EnginePods, opt_ins
-from kubectl_kvcache.checks.roles import RoleEntry, check_roles
-from kubectl_kvcache.checks.setting import setting_finding, setting_state
+from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindings
+from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
+from kubectl_kvcache.judge.checks.findings import CODES, ERROR, INFO, SEVERITIES, WARNING, Finding, Report, finding
+from kubectl_kvcache.judge.checks.injection import check_injection
+from kubectl_kvcache.judge.checks.inputs import EnginePods, opt_ins
+from kubectl_kvcache.judge.checks.roles import RoleEntry, check_roles
+from kubectl_kvcache.judge.checks.setting import setting_finding, setting_state
 from kubectl_kvcache.engine import MINIMUM
 
 __all__ = ["BindingEntry", "CODES", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM", "Report", "RoleEntry",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kubectl_kvcache import setting as setting_mod
+from kubectl_kvcache.judge import setting as setting_mod
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.checks.findings import ERROR, Finding, finding
+from kubectl_kvcache.judge.checks.findings import ERROR, Finding, finding
 
 
 def setting_state(setting: records.Setting | None, input_source="cluster") -> dict:

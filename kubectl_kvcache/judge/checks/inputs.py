@@ -3,7 +3,7 @@ engine Pods of pool-attached deployments, grouped by role."""
 
 from __future__ import annotations
 
-from kubectl_kvcache import verify
+from kubectl_kvcache.judge import verify
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.record import Record
 

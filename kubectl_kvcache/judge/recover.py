@@ -1,7 +1,7 @@
 """The upgrade guide's "If new Pods fail argument parsing", planned: objects in, a plan out.
 
 Pure: no cluster, no files, no printing. `plan(inputs, request)` turns the full objects read for
-one Binding (sources.load_recovery) into an ordered list of steps, each a plain dict, the
+one Binding (load/recovery.py) into an ordered list of steps, each a plain dict, the
 stable `RecoveryPlan` contract (README "recover"):
 
   {"action": "setting", "value": false}
@@ -20,7 +20,7 @@ import re
 
 from kubectl_kvcache import engine as model, names
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.checks.engines import dtype_outcome, plain
+from kubectl_kvcache.judge.checks.engines import dtype_outcome, plain
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
 
@@ -45,7 +45,7 @@ def value_for(value: bool) -> str:
 
 
 class Inputs(Record):
-    """What the planner reads, as sources.load_recovery gathers it."""
+    """What the planner reads: what load.recovery read, with checks' judgement of it (inputs_for)."""
 
     __slots__ = ("namespace", "binding_name", "binding", "binding_gone", "bindings", "deployments", "workloads",
                  "pods", "report", "setting", "backups", "notes")
@@ -67,6 +67,16 @@ class Inputs(Record):
         self.setting = setting
         self.backups = [] if backups is None else backups   # objects an earlier run backed up (resume)
         self.notes = [] if notes is None else notes
+
+
+def inputs_for(found, report) -> Inputs:
+    """The planner's inputs from a load.recovery.Recovery and checks' report on its snapshot."""
+    snapshot = found.snapshot
+    return Inputs(namespace=found.namespace, binding_name=found.binding_name, binding=found.binding,
+                  binding_gone=found.binding_gone, bindings=found.bindings, deployments=found.deployments,
+                  workloads=found.workloads,
+                  pods=[p for p in snapshot.pods if p.namespace == found.namespace and p.opted_in],
+                  report=report, setting=snapshot.setting, backups=found.backups, notes=found.notes)
 
 
 class Request(Record):

@@ -8,9 +8,9 @@ the replicas left. No I/O; the loop is in commands/verify.py and the words in re
 
 from __future__ import annotations
 
-from kubectl_kvcache import verify
+from kubectl_kvcache.judge import verify
 from kubectl_kvcache.record import Record
-from kubectl_kvcache.verify import DONE, STATUSES, Item, Report
+from kubectl_kvcache.judge.verify import DONE, STATUSES, Item, Report
 
 COMPLETE, REJECTED, TIMEOUT = "complete", "rejected", "timeout"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.operator import api
-from kubectl_kvcache.checks.engines import flag_tokens, injected_engine
-from kubectl_kvcache.checks.findings import Finding, finding
-from kubectl_kvcache.checks.inputs import OptIn, target_container, unique
+from kubectl_kvcache.judge.checks.engines import flag_tokens, injected_engine
+from kubectl_kvcache.judge.checks.findings import Finding, finding
+from kubectl_kvcache.judge.checks.inputs import OptIn, target_container, unique
 from kubectl_kvcache.engine import DTYPE_OPTION, Token
 
 
