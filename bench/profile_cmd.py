@@ -31,10 +31,11 @@ def phases(argv, kubeconfig):
     """verify/check split into load (imports, client, lists), judge and render."""
     from kubectl_kvcache import cli, render
     from kubectl_kvcache.load import cluster as cluster_lists, reader
-    from kubectl_kvcache.commands import IO, check
+    from kubectl_kvcache.cli.flows import IO, check
 
     t0 = time.perf_counter()
-    name, options = cli.options_for(cli.build_parser().parse_args(argv + ["--kubeconfig", kubeconfig]))
+    options = cli.options_for(cli.build_parser().parse_args(argv + ["--kubeconfig", kubeconfig]))
+    name = "verify" if argv[0] == "verify" else "check"
     sink = open(os.devnull, "w")
     iot = IO(stdin=sys.stdin, stdout=sink, stderr=sys.stderr)
     marks = [("parse", time.perf_counter(), rss_mb())]

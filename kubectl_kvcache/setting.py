@@ -1,5 +1,5 @@
 """Only until issue #20's branch is merged: tests/test_kube_config.py (rewritten there) imports
-`setting.reverse_command` from here. The Setting's meaning is judge/setting.py; delete this
+`setting.reverse_command` from here. It is cli/flows/setting.py's; delete this
 module when that test imports from its new home."""
 
-from kubectl_kvcache.judge.setting import reverse_command  # noqa: F401
+from kubectl_kvcache.cli.flows.setting import reverse_command  # noqa: F401

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from kubectl_kvcache import cli, completion
-from kubectl_kvcache.commands import completion as completion_command
+from kubectl_kvcache import cli
+from kubectl_kvcache.cli import completion
+from kubectl_kvcache.cli.flows import completion as completion_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = cli.completion_spec()

@@ -68,7 +68,7 @@ def outside(prefix):
 
 def test_the_walk_sees_the_layout():
     assert {"kubectl_kvcache.cli", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
-            "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.commands.verify", "kubectl_kvcache.judge.checks.roles"} \
+            "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.judge.checks.roles"} \
         <= set(MODULES)
 
 
@@ -111,7 +111,7 @@ def test_the_rest_uses_the_engine_through_its_face():
 
 def test_nothing_below_cli_touches_argparse():
     for m, (path, tree) in MODULES.items():
-        if m == "kubectl_kvcache.cli":
+        if m == "kubectl_kvcache.cli" or m.startswith("kubectl_kvcache.cli."):
             continue
         assert "argparse" not in imports(tree), m
         with open(path, encoding="utf-8") as f:
@@ -183,7 +183,7 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
     transport), without a cluster: what is imported is the same either way."""
     modules = loaded_after(
         "import kubectl_kvcache.cli, kubectl_kvcache.load.reader, kubectl_kvcache.load.recovery, kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
-        f"import kubectl_kvcache.commands.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
+        f"import kubectl_kvcache.cli.flows.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
         "import kubectl_kvcache.render.verify, kubectl_kvcache.render.checks, kubectl_kvcache.engine.shell\n"
         "import kubectl_kvcache.judge.nearest_dtype, kubectl_kvcache.engine.parsers\n"
         f"kubectl_kvcache.cli.build_parser({command.split()[0]!r}).parse_args({command.split()!r})", site=False)

@@ -13,7 +13,7 @@ import pytest
 
 import objects as o
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.commands import verify as verify_cmd
+from kubectl_kvcache.cli.flows import verify as verify_cmd
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 

@@ -16,8 +16,10 @@ from hypothesis import strategies as hs
 from kubectl_kvcache import cli, kube
 from kubectl_kvcache.judge import setting
 from kubectl_kvcache.load import reader
-from kubectl_kvcache.commands import setting as setting_cmd
-from kubectl_kvcache.options import Connection, SettingOptions
+from kubectl_kvcache.cli.flows import setting as setting_cmd
+from kubectl_kvcache.cli.commands.setting import SettingOptions
+from kubectl_kvcache.cli.flows.setting import reverse_command
+from kubectl_kvcache.options import Connection
 from kubectl_kvcache.render import setting as setting_view
 from kubectl_kvcache.errors import Conflict, PluginError
 from kubectl_kvcache.operator.records import Deployment, Pod, Role, Setting, default_setting
@@ -351,16 +353,16 @@ def _opts(timeout=60.0, **kw):
 def test_reverse_command_repeats_the_connection_flags_given():
     opts = _conn(kubeconfig="/tmp/my config", context="prod", as_user="alice", as_group=["ops", "sre"],
                  server="https://h:6443", insecure_skip_tls_verify=True, request_timeout="10s")
-    cmd = setting.reverse_command(True, opts)
+    cmd = reverse_command(True, opts)
     assert shlex.split(cmd) == ["kubectl", "kvcache", "setting", "on", "--yes", "--kubeconfig", "/tmp/my config",
                                 "--context", "prod", "--server", "https://h:6443", "--as", "alice",
                                 "--as-group", "ops", "--as-group", "sre", "--insecure-skip-tls-verify",
                                 "--request-timeout", "10s"]
-    assert setting.reverse_command(False, _conn()) == "kubectl kvcache setting off --yes"
+    assert reverse_command(False, _conn()) == "kubectl kvcache setting off --yes"
 
 
 def test_reverse_command_never_echoes_a_token():
-    cmd = setting.reverse_command(False, _conn(token="s3cr3t"), "me")
+    cmd = reverse_command(False, _conn(token="s3cr3t"), "me")
     assert "s3cr3t" not in cmd and '--token "$KVCACHE_TOKEN"' in cmd and "--field-manager me" in cmd
 
 
@@ -600,7 +602,7 @@ def test_forbidden_patch_names_verb_resource_and_namespace(run):
 
 
 def io_streams(stdin=""):
-    from kubectl_kvcache.commands import IO
+    from kubectl_kvcache.cli.flows import IO
 
     return IO(io.StringIO(stdin), io.StringIO(), io.StringIO())
 

@@ -308,7 +308,7 @@ def test_setting_status_takes_table_like_every_command_and_text_still_works():
     from kubectl_kvcache.cli import build_parser, options_for
 
     for word in ("table", "text"):
-        _, opts = options_for(build_parser().parse_args(["setting", "status", "-o", word]))
+        opts = options_for(build_parser().parse_args(["setting", "status", "-o", word]))
         assert opts.output.format == "table"
     code, _, err = kvcache("setting", "status", "-o", "toml")
     assert code == 2 and "invalid choice" in err

@@ -1,16 +1,14 @@
 """The operator's Setting model-deployment-kv-cache-dtype-owned: what its value means.
 
 Pure: the value as the operator reads it (Go's strconv.ParseBool), its default, what flipping
-it touches (blast radius), the merge patch that flips it, and the command that flips it back.
+it touches (blast radius), and the merge patch that flips it (the command that flips it back is cli/commands/setting.py's).
 How it is shown is render/setting.py.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 
-from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, DEFAULT_FIELD_MANAGER, Connection
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import Setting
 
@@ -102,45 +100,6 @@ def decide(setting: Setting, want: bool) -> str:
     if effective_value(setting) == want and pending in (None, want):
         return ALREADY
     return PATCH
-
-
-# -- the command that undoes it -------------------------------------------------------------
-
-TOKEN_VARIABLE = "KVCACHE_TOKEN"
-_VALUE_FLAGS = (("kubeconfig", "--kubeconfig"), ("context", "--context"), ("cluster", "--cluster"),
-                ("user", "--user"), ("server", "--server"),
-                ("certificate_authority", "--certificate-authority"), ("as_user", "--as"),
-                ("as_uid", "--as-uid"))
-
-
-def connection_args(conn: Connection) -> tuple[str, ...]:
-    """The connection flags the user gave, as argv (the token itself is never echoed: it is
-    referenced as $KVCACHE_TOKEN)."""
-    args = []
-    for attr, flag in _VALUE_FLAGS:
-        value = getattr(conn, attr)
-        if value:
-            args += [flag, value]
-    for group in conn.as_groups:
-        args += ["--as-group", group]
-    if conn.token:
-        args += ["--token", "$" + TOKEN_VARIABLE]
-    if conn.insecure_skip_tls_verify:
-        args.append("--insecure-skip-tls-verify")
-    if str(conn.request_timeout or "0") != "0":
-        args += ["--request-timeout", str(conn.request_timeout)]
-    if conn.chunk_size != DEFAULT_CHUNK_SIZE:
-        args += ["--chunk-size", str(conn.chunk_size)]
-    return tuple(args)
-
-
-def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIELD_MANAGER) -> str:
-    """`kubectl kvcache setting on|off --yes ...`: the shell command that restores `previous`."""
-    argv = ["kubectl", "kvcache", "setting", action_for(previous), "--yes"]
-    if field_manager and field_manager != DEFAULT_FIELD_MANAGER:
-        argv += ["--field-manager", field_manager]
-    argv += connection_args(conn)
-    return " ".join(f'"{a}"' if a == "$" + TOKEN_VARIABLE else shlex.quote(a) for a in argv)
 
 
 def pending_value(setting: Setting) -> bool | None:

@@ -270,7 +270,7 @@ def test_conflict_when_the_setting_changes_between_read_and_patch(fresh, monkeyp
 def test_a_stale_resource_version_is_a_conflict(fresh):
     """The same patch path with a resourceVersion that is no longer current."""
     from kubectl_kvcache.judge import setting
-    from kubectl_kvcache.commands import setting as setting_cmd
+    from kubectl_kvcache.cli.flows import setting as setting_cmd
     from kubectl_kvcache.errors import Conflict
     from kubectl_kvcache.options import Connection
 

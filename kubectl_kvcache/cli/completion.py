@@ -170,3 +170,33 @@ def strip_protocol(words: Sequence[str]) -> list[str]:
     with `__complete WORDS...`: accept both."""
     words = list(words)
     return words[1:] if words and words[0] == "__complete" else words
+
+
+def spec_of(parser) -> Spec:
+    """The command tree of an argparse parser as plain data (Node per command path): what
+    completion reads, so nothing that completes sees argparse."""
+    import argparse
+
+    spec = {}
+
+    def walk(p, path):
+        subcommands, flags, positionals, repeat = {}, [], [], False
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help or "" for a in action._choices_actions}
+                for name, child in action.choices.items():
+                    subcommands[name] = helps.get(name, "")
+                    walk(child, path + (name,))
+            elif action.option_strings:
+                if action.help == argparse.SUPPRESS:
+                    continue
+                value = "none" if action.nargs == 0 else ("optional" if action.nargs == "?" else "required")
+                flags.append(Flag(tuple(action.option_strings), action.dest, value,
+                                  tuple(action.choices or ()), (action.help or "").split(" (")[0]))
+            else:
+                positionals.append((action.metavar or action.dest.upper(), tuple(action.choices or ())))
+                repeat = action.nargs in ("*", "+")
+        spec[path] = Node(subcommands, tuple(flags), tuple(positionals), repeat)
+
+    walk(parser, ())
+    return spec

@@ -9,10 +9,11 @@ side-by-side) or its backup is on disk, and stops at the first failure saying wh
 what is left and the command that continues.
 """
 
+from __future__ import annotations
+
 import copy
 import json
 import os
-import shlex
 import time
 from datetime import datetime, timezone
 
@@ -21,9 +22,10 @@ from kubectl_kvcache.judge import checks, recover
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import files as saved_files, recovery
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.commands.setting import setting_path
+from kubectl_kvcache.cli.flows.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
-from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER, RecoverOptions
+from kubectl_kvcache.cli import connection_flags
+from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER
 from kubectl_kvcache.render import recover as view
 
 POLL_SECONDS = 1.0
@@ -283,7 +285,7 @@ class Executor:
             view.stopped(finished, n, [m for m in range(n, total + 1)], total, self.resume_command(),
                          self.io.stderr)
             if self.options.connection.token:
-                render.note(self.io.stderr, f"the command reads the token from ${st.TOKEN_VARIABLE}")
+                render.note(self.io.stderr, f"the command reads the token from ${connection_flags.TOKEN_VARIABLE}")
             raise
         view.finished(total, self.backup_dir, self.out)
         return exitcodes.OK
@@ -464,8 +466,8 @@ class Executor:
             argv += ["--timeout", "0"]
         if o.field_manager != DEFAULT_FIELD_MANAGER:
             argv += ["--field-manager", o.field_manager]
-        argv += list(st.connection_args(o.connection)) + ["--apply"]
-        return " ".join(f'"{a}"' if a == "$" + st.TOKEN_VARIABLE else shlex.quote(a) for a in argv)
+        argv += list(connection_flags.connection_args(o.connection)) + ["--apply"]
+        return connection_flags.shell_command(argv)
 
 
 def _available(obj) -> bool:

@@ -1,6 +1,8 @@
 """`kubectl kvcache verify`: what every pool-attached engine container runs with; with
 --watch/--wait, followed through the rollout (list, then watch Pods and ModelDeployments)."""
 
+from __future__ import annotations
+
 import os
 import threading
 import time
@@ -12,7 +14,6 @@ from kubectl_kvcache.load import cluster as cluster_lists, reader, scope as load
 from kubectl_kvcache.operator import api
 from kubectl_kvcache.engine import CachedPredict
 from kubectl_kvcache.errors import ExpiredContinue, Forbidden, NotFound, PluginError
-from kubectl_kvcache.options import VerifyOptions
 from kubectl_kvcache.render import verify as view
 
 WATCH_SECONDS = 300         # the server ends each watch after this long; it is then resumed

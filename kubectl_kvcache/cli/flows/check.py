@@ -4,10 +4,11 @@ Exit codes: check 1 on an error finding (a warning too with --strict); bindings 
 Binding is rejected or missing; roles 1 on an error role.
 """
 
+from __future__ import annotations
+
 from kubectl_kvcache import exitcodes, label_selector, render
 from kubectl_kvcache.judge import checks
 from kubectl_kvcache.load import reader
-from kubectl_kvcache.options import CheckOptions
 from kubectl_kvcache.render import checks as views
 
 _BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing", "binding-domain-claimed"}

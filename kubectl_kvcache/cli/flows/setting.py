@@ -5,6 +5,8 @@ in setting.py and how it is shown in render/setting.py. Results go to stdout, pr
 diagnostics to stderr.
 """
 
+from __future__ import annotations
+
 import time
 
 from kubectl_kvcache import exitcodes, render
@@ -12,7 +14,8 @@ from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import cluster as cluster_lists, reader
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
-from kubectl_kvcache.options import Output, SettingOptions
+from kubectl_kvcache.cli import connection_flags
+from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER, Connection, Output
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import setting as view
 
@@ -209,9 +212,9 @@ def _report(client, path, patched, before, options, io, want, sleep, clock):
         view.waiting(want, options.timeout, io.stderr)
         now = wait_for(client, path, want, options.timeout, sleep, clock)
     view.reported(now, want, io.stdout)
-    view.undo(st.reverse_command(not want, options.connection, options.field_manager), io.stdout)
+    view.undo(reverse_command(not want, options.connection, options.field_manager), io.stdout)
     if options.connection.token:
-        render.note(io.stderr, f"the undo command reads the token from ${st.TOKEN_VARIABLE}")
+        render.note(io.stderr, f"the undo command reads the token from ${connection_flags.TOKEN_VARIABLE}")
     return exitcodes.OK
 
 
@@ -236,3 +239,14 @@ def wait_for(client, path, want, timeout, sleep=time.sleep, clock=time.monotonic
 
 def _seconds(timeout):
     return f"{timeout:g}s"
+
+
+# -- the command that undoes it ---------------------------------------------------------------
+
+def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIELD_MANAGER) -> str:
+    """`kubectl kvcache setting on|off --yes ...`: the shell command that restores `previous`."""
+    argv = ["kubectl", "kvcache", "setting", "on" if previous else "off", "--yes"]
+    if field_manager and field_manager != DEFAULT_FIELD_MANAGER:
+        argv += ["--field-manager", field_manager]
+    argv += connection_flags.connection_args(conn)
+    return connection_flags.shell_command(argv)

@@ -8,12 +8,15 @@ whole listing is abandoned after twice that): completion never hangs, and a clus
 be reached or refuses the list just completes nothing. Nothing is printed on stderr.
 """
 
+from __future__ import annotations
+
 import os
 import threading
 
-from kubectl_kvcache import completion, exitcodes, render
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.cli import completion
 from kubectl_kvcache.operator import api
-from kubectl_kvcache.options import CompletionOptions, Connection
+from kubectl_kvcache.options import Connection
 
 DEFAULT_TIMEOUT = 2.0
 EXECUTABLE = "kubectl-kvcache"

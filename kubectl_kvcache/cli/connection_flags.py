@@ -1,0 +1,79 @@
+"""kubectl's connection flags, in one place: their registration on a command's parser, their
+conversion to options.Connection (validated before anything is sent), and back to argv for the
+command lines the plugin prints (the undo and resume commands)."""
+
+from __future__ import annotations
+
+import shlex
+
+from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
+
+
+def add(p):
+    """The connection flags, as kubectl names them."""
+    g = p.add_argument_group("connection (as kubectl)")
+    g.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    g.add_argument("--context", help="the kubeconfig context to use")
+    g.add_argument("--cluster", help="the kubeconfig cluster to use")
+    g.add_argument("--user", help="the kubeconfig user to use")
+    g.add_argument("-s", "--server", help="the address of the Kubernetes API server")
+    g.add_argument("--token", help="bearer token for authentication")
+    g.add_argument("--certificate-authority", help="path to a CA file for the server's certificate")
+    g.add_argument("--insecure-skip-tls-verify", action="store_true", help="do not verify the server's certificate")
+    g.add_argument("--as", dest="as_user", help="username to impersonate")
+    g.add_argument("--as-group", action="append", default=[], help="group to impersonate (repeatable)")
+    g.add_argument("--as-uid", help="UID to impersonate")
+    g.add_argument("--request-timeout", default="0",
+                   help="time to wait for one request (e.g. 10s, 1m; 0 waits forever)")
+    g.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
+                   help="objects per page when listing (0 lists without paging)")
+
+
+def connection(ns) -> Connection:
+    """The parsed flags as a Connection. --as-group/--as-uid without --as are judged with the
+    kubeconfig's `as` (kube.py), as kubectl does."""
+    conn = Connection(kubeconfig=ns.kubeconfig, context=ns.context, cluster=ns.cluster, user=ns.user,
+                      server=ns.server, token=ns.token, certificate_authority=ns.certificate_authority,
+                      insecure_skip_tls_verify=ns.insecure_skip_tls_verify, as_user=ns.as_user,
+                      as_groups=tuple(ns.as_group), as_uid=ns.as_uid, request_timeout=ns.request_timeout,
+                      chunk_size=ns.chunk_size)
+    conn.timeout  # a bad --request-timeout fails before anything is sent
+    if conn.chunk_size < 0:
+        raise PluginError(f"--chunk-size must be 0 or more, not {conn.chunk_size}")
+    return conn
+
+
+# -- back to argv -------------------------------------------------------------------------------
+
+TOKEN_VARIABLE = "KVCACHE_TOKEN"
+_VALUE_FLAGS = (("kubeconfig", "--kubeconfig"), ("context", "--context"), ("cluster", "--cluster"),
+                ("user", "--user"), ("server", "--server"),
+                ("certificate_authority", "--certificate-authority"), ("as_user", "--as"),
+                ("as_uid", "--as-uid"))
+
+
+def connection_args(conn: Connection) -> tuple[str, ...]:
+    """The connection flags the user gave, as argv (the token itself is never echoed: it is
+    referenced as $KVCACHE_TOKEN)."""
+    args = []
+    for attr, flag in _VALUE_FLAGS:
+        value = getattr(conn, attr)
+        if value:
+            args += [flag, value]
+    for group in conn.as_groups:
+        args += ["--as-group", group]
+    if conn.token:
+        args += ["--token", "$" + TOKEN_VARIABLE]
+    if conn.insecure_skip_tls_verify:
+        args.append("--insecure-skip-tls-verify")
+    if str(conn.request_timeout or "0") != "0":
+        args += ["--request-timeout", str(conn.request_timeout)]
+    if conn.chunk_size != DEFAULT_CHUNK_SIZE:
+        args += ["--chunk-size", str(conn.chunk_size)]
+    return tuple(args)
+
+
+def shell_command(argv) -> str:
+    """argv as one shell line; the token's variable stays a (double-quoted) reference."""
+    return " ".join(f'"{a}"' if a == "$" + TOKEN_VARIABLE else shlex.quote(a) for a in argv)
