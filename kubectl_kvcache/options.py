@@ -1,6 +1,6 @@
-"""The values every layer below cli/ shares: the connection (kubectl's flags, as given), the
-output format, durations as kubectl takes them. Each command's own options live with its flags
-(cli/commands/), which of the objects it reads in load/scope.py."""
+"""The values every layer below cli/ shares: the connection (kubectl's flags, as given) and
+durations as kubectl takes them. Each command's own options live with its flags
+(cli/commands/), which objects it reads in load/scope.py, what -o asked for in render/output.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from kubectl_kvcache.record import Record
 
 DEFAULT_CHUNK_SIZE = 500            # objects per list page, as kubectl's --chunk-size
 DEFAULT_FIELD_MANAGER = "kubectl-kvcache"
-TABLE, WIDE, JSON, YAML = "table", "wide", "json", "yaml"
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
@@ -58,19 +57,3 @@ class Connection(Record):
     def timeout(self) -> float | None:
         """The request timeout in seconds; None: no limit."""
         return parse_duration(self.request_timeout)
-
-
-class Output(Record):
-    __slots__ = ("format", "headers")
-
-    def __init__(self, format: str = TABLE, headers: bool = True):
-        self.format = format
-        self.headers = headers
-
-    @property
-    def wide(self) -> bool:
-        return self.format == WIDE
-
-    @property
-    def structured(self) -> bool:
-        return self.format in (JSON, YAML)

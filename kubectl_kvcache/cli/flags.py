@@ -9,10 +9,10 @@ import textwrap
 
 from kubectl_kvcache import label_selector, names
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.options import Output
+from kubectl_kvcache.render.formats import FORMATS
+from kubectl_kvcache.render.output import Output
 
 PROG = "kubectl kvcache"
-FORMATS = ("table", "wide", "json", "yaml")
 
 SCOPE_NOTE = """\
 Scope: -n NAMESPACE (default: the context's namespace), -A every namespace (it wins over -n, as in
@@ -52,7 +52,7 @@ def assume_setting_flag(p):
                         "let you read settings.gpustack.ai in gpustack-system, or to preview the upgrade)")
 
 
-def output_flags(p, formats=FORMATS):
+def output_flags(p, formats=tuple(FORMATS)):
     p.add_argument("-o", "--output", default="table", choices=formats, help="output format")
     if "table" in formats:
         p.add_argument("--no-headers", action="store_true", help="tables without the header row")

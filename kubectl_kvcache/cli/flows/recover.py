@@ -41,7 +41,7 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
     data = plan.to_dict()
     for text in plan.notes:
         render.note(io.stderr, text)
-    structured = options.output.format in ("json", "yaml")
+    structured = options.output.structured
     if structured:
         render.structured(data, options.output.format, io.stdout)
     else:
