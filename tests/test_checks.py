@@ -1,6 +1,8 @@
 """checks.py: snapshots built in the test, findings out. Engine versions on both sides of each
 boundary that decides a finding."""
 
+import os
+
 import pytest
 
 import objects as o
@@ -98,8 +100,8 @@ def role_entry(report, deployment_name, role_name="server"):
 # -- the code table --------------------------------------------------------------------------
 
 def test_every_emitted_code_is_in_the_table_with_a_known_severity():
-    for code, (severity, meaning) in checks.CODES.items():
-        assert severity in checks.SEVERITIES and meaning
+    for code, row in checks.CODES.items():
+        assert row.code == code and row.severity in checks.SEVERITIES and row.title and row.about
     report = run(binding("b", "bf16"), binding("auto-b", "auto"), deployment("md", version="0.10.2",
                  roles=[role(extra_args=["--kv-cache-dtype", "fp8"]), role("t", command=["/run.sh"])]),
                  workload("w", [container(command=["sh", "-c", "vllm serve m"])]))
@@ -564,3 +566,29 @@ def test_findings_are_sorted_by_severity_and_the_setting_comes_last():
     d = r.to_dict()
     assert d["kind"] == "CheckReport" and d["summary"] == {"error": 1, "warning": 1, "info": 3}
     assert set(d["findings"][0]) == {"severity", "code", "namespace", "kind", "name", "message", "fix"}
+
+
+def _readme_findings_table():
+    """(code, severity column, object column) of each row of README "Finding codes"."""
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("#### Finding codes", 1)[1]
+    rows = [line for line in section.split("\n\n", 3)[2].splitlines() if line.startswith("| `")]
+    return [tuple(cell.strip().strip("`") for cell in row.strip("|").split(" | ")[:3]) for row in rows]
+
+
+def test_the_readme_findings_table_is_the_registry():
+    """One row per code, in the registry's order, with its usual severity first and its object."""
+    table = _readme_findings_table()
+    assert [code for code, _, _ in table] == list(checks.CODES)
+    for code, severity, about in table:
+        row = checks.CODES[code]
+        assert severity.split()[0] == row.severity, code
+        assert about == row.about, code
+
+
+def test_the_bindings_exit_code_follows_the_registry():
+    failing = {c.code for c in checks.CODES.values() if c.fails_bindings}
+    assert failing == set(checks.BINDING_FAILURES) and failing <= {c for c, r in checks.CODES.items()
+                                                                  if r.severity == checks.ERROR}

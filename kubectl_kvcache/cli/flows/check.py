@@ -1,7 +1,8 @@
 """`check`, `bindings` and `roles`: one judgement (`checks`), three views.
 
-Exit codes: check 1 on an error finding (a warning too with --strict); bindings 1 when a
-Binding is rejected or missing; roles 1 on an error role.
+Exit codes: check 1 on an error finding (a warning too with --strict); bindings 1 on a finding
+whose code's registry row says so (checks.CODES: rejected, missing, domain claimed); roles 1 on
+an error role.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ from kubectl_kvcache.judge import checks
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views
 
-_BINDING_ERRORS = {"binding-dtype-rejected", "binding-missing", "binding-domain-claimed"}
-
 
 def exit_code(options: CheckOptions, report) -> int:
     if options.view == "check":
         counts = report.summary()
         bad = counts[checks.ERROR] or (options.strict and counts[checks.WARNING])
     elif options.view == "bindings":
-        bad = any(f.code in _BINDING_ERRORS for f in report.findings)
+        bad = any(f.code in checks.BINDING_FAILURES for f in report.findings)
     else:
         bad = any(e.severity == checks.ERROR for e in report.roles)
     return exitcodes.FINDINGS if bad else exitcodes.OK
