@@ -1,7 +1,9 @@
-"""The architecture, enforced: only render/ prints; only kube.py (with its framing, http11.py) talks HTTP; engine/ imports
-nothing outside itself (and only the standard library and the leaf record.py); nothing below cli.py touches argparse;
-no import cycles, function-level imports included; the judges never load the kubernetes client;
-`--help`/`version` pay for none of kubernetes, yaml, tabulate."""
+"""The architecture, enforced. The pipeline's packages, each allowed what LAYERS says: load/ reads
+(never imports judge/), judge/ and engine/ are pure (no requests, files, printing), only render/
+prints, only cli/ sees argparse; only kube.py (with its framing, http11.py) talks HTTP; the
+operator's API is spelled in operator/api.py only; no import cycles, function-level imports
+included; the judges never load the kubernetes client; `--help`/`version` pay for none of
+kubernetes, yaml, tabulate."""
 
 import ast
 import os
@@ -67,9 +69,66 @@ def outside(prefix):
 
 
 def test_the_walk_sees_the_layout():
-    assert {"kubectl_kvcache.cli", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
-            "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.judge.checks.roles"} \
-        <= set(MODULES)
+    assert {"kubectl_kvcache.cli", "kubectl_kvcache.cli.app", "kubectl_kvcache.cli.commands.verify",
+            "kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
+            "kubectl_kvcache.render.formats.json", "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.load.cluster",
+            "kubectl_kvcache.judge.checks.roles", "kubectl_kvcache.operator.api"} <= set(MODULES)
+
+
+P = "kubectl_kvcache."
+LEAVES = {P + "errors", P + "record", P + "names", P + "label_selector", P + "exitcodes"}
+# package -> the plugin's modules (or packages) it may import besides itself and LEAVES
+LAYERS = {
+    P + "engine": set(),
+    P + "operator": {P + "kube"},                    # api.py's paths: kube.collection_path, imported when asked
+    P + "judge": {P + "engine", P + "operator"},
+    P + "load": {P + "operator", P + "kube", P + "options"},
+    P + "render": {P + "engine", P + "operator", P + "judge"},
+}
+
+
+def _inside(module, package):
+    return module == package or module.startswith(package + ".")
+
+
+def _plugin_imports(package):
+    """{module of `package`: plugin modules it imports from outside the package}."""
+    return {m: {i for i in imports(tree) if i.startswith(P) and not _inside(i, package)}
+            for m, (_, tree) in MODULES.items() if _inside(m, package)}
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_each_layer_imports_only_what_it_may(package):
+    allowed = LAYERS[package] | LEAVES
+    offenders = {m: sorted(i for i in found if not any(_inside(i, a) for a in allowed))
+                 for m, found in _plugin_imports(package).items()}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_the_layer_rule_sees_an_upward_import():
+    """The rule above can fail: a judge that read the cluster is an offender."""
+    tree = ast.parse("from kubectl_kvcache.load import reader")
+    assert not any(_inside(i, a) for i in imports(tree) for a in LAYERS[P + "judge"] | LEAVES)
+
+
+def test_load_never_imports_judge():
+    assert {m for m, found in _plugin_imports(P + "load").items() if any(_inside(i, P + "judge") for i in found)} \
+        == set()
+
+
+@pytest.mark.parametrize("package", [P + "judge", P + "engine"])
+def test_judge_and_engine_are_pure(package):
+    """No requests (kube, sockets), no files opened, no streams written, no environment read."""
+    for m, (_, tree) in MODULES.items():
+        if _inside(m, package):
+            assert not (calls(tree, "open") or calls(tree, "write") or calls(tree, "print")), m
+            assert not {i for i in imports(tree) if i.split(".")[0] in HTTP_MODULES or i == P + "kube"}, m
+
+
+def test_nothing_imports_the_command_line_but_its_entry_points():
+    users = {m for m, (_, tree) in MODULES.items() if not _inside(m, P + "cli")
+             and any(_inside(i, P + "cli") for i in imports(tree))}
+    assert users == {P + "__main__", P + "setting"}      # setting.py: the #20 shim, see its docstring
 
 
 def test_only_render_prints():
