@@ -53,7 +53,8 @@ def run(argv, **kw):
     return cli.main(argv, io.StringIO(""), out, err, **kw), err.getvalue()
 
 
-@pytest.mark.parametrize("argv, first", [(["verify", "-n", "team"], "scope"), (["verify", "-n", "team", "--wait"], None),
+@pytest.mark.parametrize("argv, first", [(["verify", "-n", "team"], "scope"),
+                                         (["verify", "-n", "team", "--wait"], None),
                                          (["check", "-A"], "scope"), (["setting", "status"], None)])
 def test_connect_ahead_starts_the_connection_with_the_commands_first_snapshot(warmed, argv, first):
     code, err = run(argv + SERVER, connect_ahead=True)

@@ -14,8 +14,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "kubectl_kvcache")
-PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.judge.verify", "kubectl_kvcache.judge.checks", "kubectl_kvcache.judge.setting",
-        "kubectl_kvcache.judge.recover", "kubectl_kvcache.judge.rollout", "kubectl_kvcache.operator.records"]
+PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.judge.verify", "kubectl_kvcache.judge.checks",
+        "kubectl_kvcache.judge.setting", "kubectl_kvcache.judge.recover", "kubectl_kvcache.judge.rollout",
+        "kubectl_kvcache.operator.records"]
 HTTP_MODULES = ("kubernetes", "urllib3", "requests", "http", "socket", "ssl", "urllib.request")
 
 
@@ -241,7 +242,8 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
     """Every module verify and check load on a cluster (the command, its judges and views, the
     transport), without a cluster: what is imported is the same either way."""
     modules = loaded_after(
-        "import kubectl_kvcache.cli, kubectl_kvcache.load.reader, kubectl_kvcache.load.recovery, kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
+        "import kubectl_kvcache.cli, kubectl_kvcache.load.reader, kubectl_kvcache.load.recovery\n"
+        "import kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
         f"import kubectl_kvcache.cli.flows.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
         "import kubectl_kvcache.render.verify, kubectl_kvcache.render.checks, kubectl_kvcache.engine.shell\n"
         "import kubectl_kvcache.judge.nearest_dtype, kubectl_kvcache.engine.parsers\n"

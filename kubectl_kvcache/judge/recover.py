@@ -1,8 +1,9 @@
 """The upgrade guide's "If new Pods fail argument parsing", planned: objects in, a plan out.
 
 Pure: no cluster, no files, no printing. `plan(inputs, request)` turns the full objects read for
-one Binding (load/recovery.py) into an ordered list of steps, each a plain dict, the
-stable `RecoveryPlan` contract (README "recover"):
+one Binding (load/recovery.py) into an ordered list of typed steps (SetSetting, Create, Patch,
+Delete, Wait, their targets Refs), each written by to_dict() as the stable `RecoveryPlan`
+contract (README "recover"):
 
   {"action": "setting", "value": false}
   {"action": "create", "object": {...}}
@@ -94,7 +95,7 @@ class Plan(Record):
     __slots__ = ("binding", "target", "steps", "warnings", "manual", "notes")
     __hash__ = None     # mutable: not hashable
 
-    def __init__(self, binding: dict, target: dict, steps: list[dict], warnings: list[str] | None = None,
+    def __init__(self, binding: dict, target: dict, steps: list, warnings: list[str] | None = None,
                  manual: list[dict] | None = None, notes: list[str] | None = None):
         self.binding = binding
         self.target = target
@@ -104,16 +105,112 @@ class Plan(Record):
         self.notes = [] if notes is None else notes
 
     def to_dict(self):
-        return {"kind": "RecoveryPlan", "binding": self.binding, "target": self.target, "steps": self.steps,
+        shared = {}
+        return {"kind": "RecoveryPlan", "binding": self.binding, "target": self.target,
+                "steps": [s.to_dict(shared) for s in self.steps],
                 "warnings": self.warnings, "manual": self.manual}
 
 
-def ref(kind, namespace, name, **extra):
-    return {"kind": kind, "namespace": namespace, "name": name, **extra}
+class Ref(Record):
+    """The object a step acts on or waits for (uid: a delete's precondition)."""
+
+    __slots__ = ("kind", "namespace", "name", "uid")
+
+    def __init__(self, kind: str, namespace: str | None, name: str, uid: str | None = None):
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+
+    def key(self):
+        return self.kind, self.namespace, self.name
+
+    def to_dict(self):
+        return {"kind": self.kind, "namespace": self.namespace, "name": self.name,
+                **({"uid": self.uid} if self.uid else {})}
 
 
-def setting_ref():
-    return ref(SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
+def ref(kind, namespace, name, uid=None) -> Ref:
+    return Ref(kind, namespace, name, uid)
+
+
+def setting_ref() -> Ref:
+    return Ref(SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
+
+
+def _target(target: Ref, shared: dict | None) -> dict:
+    """A step's target as a document; the steps of one plan that share a Ref share its dict (so
+    -o yaml writes it once, with an alias, as it always has)."""
+    if shared is None:
+        return target.to_dict()
+    if id(target) not in shared:
+        shared[id(target)] = (target, target.to_dict())
+    return shared[id(target)][1]
+
+
+class SetSetting(Record):
+    """Merge-patch the Setting's spec.value (guarded by its resourceVersion)."""
+
+    action = "setting"
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool):
+        self.value = value
+
+    def to_dict(self, shared=None):
+        return {"action": self.action, "value": self.value}
+
+
+class Create(Record):
+    action = "create"
+    __slots__ = ("object",)
+    __hash__ = None     # holds a manifest (a dict)
+
+    def __init__(self, object: dict):
+        self.object = object
+
+    def to_dict(self, shared=None):
+        return {"action": self.action, "object": self.object}
+
+
+class Patch(Record):
+    """A JSON merge patch of `target` (backed up first)."""
+
+    action = "patch"
+    __slots__ = ("target", "patch")
+    __hash__ = None
+
+    def __init__(self, target: Ref, patch: dict):
+        self.target = target
+        self.patch = patch
+
+    def to_dict(self, shared=None):
+        return {"action": self.action, "target": _target(self.target, shared), "patch": self.patch}
+
+
+class Delete(Record):
+    action = "delete"
+    __slots__ = ("target",)
+
+    def __init__(self, target: Ref):
+        self.target = target
+
+    def to_dict(self, shared=None):
+        return {"action": self.action, "target": _target(self.target, shared)}
+
+
+class Wait(Record):
+    """Poll `target` until `condition` (AVAILABLE, BOUND, UNUSED, DELETED, value=true|false)."""
+
+    action = "wait"
+    __slots__ = ("target", "condition")
+
+    def __init__(self, target: Ref, condition: str):
+        self.target = target
+        self.condition = condition
+
+    def to_dict(self, shared=None):
+        return {"action": self.action, "target": _target(self.target, shared), "for": self.condition}
 
 
 # -- small helpers ---------------------------------------------------------------------------
@@ -283,12 +380,10 @@ def plan(inputs: Inputs, request: Request) -> Plan:
                         f"with the Setting on, its next edit (and its re-creation) is refused; remove the flag "
                         f"from extraArgs once the Binding's dtype is the one it should run")
 
-    steps: list[dict] = []
+    steps: list = []
     if turn_off:
-        steps += [{"action": "setting", "value": False}, {"action": "wait", "target": setting_ref(),
-                                                            "for": value_for(False)}]
-    steps += [{"action": "create", "object": target_binding},
-              {"action": "wait", "target": ref(BINDING_KIND, ns, target_name), "for": BOUND}]
+        steps += [SetSetting(False), Wait(setting_ref(), value_for(False))]
+    steps += [Create(target_binding), Wait(ref(BINDING_KIND, ns, target_name), BOUND)]
     taken = {_meta(m).get("name") for m in inputs.deployments}
     for md, present in movers:
         steps += _move(md, present, request.strategy, target_name, old_dtype, dtype, inputs, taken, warnings)
@@ -310,12 +405,9 @@ def plan(inputs: Inputs, request: Request) -> Plan:
     old_ref = ref(BINDING_KIND, ns, old_name)
     if not inputs.binding_gone:
         uid = _meta(old).get("uid")
-        steps += [{"action": "wait", "target": old_ref, "for": UNUSED},
-                  {"action": "delete", "target": dict(old_ref, **({"uid": uid} if uid else {}))},
-                  {"action": "wait", "target": old_ref, "for": DELETED}]
+        steps += [Wait(old_ref, UNUSED), Delete(old_ref.replace(uid=uid or None)), Wait(old_ref, DELETED)]
     if turn_off or turned_off_before:
-        steps += [{"action": "setting", "value": True}, {"action": "wait", "target": setting_ref(),
-                                                           "for": value_for(True)}]
+        steps += [SetSetting(True), Wait(setting_ref(), value_for(True))]
     elif on is False:
         notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
                      "'kubectl kvcache check -A' finds no errors (it rolls every pool-attached deployment)")
@@ -441,7 +533,7 @@ def _setting_was_on(obj) -> bool:
     return value is None or str(value) in ("1", "t", "T", "TRUE", "true", "True")
 
 
-def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> list[dict]:
+def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> list:
     meta = _meta(md)
     ns, name = meta.get("namespace") or inputs.namespace, meta.get("name")
     owner = controller_of(md)
@@ -453,18 +545,13 @@ def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, w
         new = new_deployment(md, name, target_name)
         steps = []
         if present:
-            old_ref = ref(MD_KIND, ns, name, **({"uid": meta["uid"]} if meta.get("uid") else {}))
-            steps += [{"action": "delete", "target": old_ref},
-                      {"action": "wait", "target": ref(MD_KIND, ns, name), "for": DELETED}]
-        return steps + [{"action": "create", "object": new},
-                        {"action": "wait", "target": ref(MD_KIND, ns, name), "for": AVAILABLE}]
+            steps += [Delete(ref(MD_KIND, ns, name, meta.get("uid") or None)), Wait(ref(MD_KIND, ns, name), DELETED)]
+        return steps + [Create(new), Wait(ref(MD_KIND, ns, name), AVAILABLE)]
     new_name = _free_name(name, old_dtype, dtype, target_name, md, inputs, taken)
     taken.add(new_name)
-    steps = [{"action": "create", "object": new_deployment(md, new_name, target_name)},
-             {"action": "wait", "target": ref(MD_KIND, ns, new_name), "for": AVAILABLE}]
+    steps = [Create(new_deployment(md, new_name, target_name)), Wait(ref(MD_KIND, ns, new_name), AVAILABLE)]
     if present:
-        steps.append({"action": "delete", "target": ref(MD_KIND, ns, name,
-                                                        **({"uid": meta["uid"]} if meta.get("uid") else {}))})
+        steps.append(Delete(ref(MD_KIND, ns, name, meta.get("uid") or None)))
     return steps
 
 
@@ -485,7 +572,7 @@ def _free_name(name, old_dtype, dtype, target_name, md, inputs, taken) -> str:
                       f"--strategy replace")
 
 
-def _repoint(workload, old_name, target_name, manual) -> dict | None:
+def _repoint(workload, old_name, target_name, manual) -> Patch | None:
     kind, meta = workload.get("kind"), _meta(workload)
     template = template_of(workload) or {}
     annotations = (template.get("metadata") or {}).get("annotations") or {}
@@ -499,5 +586,5 @@ def _repoint(workload, old_name, target_name, manual) -> dict | None:
                        "do": f"recreate it with annotation {BINDING_ANNOTATION}={target_name} in its Pod template "
                              f"(a {kind}'s template cannot be changed)"})
         return None
-    return {"action": "patch", "target": ref(kind, meta.get("namespace"), meta.get("name")),
-            "patch": template_patch(kind, {BINDING_ANNOTATION: target_name})}
+    return Patch(ref(kind, meta.get("namespace"), meta.get("name")),
+                 template_patch(kind, {BINDING_ANNOTATION: target_name}))

@@ -1,7 +1,7 @@
 """The operator's Setting model-deployment-kv-cache-dtype-owned: what its value means.
 
 Pure: the value as the operator reads it (Go's strconv.ParseBool), its default, what flipping
-it touches (blast radius), and the merge patch that flips it (the command that flips it back is cli/commands/setting.py's).
+it touches (blast radius), and the merge patch that flips it (the command that flips it back: cli/flows/setting.py).
 How it is shown is render/setting.py.
 """
 

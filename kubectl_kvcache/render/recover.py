@@ -24,7 +24,9 @@ _FOR = {"available": "is available (condition Available=True for its current gen
 
 
 def describe(step) -> str:
-    """One line for a step of the plan."""
+    """One line for a step of the plan (as the RecoveryPlan document writes it)."""
+    if hasattr(step, "to_dict"):       # a typed step (judge/recover.py) in the executor's progress
+        step = step.to_dict()
     action = step.get("action")
     if action == "setting":
         word = "true" if step["value"] else "false"

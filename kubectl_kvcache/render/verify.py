@@ -7,7 +7,7 @@ import shlex
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 from kubectl_kvcache.render.core import NONE, Column, View, cell, escape, line, live_clear, live_line
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
-                                    recover_command, state_label)
+                                          recover_command, state_label)
 
 
 def version_label(engine, version, source):

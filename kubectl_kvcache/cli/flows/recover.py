@@ -134,16 +134,16 @@ class Executor:
     def probe(self, step):
         """'already done: ...' when the cluster shows the step finished, else None; Conflict when
         the object the step would create exists with something else."""
-        action = step["action"]
+        action = step.action
         if action == "setting":
             obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
             if obj is None:
                 raise NotFound(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} does not exist")
             record = records.setting_record(obj, "cluster")
             asked = st.parse_bool(record.spec_value) if record.spec_value is not None else st.effective_value(record)
-            return f"already done (spec.value {record.spec_value!r})" if asked == step["value"] else None
+            return f"already done (spec.value {record.spec_value!r})" if asked == step.value else None
         if action == "create":
-            obj = step["object"]
+            obj = step.object
             kind, ns, name = obj["kind"], _ns(obj), _name(obj)
             existing = self.get(kind, ns, name)
             if existing is None:
@@ -156,18 +156,18 @@ class Executor:
             raise Conflict(f"conflict: {kind} {ns}/{name} exists and is not the planned object (its spec differs); "
                            f"nothing was overwritten")
         if action == "patch":
-            t = step["target"]
-            existing = self.get(t["kind"], t["namespace"], t["name"])
+            t = step.target
+            existing = self.get(t.kind, t.namespace, t.name)
             if existing is None:
-                raise NotFound(f"{t['kind']} {t['namespace']}/{t['name']} no longer exists")
-            return "already done (the annotation names the new Binding)" if recover.contains(existing, step["patch"]) \
+                raise NotFound(f"{t.kind} {t.namespace}/{t.name} no longer exists")
+            return "already done (the annotation names the new Binding)" if recover.contains(existing, step.patch) \
                 else None
         if action == "delete":
-            t = step["target"]
-            existing = self.get(t["kind"], t["namespace"], t["name"])
+            t = step.target
+            existing = self.get(t.kind, t.namespace, t.name)
             if existing is None:
                 return "already done (it is gone)"
-            if t.get("uid") and (existing.get("metadata") or {}).get("uid") != t["uid"]:
+            if t.uid and (existing.get("metadata") or {}).get("uid") != t.uid:
                 return "already done (the name is held by a new object)"
             if (existing.get("metadata") or {}).get("deletionTimestamp"):
                 return "already done (its deletion waits for its finalizers)"
@@ -176,7 +176,7 @@ class Executor:
 
     def probe_all(self):
         for n, step in enumerate(self.steps, 1):
-            if step["action"] != "wait":
+            if step.action != "wait":
                 outcome = self.probe(step)
                 if outcome:
                     self.done[n] = outcome
@@ -186,25 +186,25 @@ class Executor:
     def requests(self):
         fm = f"fieldManager={self.options.field_manager}"
         for n, step in enumerate(self.steps, 1):
-            action = step["action"]
+            action = step.action
             if action == "setting":
-                word = "true" if step["value"] else "false"
+                word = "true" if step.value else "false"
                 yield (f"{n}. PATCH {self.path(recover.SETTING_KIND, None)}?{fm} merge patch "
                        f"{{\"metadata\":{{\"resourceVersion\":<as read>}},\"spec\":{{\"value\":\"{word}\"}}}}")
             elif action == "create":
-                obj = step["object"]
+                obj = step.object
                 yield f"{n}. POST {self.path(obj['kind'], _ns(obj))}?{fm} ({obj['kind']} {_name(obj)})"
             elif action == "patch":
-                t = step["target"]
-                yield (f"{n}. PATCH {self.path(t['kind'], t['namespace'], t['name'])}?{fm} merge patch "
-                       f"{json.dumps(step['patch'])} + metadata.resourceVersion as read (after a backup)")
+                t = step.target
+                yield (f"{n}. PATCH {self.path(t.kind, t.namespace, t.name)}?{fm} merge patch "
+                       f"{json.dumps(step.patch)} + metadata.resourceVersion as read (after a backup)")
             elif action == "delete":
-                t = step["target"]
-                yield (f"{n}. DELETE {self.path(t['kind'], t['namespace'], t['name'])} preconditions uid "
-                       f"{t.get('uid')} + resourceVersion as read, propagationPolicy Background (after a backup)")
+                t = step.target
+                yield (f"{n}. DELETE {self.path(t.kind, t.namespace, t.name)} preconditions uid "
+                       f"{t.uid} + resourceVersion as read, propagationPolicy Background (after a backup)")
             else:
-                t = step["target"]
-                yield (f"{n}. GET {self.path(t['kind'], t['namespace'], t['name'])} until it {step['for']} "
+                t = step.target
+                yield (f"{n}. GET {self.path(t.kind, t.namespace, t.name)} until it {step.condition} "
                        f"(every {POLL_SECONDS:g}s, up to --timeout)")
 
     # the server dry run ------------------------------------------------------------------------
@@ -212,7 +212,7 @@ class Executor:
     def server_dry_run(self):
         results = []
         for n, step in enumerate(self.steps, 1):
-            if step["action"] == "wait":
+            if step.action == "wait":
                 continue
             if n in self.done:
                 results.append((n, step, self.done[n]))
@@ -225,15 +225,15 @@ class Executor:
         return results
 
     def _dry_run(self, step):
-        action, fm = step["action"], self.options.field_manager
+        action, fm = step.action, self.options.field_manager
         if action == "setting":
             obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
             rv = (obj.get("metadata") or {}).get("resourceVersion")
-            self.client.patch_merge(self.path(recover.SETTING_KIND, None), st.patch_body(rv, step["value"]),
+            self.client.patch_merge(self.path(recover.SETTING_KIND, None), st.patch_body(rv, step.value),
                                     field_manager=fm, dry_run=True, what=_what("patch", recover.setting_ref()))
             return "accepted"
         if action == "create":
-            obj = copy.deepcopy(step["object"])
+            obj = copy.deepcopy(step.object)
             kind, ns, name = obj["kind"], _ns(obj), _name(obj)
             note = "accepted"
             if self.get(kind, ns, name) is not None:      # replace: the old one still holds the name
@@ -245,14 +245,14 @@ class Executor:
                                what=f"create {_resource(kind)} {name} in namespace {ns}")
             return note
         if action == "patch":
-            t = step["target"]
-            current = self.get(t["kind"], t["namespace"], t["name"])
-            body = _guarded(step["patch"], current)
-            self.client.patch_merge(self.path(t["kind"], t["namespace"], t["name"]), body, field_manager=fm,
+            t = step.target
+            current = self.get(t.kind, t.namespace, t.name)
+            body = _guarded(step.patch, current)
+            self.client.patch_merge(self.path(t.kind, t.namespace, t.name), body, field_manager=fm,
                                     dry_run=True, what=_what("patch", t))
             return "accepted"
-        t = step["target"]
-        self.client.delete(self.path(t["kind"], t["namespace"], t["name"]), uid=t.get("uid"), dry_run=True,
+        t = step.target
+        self.client.delete(self.path(t.kind, t.namespace, t.name), uid=t.uid, dry_run=True,
                            what=_what("delete", t))
         return "accepted"
 
@@ -275,7 +275,7 @@ class Executor:
         n = 0
         try:
             for n, step in enumerate(self.steps, 1):
-                outcome = self.probe(step) if step["action"] != "wait" else None    # fresh: earlier steps moved it
+                outcome = self.probe(step) if step.action != "wait" else None    # fresh: earlier steps moved it
                 if not outcome:
                     outcome = self.execute(n, step)
                 view.step_result(n, total, step, outcome, self.out)
@@ -291,11 +291,11 @@ class Executor:
         return exitcodes.OK
 
     def execute(self, n, step) -> str:
-        action = step["action"]
+        action = step.action
         if action == "setting":
-            return self._setting(step["value"])
+            return self._setting(step.value)
         if action == "create":
-            return self._create(step["object"])
+            return self._create(step.object)
         if action == "patch":
             return self._patch(step)
         if action == "delete":
@@ -321,77 +321,77 @@ class Executor:
             created = self.client.create(self.path(kind, ns), obj, field_manager=self.options.field_manager,
                                          what=f"create {_resource(kind)} {name} in namespace {ns}")
         except Conflict:
-            if self.probe({"action": "create", "object": obj}):
+            if self.probe(recover.Create(obj)):
                 return "already done (created meanwhile with the planned spec)"
             raise
         return f"created (uid {(created.get('metadata') or {}).get('uid')})"
 
     def _patch(self, step):
-        t = step["target"]
+        t = step.target
         for _ in range(RETRIES):
-            current = self.get(t["kind"], t["namespace"], t["name"])
+            current = self.get(t.kind, t.namespace, t.name)
             if current is None:
-                raise NotFound(f"{t['kind']} {t['namespace']}/{t['name']} no longer exists")
-            if recover.contains(current, step["patch"]):
+                raise NotFound(f"{t.kind} {t.namespace}/{t.name} no longer exists")
+            if recover.contains(current, step.patch):
                 return "already done"
             self.backup(current)
             try:
-                self.client.patch_merge(self.path(t["kind"], t["namespace"], t["name"]),
-                                        _guarded(step["patch"], current), field_manager=self.options.field_manager,
+                self.client.patch_merge(self.path(t.kind, t.namespace, t.name),
+                                        _guarded(step.patch, current), field_manager=self.options.field_manager,
                                         what=_what("patch", t))
                 return "patched"
             except Conflict:
                 continue        # it changed between the read and the patch: read it again, back it up again
-        raise Conflict(f"conflict: {t['kind']} {t['namespace']}/{t['name']} kept changing; it was not patched")
+        raise Conflict(f"conflict: {t.kind} {t.namespace}/{t.name} kept changing; it was not patched")
 
     def _delete(self, n, step):
-        t = step["target"]
-        if t["kind"] == recover.MD_KIND and self.options.strategy == recover.SIDE_BY_SIDE:
+        t = step.target
+        if t.kind == recover.MD_KIND and self.options.strategy == recover.SIDE_BY_SIDE:
             self._replacement_ready(n, t)
-        original = self.originals.get((t["kind"], t["namespace"], t["name"]))
+        original = self.originals.get((t.kind, t.namespace, t.name))
         for _ in range(RETRIES):
-            current = self.get(t["kind"], t["namespace"], t["name"])
+            current = self.get(t.kind, t.namespace, t.name)
             if current is None:
                 return "already gone"
             meta = current.get("metadata") or {}
-            if t.get("uid") and meta.get("uid") != t["uid"]:
+            if t.uid and meta.get("uid") != t.uid:
                 return "already gone (the name is held by a new object)"
             if original is not None and current.get("spec") != original.get("spec"):
-                raise Conflict(f"conflict: {t['kind']} {t['namespace']}/{t['name']} changed since the plan was made "
+                raise Conflict(f"conflict: {t.kind} {t.namespace}/{t.name} changed since the plan was made "
                                f"(its spec differs); it was not deleted: review it and run again")
             path = self.backup(current)
             try:
-                self.client.delete(self.path(t["kind"], t["namespace"], t["name"]), uid=meta.get("uid"),
+                self.client.delete(self.path(t.kind, t.namespace, t.name), uid=meta.get("uid"),
                                    resource_version=meta.get("resourceVersion"), what=_what("delete", t))
                 return f"deleted (backup {path})"
             except Conflict:
                 continue        # its resourceVersion moved (e.g. a status update): read and back up again
             except NotFound:
                 return "already gone"
-        raise Conflict(f"conflict: {t['kind']} {t['namespace']}/{t['name']} kept changing; it was not deleted")
+        raise Conflict(f"conflict: {t.kind} {t.namespace}/{t.name} kept changing; it was not deleted")
 
     def _replacement_ready(self, n, target):
         """Side-by-side: the old deployment goes only once its replacement exists and is available."""
-        create = next((s for s in reversed(self.steps[:n - 1]) if s["action"] == "create"
-                       and s["object"]["kind"] == recover.MD_KIND), None)
+        create = next((s for s in reversed(self.steps[:n - 1]) if s.action == "create"
+                       and s.object["kind"] == recover.MD_KIND), None)
         if create is None:
             return
-        new = create["object"]
+        new = create.object
         current = self.get(recover.MD_KIND, _ns(new), _name(new))
         if current is None or not _available(current) or recover.binding_named(current) != self.new_binding:
-            raise PluginError(f"refusing to delete ModelDeployment {target['namespace']}/{target['name']}: its "
+            raise PluginError(f"refusing to delete ModelDeployment {target.namespace}/{target.name}: its "
                               f"replacement {_name(new)} is not available")
 
     def _wait(self, n, step):
-        t, cond = step["target"], step["for"]
+        t, cond = step.target, step.condition
         label = (f"the Setting reports status.value {cond[6:]}" if cond.startswith("value=")
-                 else f"{t['kind']} {t['namespace']}/{t['name']} is {cond}")
+                 else f"{t.kind} {t.namespace}/{t.name} is {cond}")
         check = self._condition(n, step)
         start = self.clock()
         limit = self.options.timeout
         first = True
         while True:
-            obj = self.get(t["kind"], t["namespace"], t["name"])
+            obj = self.get(t.kind, t.namespace, t.name)
             ok, state = check(obj)
             elapsed = self.clock() - start
             if ok:
@@ -411,7 +411,7 @@ class Executor:
             self._progress = False
 
     def _condition(self, n, step):
-        cond = step["for"]
+        cond = step.condition
         if cond.startswith("value="):
             want = cond == recover.value_for(True)
 
@@ -431,9 +431,8 @@ class Executor:
                          if isinstance(u, dict) and u.get("kind") == recover.MD_KIND]
                 return not users, ("status.usedBy: " + ", ".join(map(str, users))) if users else "used by none"
             return unused
-        uid = next((s["target"].get("uid") for s in reversed(self.steps[:n - 1]) if s["action"] == "delete"
-                    and {k: s["target"][k] for k in ("kind", "namespace", "name")}
-                    == {k: step["target"][k] for k in ("kind", "namespace", "name")}), None)
+        uid = next((s.target.uid for s in reversed(self.steps[:n - 1]) if s.action == "delete"
+                    and s.target.key() == step.target.key()), None)
 
         def deleted(obj):
             if obj is None:
@@ -456,9 +455,10 @@ class Executor:
         return path
 
     def resume_command(self) -> str:
-        t, o = self.plan.target, self.options
+        goal, o = self.plan.target, self.options
         argv = ["kubectl", "kvcache", "recover", self.plan.binding["name"], "-n", self.namespace,
-                "--dtype", t["dtype"], "--name", t["name"], "--domain", t["domain"], "--strategy", t["strategy"],
+                "--dtype", goal["dtype"], "--name", goal["name"], "--domain", goal["domain"],
+                "--strategy", goal["strategy"],
                 "--backup-dir", self.backup_dir]
         if o.timeout is not None:
             argv += ["--timeout", f"{o.timeout:g}s"]
@@ -509,6 +509,6 @@ def _resource(kind):
 
 
 def _what(verb, target):
-    return f"{verb} {_resource(target['kind'])} {target['name']} in namespace {target['namespace']}"
+    return f"{verb} {_resource(target.kind)} {target.name} in namespace {target.namespace}"
 
 

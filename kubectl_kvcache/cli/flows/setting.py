@@ -157,7 +157,8 @@ def count_blast_radius(client, chunk) -> st.BlastRadius:
         md_why = str(exc)
     pods, pods_why = None, ""
     try:
-        pods = client.list(api.collection_path(client, api.POD), records.pod_record, selector=f"{api.INJECT_LABEL}=true",
+        pods = client.list(api.collection_path(client, api.POD), records.pod_record,
+                           selector=f"{api.INJECT_LABEL}=true",
                            chunk=chunk, what="list pods in all namespaces")
     except (Forbidden, NotFound) as exc:
         pods_why = str(exc)

@@ -28,8 +28,9 @@ from kubectl_kvcache.judge.checks.roles import RoleEntry, check_roles
 from kubectl_kvcache.judge.checks.setting import setting_finding, setting_state
 from kubectl_kvcache.engine import MINIMUM
 
-__all__ = ["BINDING_FAILURES", "BindingEntry", "CODES", "Code", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM", "Report", "RoleEntry",
-           "SEVERITIES", "Use", "WARNING", "accepted_since", "check", "flag_tokens", "suggest_dtype"]
+__all__ = ["BINDING_FAILURES", "BindingEntry", "CODES", "Code", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM",
+           "Report", "RoleEntry", "SEVERITIES", "Use", "WARNING", "accepted_since", "check", "flag_tokens",
+           "suggest_dtype"]
 
 
 _RANK = {s: n for n, s in enumerate(SEVERITIES)}
@@ -42,7 +43,8 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     on = state["on"] if state["on"] is not None else setting_mod.DEFAULT
     if state["source"] == records.NOT_SERVED:
         on = False      # before the upgrade the operator renders nothing today; the findings judge the upgrade
-    deployments = sorted((md for md in snapshot.deployments.values() if records.in_namespace(md.namespace, snapshot.namespace)),
+    deployments = sorted((md for md in snapshot.deployments.values()
+                          if records.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
     pods = EnginePods(snapshot)
     optins = opt_ins(snapshot)

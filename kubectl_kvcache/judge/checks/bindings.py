@@ -5,7 +5,7 @@ from __future__ import annotations
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.judge.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
-                                            injected_engine, plain, suggest_dtype)
+                                                  injected_engine, plain, suggest_dtype)
 from kubectl_kvcache.judge.checks.findings import Finding, finding
 from kubectl_kvcache.judge.checks.inputs import EnginePods, target_container, unique
 from kubectl_kvcache.engine import SAME_FORMAT

@@ -6,8 +6,8 @@ from __future__ import annotations
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import verify
 from kubectl_kvcache.operator import api
-from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens, operator_tokens,
-                                            plain)
+from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens,
+                                                  operator_tokens, plain)
 from kubectl_kvcache.judge.checks.findings import ERROR, INFO, WARNING, Finding, finding
 from kubectl_kvcache.engine import Token, predict
 from kubectl_kvcache.record import Record
