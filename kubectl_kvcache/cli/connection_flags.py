@@ -1,6 +1,7 @@
 """kubectl's connection flags, in one place: their registration on a command's parser, their
-conversion to options.Connection (validated before anything is sent), and back to argv for the
-command lines the plugin prints (the undo and resume commands)."""
+conversion to options.Connection (validated before anything is sent; also from the words
+completion parsed), and back to argv for the command lines the plugin prints (the undo and
+resume commands)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,21 @@ def connection(ns) -> Connection:
     if conn.chunk_size < 0:
         raise PluginError(f"--chunk-size must be 0 or more, not {conn.chunk_size}")
     return conn
+
+
+def from_completion(given, request_timeout) -> Connection:
+    """The Connection the flags typed so far describe, as completion parsed them (`given`: dest ->
+    value; flags not typed: kubectl's defaults), each request bounded by `request_timeout`."""
+    def text(key):
+        value = given.get(key)
+        return value if isinstance(value, str) and value else None
+    groups = given.get("as_group")
+    return Connection(kubeconfig=text("kubeconfig"), context=text("context"), cluster=text("cluster"),
+                      user=text("user"), server=text("server"), token=text("token"),
+                      certificate_authority=text("certificate_authority"),
+                      insecure_skip_tls_verify=given.get("insecure_skip_tls_verify") is True,
+                      as_user=text("as_user"), as_groups=(groups,) if isinstance(groups, str) else (),
+                      request_timeout=request_timeout)
 
 
 # -- back to argv -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import threading
 from kubectl_kvcache import exitcodes, render
 from kubectl_kvcache.cli import completion
 from kubectl_kvcache.operator import api
-from kubectl_kvcache.options import Connection
+from kubectl_kvcache.cli import connection_flags
 
 DEFAULT_TIMEOUT = 2.0
 EXECUTABLE = "kubectl-kvcache"
@@ -34,20 +34,6 @@ def _timeout() -> float:
         return DEFAULT_TIMEOUT
 
 
-def connection_from(given) -> Connection:
-    """The Connection the typed flags describe (flags not typed: kubectl's defaults)."""
-    def text(key):
-        value = given.get(key)
-        return value if isinstance(value, str) and value else None
-    groups = given.get("as_group")
-    return Connection(kubeconfig=text("kubeconfig"), context=text("context"), cluster=text("cluster"),
-                      user=text("user"), server=text("server"), token=text("token"),
-                      certificate_authority=text("certificate_authority"),
-                      insecure_skip_tls_verify=given.get("insecure_skip_tls_verify") is True,
-                      as_user=text("as_user"), as_groups=(groups,) if isinstance(groups, str) else (),
-                      request_timeout=f"{_timeout():g}s")
-
-
 def _names(data):
     return [((i.get("metadata") or {}).get("name") or "") for i in (data or {}).get("items") or ()
             if isinstance(i, dict)]
@@ -57,7 +43,7 @@ def cluster_names(kind, given):
     """Names of `kind` (namespaces, pods, bindings, contexts, clusters, users) for these flags."""
     from kubectl_kvcache import kube
 
-    conn = connection_from(given)
+    conn = connection_flags.from_completion(given, f"{_timeout():g}s")
     if kind in ("contexts", "clusters", "users"):
         return kube.kubeconfig_names(conn, kind)
     client = kube.Client(conn)
