@@ -328,6 +328,38 @@ def new_deployment(old, name, binding) -> dict:
 # -- the plan ------------------------------------------------------------------------------
 
 def plan(inputs: Inputs, request: Request) -> Plan:
+    """The recovery in order: the new Binding (validated), the Setting's part, the steps, what is
+    left to do by hand. A refusal is a PluginError."""
+    target = _resolve_target(inputs, request)
+    warnings = [f"{use.kind} {use.name}: {use.problem}, so dtype {target.dtype!r} is not checked against it"
+                for use in (target.entry.uses if target.entry else ()) if use.problem]
+    movers = _deployments_to_move(inputs, target.old_name)
+    setting = _setting_decision(inputs, target, movers, warnings)
+    manual, notes = [], list(inputs.notes)
+    steps = _steps(inputs, request, target, movers, setting, warnings, manual)
+    manual += _pods_by_hand(inputs, target)
+    if not (setting.turn_off or setting.turned_off_before) and setting.on is False:
+        notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
+                     "'kubectl kvcache check -A' finds no errors (it rolls every pool-attached deployment)")
+    return Plan(_binding_view(inputs, target), _target_view(request, target, setting), steps, warnings, manual,
+                notes)
+
+
+class _Target(Record):
+    """The Binding recovered from and the new one, once every rule about them held."""
+
+    __slots__ = ("namespace", "old_name", "old", "pool", "old_domain", "old_dtype", "entry", "rejected", "dtype",
+                 "source", "name", "domain", "binding")
+    __hash__ = None
+
+    def __init__(self, namespace, old_name, old, pool, old_domain, old_dtype, entry, rejected, dtype, source, name,
+                 domain, binding):
+        self.namespace, self.old_name, self.old, self.pool = namespace, old_name, old, pool
+        self.old_domain, self.old_dtype, self.entry, self.rejected = old_domain, old_dtype, entry, rejected
+        self.dtype, self.source, self.name, self.domain, self.binding = dtype, source, name, domain, binding
+
+
+def _resolve_target(inputs: Inputs, request: Request) -> _Target:
     if request.strategy not in STRATEGIES:
         raise PluginError(f"--strategy {request.strategy!r}: use one of {', '.join(STRATEGIES)}")
     ns, old_name = inputs.namespace, inputs.binding_name
@@ -355,21 +387,30 @@ def plan(inputs: Inputs, request: Request) -> Plan:
                           f"{pool_of(existing)}, domain {domain_name(existing)}, dtype "
                           f"{domain_of(existing).get('dtype')!r}); pass --name to choose another name")
     _check_receivers(inputs, ns, target_name, dtype, entry)
+    return _Target(ns, old_name, old, pool, old_domain, old_dtype, entry, rejected, dtype, source, target_name,
+                   domain, target_binding)
 
-    warnings, manual, notes = [], [], list(inputs.notes)
-    for use in (entry.uses if entry else ()):
-        if use.problem:
-            warnings.append(f"{use.kind} {use.name}: {use.problem}, so dtype {dtype!r} is not checked against it")
-    movers = _deployments_to_move(inputs, old_name)
+
+class _SettingPart(Record):
+    """on: the Setting's value now; turn_off: off for the recovery (and on again at the end);
+    turned_off_before: an earlier run turned it off (so this one turns it on at the end)."""
+
+    __slots__ = ("on", "turn_off", "turned_off_before")
+
+    def __init__(self, on, turn_off, turned_off_before):
+        self.on, self.turn_off, self.turned_off_before = on, turn_off, turned_off_before
+
+
+def _setting_decision(inputs: Inputs, target: _Target, movers, warnings) -> _SettingPart:
+    """Off while replicas would crash-loop or roles passing the flag themselves are re-created."""
     state = inputs.report.setting
     on = state.get("on")
     if on is None:
         raise PluginError(f"the Setting's status.value {state.get('value')!r} is not a boolean the operator reads; "
                           f"fix it first ('kubectl kvcache setting on|off')")
-    crash = bool(rejected)
-    own_flags = [r for r in inputs.report.roles if r.type == "own-flag" and r.namespace == ns
+    own_flags = [r for r in inputs.report.roles if r.type == "own-flag" and r.namespace == target.namespace
                  and r.deployment in {_meta(m).get("name") for m, _ in movers}]
-    turn_off = on is True and (crash or bool(own_flags))
+    turn_off = on is True and (bool(target.rejected) or bool(own_flags))
     turned_off_before = on is False and any(_setting_was_on(b) for b in inputs.backups)
     if turn_off and inputs.setting is not None and inputs.setting.editable is False:
         raise PluginError("the Setting is not editable (status.editable is false): it cannot be turned off "
@@ -379,47 +420,64 @@ def plan(inputs: Inputs, request: Request) -> Plan:
         warnings.append(f"ModelDeployment {r.deployment} role {r.role} passes its own --kv-cache-dtype ({paths}): "
                         f"with the Setting on, its next edit (and its re-creation) is refused; remove the flag "
                         f"from extraArgs once the Binding's dtype is the one it should run")
+    return _SettingPart(on, turn_off, turned_off_before)
 
-    steps: list = []
-    if turn_off:
+
+def _steps(inputs: Inputs, request: Request, target: _Target, movers, setting: _SettingPart, warnings,
+           manual) -> list:
+    """Setting off; the new Binding, bound; each deployment moved; templates re-pointed; the old
+    Binding unused and deleted; Setting back on."""
+    ns, steps = target.namespace, []
+    if setting.turn_off:
         steps += [SetSetting(False), Wait(setting_ref(), value_for(False))]
-    steps += [Create(target_binding), Wait(ref(BINDING_KIND, ns, target_name), BOUND)]
+    steps += [Create(target.binding), Wait(ref(BINDING_KIND, ns, target.name), BOUND)]
     taken = {_meta(m).get("name") for m in inputs.deployments}
     for md, present in movers:
-        steps += _move(md, present, request.strategy, target_name, old_dtype, dtype, inputs, taken, warnings)
+        steps += _move(md, present, request.strategy, target.name, target.old_dtype, target.dtype, inputs, taken,
+                       warnings)
     for w in sorted(inputs.workloads, key=lambda o: (o.get("kind", ""), _meta(o).get("name", ""))):
-        step = _repoint(w, old_name, target_name, manual)
+        step = _repoint(w, target.old_name, target.name, manual)
         if step:
             steps.append(step)
+    old_ref = ref(BINDING_KIND, ns, target.old_name)
+    if not inputs.binding_gone:
+        uid = _meta(target.old).get("uid")
+        steps += [Wait(old_ref, UNUSED), Delete(old_ref.replace(uid=uid or None)), Wait(old_ref, DELETED)]
+    if setting.turn_off or setting.turned_off_before:
+        steps += [SetSetting(True), Wait(setting_ref(), value_for(True))]
+    return steps
+
+
+def _pods_by_hand(inputs: Inputs, target: _Target) -> list[dict]:
+    """Opted-in Pods no plan step re-points: a bare Pod, or one owned by something not a workload."""
+    manual = []
     for pod in inputs.pods:
-        if pod.annotations.get(BINDING_ANNOTATION) != old_name or pod.md_controlled:
+        if pod.annotations.get(BINDING_ANNOTATION) != target.old_name or pod.md_controlled:
             continue
         if pod.owner is None:
             manual.append({"kind": "Pod", "namespace": pod.namespace, "name": pod.name,
-                           "do": f"recreate it with annotation {BINDING_ANNOTATION}={target_name} (a bare Pod: "
+                           "do": f"recreate it with annotation {BINDING_ANNOTATION}={target.name} (a bare Pod: "
                                  f"nothing recreates it)"})
         elif pod.owner[1] not in api.WORKLOAD_KINDS:
             manual.append({"kind": "Pod", "namespace": pod.namespace, "name": pod.name,
-                           "do": f"point its owner {pod.owner[1]} {pod.owner[2]} at {target_name} "
+                           "do": f"point its owner {pod.owner[1]} {pod.owner[2]} at {target.name} "
                                  f"(annotation {BINDING_ANNOTATION} of its Pod template)"})
-    old_ref = ref(BINDING_KIND, ns, old_name)
-    if not inputs.binding_gone:
-        uid = _meta(old).get("uid")
-        steps += [Wait(old_ref, UNUSED), Delete(old_ref.replace(uid=uid or None)), Wait(old_ref, DELETED)]
-    if turn_off or turned_off_before:
-        steps += [SetSetting(True), Wait(setting_ref(), value_for(True))]
-    elif on is False:
-        notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
-                     "'kubectl kvcache check -A' finds no errors (it rolls every pool-attached deployment)")
+    return manual
 
-    binding_view = {"namespace": ns, "name": old_name, "pool": pool, "domain": old_domain, "dtype": old_dtype,
-                    "blockSize": domain_of(old).get("blockSize"), "exists": not inputs.binding_gone,
-                    "rejectedBy": [{"kind": u.kind, "name": u.name, **e.to_dict(), "reason": why}
-                                   for u, e, why in rejected]}
-    target = {"namespace": ns, "name": target_name, "pool": pool, "domain": domain, "dtype": dtype,
-              "dtypeSource": source, "strategy": request.strategy,
-              "setting": {"on": on, "turnOff": turn_off, "turnOnAtEnd": turn_off or turned_off_before}}
-    return Plan(binding_view, target, steps, warnings, manual, notes)
+
+def _binding_view(inputs: Inputs, target: _Target) -> dict:
+    old = target.old
+    return {"namespace": target.namespace, "name": target.old_name, "pool": target.pool, "domain": target.old_domain,
+            "dtype": target.old_dtype, "blockSize": domain_of(old).get("blockSize"), "exists": not inputs.binding_gone,
+            "rejectedBy": [{"kind": u.kind, "name": u.name, **e.to_dict(), "reason": why}
+                           for u, e, why in target.rejected]}
+
+
+def _target_view(request: Request, target: _Target, setting: _SettingPart) -> dict:
+    return {"namespace": target.namespace, "name": target.name, "pool": target.pool, "domain": target.domain,
+            "dtype": target.dtype, "dtypeSource": target.source, "strategy": request.strategy,
+            "setting": {"on": setting.on, "turnOff": setting.turn_off,
+                        "turnOnAtEnd": setting.turn_off or setting.turned_off_before}}
 
 
 def _entry(report, ns, name):
