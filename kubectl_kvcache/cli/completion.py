@@ -3,8 +3,8 @@ plugin's `kubectl_complete-<plugin>` with the words typed after the plugin's nam
 being the word to complete, possibly empty, and reads one candidate a line, `candidate<TAB>description`,
 then `:<directive>`).
 
-Pure: the command tree comes in as plain data (cli.py reads it off the parser: nothing here sees
-argparse) and names from the cluster through a `lister(kind, given_flags)` callable, so the
+Pure: the command tree comes in as plain data (spec_of, at the end, reads it off the parser; the
+rules never see argparse) and names from the cluster through a `lister(kind, given_flags)` callable, so the
 rules are testable without a shell or a cluster.
 """
 

@@ -11,7 +11,7 @@ contract (README "recover"):
   {"action": "delete", "target": {kind, namespace, name, uid}}
   {"action": "wait", "target": {kind, namespace, name}, "for": "available|bound|unused|deleted|value=..."}
 
-A refusal is a PluginError (one line, exit 2) saying why. The executor is commands/recover.py.
+A refusal is a PluginError (one line, exit 2) saying why. The executor is cli/flows/recover.py.
 """
 
 from __future__ import annotations

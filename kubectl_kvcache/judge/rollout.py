@@ -3,7 +3,7 @@
 A report in, what changed since the last one and how far the rollout is: counts by status over
 the replicas of the pool-attached ModelDeployments in scope, deployments complete out of all,
 replicas confirmed REJECTED (their engine already exited with code 2: the wait ends early) and
-the replicas left. No I/O; the loop is in commands/verify.py and the words in render/verify.py.
+the replicas left. No I/O; the loop is in cli/flows/verify.py and the words in render/verify.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""One module per command, all alike: `run(options, io) -> exit code`, reading
-load (sources) -> judge (pure) -> render -> exit code. cli.py dispatches to them."""
+"""What each command does once its options are known, one module per command, all alike:
+`run(options, io) -> exit code`, reading load -> judge (pure) -> render -> exit code (and the
+writes: the Setting's patch, recover's executor). Imported only when the command runs
+(cli/commands/<name>.py's run), after the connection started."""
 
 from __future__ import annotations
 
