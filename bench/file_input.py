@@ -16,7 +16,7 @@ Each measurement is a fresh process; wall time and its peak RSS (os.wait4 ru_max
 --runs after one warm-up. Rows:
   json.load                 python -c 'json.load(open(F))'           (the bar: "at most 2x its time")
   yaml CSafeLoader          python -c 'yaml.load(F, CSafeLoader)'    (the bar for YAML)
-  load_files (this)         sources.load_files([F]): read, decode, records (what -f costs)
+  load_files (this)         manifests.load_files([F]): read, decode, records (what -f costs)
   verify -A -o json (this)  the whole command, output to /dev/null
   ... (before)              the same at --before
 """
@@ -116,7 +116,7 @@ def tree_at(rev, workdir):
 def micro(repeat=7):
     """snapshot.pod_record per Pod, this checkout vs --before, in process (the cluster path);
     CPU time (process_time), so that other load on the machine counts less."""
-    return ("import json,sys,time;sys.path.insert(0,sys.argv[1]);from kubectl_kvcache import snapshot as s;"
+    return ("import json,sys,time;sys.path.insert(0,sys.argv[1]);from kubectl_kvcache.operator import records as s;"
             "pods=json.load(open(sys.argv[2]));best=1e9\n"
             f"for _ in range({repeat}):\n"
             " i=s.Interner();t=time.process_time()\n"
@@ -162,8 +162,8 @@ def main(argv=None):
 
         rows = [("json.load", ([py, "-c", "import json,sys; json.load(open(sys.argv[1]))", dump],))]
         for label, tree in trees:
-            rows.append((f"load_files ({label})", ([py, "-c", "import sys; from kubectl_kvcache import sources, options; "
-                                                   "sources.load_files([sys.argv[1]], options.Scope())", dump],
+            rows.append((f"load_files ({label})", ([py, "-c", "import sys; from kubectl_kvcache.load import manifests, scope; "
+                                                   "manifests.load_files([sys.argv[1]], scope.Scope())", dump],
                                                   env(tree))))
             rows.append((f"verify -A -o json ({label})", ([py, "-m", "kubectl_kvcache", "verify", "-A", "-f", dump,
                                                            "-o", "json"], env(tree))))
@@ -179,8 +179,8 @@ def main(argv=None):
             rows = [("yaml CSafeLoader", ([py, "-c", "import yaml,sys; yaml.load(open(sys.argv[1]), Loader=yaml.CSafeLoader)",
                                            ydump],))]
             for label, tree in trees:
-                rows.append((f"load_files ({label})", ([py, "-c", "import sys; from kubectl_kvcache import sources, "
-                                                       "options; sources.load_files([sys.argv[1]], options.Scope())",
+                rows.append((f"load_files ({label})", ([py, "-c", "import sys; from kubectl_kvcache.load import manifests, "
+                                                       "scope; manifests.load_files([sys.argv[1]], scope.Scope())",
                                                        ydump], env(tree))))
             results = measure(rows, args.runs)
             report(results, ysize, "YAML")

@@ -29,19 +29,21 @@ def rss_mb():
 
 def phases(argv, kubeconfig):
     """verify/check split into load (imports, client, lists), judge and render."""
-    from kubectl_kvcache import cli, render, sources
-    from kubectl_kvcache.commands import IO, check
+    from kubectl_kvcache import cli, render
+    from kubectl_kvcache.load import cluster as cluster_lists, reader
+    from kubectl_kvcache.cli.flows import IO, check
 
     t0 = time.perf_counter()
-    name, options = cli.options_for(cli.build_parser().parse_args(argv + ["--kubeconfig", kubeconfig]))
+    options = cli.options_for(cli.build_parser().parse_args(argv + ["--kubeconfig", kubeconfig]))
+    name = "verify" if argv[0] == "verify" else "check"
     sink = open(os.devnull, "w")
     iot = IO(stdin=sys.stdin, stdout=sink, stderr=sys.stderr)
     marks = [("parse", time.perf_counter(), rss_mb())]
     if name == "verify":
-        from kubectl_kvcache import verify
+        from kubectl_kvcache.judge import verify
         from kubectl_kvcache.render import verify as view
 
-        snapshot = sources.load(options.connection, options.scope, sys.stdin)
+        snapshot = reader.read(options.connection, options.scope, sys.stdin)
         marks.append(("load", time.perf_counter(), rss_mb()))
         report = verify.verify(snapshot)
         marks.append(("judge", time.perf_counter(), rss_mb()))
@@ -72,9 +74,9 @@ def main():
     opts = p.parse_args()
     argv = [a for a in opts.command if a != "--"]
     if opts.serial:
-        from kubectl_kvcache import sources
+        from kubectl_kvcache.load import cluster as cluster_lists, reader
 
-        sources._run_all = lambda jobs: {name: job() for name, job in jobs.items()}
+        cluster_lists._run_all = lambda jobs: {name: job() for name, job in jobs.items()}
     if opts.phases:
         return phases(argv, opts.kubeconfig)
     if opts.kubeconfig:

@@ -1,6 +1,6 @@
-"""What a command was asked to do, as frozen, validated values: the only shape in which flags
-travel past cli.py (kubectl's Complete -> Validate -> Run; stern's Config). Defaults live here.
-"""
+"""The values every layer below cli/ shares: the connection (kubectl's flags, as given) and
+durations as kubectl takes them. Each command's own options live with its flags
+(cli/commands/), which objects it reads in load/scope.py, what -o asked for in render/output.py."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from kubectl_kvcache.record import Record
 
 DEFAULT_CHUNK_SIZE = 500            # objects per list page, as kubectl's --chunk-size
 DEFAULT_FIELD_MANAGER = "kubectl-kvcache"
-DEFAULT_WAIT_TIMEOUT = "60s"
-DEFAULT_ROLLOUT_TIMEOUT = "10m"     # verify --wait, as kubectl rollout status --timeout would be set
-TABLE, WIDE, JSON, YAML = "table", "wide", "json", "yaml"
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
@@ -29,37 +26,6 @@ def parse_duration(text, flag="--request-timeout") -> float | None:
         raise PluginError(f"invalid duration {text!r} for {flag} (use e.g. 30s, 2m, 1h)")
     total = sum(float(n) * _UNITS[u] for n, _, u in re.findall(r"(\d+(\.\d+)?)(ms|h|m|s)", text))
     return total or None
-
-
-_KEY = r"[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?"
-_VALUE = r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?"
-_REQUIREMENT = re.compile(rf"\s*(!?{_KEY}|{_KEY}\s*(==?|!=)\s*{_VALUE}|{_KEY}\s+(in|notin)\s+\(\s*{_VALUE}"
-                          rf"(\s*,\s*{_VALUE})*\s*\))\s*")
-
-
-def selector_requirements(selector):
-    """A label selector's comma-separated requirements (commas inside `in (a,b)` kept)."""
-    parts, depth, current = [], 0, ""
-    for ch in selector:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return parts
-
-
-def validate_selector(selector):
-    """A label selector as the API server parses one (k, !k, k=v, k==v, k!=v, k in (..), k notin (..),
-    comma-separated), else one error naming it."""
-    parts = selector_requirements(selector)
-    bad = next((p for p in parts if not _REQUIREMENT.fullmatch(p)), None)
-    if bad is not None:
-        what = repr(bad.strip()) if bad.strip() else "an empty requirement"
-        raise PluginError(f"invalid label selector {selector!r}: {what} is not k, !k, k=v, k!=v, k in (v1,v2) "
-                          f"or k notin (v1,v2)")
 
 
 class Connection(Record):
@@ -104,133 +70,3 @@ class Connection(Record):
     def timeout(self) -> float | None:
         """The request timeout in seconds; None: no limit."""
         return parse_duration(self.request_timeout)
-
-
-class Scope(Record):
-    """Which objects a command looks at."""
-
-    __slots__ = ("namespace", "all_namespaces", "selector", "names", "files", "workloads", "workloads_skipped",
-                 "assume_setting")
-
-    def __init__(self, namespace: str | None = None, all_namespaces: bool = False, selector: str | None = None,
-                 names: tuple[str, ...] = (), files: tuple[str, ...] = (), workloads: bool = False,
-                 workloads_skipped: bool = False, assume_setting: bool | None = None):
-        self.namespace = namespace                  # -n; None: the context's namespace (or all with -A)
-        self.all_namespaces = all_namespaces
-        self.selector = selector                    # -l, ANDed with the plugin's own selectors
-        self.names = names                          # Pod names (verify)
-        self.files = files                          # -f: read these instead of a cluster
-        self.workloads = workloads                  # also read workload templates (injection opt-ins)
-        # --skip-workloads: the command would read them, the user said not to
-        self.workloads_skipped = workloads_skipped
-        self.assume_setting = assume_setting        # --assume-setting: judge without reading the Setting
-
-
-class Output(Record):
-    __slots__ = ("format", "headers")
-
-    def __init__(self, format: str = TABLE, headers: bool = True):
-        self.format = format
-        self.headers = headers
-
-    @property
-    def wide(self) -> bool:
-        return self.format == WIDE
-
-    @property
-    def structured(self) -> bool:
-        return self.format in (JSON, YAML)
-
-
-class VerifyOptions(Record):
-    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout")
-
-    def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
-                 watch: bool = False, wait: bool = False, timeout: float | None = None):
-        self.connection = connection
-        self.scope = scope
-        self.output = output
-        self.fail_on = fail_on      # statuses that make exit 1; () = every status but OK
-        self.watch = watch          # -w: print a row whenever a replica's verdict changes
-        self.wait = wait            # block until every replica runs its expected value
-        self.timeout = timeout      # seconds --wait/--watch run; None: no limit
-
-    def first_read(self) -> Scope | None:
-        """The snapshot the command starts with (sources.load), which the command line loads while
-        the command's modules import; None: --watch/--wait list with resourceVersions instead."""
-        return None if (self.watch or self.wait) else self.scope
-
-
-class CheckOptions(Record):
-    """check, bindings and roles: one judgement, three views."""
-
-    __slots__ = ("view", "connection", "scope", "output", "strict", "selector")
-
-    def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
-                 selector: str | None = None):
-        self.view = view            # check | bindings | roles
-        self.connection = connection
-        self.scope = scope
-        self.output = output
-        self.strict = strict
-        self.selector = selector    # -l: which judged objects are reported (all in scope are read)
-
-    def first_read(self) -> Scope | None:
-        """The snapshot the command starts with (sources.load): see VerifyOptions.first_read."""
-        return self.scope
-
-
-class CompletionOptions(Record):
-    __slots__ = ("shell",)
-
-    def __init__(self, shell: str):
-        self.shell = shell          # bash | zsh | fish | powershell
-
-
-class SettingOptions(Record):
-    __slots__ = ("action", "connection", "output", "yes", "dry_run", "field_manager", "wait", "timeout", "force",
-                 "skip_workloads")
-
-    def __init__(self, action: str, connection: Connection, output: Output | None = None, yes: bool = False,
-                 dry_run: str = "none", field_manager: str = DEFAULT_FIELD_MANAGER, wait: bool = False,
-                 timeout: float | None = 60.0, force: bool = False, skip_workloads: bool = False):
-        self.action = action                  # status | on | off
-        self.connection = connection
-        self.output = Output() if output is None else output
-        self.yes = yes
-        self.dry_run = dry_run                # none | client | server
-        self.field_manager = field_manager
-        self.wait = wait
-        self.timeout = timeout                # seconds --wait waits; None: no limit
-        self.force = force                    # `on`: go ahead although check reports errors
-        self.skip_workloads = skip_workloads  # `on`: the gate's check does not read workload templates
-
-
-DEFAULT_RECOVER_TIMEOUT = "10m"
-
-
-class RecoverOptions(Record):
-    """`recover BINDING`: plan (default), or --apply it."""
-
-    __slots__ = ("binding", "connection", "scope", "output", "dtype", "name", "domain", "strategy", "apply", "yes",
-                 "dry_run", "backup_dir", "timeout", "field_manager")
-
-    def __init__(self, binding: str, connection: Connection, scope: Scope, output: Output | None = None,
-                 dtype: str | None = None, name: str | None = None, domain: str | None = None,
-                 strategy: str = "side-by-side", apply: bool = False, yes: bool = False, dry_run: str = "none",
-                 backup_dir: str | None = None, timeout: float | None = 600.0,
-                 field_manager: str = DEFAULT_FIELD_MANAGER):
-        self.binding = binding
-        self.connection = connection
-        self.scope = scope
-        self.output = Output(format="text") if output is None else output
-        self.dtype = dtype
-        self.name = name              # the new Binding's name
-        self.domain = domain          # the new Binding's spec.domain.name
-        self.strategy = strategy      # side-by-side | replace
-        self.apply = apply
-        self.yes = yes
-        self.dry_run = dry_run        # none | client | server
-        self.backup_dir = backup_dir  # None: a new directory named after the Binding and the time
-        self.timeout = timeout        # seconds each wait step waits; None: no limit
-        self.field_manager = field_manager

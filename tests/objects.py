@@ -3,15 +3,16 @@
 (snapshot.*_record), CLI tests write them to files, cluster tests apply them."""
 
 import uuid
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
-GROUP_V1ALPHA1 = "worker.gpustack.ai/v1alpha1"
+OPERATOR_API_VERSION = f"{GROUP}/{VERSION}"
 
 
 def _uid(kind, ns, name):
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{ns}/{name}"))
 
 
-def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=GROUP_V1ALPHA1, used_by=()):
+def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPERATOR_API_VERSION, used_by=()):
     spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}}
     if dtype is not None:
         spec["domain"]["dtype"] = dtype
@@ -37,7 +38,7 @@ def role(name="server", extra_args=None, command=None, env=None, replicas=1):
 
 
 def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="team", roles=None,
-               api_version=GROUP_V1ALPHA1, image=None, kv_cache=True):
+               api_version=OPERATOR_API_VERSION, image=None, kv_cache=True):
     spec = {"engine": {"name": engine}, "roles": roles if roles is not None else [role()]}
     if version is not None:
         spec["engine"]["version"] = version
@@ -85,7 +86,7 @@ def md_pod(name, md_name, command, ns="team", role="server", containers=None, ex
                                    "app.kubernetes.io/instance": md_name,
                                    "app.kubernetes.io/component": role,
                                    "modeldeployment.gpustack.ai/role-kind": "server"},
-                        "ownerReferences": [{"apiVersion": GROUP_V1ALPHA1, "kind": "ModelDeployment",
+                        "ownerReferences": [{"apiVersion": OPERATOR_API_VERSION, "kind": "ModelDeployment",
                                              "name": md_name, "uid": _uid("md", ns, md_name),
                                              "controller": True, "blockOwnerDeletion": True}]},
            "spec": {"containers": containers},

@@ -14,10 +14,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import objects as o
-from kubectl_kvcache import checks, sources, verify
+from kubectl_kvcache.judge import checks
+from kubectl_kvcache.judge import verify
+from kubectl_kvcache.load import files as saved_files, manifests
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.options import Scope
+from kubectl_kvcache.load.scope import Scope
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "badinput")
@@ -58,8 +61,8 @@ YAML_CASES = [c for c in CASES if c["file"].endswith((".yaml", ".yml")) or c["cl
 def test_the_pure_python_yaml_reader_gives_the_same_errors(monkeypatch, tmp_path):
     """Without libyaml (PyYAML built without it) the reader falls back to PyYAML's own parser:
     every YAML case of the corpus ends the same way."""
-    monkeypatch.setattr(sources, "_LOADER", sources.build_loader(libyaml=False))
-    assert "CParser" not in [c.__name__ for c in sources._loader().__mro__]
+    monkeypatch.setattr(saved_files, "_LOADER", saved_files.build_loader(libyaml=False))
+    assert "CParser" not in [c.__name__ for c in saved_files._loader().__mro__]
     for case in YAML_CASES:
         code, out, err = run("check", "-A", "-f", os.path.join(CORPUS, "files", case["file"]))
         assert (code, out) == (2, "") and len(err.splitlines()) == 1, (case["file"], err)
@@ -133,7 +136,7 @@ def test_json_streams_timestamps_bom_and_moderate_aliases_are_read(tmp_path):
     assert "creationTimestamp: 2026-01-01T00:00:00Z" in text
     yml = tmp_path / "bom.yaml"
     yml.write_text(text, encoding="utf-8")
-    snapshot = sources.load_files([str(yml)], Scope())
+    snapshot = manifests.load_files([str(yml)], Scope())
     assert snapshot.pods[0].created == "2026-01-01T00:00:00Z"
     anchored = tmp_path / "anchors.yaml"         # anchors as people write them: a shared argv
     pod = o.md_pod("a", "md", "__ARGV__")
@@ -162,20 +165,20 @@ def test_a_yaml_list_is_read_item_by_item_with_anchors_and_merges(tmp_path):
     code, out, err = run("verify", "-f", str(path))
     assert code == 2 and "excessive aliasing" in err
     merged = tmp_path / "merge.yaml"
-    merged.write_text("x-base: &base {apiVersion: worker.gpustack.ai/v1alpha1, kind: Bogus,\n"
+    merged.write_text(f"x-base: &base {{apiVersion: {GROUP}/{VERSION}, kind: Bogus,\n"
                       "                metadata: {name: b1, namespace: team}}\n"
                       "kind: KVCachePoolBinding\n<<: *base\nspec: {poolRef: {name: p}, domain: {dtype: fp8}}\n")
-    snapshot = sources.load_files([str(merged)], Scope())
+    snapshot = manifests.load_files([str(merged)], Scope())
     assert list(snapshot.bindings) == [("team", "b1")]
 
 
 def test_an_unexpected_exception_names_the_file_and_object(tmp_path, monkeypatch):
-    from kubectl_kvcache import snapshot
+    from kubectl_kvcache.operator import records
 
     def broken(obj, intern=None):
         raise KeyError("boom")
 
-    monkeypatch.setattr(snapshot, "pod_record", broken)
+    monkeypatch.setattr(records, "pod_record", broken)
     path = tmp_path / "pods.json"
     path.write_text(json.dumps(o.as_list(o.md_pod("p0", "md", o.vllm_argv("fp8")))))
     code, out, err = run("verify", "-f", str(path))
@@ -194,7 +197,7 @@ KEYS = st.sampled_from(["kind", "apiVersion", "metadata", "name", "namespace", "
 SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(1 << 70), max_value=1 << 70)
            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
            | st.sampled_from(["Pod", "List", "PodList", "ModelDeployment", "KVCachePoolBinding", "Setting",
-                              "Deployment", "CronJob", "v1", "worker.gpustack.ai/v1alpha1", "apps/v1", "batch/v1",
+                              "Deployment", "CronJob", "v1", f"{GROUP}/{VERSION}", "apps/v1", "batch/v1",
                               "gpustack.ai/v1", "main", "true", "vllm", "vLLM", "SGLang", "fp8", "0.29.0",
                               "model-deployment-kv-cache-dtype-owned", "gpustack-system"]))
 SHAPES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=6),
@@ -205,7 +208,7 @@ def _load_and_judge(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     try:
-        snapshot = sources.load_files([str(path)], Scope(workloads=True))
+        snapshot = manifests.load_files([str(path)], Scope(workloads=True))
         verify.verify(snapshot)
         checks.check(snapshot)
     except PluginError as exc:      # the plugin's own error: one line, exit 2

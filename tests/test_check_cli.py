@@ -7,9 +7,10 @@ import os
 import pytest
 import yaml
 
-from kubectl_kvcache import sources
+from kubectl_kvcache.load import cluster as cluster_lists, reader
 from runcli import kvcache
 from kubectl_kvcache.errors import Forbidden
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cluster.json")
 
@@ -30,14 +31,14 @@ def md(name, engine="vLLM", version="0.29.0", binding="b", roles=None, ns="team"
     eng = {"name": engine}
     if version:
         eng["version"] = version
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"engine": eng, "kvCache": {"poolRef": {"name": binding}},
                      "roles": roles or [{"name": "server", "kind": "server"}]}}
 
 
 def kvb(name, dtype, ns="team"):
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"poolRef": {"name": "p"}, "domain": {"name": "d", "blockSize": 16, "dtype": dtype}}}
 
@@ -252,8 +253,8 @@ def test_a_list_refused_by_rbac_exits_2_with_no_report(monkeypatch, command):
     def refused(client, scope, *a, **k):
         raise Forbidden('cannot list statefulsets.apps in namespace team: forbidden (user "dev")')
 
-    monkeypatch.setattr(sources, "open_client", lambda *a, **k: Client())
-    monkeypatch.setattr(sources, "load_cluster", refused)
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: Client())
+    monkeypatch.setattr(cluster_lists, "load_cluster", refused)
     code, out, err = kvcache(command)
     assert code == 2 and out == ""
     assert "statefulsets.apps" in err and "No " not in err
@@ -267,11 +268,11 @@ def test_check_reads_workload_templates_from_the_cluster_but_roles_need_not(monk
 
     def load_cluster(client, scope, *a, **k):
         seen[scope.namespace] = scope.workloads
-        from kubectl_kvcache.snapshot import Snapshot, default_setting
+        from kubectl_kvcache.operator.records import Snapshot, default_setting
         return Snapshot(setting=default_setting())
 
-    monkeypatch.setattr(sources, "open_client", lambda *a, **k: Client())
-    monkeypatch.setattr(sources, "load_cluster", load_cluster)
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: Client())
+    monkeypatch.setattr(cluster_lists, "load_cluster", load_cluster)
     assert kvcache("check")[0] == 0 and seen == {"team": True}
     seen.clear()
     assert kvcache("roles", "-A")[0] == 0 and seen == {None: False}

@@ -1,11 +1,14 @@
 """checks.py: snapshots built in the test, findings out. Engine versions on both sides of each
 boundary that decides a finding."""
 
+import os
+
 import pytest
 
 import objects as o
 
-from kubectl_kvcache import checks, snapshot as snap
+from kubectl_kvcache.judge import checks
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import releases as engines
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.render.checks import engine_label
@@ -16,7 +19,7 @@ NS = "team"
 # -- builders: records made from the shared object builders (tests/objects.py) ---------------
 
 def binding(name, dtype, ns=NS, pool="pool-a", domain="default", used_by=()):
-    return snap.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
+    return records.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
 
 
 role = o.role
@@ -24,13 +27,13 @@ role = o.role
 
 def deployment(name, engine="vLLM", version="0.29.0", binding_name="b", roles=None, ns=NS, image=None,
                kv_cache=True):
-    return snap.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
+    return records.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
                                                image=image, kv_cache=kv_cache))
 
 
 def md_pod(md_name, role_name, command, image="gpustack/runner:cuda12.9-vllm0.29.0", name=None, ns=NS,
            created="2026-03-10T09:00:00Z", exit_code=None):
-    return snap.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
+    return records.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
                                     role=role_name, exit_code=exit_code, image=image, created=created))
 
 
@@ -41,38 +44,38 @@ def container(name="engine", image="vllm/vllm-openai:v0.29.0", command=None, arg
 
 def workload(name, containers, kind="Deployment", binding_name="b", engine="vLLM", annotations=None, ns=NS,
              inject=True):
-    return snap.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
+    return records.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
 
 
 def injected_pod(name, containers, binding_name="b", engine="vLLM", annotations=None, ns=NS, owner=None):
-    return snap.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
+    return records.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
                                           owner=owner))
 
 
 def setting(value="true"):
     status = {} if value is None else {"value": value}
-    return snap.setting_record({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
-                                "metadata": {"name": snap.SETTING_NAME, "namespace": snap.SETTING_NAMESPACE},
+    return records.setting_record({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                                "metadata": {"name": api.SETTING_NAME, "namespace": api.SETTING_NAMESPACE},
                                 "spec": {}, "status": status}, "file")
 
 
-def snapshot(*records, setting_value="true", namespace=None, source="file"):
-    s = snap.Snapshot(source=source, namespace=namespace)
-    s.setting = setting(setting_value) if setting_value != "absent" else snap.default_setting()
-    for r in records:
-        if isinstance(r, snap.Pod):
+def snapshot(*objs, setting_value="true", namespace=None, source="file"):
+    s = records.Snapshot(source=source, namespace=namespace)
+    s.setting = setting(setting_value) if setting_value != "absent" else records.default_setting()
+    for r in objs:
+        if isinstance(r, records.Pod):
             s.pods.append(r)
-        elif isinstance(r, snap.Deployment):
+        elif isinstance(r, records.Deployment):
             s.deployments[(r.namespace, r.name)] = r
-        elif isinstance(r, snap.Binding):
+        elif isinstance(r, records.Binding):
             s.bindings[(r.namespace, r.name)] = r
-        elif isinstance(r, snap.Workload):
+        elif isinstance(r, records.Workload):
             s.workloads.append(r)
     return s
 
 
-def run(*records, **kw):
-    return checks.check(snapshot(*records, **kw))
+def run(*objs, **kw):
+    return checks.check(snapshot(*objs, **kw))
 
 
 def codes(report, code=None, severity=None):
@@ -97,8 +100,8 @@ def role_entry(report, deployment_name, role_name="server"):
 # -- the code table --------------------------------------------------------------------------
 
 def test_every_emitted_code_is_in_the_table_with_a_known_severity():
-    for code, (severity, meaning) in checks.CODES.items():
-        assert severity in checks.SEVERITIES and meaning
+    for code, row in checks.CODES.items():
+        assert row.code == code and row.severity in checks.SEVERITIES and row.title and row.about
     report = run(binding("b", "bf16"), binding("auto-b", "auto"), deployment("md", version="0.10.2",
                  roles=[role(extra_args=["--kv-cache-dtype", "fp8"]), role("t", command=["/run.sh"])]),
                  workload("w", [container(command=["sh", "-c", "vllm serve m"])]))
@@ -528,7 +531,7 @@ def test_missing_engine_annotation_is_unchecked_but_shell_rules_still_apply():
 def test_setting_finding(value, words):
     f = only(run(setting_value=value), "setting")
     assert f.severity == "info" and words in f.message
-    assert f.kind == "Setting" and f.namespace == snap.SETTING_NAMESPACE
+    assert f.kind == "Setting" and f.namespace == api.SETTING_NAMESPACE
 
 
 def test_setting_not_a_boolean_is_an_error():
@@ -563,3 +566,29 @@ def test_findings_are_sorted_by_severity_and_the_setting_comes_last():
     d = r.to_dict()
     assert d["kind"] == "CheckReport" and d["summary"] == {"error": 1, "warning": 1, "info": 3}
     assert set(d["findings"][0]) == {"severity", "code", "namespace", "kind", "name", "message", "fix"}
+
+
+def _readme_findings_table():
+    """(code, severity column, object column) of each row of README "Finding codes"."""
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("#### Finding codes", 1)[1]
+    rows = [line for line in section.split("\n\n", 3)[2].splitlines() if line.startswith("| `")]
+    return [tuple(cell.strip().strip("`") for cell in row.strip("|").split(" | ")[:3]) for row in rows]
+
+
+def test_the_readme_findings_table_is_the_registry():
+    """One row per code, in the registry's order, with its usual severity first and its object."""
+    table = _readme_findings_table()
+    assert [code for code, _, _ in table] == list(checks.CODES)
+    for code, severity, about in table:
+        row = checks.CODES[code]
+        assert severity.split()[0] == row.severity, code
+        assert about == row.about, code
+
+
+def test_the_bindings_exit_code_follows_the_registry():
+    failing = {c.code for c in checks.CODES.values() if c.fails_bindings}
+    assert failing == set(checks.BINDING_FAILURES) and failing <= {c for c, r in checks.CODES.items()
+                                                                  if r.severity == checks.ERROR}

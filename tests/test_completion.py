@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from kubectl_kvcache import cli, completion
-from kubectl_kvcache.commands import completion as completion_command
+from kubectl_kvcache import cli
+from kubectl_kvcache.cli import completion
+from kubectl_kvcache.cli.flows import completion as completion_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = cli.completion_spec()
@@ -192,8 +193,11 @@ def test_errors_of_the_cluster_complete_nothing():
 
 
 def test_typed_connection_flags_become_the_connection():
-    conn = completion_command.connection_from({"kubeconfig": "/k", "context": "c", "server": "https://x",
-                                               "insecure_skip_tls_verify": True, "as_user": "me", "namespace": "n"})
+    from kubectl_kvcache.cli import connection_flags
+
+    conn = connection_flags.from_completion({"kubeconfig": "/k", "context": "c", "server": "https://x",
+                                             "insecure_skip_tls_verify": True, "as_user": "me", "namespace": "n"},
+                                            f"{completion_command.DEFAULT_TIMEOUT:g}s")
     assert (conn.kubeconfig, conn.context, conn.server, conn.insecure_skip_tls_verify, conn.as_user) == (
         "/k", "c", "https://x", True, "me")
     assert conn.timeout == completion_command.DEFAULT_TIMEOUT

@@ -20,14 +20,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from kubectl_kvcache import __version__, cli, kube
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DISCOVERY = {
     "/apis/worker.gpustack.ai": {"kind": "APIGroup", "name": "worker.gpustack.ai",
-                                 "versions": [{"version": "v1alpha1"}],
-                                 "preferredVersion": {"version": "v1alpha1"}},
-    "/apis/worker.gpustack.ai/v1alpha1": {"resources": [{"name": "modeldeployments"},
+                                 "versions": [{"version": VERSION}],
+                                 "preferredVersion": {"version": VERSION}},
+    f"/apis/{GROUP}/{VERSION}": {"resources": [{"name": "modeldeployments"},
                                                         {"name": "kvcachepoolbindings"}]},
     "/apis/gpustack.ai": {"versions": [{"version": "v1"}], "preferredVersion": {"version": "v1"}},
     "/apis/gpustack.ai/v1": {"resources": [{"name": "settings"}]},
@@ -381,7 +382,7 @@ def test_pages_that_never_end_stop_with_a_clear_error(fake_server):
 def test_every_page_is_read_when_the_tokens_move_on(fake_server):
     """The guard does not cut real paging: 3 pages of one deployment each."""
     def md(i):
-        return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
                 "metadata": {"name": f"md-{i}", "namespace": "llm-prod", "uid": f"u{i}"},
                 "spec": {"engine": {"name": "vllm", "version": "0.29.0"}, "roles": []}}
 
@@ -576,5 +577,5 @@ def test_the_snapshot_loaded_ahead_is_the_one_judged_and_each_list_is_asked_for_
     lists = [r["path"] for r in fake.requests if r["path"].endswith(("/pods", "/modeldeployments",
                                                                       "/kvcachepoolbindings"))]
     assert sorted(lists) == sorted(["/api/v1/namespaces/llm-prod/pods"] * 2 + [
-        "/apis/worker.gpustack.ai/v1alpha1/namespaces/llm-prod/modeldeployments",
-        "/apis/worker.gpustack.ai/v1alpha1/namespaces/llm-prod/kvcachepoolbindings"])
+        f"/apis/{GROUP}/{VERSION}/namespaces/llm-prod/modeldeployments",
+        f"/apis/{GROUP}/{VERSION}/namespaces/llm-prod/kvcachepoolbindings"])

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from kubectl_kvcache import cli, kubeconfig, setting
+from kubectl_kvcache import cli, kubeconfig
+from kubectl_kvcache.cli.flows import setting
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import Connection
 
@@ -451,8 +452,7 @@ def test_client_certificate_data_is_loaded_and_nothing_is_left_behind(tmp_path, 
 
 
 def test_kubectls_connection_flags_parse_complete_and_are_never_abbreviated(tmp_path):
-    from kubectl_kvcache import completion
-    from kubectl_kvcache.commands import completion as completion_command
+    from kubectl_kvcache.cli import completion, connection_flags
 
     ns = cli.build_parser().parse_args(["verify", "--tls-server-name", "n", "--client-certificate", "c.pem",
                                         "--client-key", "k.pem", "--username", "a", "--password", "b",
@@ -465,7 +465,7 @@ def test_kubectls_connection_flags_parse_complete_and_are_never_abbreviated(tmp_
     spec = cli.completion_spec()
     assert completion.complete(spec, ["verify", "--client-certificate", "/tm"], lambda k, g: [])[1] == \
         completion.DIRECTIVE_DEFAULT                        # file names
-    assert completion_command.connection_from({"client_key": "k.pem", "username": "a"}).client_key == "k.pem"
+    assert connection_flags.from_completion({"client_key": "k.pem", "username": "a"}, "2s").client_key == "k.pem"
     err = io.StringIO()
     code = cli.main(["verify", "--client-cert", "c.pem"], stdin=io.StringIO(""), stdout=io.StringIO(), stderr=err)
     assert code == 2 and "unknown flag: --client-cert" in err.getvalue()

@@ -1,8 +1,10 @@
-"""The architecture, enforced: only render/ prints; only the kube transport modules (kube.py and its connections,
-transport.py) import http, socket or ssl, and a command on files loads neither http.client nor email; engine/ imports
-nothing outside itself (and only the standard library and the leaf record.py); nothing below cli.py touches argparse;
-no import cycles, function-level imports included; the judges never load the kubernetes client;
-`--help`/`version` pay for none of kubernetes, yaml, tabulate."""
+"""The architecture, enforced. The pipeline's packages, each allowed what LAYERS says: load/ reads
+(never imports judge/), judge/ and engine/ are pure (no requests, files, printing), only render/
+prints, only cli/ sees argparse; only the kube transport modules (kube.py, transport.py) import
+http, socket or ssl, and a command on files loads neither http.client nor email; the operator's
+API is spelled in operator/api.py only; no import cycles, function-level imports included; the
+judges never load the kubernetes client; `--help`/`version` pay for none of kubernetes, yaml,
+tabulate."""
 
 import ast
 import os
@@ -13,7 +15,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "kubectl_kvcache")
-PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.verify", "kubectl_kvcache.checks", "kubectl_kvcache.setting"]
+PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.judge.verify", "kubectl_kvcache.judge.checks",
+        "kubectl_kvcache.judge.setting", "kubectl_kvcache.judge.recover", "kubectl_kvcache.judge.rollout",
+        "kubectl_kvcache.operator.records"]
 HTTP_MODULES = ("kubernetes", "urllib3", "requests", "http", "socket", "ssl", "urllib.request")
 
 
@@ -67,9 +71,66 @@ def outside(prefix):
 
 
 def test_the_walk_sees_the_layout():
-    assert {"kubectl_kvcache.cli", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
-            "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.commands.verify", "kubectl_kvcache.checks.roles"} \
-        <= set(MODULES)
+    assert {"kubectl_kvcache.cli", "kubectl_kvcache.cli.app", "kubectl_kvcache.cli.commands.verify",
+            "kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
+            "kubectl_kvcache.render.formats.json", "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.load.cluster",
+            "kubectl_kvcache.judge.checks.roles", "kubectl_kvcache.operator.api"} <= set(MODULES)
+
+
+P = "kubectl_kvcache."
+LEAVES = {P + "errors", P + "record", P + "names", P + "label_selector", P + "exitcodes"}
+# package -> the plugin's modules (or packages) it may import besides itself and LEAVES
+LAYERS = {
+    P + "engine": set(),
+    P + "operator": {P + "kube"},                    # api.py's paths: kube.collection_path, imported when asked
+    P + "judge": {P + "engine", P + "operator"},
+    P + "load": {P + "operator", P + "kube", P + "options"},
+    P + "render": {P + "engine", P + "operator", P + "judge"},
+}
+
+
+def _inside(module, package):
+    return module == package or module.startswith(package + ".")
+
+
+def _plugin_imports(package):
+    """{module of `package`: plugin modules it imports from outside the package}."""
+    return {m: {i for i in imports(tree) if i.startswith(P) and not _inside(i, package)}
+            for m, (_, tree) in MODULES.items() if _inside(m, package)}
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_each_layer_imports_only_what_it_may(package):
+    allowed = LAYERS[package] | LEAVES
+    offenders = {m: sorted(i for i in found if not any(_inside(i, a) for a in allowed))
+                 for m, found in _plugin_imports(package).items()}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_the_layer_rule_sees_an_upward_import():
+    """The rule above can fail: a judge that read the cluster is an offender."""
+    tree = ast.parse("from kubectl_kvcache.load import reader")
+    assert not any(_inside(i, a) for i in imports(tree) for a in LAYERS[P + "judge"] | LEAVES)
+
+
+def test_load_never_imports_judge():
+    assert {m for m, found in _plugin_imports(P + "load").items() if any(_inside(i, P + "judge") for i in found)} \
+        == set()
+
+
+@pytest.mark.parametrize("package", [P + "judge", P + "engine"])
+def test_judge_and_engine_are_pure(package):
+    """No requests (kube, sockets), no files opened, no streams written, no environment read."""
+    for m, (_, tree) in MODULES.items():
+        if _inside(m, package):
+            assert not (calls(tree, "open") or calls(tree, "write") or calls(tree, "print")), m
+            assert not {i for i in imports(tree) if i.split(".")[0] in HTTP_MODULES or i == P + "kube"}, m
+
+
+def test_nothing_imports_the_command_line_but_its_entry_points():
+    users = {m for m, (_, tree) in MODULES.items() if not _inside(m, P + "cli")
+             and any(_inside(i, P + "cli") for i in imports(tree))}
+    assert users == {P + "__main__", P + "setting"}      # setting.py: the #20 shim, see its docstring
 
 
 def test_only_render_prints():
@@ -126,7 +187,7 @@ def test_the_rest_uses_the_engine_through_its_face():
 
 def test_nothing_below_cli_touches_argparse():
     for m, (path, tree) in MODULES.items():
-        if m == "kubectl_kvcache.cli":
+        if m == "kubectl_kvcache.cli" or m.startswith("kubectl_kvcache.cli."):
             continue
         assert "argparse" not in imports(tree), m
         with open(path, encoding="utf-8") as f:
@@ -197,10 +258,11 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
     """Every module verify and check load on a cluster (the command, its judges and views, the
     transport), without a cluster: what is imported is the same either way."""
     modules = loaded_after(
-        "import kubectl_kvcache.cli, kubectl_kvcache.sources, kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
-        f"import kubectl_kvcache.commands.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
+        "import kubectl_kvcache.cli, kubectl_kvcache.load.reader, kubectl_kvcache.load.recovery\n"
+        "import kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
+        f"import kubectl_kvcache.cli.flows.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
         "import kubectl_kvcache.render.verify, kubectl_kvcache.render.checks, kubectl_kvcache.engine.shell\n"
-        "import kubectl_kvcache.spelling, kubectl_kvcache.engine.parsers\n"
+        "import kubectl_kvcache.judge.nearest_dtype, kubectl_kvcache.engine.parsers\n"
         f"kubectl_kvcache.cli.build_parser({command.split()[0]!r}).parse_args({command.split()!r})", site=False)
     modules -= loaded_after("pass", site=False)
     loaded = {m: why for m, why in START_UP_FORBIDDEN.items()
@@ -217,7 +279,7 @@ RUN = ("import io, contextlib\nfrom kubectl_kvcache.cli import main\n"
 @pytest.mark.parametrize("argv", [["verify", "-A", "-f", EXAMPLE], ["check", "-A", "-f", EXAMPLE, "-o", "json"]])
 def test_a_command_on_files_loads_neither_http_client_nor_email(argv):
     modules = loaded_after(RUN.format(argv=argv), site=False)
-    assert "kubectl_kvcache.verify" in modules or "kubectl_kvcache.checks" in modules
+    assert "kubectl_kvcache.judge.verify" in modules or "kubectl_kvcache.judge.checks" in modules
     assert not {m for m in modules if m.split(".")[0] in ("http", "email")} | ({"urllib.parse"} & modules)
 
 
@@ -234,3 +296,24 @@ def test_a_command_on_a_cluster_may_load_them(tmp_path):
                       '"contexts": [{"name": "c", "context": {"cluster": "c"}}]}')
     modules = loaded_after(RUN.format(argv=["verify", "-n", "x", "--kubeconfig", str(config)]), site=False)
     assert {"kubectl_kvcache.transport", "http.client", "email"} <= modules
+
+
+OPERATOR_API = "kubectl_kvcache.operator.api"
+
+
+def _literals(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_the_operators_api_is_spelled_in_operator_api_only():
+    """Its groups, versions and resources: a new API version or resource is an edit of
+    operator/api.py (kube.py builds paths from what it is given)."""
+    from kubectl_kvcache.operator import api
+
+    words = {*api.OPERATOR_GROUPS, *api.VERSIONS, *(r.plural for r in api.RESOURCES.values() if r.operators)}
+    words |= {f"{g}/{v}" for g in api.OPERATOR_GROUPS for v in api.VERSIONS}
+    offenders = sorted(f"{m}:{c.lineno}:{c.value}" for m, (_, tree) in MODULES.items()
+                       if m not in (OPERATOR_API, "kubectl_kvcache.kube")
+                       for c in _literals(tree) if c.value in words or "/apis/" in c.value)
+    assert offenders == []
+

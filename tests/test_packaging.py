@@ -218,7 +218,7 @@ def test_wheel_holds_the_package_and_the_console_script(wheel_install):
     with zipfile.ZipFile(wheel_install.wheel) as z:
         names = z.namelist()
         entry_points = z.read(f"kubectl_kvcache-{__version__}.dist-info/entry_points.txt").decode()
-    assert "kubectl_kvcache/cli.py" in names and "kubectl_kvcache/__init__.py" in names
+    assert "kubectl_kvcache/cli/app.py" in names and "kubectl_kvcache/__init__.py" in names
     assert not [n for n in names if n.startswith("tests/")]
     assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names)
     assert re.search(r"^kubectl-kvcache\s*=\s*kubectl_kvcache\.cli:run$", entry_points, re.M)

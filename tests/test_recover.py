@@ -12,7 +12,7 @@ import objects as ob
 import pytest
 import yaml
 
-from kubectl_kvcache import recover
+from kubectl_kvcache.judge import recover
 from runcli import kvcache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -239,10 +239,14 @@ def test_cluster_data_is_escaped_in_the_view(tmp_path):
 # -- resuming: the planner reads an earlier run's backups --------------------------------------
 
 def _inputs(files, backups=()):
-    from kubectl_kvcache import sources
-    from kubectl_kvcache.options import Connection, Scope
+    from kubectl_kvcache.load import recovery
+    from kubectl_kvcache.options import Connection
+    from kubectl_kvcache.load.scope import Scope
 
-    return sources.load_recovery(Connection(), Scope(namespace="team", files=(files,)), "b", backups=backups)[0]
+    from kubectl_kvcache.judge import checks
+
+    found = recovery.load_recovery(Connection(), Scope(namespace="team", files=(files,)), "b", backups=backups)[0]
+    return recover.inputs_for(found, checks.check(found.snapshot))
 
 
 def test_resume_of_replace_recreates_a_deleted_deployment_from_its_backup(tmp_path):
@@ -303,7 +307,7 @@ def test_derived_names():
 
 
 def test_the_planner_is_pure():
-    out = subprocess.run([sys.executable, "-c", "import kubectl_kvcache.recover, sys; "
+    out = subprocess.run([sys.executable, "-c", "import kubectl_kvcache.judge.recover, sys; "
                           "print(' '.join(sys.modules))"], capture_output=True, text=True, check=True, cwd=ROOT)
     assert not {m for m in out.stdout.split() if m == "kubernetes" or m.startswith(("kubernetes.", "urllib3"))}
 
@@ -325,3 +329,17 @@ def test_an_engine_that_cannot_be_judged_is_a_warning(tmp_path):
     assert "ModelDeployment t: engine 'TensorRT-LLM' is not vLLM or SGLang, so dtype 'fp8_e4m3' is not checked " \
            "against it" in plan["warnings"]
     assert "create ModelDeployment t-fp8-e4m3" in actions(plan)
+
+
+@pytest.mark.parametrize("argv", [["recover", "sgl-fp8", "-n", "llm-prod"], ["setting", "status"]])
+def test_the_human_format_is_table_and_its_old_name_text_is_still_accepted(argv):
+    """kubectl's name for the lines a person reads; `text` (recover's, and setting status's
+    before) was documented, so scripts may pass it."""
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "cluster.json")
+    if argv[0] == "setting":
+        code, _, err = kvcache(*argv, "-o", "bogus", "--server", "http://127.0.0.1:1")
+        assert code == 2 and "invalid choice: 'bogus' (choose from 'table', 'json', 'yaml')" in err
+        return
+    runs = {fmt: kvcache(*argv, "-f", example, *(["-o", fmt] if fmt else [])) for fmt in ("table", "text", None)}
+    assert runs["table"] == runs["text"] == runs[None]
+    assert runs["table"][0] == 0 and runs["table"][1].startswith("Recovery of KVCachePoolBinding llm-prod/sgl-fp8")

@@ -1,5 +1,6 @@
-"""render.core.as_json is the plugin's own indenting JSON writer (the standard encoder drops to
-pure Python when it indents): it must write exactly what json.dumps(indent=2) writes."""
+"""The -o json printer (render/formats/json.py) writes exactly what json.dumps(indent=2) writes,
+plus a newline, in pieces; the format registry: one printer module per -o format, and -o's
+choices are the registry's. (The plugin's own JSON writer went: json writes the same bytes.)"""
 
 import io
 import json
@@ -8,7 +9,7 @@ from collections import OrderedDict
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kubectl_kvcache.render.core import as_json
+from kubectl_kvcache.render.formats import FORMATS, json as json_printer, printer
 
 SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
            | st.text())
@@ -21,7 +22,7 @@ DOCUMENTS = st.recursive(SCALARS, lambda inner: (
 
 def written(data):
     out = io.StringIO()
-    as_json(data, out)
+    json_printer.write(data, out)
     return out.getvalue()
 
 
@@ -40,7 +41,7 @@ def test_a_long_list_is_written_in_pieces_and_whole():
         def write(self, text):
             writes.append(text)
 
-    as_json(data, Out())
+    json_printer.write(data, Out())
     assert len(writes) > 2          # flushed as it goes, not one document-sized string
     assert "".join(writes) == json.dumps(data, indent=2) + "\n"
 
@@ -50,3 +51,18 @@ def test_a_long_list_is_written_in_pieces_and_whole():
 def test_what_json_refuses_is_refused(bad, message):
     with pytest.raises(TypeError, match=message):
         written(bad)
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_format_is_one_printer_module(name):
+    module = printer(name)
+    assert callable(module.show)
+    assert callable(getattr(module, "write", None)) == FORMATS[name]     # data printers write a document
+
+
+def test_the_output_flag_offers_the_registrys_formats():
+    from kubectl_kvcache.cli import build_parser
+
+    for command in ("verify", "check", "bindings", "roles"):
+        action = next(a for a in build_parser(command)._commands[(command, None)]._actions if a.dest == "output")
+        assert tuple(action.choices) == tuple(FORMATS)

@@ -7,15 +7,18 @@ import json
 import pytest
 
 import objects as o
-from kubectl_kvcache import cli, rollout, sources, verify
-from kubectl_kvcache.options import Scope
+from kubectl_kvcache import cli
+from kubectl_kvcache.judge import rollout
+from kubectl_kvcache.judge import verify
+from kubectl_kvcache.load import manifests
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import verify as view
 
 
 def snapshot_of(*objs, tmp_path):
     path = tmp_path / "in.json"
     path.write_text(json.dumps(o.as_list(*objs)))
-    return sources.load_files([str(path)], Scope())
+    return manifests.load_files([str(path)], Scope())
 
 
 def cli_run(argv, tmp_path, *objs):
@@ -225,7 +228,7 @@ def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):
     report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
     out = io.StringIO()
     view.RowPrinter(out, wide=True).emit(report.items)
-    assert "\x1b" not in out.getvalue() and "Evil\\x1b[2J" in out.getvalue()
+    assert "\x1b" not in out.getvalue() and "Evil^[[2J" in out.getvalue()     # as kubectl's EscapeTerminal
 
 
 def test_a_no_pod_row_is_not_repeated_when_another_replica_appears(tmp_path):
@@ -241,11 +244,12 @@ def test_a_no_pod_row_is_not_repeated_when_another_replica_appears(tmp_path):
 def test_a_role_asking_for_millions_of_replicas_is_one_summary_row():
     """Replicas are counted, not listed one by one past MAX_NO_POD_ROWS: a malformed or hostile
     `replicas` cannot make the plugin allocate a row per replica."""
-    from kubectl_kvcache import sources, verify as judge
-    from kubectl_kvcache.options import Scope
+    from kubectl_kvcache.judge import verify as judge
+    from kubectl_kvcache.load import manifests
+    from kubectl_kvcache.load.scope import Scope
 
     md = o.deployment("big", binding_name="b1", roles=[o.role(replicas=(1 << 31) - 1)])
-    snap = sources.snapshot_of([(x, "<test>", "") for x in (md, o.binding("b1", "fp8"))], Scope())
+    snap = manifests.snapshot_of([(x, "<test>", "") for x in (md, o.binding("b1", "fp8"))], Scope())
     report = judge.verify(snap)
     rows = [i for i in report.items if i.status == judge.NO_POD]
     assert len(rows) == judge.MAX_NO_POD_ROWS

@@ -6,6 +6,7 @@ real API server: tests/cluster/test_rollout_cluster.py."""
 import pytest
 
 import test_setting as ts
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_a_clean_cluster_passes_the_gate(run):
     assert out.startswith("Before turning it on, check -A: no errors") and len(api.patches) == 1
     listed = {c.path for c in api.calls if c.method == "GET"}
     assert {"/apis/apps/v1/deployments", "/apis/batch/v1/cronjobs",
-            "/apis/worker.gpustack.ai/v1alpha1/kvcachepoolbindings"} <= listed     # every namespace
+            f"/apis/{GROUP}/{VERSION}/kvcachepoolbindings"} <= listed     # every namespace
 
 
 def test_workloads_refused_names_skip_workloads_and_force(run):

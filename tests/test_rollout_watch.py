@@ -13,7 +13,8 @@ import pytest
 
 import objects as o
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.commands import verify as verify_cmd
+from kubectl_kvcache.cli.flows import verify as verify_cmd
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 
 class FakeServer(http.server.ThreadingHTTPServer):
@@ -57,8 +58,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         path = url.path
         if path == "/apis/worker.gpustack.ai":
-            return self._json({"versions": [{"version": "v1alpha1"}], "preferredVersion": {"version": "v1alpha1"}})
-        if path == "/apis/worker.gpustack.ai/v1alpha1":
+            return self._json({"versions": [{"version": VERSION}], "preferredVersion": {"version": VERSION}})
+        if path == f"/apis/{GROUP}/{VERSION}":
             return self._json({"resources": [{"name": "modeldeployments"}, {"name": "kvcachepoolbindings"}]})
         if path == "/apis/gpustack.ai":
             return self._json({"kind": "Status", "code": 404, "message": "not found"}, 404)

@@ -13,12 +13,17 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as hs
 
-from kubectl_kvcache import cli, kube, setting, sources
-from kubectl_kvcache.commands import setting as setting_cmd
-from kubectl_kvcache.options import Connection, SettingOptions
+from kubectl_kvcache import cli, kube
+from kubectl_kvcache.judge import setting
+from kubectl_kvcache.load import reader
+from kubectl_kvcache.cli.flows import setting as setting_cmd
+from kubectl_kvcache.cli.commands.setting import SettingOptions
+from kubectl_kvcache.cli.flows.setting import reverse_command
+from kubectl_kvcache.options import Connection
 from kubectl_kvcache.render import setting as setting_view
 from kubectl_kvcache.errors import Conflict, PluginError
-from kubectl_kvcache.snapshot import Deployment, Pod, Role, Setting, default_setting
+from kubectl_kvcache.operator.records import Deployment, Pod, Role, Setting, default_setting
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 NS, NAME = "gpustack-system", "model-deployment-kv-cache-dtype-owned"
 TRUE_SPELLINGS = ("1", "t", "T", "TRUE", "true", "True")
@@ -45,7 +50,7 @@ def _md(ns, name, kv=True, replicas=(1,)):
                       for i, r in enumerate(replicas)]}
     if kv:
         spec["kvCache"] = {"poolRef": {"name": "b1"}}
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
             "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
@@ -116,7 +121,7 @@ class FakeAPI:
     def _group(self, group):
         if group not in self.served:
             raise HTTPError(404, {"message": "the server could not find the requested resource"})
-        version = self.setting_version if group == "gpustack.ai" else "v1alpha1"
+        version = self.setting_version if group == "gpustack.ai" else VERSION
         return {"versions": [{"version": version}], "preferredVersion": {"version": version}}
 
     def _group_version(self, group, version):
@@ -208,7 +213,7 @@ class TTY(io.StringIO):
 
 def run_cli(api, argv, stdin=None, monkeypatch=None):
     out, err = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sources, "open_client", lambda *a, **k: FakeClient(api))
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: FakeClient(api))
     code = cli.main(argv, stdin=stdin if stdin is not None else io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
 
@@ -348,16 +353,16 @@ def _opts(timeout=60.0, **kw):
 def test_reverse_command_repeats_the_connection_flags_given():
     opts = _conn(kubeconfig="/tmp/my config", context="prod", as_user="alice", as_group=["ops", "sre"],
                  server="https://h:6443", insecure_skip_tls_verify=True, request_timeout="10s")
-    cmd = setting.reverse_command(True, opts)
+    cmd = reverse_command(True, opts)
     assert shlex.split(cmd) == ["kubectl", "kvcache", "setting", "on", "--yes", "--kubeconfig", "/tmp/my config",
                                 "--context", "prod", "--server", "https://h:6443", "--as", "alice",
                                 "--as-group", "ops", "--as-group", "sre", "--insecure-skip-tls-verify",
                                 "--request-timeout", "10s"]
-    assert setting.reverse_command(False, _conn()) == "kubectl kvcache setting off --yes"
+    assert reverse_command(False, _conn()) == "kubectl kvcache setting off --yes"
 
 
 def test_reverse_command_never_echoes_a_token():
-    cmd = setting.reverse_command(False, _conn(token="s3cr3t"), "me")
+    cmd = reverse_command(False, _conn(token="s3cr3t"), "me")
     assert "s3cr3t" not in cmd and '--token "$KVCACHE_TOKEN"' in cmd and "--field-manager me" in cmd
 
 
@@ -430,7 +435,7 @@ def _cluster_api(**kw):
 
 
 def _binding(ns, name, dtype="fp8"):
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns},
             "spec": {"poolRef": {"name": "pool"}, "domain": {"blockSize": 16, "dtype": dtype}}}
 
@@ -469,7 +474,7 @@ def test_blast_radius_lists_cluster_wide_and_paged(run):
     assert code == 0
     md_pages = [c for c in api.calls if c.path.endswith("/modeldeployments")]
     assert len(md_pages) == 4 and all(c.query["limit"] == "1" for c in md_pages)
-    assert [c.path for c in md_pages][0] == "/apis/worker.gpustack.ai/v1alpha1/modeldeployments"
+    assert [c.path for c in md_pages][0] == f"/apis/{GROUP}/{VERSION}/modeldeployments"
     pod_lists = [c for c in api.calls if c.path == "/api/v1/pods"]
     assert {c.query["labelSelector"] for c in pod_lists} == {"kvcache.gpustack.ai/inject=true"}
     assert "3 pool-attached ModelDeployments (5 replicas) in 2 namespaces" in out
@@ -597,7 +602,7 @@ def test_forbidden_patch_names_verb_resource_and_namespace(run):
 
 
 def io_streams(stdin=""):
-    from kubectl_kvcache.commands import IO
+    from kubectl_kvcache.cli.flows import IO
 
     return IO(io.StringIO(stdin), io.StringIO(), io.StringIO())
 

@@ -11,11 +11,13 @@ import objects as o
 import pytest
 from runcli import kvcache
 
-from kubectl_kvcache import checks, cli, snapshot as snap
-from kubectl_kvcache.options import Scope
+from kubectl_kvcache import cli
+from kubectl_kvcache.judge import checks
+from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import core
 from kubectl_kvcache.render import verify as verify_view
-from kubectl_kvcache.spelling import nearest_spelling
+from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -87,7 +89,7 @@ def test_selector_on_check_keeps_findings_about_selected_objects_and_the_setting
     path = write(*_team_objects())
     code, report, _ = check_json("check", "-A", "-l", "team=a", "-f", path)
     assert sorted((f["kind"], f["name"]) for f in report["findings"]) == [
-        ("ModelDeployment", "md-a"), ("Setting", snap.SETTING_NAME)]
+        ("ModelDeployment", "md-a"), ("Setting", api.SETTING_NAME)]
     assert code == 1    # md-a's own flag differs from its Binding: an error, and it was selected
     code, report, _ = check_json("check", "-A", "-l", "team=nobody", "-f", path)
     assert [f["code"] for f in report["findings"]] == ["setting"] and code == 0
@@ -174,9 +176,10 @@ def test_wide_has_a_fix_column_and_the_summary_names_the_next_command(write):
 
 
 def test_next_step_on_a_cluster_is_the_recovery_of_the_one_rejected_binding(write):
-    from kubectl_kvcache import sources, verify
+    from kubectl_kvcache.judge import verify
+    from kubectl_kvcache.load import manifests
 
-    snapshot = sources.load_files([write(*_verify_objects())], Scope())
+    snapshot = manifests.load_files([write(*_verify_objects())], Scope())
     report = verify.verify(snapshot)
     assert verify_view.next_step(report, Scope(namespace="team")) == (
         "next: kubectl kvcache recover bad -n team   (the guide's recovery for Binding bad)")
@@ -291,9 +294,9 @@ def test_the_older_binding_claims_when_neither_is_bound(write):
 def test_absent_objects_are_not_in_the_input_only_for_files():
 
     def report(source):
-        s = snap.Snapshot(source=source)
-        s.setting = snap.default_setting()
-        md = snap.deployment_record(o.deployment("md", binding_name="gone", roles=[
+        s = records.Snapshot(source=source)
+        s.setting = records.default_setting()
+        md = records.deployment_record(o.deployment("md", binding_name="gone", roles=[
             {"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype", "fp8"]}]))
         s.deployments[(md.namespace, md.name)] = md
         return checks.check(s)
@@ -305,7 +308,7 @@ def test_setting_status_takes_table_like_every_command_and_text_still_works():
     from kubectl_kvcache.cli import build_parser, options_for
 
     for word in ("table", "text"):
-        _, opts = options_for(build_parser().parse_args(["setting", "status", "-o", word]))
+        opts = options_for(build_parser().parse_args(["setting", "status", "-o", word]))
         assert opts.output.format == "table"
     code, _, err = kvcache("setting", "status", "-o", "toml")
     assert code == 2 and "invalid choice" in err

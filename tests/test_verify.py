@@ -3,8 +3,9 @@
 import pytest
 
 import objects as o
-from kubectl_kvcache import sources, verify
-from kubectl_kvcache.sources import Scope
+from kubectl_kvcache.judge import verify
+from kubectl_kvcache.load import manifests
+from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM
 from kubectl_kvcache.render.verify import argv_listing
 
@@ -14,7 +15,7 @@ def snapshot_of(*objs, tmp_path, namespace=None):
 
     path = tmp_path / "in.json"
     path.write_text(json.dumps(o.as_list(*objs)))
-    return sources.load_files([str(path)], Scope(namespace))
+    return manifests.load_files([str(path)], Scope(namespace))
 
 
 def judge(*objs, tmp_path):

@@ -1,9 +1,18 @@
-"""The only layer that prints. `core`: the View type, tables, JSON/YAML and the diagnostic lines
-every command shares; one module per command family for its views and messages (`verify`,
-`checks`, `setting`). Import the family module you need: this face stays light for --help."""
+"""The only layer that prints. `core`: the View type, tables and the diagnostic lines every
+command shares; `formats`: one printer per -o format; `output`: what -o asked for; one module per
+command family for its views and messages (`verify`, `checks`, `setting`, `recover`).
 
-from kubectl_kvcache.render.core import (NONE, Column, View, document, error, line, note, notes, nothing_found,
-                                         prompt, record, show, structured, table, tracer)
+`render.line`, `render.show` and the rest of core's face resolve on first use, so that the
+command line can read `render.output` and `render.formats` without loading core (~ms at start)."""
 
-__all__ = ["Column", "NONE", "View", "document", "error", "line", "note", "notes", "nothing_found", "prompt",
-           "record", "show", "structured", "table", "tracer"]
+_FACE = ("NONE", "Column", "View", "document", "error", "line", "note", "notes", "nothing_found", "prompt", "record",
+         "show", "structured", "table", "tracer")
+__all__ = list(_FACE)
+
+
+def __getattr__(name):
+    if name in _FACE:
+        from kubectl_kvcache.render import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The views of check, bindings and roles, and check's summary line."""
 
-from kubectl_kvcache.checks import SEVERITIES
+from kubectl_kvcache.judge.checks import SEVERITIES
 from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM, POD_IMAGE, SPEC_IMAGE, SPEC_VERSION
 from kubectl_kvcache.render.core import Column, View
 

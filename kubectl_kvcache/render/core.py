@@ -5,10 +5,8 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable
 
 from kubectl_kvcache.record import Record
@@ -184,117 +182,19 @@ def fit_to_width(headers, rows, width, no_headers=False, shortenable=None):
     return [[c if len(c) <= widths[i] else c[:widths[i] - 1] + ELLIPSIS for i, c in enumerate(r)] for r in rows]
 
 
-def as_json(data, out):
-    """`data` as json.dumps(data, indent=2) writes it, plus a newline, in pieces (memory follows
-    one item, not the document). Written here because the standard encoder falls back to pure
-    Python whenever it indents: this is ~3x faster and byte for byte the same (a test holds it
-    to json.dumps over random documents)."""
-    buf, size = [], 0
-    for chunk in _json_chunks(data, "\n", 0):
-        buf.append(chunk)
-        size += len(chunk)
-        if size >= 1 << 20:
-            out.write("".join(buf))
-            buf, size = [], 0
-    buf.append("\n")
-    out.write("".join(buf))
-
-
-_STRING = json.encoder.encode_basestring_ascii      # C: json.dumps' own string encoder
-_FLOAT = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
-
-
-def _json_chunks(o, pad, depth):
-    """The top two levels piece by piece (a List's items one by one); below, whole strings."""
-    if depth == 2 or not o or not isinstance(o, (dict, list, tuple)):
-        yield _json(o, pad)
-        return
-    inner = pad + "  "
-    if isinstance(o, dict):
-        sep = "{"
-        for key, value in o.items():
-            yield sep + inner + _json_key(key) + ": "
-            yield from _json_chunks(value, inner, depth + 1)
-            sep = ","
-        yield pad + "}"
-    else:
-        sep = "["
-        for value in o:
-            yield sep + inner
-            yield from _json_chunks(value, inner, depth + 1)
-            sep = ","
-        yield pad + "]"
-
-
-def _json(o, pad):
-    t = o.__class__         # the exact types first: this runs once per value of the document
-    if t is str:
-        return _STRING(o)
-    if t is dict:
-        if not o:
-            return "{}"
-        inner = pad + "  "
-        return "{" + inner + ("," + inner).join(
-            [(_STRING(k) if k.__class__ is str else _json_key(k)) + ": " + _json(v, inner) for k, v in o.items()]
-        ) + pad + "}"
-    if t is list or t is tuple:
-        if not o:
-            return "[]"
-        inner = pad + "  "
-        return "[" + inner + ("," + inner).join([_json(v, inner) for v in o]) + pad + "]"
-    if o is None:
-        return "null"
-    if o is True:
-        return "true"
-    if o is False:
-        return "false"
-    if t is int:
-        return int.__repr__(o)
-    if isinstance(o, str):
-        return _STRING(o)
-    if isinstance(o, int):
-        return int.__repr__(o)
-    if isinstance(o, float):
-        return "NaN" if o != o else _FLOAT.get(o) or float.__repr__(o)
-    if isinstance(o, dict):
-        return _json(dict(o), pad)
-    if isinstance(o, (list, tuple)):
-        return _json(list(o), pad)
-    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
-
-
-def _json_key(key):
-    """Keys as json.dumps writes them: strings, and numbers, booleans and null as strings."""
-    if isinstance(key, str):
-        return _STRING(key)
-    if isinstance(key, (bool, int, float)) or key is None:
-        return _STRING(_json(key, ""))
-    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
-
-
-def as_yaml(data, out):
-    import yaml
-
-    out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
-
-
 def structured(data, fmt, out):
-    (as_json if fmt == "json" else as_yaml)(data, out)
+    """`data` in a structured format (render/formats: json, yaml)."""
+    from kubectl_kvcache.render import formats
+
+    formats.printer(fmt).write(data, out)
 
 
 def show(view: View, report, output, out, err=None) -> int:
-    """Print `report` through `view` in the asked format; returns how many rows were listed
-    (structured output: -1, it is never empty)."""
-    if output.structured:
-        structured(view.to_dict(report), output.format, out)
-        return -1
-    rows = view.cells(report, output.wide)
-    # the default table fits a terminal; -o wide is the full text, as kubectl's
-    if table(view.headers(output.wide), rows, out, not output.headers,
-             fit=() if output.wide else view.shortenable(False)):
-        note(sys.stderr if err is None else err, "long cells are shortened to fit the terminal: -o wide or -o json "
-                                                 "shows them in full")
-    return len(rows)
+    """Print `report` through `view` in the asked format (render/formats); returns how many rows
+    were listed (structured output: -1, it is never empty)."""
+    from kubectl_kvcache.render import formats
+
+    return formats.printer(output.format).show(view, report, output, out, err)
 
 
 # -- diagnostics (stderr) -------------------------------------------------------------------

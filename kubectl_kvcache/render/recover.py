@@ -12,14 +12,9 @@ from kubectl_kvcache.render.core import escape, line, live_line
 RULE = "  "
 
 
-def safe(text) -> str:
-    """Cluster data for a terminal, escaped as every human line is (render.core.escape)."""
-    return escape(text)
-
-
 def _ref(target) -> str:
     ns = target.get("namespace")
-    return safe(f"{target.get('kind')} {ns + '/' if ns else ''}{target.get('name')}")
+    return escape(f"{target.get('kind')} {ns + '/' if ns else ''}{target.get('name')}")
 
 
 _FOR = {"available": "is available (condition Available=True for its current generation)",
@@ -29,7 +24,9 @@ _FOR = {"available": "is available (condition Available=True for its current gen
 
 
 def describe(step) -> str:
-    """One line for a step of the plan."""
+    """One line for a step of the plan (as the RecoveryPlan document writes it)."""
+    if hasattr(step, "to_dict"):       # a typed step (judge/recover.py) in the executor's progress
+        step = step.to_dict()
     action = step.get("action")
     if action == "setting":
         word = "true" if step["value"] else "false"
@@ -41,17 +38,17 @@ def describe(step) -> str:
         meta = obj.get("metadata") or {}
         return f"Create {_ref({'kind': obj.get('kind'), 'namespace': meta.get('namespace'), 'name': meta.get('name')})}"
     if action == "patch":
-        return f"Patch {_ref(step['target'])} (JSON merge patch, backed up first): {safe(json.dumps(step['patch']))}"
+        return f"Patch {_ref(step['target'])} (JSON merge patch, backed up first): {escape(json.dumps(step['patch']))}"
     if action == "delete":
         uid = step["target"].get("uid")
-        return f"Delete {_ref(step['target'])}" + (f" (uid {safe(uid)}; backed up first)" if uid else
+        return f"Delete {_ref(step['target'])}" + (f" (uid {escape(uid)}; backed up first)" if uid else
                                                    " (backed up first)")
     if action == "wait":
         cond = step.get("for", "")
         if cond.startswith("value="):
             return f"Wait until the Setting reports status.value {cond[6:]}"
-        return f"Wait until {_ref(step['target'])} {_FOR.get(cond, safe(cond))}"
-    return safe(f"{action}: {step}")
+        return f"Wait until {_ref(step['target'])} {_FOR.get(cond, escape(cond))}"
+    return escape(f"{action}: {step}")
 
 
 def _manifest(obj, out, indent="       "):
@@ -65,12 +62,12 @@ def _manifest(obj, out, indent="       "):
 def plan(plan_dict, out):
     b, t = plan_dict["binding"], plan_dict["target"]
     rejected = ", ".join(f"{r['kind']} {r['name']} on {r['engine']} {r['version']}" for r in b["rejectedBy"])
-    line(out, safe(f"Recovery of KVCachePoolBinding {b['namespace']}/{b['name']} (pool {b['pool']}, domain "
+    line(out, escape(f"Recovery of KVCachePoolBinding {b['namespace']}/{b['name']} (pool {b['pool']}, domain "
                f"{b['domain']}, dtype {b['dtype']!r}"
                + (f"; rejected by {rejected}" if rejected else "") + ")"
                + ("" if b["exists"] else " [already deleted: planned from its backup]")))
     source = {"flag": "--dtype", "suggestion": "check's suggestion"}.get(t["dtypeSource"], t["dtypeSource"])
-    line(out, safe(f"Target: KVCachePoolBinding {t['namespace']}/{t['name']}, domain {t['domain']}, dtype "
+    line(out, escape(f"Target: KVCachePoolBinding {t['namespace']}/{t['name']}, domain {t['domain']}, dtype "
                f"{t['dtype']!r} ({source}); strategy {t['strategy']}"))
     line(out)
     line(out, "Steps:")
@@ -82,12 +79,12 @@ def plan(plan_dict, out):
         line(out)
         line(out, "Warnings:")
         for w in plan_dict["warnings"]:
-            line(out, f"  - {safe(w)}")
+            line(out, f"  - {escape(w)}")
     if plan_dict["manual"]:
         line(out)
         line(out, "By hand (the plan cannot do these):")
         for m in plan_dict["manual"]:
-            line(out, safe(f"  - {m['kind']} {m['namespace']}/{m['name']}: {m['do']}"))
+            line(out, escape(f"  - {m['kind']} {m['namespace']}/{m['name']}: {m['do']}"))
 
 
 def planned_only(err):
@@ -99,7 +96,7 @@ def requests(lines: Iterable[str], out):
     line(out)
     line(out, "Dry run (client): nothing was sent. The requests, in order (each guarded as described):")
     for text in lines:
-        line(out, f"  {safe(text)}")
+        line(out, f"  {escape(text)}")
 
 
 def server_dry_run(results, out):
@@ -107,25 +104,25 @@ def server_dry_run(results, out):
     line(out, "Dry run (server): the API server validated every create, patch and delete (dryRun=All); nothing "
           "was persisted.")
     for n, step, outcome in results:
-        line(out, f"{n:>3}. {describe(step)}: {safe(outcome)}")
+        line(out, f"{n:>3}. {describe(step)}: {escape(outcome)}")
 
 
 def step_result(n, total, step, outcome, out):
-    line(out, f"[{n}/{total}] {describe(step)}: {safe(outcome)}", flush=True)
+    line(out, f"[{n}/{total}] {describe(step)}: {escape(outcome)}", flush=True)
 
 
 def backup_dir(path, out):
-    line(out, f"Backups go to {safe(path)}", flush=True)
+    line(out, f"Backups go to {escape(path)}", flush=True)
 
 
 def waiting(text, elapsed, limit, err, tty, first):
     """The progress of a wait: one line rewritten in place on a terminal; elsewhere one line when
     the wait starts."""
-    shown = f"waiting until {safe(text)} ({elapsed:.0f}s" + (f" of {limit:g}s)" if limit else ")")
+    shown = f"waiting until {escape(text)} ({elapsed:.0f}s" + (f" of {limit:g}s)" if limit else ")")
     if tty:
         live_line(err, shown)
     elif first:
-        line(err, f"waiting until {safe(text)}" + (f" (up to {limit:g}s)" if limit else ""), flush=True)
+        line(err, f"waiting until {escape(text)}" + (f" (up to {limit:g}s)" if limit else ""), flush=True)
 
 
 def waited(err, tty):
@@ -145,4 +142,4 @@ def cancelled(err):
 
 
 def finished(total, backups, out):
-    line(out, f"Recovery finished: {total} steps done. Backups: {safe(backups)}")
+    line(out, f"Recovery finished: {total} steps done. Backups: {escape(backups)}")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from kubectl_kvcache.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
+from kubectl_kvcache.judge.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
 from kubectl_kvcache.render.core import line
-from kubectl_kvcache.snapshot import SETTING_NAME, SETTING_NAMESPACE, Setting
+from kubectl_kvcache.operator.api import SETTING_NAME, SETTING_NAMESPACE
+from kubectl_kvcache.operator.records import Setting
 
 MEANING = {
     True: "on: the operator hands each Binding's dtype to the engine as --kv-cache-dtype and refuses roles "

@@ -6,8 +6,8 @@ import shlex
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 from kubectl_kvcache.render.core import NONE, Column, View, cell, escape, line, live_clear, live_line
-from kubectl_kvcache.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
-                                    recover_command, state_label)
+from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
+                                          recover_command, state_label)
 
 
 def version_label(engine, version, source):
@@ -29,16 +29,8 @@ def _pod(item):
     return item.pod if item.pod is not None else f"<no pod: {item.deployment}>"
 
 
-def _safe(text):
-    """Cluster text (a waiting reason is written by whoever writes Pod status) with control
-    characters shown as escapes, never sent to the terminal."""
-    if text is None:
-        return None
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
-
-
 def _state(item):
-    return _safe(state_label(item))
+    return state_label(item)     # a cell: escaped by render.core.cell
 
 
 def _ready(item):
@@ -171,7 +163,7 @@ class RowPrinter:
 
     def emit(self, items):
         columns = VIEW.columns + (VIEW.wide if self.wide else ())
-        rows = [[_safe(cell(c.cell(i, self.wide))) for c in columns] for i in items]
+        rows = [[cell(c.cell(i, self.wide)) for c in columns] for i in items]
         if self.widths is None:
             heads = [c.header.upper() for c in columns]
             self.widths = [max(len(x) for x in col) for col in zip(heads, *rows)]

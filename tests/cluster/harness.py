@@ -37,6 +37,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 try:
     import yaml
@@ -53,7 +54,7 @@ WORKDIR_PREFIX = "kvcache-cluster-"
 
 # Groups/versions the CRDs serve, and what discovery must list before tests run.
 CRD_GROUPS = {
-    "worker.gpustack.ai/v1alpha1": {"kvcachepoolbindings", "kvcachepools",
+    f"{GROUP}/{VERSION}": {"kvcachepoolbindings", "kvcachepools",
                                     "kvcachebackends", "modeldeployments"},
     "gpustack.ai/v1": {"settings"},
 }

@@ -14,7 +14,7 @@ import objects as o
 import pytest
 import yaml
 
-from kubectl_kvcache.commands import completion as completion_command
+from kubectl_kvcache.cli.flows import completion as completion_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, "bin")

@@ -1,6 +1,7 @@
 """Tests of the real-API-server harness itself (tests/cluster/harness.py)."""
 
 import json
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 # Tests that use the cluster/bare_cluster/cluster_binaries fixtures are marked
 # `cluster` by conftest.py; the others run without any binaries.
@@ -25,7 +26,7 @@ def test_kubectl_reports_pinned_release(cluster):
 
 
 def test_crds_are_served_in_discovery(cluster):
-    worker = cluster.request_ok("GET", "/apis/worker.gpustack.ai/v1alpha1")
+    worker = cluster.request_ok("GET", f"/apis/{GROUP}/{VERSION}")
     by_name = {r["name"]: r for r in worker["resources"]}
     assert by_name["kvcachepoolbindings"]["namespaced"] is True
     assert "kvcpb" in by_name["kvcachepoolbindings"]["shortNames"]
@@ -50,7 +51,7 @@ def test_crds_are_served_in_discovery(cluster):
 
 
 def test_bare_cluster_has_no_operator_crds(bare_cluster):
-    status, _ = bare_cluster.request("GET", "/apis/worker.gpustack.ai/v1alpha1")
+    status, _ = bare_cluster.request("GET", f"/apis/{GROUP}/{VERSION}")
     assert status == 404
     p = bare_cluster.kubectl("get", "kvcachepoolbindings", "-A")
     assert p.returncode != 0
@@ -160,7 +161,7 @@ def test_env_points_kubectl_at_the_cluster(cluster):
 def test_pods_with_owner_and_status(cluster):
     ns = cluster.new_namespace("pods")
     objs = [
-        {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
          "metadata": {"name": "md1", "namespace": ns},
          "spec": {"engine": {"name": "vLLM", "version": "0.29.0"},
                   "kvCache": {"poolRef": {"name": "b1"}},
@@ -171,7 +172,7 @@ def test_pods_with_owner_and_status(cluster):
         {"apiVersion": "v1", "kind": "Pod",
          "metadata": {"name": "md1-server-0", "namespace": ns,
                       "labels": {"app.kubernetes.io/instance": "md1"},
-                      "ownerReferences": [{"apiVersion": "worker.gpustack.ai/v1alpha1",
+                      "ownerReferences": [{"apiVersion": f"{GROUP}/{VERSION}",
                                            "kind": "ModelDeployment", "name": "md1",
                                            "uid": "bogus", "controller": True}]},
          "spec": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.29.0",
@@ -191,7 +192,7 @@ def test_pods_with_owner_and_status(cluster):
 
 def test_binding_schema(cluster):
     ns = cluster.new_namespace("schema")
-    ok = {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+    ok = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
           "metadata": {"name": "b1", "namespace": ns},
           "spec": {"poolRef": {"name": "pool-a"},
                    "domain": {"name": "default", "blockSize": 16, "dtype": "bf16"},
@@ -266,7 +267,7 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
     examples = tmp_path / "examples"
     examples.mkdir()
     (examples / "cluster.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
          "metadata": {"name": "b", "namespace": "demo-ns"},
          "spec": {"poolRef": {"name": "p"}, "domain": {"dtype": "fp8"}},
          "status": {"phase": "Bound"}},

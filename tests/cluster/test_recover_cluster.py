@@ -21,10 +21,11 @@ import time
 import pytest
 
 from kubectl_kvcache import cli
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN = os.path.join(REPO, "bin", "kubectl-kvcache")
-API = "/apis/worker.gpustack.ai/v1alpha1"
+API = f"/apis/{GROUP}/{VERSION}"
 SETTING = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings/model-deployment-kv-cache-dtype-owned"
 FINALIZER = "worker.gpustack.ai/binding-in-use"
 MERGE = "application/merge-patch+json"
@@ -130,7 +131,7 @@ def _md(ns, name, binding, engine="SGLang", version="0.5.18", extra=(), finalize
             "annotations": {"team": "serving"}}
     if finalizers:
         meta["finalizers"] = list(finalizers)
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment", "metadata": meta,
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": meta,
             "spec": {"engine": {"name": engine, "version": version}, "kvCache": {"poolRef": {"name": binding}},
                      "model": {"name": f"org/{name}", "source": "huggingface"},
                      "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1,
@@ -138,7 +139,7 @@ def _md(ns, name, binding, engine="SGLang", version="0.5.18", extra=(), finalize
 
 
 def _binding(ns, name, pool, domain, dtype):
-    return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns, "finalizers": [FINALIZER]},
             "spec": {"poolRef": {"name": pool}, "domain": {"name": domain, "blockSize": 64, "dtype": dtype},
                      "quotaCeiling": "256Gi"}}

@@ -18,7 +18,8 @@ import pytest
 import objects as o
 from kubectl_kvcache import kube
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.commands import verify as verify_cmd
+from kubectl_kvcache.cli.flows import verify as verify_cmd
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SETTING_PATH = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings/model-deployment-kv-cache-dtype-owned"
@@ -304,8 +305,8 @@ def test_setting_on_is_refused_while_check_reports_errors(own):
     assert code == 0, err
     assert "Before turning it on" not in out and spec_value(own) == "false"
     own.kubectl("delete", "namespace", ns, "--wait=false")
-    own.request_ok("DELETE", f"/apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/kvcachepoolbindings/b1")
-    own.request_ok("DELETE", f"/apis/worker.gpustack.ai/v1alpha1/namespaces/{ns}/modeldeployments/chat")
+    own.request_ok("DELETE", f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/kvcachepoolbindings/b1")
+    own.request_ok("DELETE", f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/modeldeployments/chat")
 
 
 def test_setting_on_passes_the_gate_when_check_is_clean(own):

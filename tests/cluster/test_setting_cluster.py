@@ -17,6 +17,7 @@ import time
 import pytest
 
 from kubectl_kvcache import cli, kube
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN = os.path.join(REPO, "bin", "kubectl-kvcache")
@@ -95,7 +96,7 @@ def _workloads(cluster):
                 "roles": [{"name": f"r{i}", "kind": "server", "replicas": n} for i, n in enumerate(replicas)]}
         if kv:
             spec["kvCache"] = {"poolRef": {"name": "b1"}}
-        return {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
                 "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
     def pod(ns, name):
@@ -268,8 +269,8 @@ def test_conflict_when_the_setting_changes_between_read_and_patch(fresh, monkeyp
 
 def test_a_stale_resource_version_is_a_conflict(fresh):
     """The same patch path with a resourceVersion that is no longer current."""
-    from kubectl_kvcache import setting
-    from kubectl_kvcache.commands import setting as setting_cmd
+    from kubectl_kvcache.judge import setting
+    from kubectl_kvcache.cli.flows import setting as setting_cmd
     from kubectl_kvcache.errors import Conflict
     from kubectl_kvcache.options import Connection
 

@@ -18,6 +18,7 @@ from kubectl_kvcache import kube
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.errors import ExpiredContinue
 from kubectl_kvcache.options import Connection
+from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -140,7 +141,7 @@ def _pods(namespace, count, md="md"):
             "metadata": {"name": f"{md}-server-{n}", "namespace": namespace,
                          "labels": {"app.kubernetes.io/name": "model-deployment", "app.kubernetes.io/instance": md,
                                     "app.kubernetes.io/component": "server"},
-                         "ownerReferences": [{"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+                         "ownerReferences": [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
                                               "name": md, "uid": "00000000-0000-0000-0000-000000000001",
                                               "controller": True}]},
             "spec": {"containers": [{"name": "main", "image": "gpustack/runner:cuda12.9-vllm0.29.0",
@@ -151,10 +152,10 @@ def _pods(namespace, count, md="md"):
 def _seed_paged(cluster, count=12):
     ns = cluster.new_namespace("paging")
     cluster.apply([
-        {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "KVCachePoolBinding",
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
          "metadata": {"name": "b1", "namespace": ns},
          "spec": {"poolRef": {"name": "pool"}, "domain": {"dtype": "fp8", "blockSize": 16}}},
-        {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
          "metadata": {"name": "md", "namespace": ns},
          "spec": {"engine": {"name": "vLLM", "version": "0.29.0"}, "kvCache": {"poolRef": {"name": "b1"}},
                   "roles": [{"name": "server", "kind": "server", "replicas": count}]}},

@@ -1,0 +1,229 @@
+"""The command line: flags to options, options to the command, outcome to an exit code. No
+judgement lives here.
+
+kubectl's Complete -> Validate -> Run: argparse reads the flags, the command's module (COMMANDS,
+cli/commands/) turns them into frozen options once (validating them: nothing below cli/ sees
+argparse), and its run() runs the command. Only the named command's module is imported to
+parse, and its flow (cli/flows/) only to run, so `--help` and `version` stay fast and the
+connection starts before the command's modules load (connect_ahead).
+"""
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+
+from kubectl_kvcache import __version__, exitcodes
+from kubectl_kvcache.cli.flags import PROG
+from kubectl_kvcache.errors import PluginError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
+
+# The registry: one line per command, in the order `--help` lists them (cli/commands/<name>.py).
+COMMANDS = ("verify", "check", "bindings", "roles", "setting", "recover", "completion", "version")
+
+DESCRIPTION = """\
+What --kv-cache-dtype every vLLM and SGLang engine of the GPUStack Operator will really run
+with, judged against its KVCachePoolBinding, before and after the upgrade that makes the
+Binding's dtype the engine's argument.
+"""
+
+EPILOG = f"""\
+Examples:
+  # what every engine replica runs with, in every namespace
+  {PROG} verify -A
+
+  # everything the upgrade will break, with the fix for each finding
+  {PROG} check -A -o wide
+
+  # the same on saved objects (kubectl get -o json output), no cluster needed
+  {PROG} check -A -f saved.json
+
+Exit codes: 0 all good, 1 findings (something is not OK), 2 the plugin could not do its job.
+Use "{PROG} COMMAND --help" for more about a command.
+"""
+
+
+def command_module(name):
+    """cli/commands/<name>.py: its help, flags, options and run."""
+    return importlib.import_module(f"kubectl_kvcache.cli.commands.{name}")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2, like kubectl, pointing at
+    the help of the (sub)command that was being parsed. No abbreviated long flags (pflag has none)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        from kubectl_kvcache.render.core import escape   # the message may quote an argument
+
+        if message.startswith("unrecognized arguments: "):
+            extra = message[len("unrecognized arguments: "):]
+            message = ("unknown flag: " if extra.startswith("-") else "unexpected argument: ") + extra
+        self.exit(EXIT_ERROR, f"error: {escape(message)}\nSee '{self.prog} --help' for usage.\n")
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:   # argparse reports these from the top parser: report them from the subcommand's
+            commands = getattr(self, "_commands", {})
+            target = commands.get((getattr(ns, "command", None), getattr(ns, "action", None))) \
+                or commands.get((getattr(ns, "command", None), None)) or self
+            target.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
+
+
+def build_parser(only=None):
+    """The command tree; `only`: just that command's branch. A command line that names its command
+    first parses nothing else, and building every branch costs ~10 ms of every start."""
+    parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kubectl-kvcache {__version__}")
+    sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = {}
+    for name in COMMANDS:
+        if only is None or name == only:
+            command_module(name).add(sub, commands)
+    parser._commands = commands
+    return parser
+
+
+def options_for(ns):
+    """The parsed command line's validated options (its command module's Complete and Validate)."""
+    return command_module(ns.command).options(ns)
+
+
+def named_command(args):
+    """The command a command line starts with, when it is one (build_parser(only=...))."""
+    return args[0] if args and args[0] in COMMANDS else None
+
+
+def completion_spec(parser=None):
+    """The command tree as plain data for completion (nothing below cli/ sees argparse)."""
+    from kubectl_kvcache.cli.completion import spec_of
+
+    return spec_of(parser or build_parser())
+
+
+def run(entry=None):
+    """The executables' entry point (console scripts, bin/, the binary, `python -m`): the command
+    line (or `entry`), then out. Output is flushed here; when nothing is registered to run at exit
+    and no other non-daemon thread runs, the interpreter's teardown (freeing every module and
+    object, ~8 ms of a 100-Pod verify) is skipped, as a compiled CLI ends. Otherwise (the
+    kubernetes client's temporary files, say) the normal exit runs it."""
+    import atexit
+    import threading
+
+    code = (entry or command_line)()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:     # the reader went away: as main() treats it, and no second report
+        code = code or EXIT_ERROR
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    pending = getattr(atexit, "_ncallbacks", lambda: 1)()
+    others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    if not pending and not others:
+        os._exit(code or 0)
+    sys.exit(code)
+
+
+def command_line():
+    """A real command line: sys.argv, the process's streams, and the connection started ahead."""
+    return main(sys.argv[1:], connect_ahead=True)
+
+
+def run_complete():
+    """The `kubectl_complete-kvcache` executable's entry point: complete() through run()."""
+    run(complete)
+
+
+def complete(argv=None):
+    """The `kubectl_complete-kvcache` executable: kubectl (1.26+) runs it with the words typed
+    after `kubectl kvcache`, the last one being completed."""
+    return main(["__complete"] + completion_words(sys.argv[1:] if argv is None else argv))
+
+
+def completion_words(words):
+    from kubectl_kvcache.cli.completion import strip_protocol
+
+    return strip_protocol(words)
+
+
+def _tracer(err):
+    """render.tracer(err), with render imported only when a request is traced (KVCACHE_TRACE)."""
+    def trace(text):
+        from kubectl_kvcache import render
+
+        render.tracer(err)(text)
+    return trace
+
+
+def connect_early(module, options, stderr):
+    """Connect, and read what the command reads first (its prefetch), while the command's modules
+    (render included) load. Only with a cluster: -f reads files."""
+    first = module.prefetch(options) if hasattr(module, "prefetch") else None
+    connection = getattr(options, "connection", None)
+    if connection is None or getattr(getattr(options, "scope", None), "files", ()):
+        return
+    from kubectl_kvcache.load import reader
+
+    reader.warm(connection, _tracer(stderr), first)
+
+
+def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
+    """Run one command line (argv None: sys.argv). `connect_ahead`: start connecting (and load the
+    command's first snapshot) before the command's modules import, as the executables do
+    (command_line); tests that pass their own argv leave it off unless they test it."""
+    from kubectl_kvcache.cli.flows import IO
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    io = IO(stdin=stdin, stdout=stdout, stderr=stderr)
+    args = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(None if args[:1] == ["__complete"] else named_command(args))
+    if args and args[0] == "__complete":     # cobra's hidden command: the shell scripts and kubectl ask it
+        from kubectl_kvcache.cli.flows import completion as complete_command
+
+        try:
+            return complete_command.complete(completion_spec(parser), args[1:], io)
+        except BrokenPipeError:
+            return EXIT_ERROR
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            ns = parser.parse_args(args)
+    except SystemExit as exc:  # argparse exits for --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if ns.command is None:
+        parser.print_help(stdout)
+        return EXIT_OK
+    try:
+        module = command_module(ns.command)
+        options = module.options(ns)       # Complete and Validate, before anything is sent
+        if connect_ahead:
+            connect_early(module, options, stderr)
+        return module.run(options, io)
+    except PluginError as exc:
+        from kubectl_kvcache import render
+
+        render.error(stderr, str(exc))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        from kubectl_kvcache import render
+
+        render.error(stderr, "interrupted")
+        return exitcodes.INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("KVCACHE_DEBUG"):
+            raise
+        from kubectl_kvcache import render
+
+        render.error(stderr, f"internal error: {exc.__class__.__name__}: {exc} (set KVCACHE_DEBUG=1 for the "
+                             f"traceback; please report it)")
+        return EXIT_ERROR

@@ -1,0 +1,74 @@
+"""`check` (and the views bindings and roles share with it): help, flags and options; what it
+does is flows/check.py."""
+
+from __future__ import annotations
+
+from kubectl_kvcache.cli import connection_flags, flags
+from kubectl_kvcache.load.scope import Scope
+from kubectl_kvcache.options import Connection
+from kubectl_kvcache.render.output import Output
+from kubectl_kvcache.record import Record
+
+NAME = "check"
+SELECTS = "findings about objects"
+HELP = dict(
+    help="everything the upgrade guide asks you to check before turning the Setting on",
+    description="Everything the upgrade guide asks you to check before the Setting is on: Binding spellings "
+                "against their engines, Bindings reusing a claimed domain, roles that pass the flag "
+                "themselves, take-over roles, injection opt-ins the webhook will refuse, and the Setting. "
+                "-o wide adds the fix of each finding.\n\n" + flags.SCOPE_NOTE
+                + "-l/--selector keeps the findings about objects (Bindings, ModelDeployments, Pods, workloads) "
+                  "with those labels; everything in scope is still read and judged, and the Setting's "
+                  "finding is always shown.",
+    examples=("check -A", "check -n llm-prod -o wide", "check -A --strict",
+              "check -A -l team=research", "check -A -f saved.json -o json"))
+
+
+class CheckOptions(Record):
+    """check, bindings and roles: one judgement, three views."""
+
+    __slots__ = ("view", "connection", "scope", "output", "strict", "selector")
+
+    def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
+                 selector: str | None = None):
+        self.view = view            # check | bindings | roles
+        self.connection = connection
+        self.scope = scope
+        self.output = output
+        self.strict = strict
+        self.selector = selector    # -l: which judged objects are reported (all in scope are read)
+
+
+def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=True):
+    """The parser of check or of one of its views."""
+    p = commands[(name, None)] = flags.command(sub, name, help["help"], help["description"], help["examples"])
+    flags.scope_flags(p, selects=selects)
+    flags.assume_setting_flag(p)
+    flags.output_flags(p)
+    if strict:
+        p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    if skip_workloads:
+        flags.skip_workloads_flag(p)
+    connection_flags.add(p)
+
+
+def add(sub, commands):
+    add_view(NAME, HELP, sub, commands, SELECTS, strict=True)
+
+
+def options(ns) -> CheckOptions:
+    # -l picks what is reported, not what is read: a Binding's users must all be judged
+    return CheckOptions(ns.command, connection_flags.connection(ns),
+                        flags.scope(ns, workloads=ns.command != "roles", selected=False),
+                        flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+
+
+def prefetch(options: CheckOptions) -> Scope | None:
+    """The snapshot the command starts with (load.reader.read), loaded while the command imports."""
+    return options.scope
+
+
+def run(options: CheckOptions, io) -> int:
+    from kubectl_kvcache.cli.flows import check as flow
+
+    return flow.run(options, io)

@@ -1,0 +1,73 @@
+"""4. Injection opt-ins (Pods and workload Pod templates) the webhook will refuse."""
+
+from __future__ import annotations
+
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.operator import api
+from kubectl_kvcache.judge.checks.engines import flag_tokens, injected_engine
+from kubectl_kvcache.judge.checks.findings import Finding, finding
+from kubectl_kvcache.judge.checks.inputs import OptIn, target_container, unique
+from kubectl_kvcache.engine import DTYPE_OPTION, Token
+
+
+def _without_webhook_tail(container, optin):
+    """An admitted Pod's args end with the webhook's own `--kv-cache-dtype <dtype>`: not the Pod's."""
+    args = list(container.get("args") or ())
+    if optin.existing_pod and optin.annotation("injected") and len(args) >= 2 and args[-2] == DTYPE_OPTION:
+        return dict(container, args=args[:-2])
+    return container
+
+
+def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
+    """(why, fix) for every reason the webhook refuses this opt-in."""
+    container, problem = target_container(optin)
+    if container is None:
+        return [(problem, f"add annotation {api.ANNOTATION_PREFIX}container naming the engine container")]
+    container = _without_webhook_tail(container, optin)
+    command, args = list(container.get("command") or ()), list(container.get("args") or ())
+    name = container.get("name")
+    if not command and not args:
+        return [(f"container {name} has no command and no args", "write the engine's command and args into "
+                                                                   "the container spec")]
+    problems = []
+    why, fix = model.program_refusal(command + args, api.INJECT_LABEL)
+    if why:
+        problems.append((f"container {name}: {why}", fix))
+    at = injected_engine(optin.annotations, container)
+    if at is not None:
+        tokens = ([Token(t, "command", k) for k, t in enumerate(command)]
+                  + [Token(t, "args", k) for k, t in enumerate(args)])
+        for f in flag_tokens(tokens, at.profile):
+            if f.ambiguous:
+                problems.append((f"container {name}: {f.where} `{f.text}` is an ambiguous abbreviation on "
+                                 f"{at.long_label}: {f.ambiguous}", f"remove {f.removal()} `{f.shown}`"))
+            else:
+                problems.append((f"container {name} passes the flag itself on {at.long_label}: "
+                                 f"{f.where} `{f.shown}`",
+                                 f"remove {f.removal()} `{f.shown}`: the webhook appends the Binding's dtype"))
+    return problems
+
+
+def check_injection(optins: list[OptIn]) -> list[Finding]:
+    found = []
+    for o in optins:
+        if not o.annotation("binding") or injected_engine(o.annotations, None) is None:
+            missing = [k for k in ("binding", "engine") if not o.annotation(k)
+                       or (k == "engine" and model.normalise_engine(o.annotation(k)) is None)]
+            found.append(finding("unchecked", o.obj, f"opts into injection but annotation "
+                                                     f"{', '.join(api.ANNOTATION_PREFIX + k for k in missing)} is "
+                                                     f"missing or not vLLM/SGLang: the webhook needs it",
+                                 f"set {', '.join(api.ANNOTATION_PREFIX + k for k in missing)}"))
+        problems = injection_problems(o)
+        if not problems:
+            continue
+        reasons = "; ".join(w for w, _ in problems)
+        if o.existing_pod:
+            owner = f" its owner {o.owner[0]} {o.owner[1]} reports FailedCreate for the replacement" if o.owner else ""
+            message = (f"the webhook refuses a Pod like this one: {reasons}. This Pod already exists and keeps "
+                       f"running;{owner or ' a new Pod like it is refused'}")
+        else:
+            message = (f"the webhook refuses the Pods of this template: {reasons}. The {o.kind}'s next Pods are not "
+                       f"created (it reports FailedCreate)")
+        found.append(finding("injection-refused", o.obj, message, "; ".join(unique(f for _, f in problems))))
+    return found

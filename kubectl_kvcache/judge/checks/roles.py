@@ -1,0 +1,197 @@
+"""2. Roles that pass --kv-cache-dtype themselves in extraArgs (refused at their next edit), and
+3. take-over roles (`command` set) on a pool: the operator renders nothing for them."""
+
+from __future__ import annotations
+
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.judge import verify
+from kubectl_kvcache.operator import api
+from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens,
+                                                  operator_tokens, plain)
+from kubectl_kvcache.judge.checks.findings import ERROR, INFO, WARNING, Finding, finding
+from kubectl_kvcache.engine import Token, predict
+from kubectl_kvcache.record import Record
+from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
+
+
+class RoleEntry(Record):
+    __slots__ = ("namespace", "deployment", "role", "role_index", "type", "engine", "binding", "dtype", "flags",
+                 "today", "after", "verdict", "severity", "reason")
+    __hash__ = None     # mutable: not hashable
+
+    def __init__(self, namespace: str, deployment: str, role: str, role_index: int, type: str,
+                 engine: EngineAt | None, binding: str | None, dtype: str | None, flags: list[dict], today: str,
+                 after: str, verdict: str, severity: str, reason: str):
+        self.namespace = namespace
+        self.deployment = deployment
+        self.role = role
+        self.role_index = role_index
+        self.type = type            # own-flag | take-over
+        self.engine = engine
+        self.binding = binding
+        self.dtype = dtype
+        self.flags = flags          # {path, text, value, where}
+        self.today = today
+        self.after = after
+        self.verdict = verdict
+        self.severity = severity
+        self.reason = reason
+
+    def to_dict(self):
+        return {
+            "namespace": self.namespace, "deployment": self.deployment, "role": self.role,
+            "roleIndex": self.role_index, "type": self.type,
+            "engine": self.engine.engine if self.engine else None,
+            "engineVersion": str(self.engine.version) if self.engine else None,
+            "versionSource": self.engine.source if self.engine else None,
+            "binding": self.binding, "dtype": self.dtype, "flags": self.flags,
+            "today": self.today, "afterUpgrade": self.after,
+            "verdict": self.verdict, "severity": self.severity, "reason": self.reason,
+        }
+
+
+def _role_path(i, j):
+    return f"spec.roles[{i}].{EXTRA_ARGS}[{j}]"
+
+
+def _shown(parse: model.Parse) -> str:
+    if parse.outcome == model.REJECTED:
+        return "REJECTED"
+    if parse.outcome == model.UNKNOWN:
+        return "UNKNOWN"
+    return parse.effective if parse.effective is not None else "auto (engine default)"
+
+
+def _today_from_pods(cands, snapshot, on) -> str | None:
+    """What the role's running Pods run with, as verify judges them: `fp8_e5m2 (2 pods)`."""
+    if not cands:
+        return None
+    counts: dict[str, int] = {}
+    for cand in cands:
+        item = verify.judge_candidate(cand, snapshot, on)
+        shown = item.status if item.status in (verify.REJECTED, verify.UNKNOWN) else (item.effective or "auto")
+        counts[shown] = counts.get(shown, 0) + 1
+    return ", ".join(f"{v} ({n} pod{'s' if n > 1 else ''})" for v, n in counts.items())
+
+
+_OPERATOR_FIRST = "the operator's --kv-cache-dtype, which comes before the role's"
+
+
+def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding] | None:
+    tokens = [Token(a, EXTRA_ARGS, j) for j, a in enumerate(role.extra_args)]
+    flags = flag_tokens(tokens, at.profile)
+    if not flags:
+        return None
+    dtype = binding.dtype if binding else None
+    own = model.parse(tokens, at.profile)
+    after = model.parse(operator_tokens(dtype) + tokens, at.profile) if dtype else own
+    own_value = next((f.value for f in reversed(flags) if not f.ambiguous), None)
+    predicted_today = after if on else own
+    today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
+    paths = ", ".join(f.removal(lambda _source, j: _role_path(i, j)) for f in flags)
+    spelled = ", ".join(f"`{f.shown}` at {f.removal(lambda _source, j: _role_path(i, j))}" for f in flags)
+
+    if after.outcome == model.REJECTED:
+        verdict, severity = "REJECTED", ERROR
+        ambiguous = next((f for f in flags if f.ambiguous), None)
+        why = (f"The engine exits on it: {ambiguous.ambiguous}" if ambiguous
+               else f"After the upgrade the engine exits: {plain(after.reason, _OPERATOR_FIRST)}")
+    elif after.outcome == model.UNKNOWN:
+        verdict, severity, why = "UNKNOWN", WARNING, plain(after.reason, _OPERATOR_FIRST)
+    elif dtype is None:
+        verdict, severity = "UNKNOWN", WARNING
+        why = f"Binding {md.binding} {snapshot.absent(md.namespace)}, so its dtype is unknown"
+    elif after.effective == dtype:
+        verdict, severity = "SAME", WARNING
+        why = "It sets the Binding's own value, so only the deployment's next edit is refused"
+    else:
+        verdict, severity = "MISMATCH", ERROR
+        why = (f"It comes after the operator's --kv-cache-dtype {dtype} and wins: the role keeps running "
+               f"{after.effective}, not the Binding's {dtype!r}")
+    after_text = _shown(after)
+    message = (f"role {role.name} passes the flag itself on {at.long_label}: {spelled}. {why}. Today: {today}; "
+               f"after the upgrade: {after_text}. The webhook refuses the deployment's next edit until it is "
+               f"removed")
+    keep = own_value if own_value and own_value != dtype and after.outcome != model.REJECTED else None
+    fix = f"remove {paths} from the role" + (
+        f" once the Binding's dtype is the one it should run (to keep {keep}, move the deployment to a Binding "
+        f"with dtype {keep!r} and a new domain.name)" if keep else "")
+    near = nearest_spelling(own_value, at.profile.accepted) if own_value not in at.profile.accepted else None
+    if near:
+        fix += f" (its value {own_value!r} is not a spelling {at.name} accepts; the nearest is {near!r})"
+    entry = RoleEntry(md.namespace, md.name, role.name, i, "own-flag", at, md.binding, dtype,
+                      [{"path": _role_path(i, f.index), "text": f.text, "value": f.value,
+                        **({"valuePath": _role_path(i, f.value_at[1])} if f.value_at else {}),
+                        **({"ambiguous": f.ambiguous} if f.ambiguous else {})} for f in flags],
+                      today, after_text, verdict, severity, why)
+    return entry, finding("role-own-flag", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
+
+
+def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding]:
+    dtype = binding.dtype if binding else None
+    cands = pods.of(md, role.name)
+    image = md.image or ((cands[0].pod.container(api.ENGINE_CONTAINER) or {}).get("image") if cands else None)
+    container = {"name": api.ENGINE_CONTAINER, "command": list(role.command), "env": list(role.env),
+                 "image": image or ""}
+    pred = predict(container, at.engine, str(at.version))
+    flags = [{"path": f"spec.roles[{i}].{o.source}[{o.index}]", "text": o.text, "value": o.value}
+             for o in pred.occurrences]
+    where = "; ".join(f"`{f['text']}{'' if '=' in f['text'] else ' ' + str(f['value'])}` in "
+                      f"{f['path']}" for f in flags)
+    if not where and pred.outcome == model.OK:
+        where = "no --kv-cache-dtype"
+    detail = ", ".join(x for x in (where, f"via {pred.via}" if pred.via else "") if x)
+    if pred.outcome == model.REJECTED:
+        verdict, severity, why = "REJECTED", ERROR, f"the engine exits: {pred.reason}"
+        after = "REJECTED"
+    elif pred.outcome == model.UNKNOWN:
+        verdict, severity, why = "UNKNOWN", WARNING, f"what it runs with cannot be known: {pred.reason}"
+        after = "UNKNOWN"
+    else:
+        after = pred.effective or "auto (engine default)"
+        if dtype is None:
+            verdict, severity = "UNKNOWN", WARNING
+            why = f"runs {after}; Binding {md.binding} {snapshot.absent(md.namespace)}"
+        elif pred.effective is None:
+            verdict, severity = "MISSING", WARNING
+            why = f"its command passes no --kv-cache-dtype: the engine runs its default, not the Binding's {dtype!r}"
+        elif pred.effective == dtype:
+            verdict, severity, why = "OK", INFO, f"its own command sets the Binding's {dtype!r}"
+        else:
+            verdict, severity = "MISMATCH", WARNING
+            why = f"its own command sets {pred.effective!r}, not the Binding's {dtype!r}"
+    today = _today_from_pods(cands, snapshot, on) or f"{after} (no Pods: predicted)"
+    message = (f"take-over role {role.name} (command set) on {at.long_label}: the operator renders nothing for "
+               f"it, before or after the upgrade; {why}" + (f" ({detail})" if detail else ""))
+    fix = {"OK": "", "MISMATCH": f"set `--kv-cache-dtype {dtype}` in the role's command if it should run the "
+                                 f"Binding's value",
+           "MISSING": f"add `--kv-cache-dtype {dtype}` to the role's command if it should run the Binding's value",
+           "REJECTED": "fix the role's command: the engine cannot start",
+           "UNKNOWN": "check the role's command by hand"}[verdict]
+    entry = RoleEntry(md.namespace, md.name, role.name, i, "take-over", at, md.binding, dtype, flags,
+                      today, after, verdict, severity, why)
+    return entry, finding("takeover-role", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
+
+
+def check_roles(snapshot, deployments, pods, on) -> tuple[list[RoleEntry], list[Finding]]:
+    entries, found = [], []
+    for md in deployments:
+        if not md.kv_cache:
+            continue
+        ats = deployment_engines(md, pods.images(md))
+        obj = (md.namespace, "ModelDeployment", md.name)
+        if not ats:
+            found.append(finding("unchecked", obj, f"spec.engine.name {md.engine!r} is not vLLM or SGLang: its "
+                                                   f"Binding's dtype and its roles are not checked for it"))
+            continue
+        at = ats[-1]
+        binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
+        for i, role in enumerate(md.roles):
+            if role.command:
+                result = takeover_entry(md, i, role, at, binding, snapshot, pods, on)
+            else:
+                result = own_flag_entry(md, i, role, at, binding, snapshot, pods, on)
+            if result:
+                entries.append(result[0])
+                found.append(result[1])
+    return entries, found

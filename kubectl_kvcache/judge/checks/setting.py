@@ -1,0 +1,48 @@
+"""5. The Setting itself: its value as the checks read it, and the finding that says what it means."""
+
+from __future__ import annotations
+
+from kubectl_kvcache.judge import setting as setting_mod
+from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.judge.checks.findings import ERROR, Finding, finding
+
+
+def setting_state(setting: records.Setting | None, input_source="cluster") -> dict:
+    setting = setting or records.default_setting()
+    return {"namespace": api.SETTING_NAMESPACE, "name": api.SETTING_NAME, "value": setting.status_value,
+            "specValue": setting.spec_value, "on": setting_mod.effective_value(setting),
+            "source": setting.source if input_source == "cluster" or setting.source != "default" else "assumed"}
+
+
+def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
+    obj = (api.SETTING_NAMESPACE, "Setting", api.SETTING_NAME)
+    value, on, source = state["value"], state["on"], state["source"]
+    if on is None:
+        return finding("setting", obj, f"status.value is {value!r}, which the operator cannot read as a "
+                                       f"boolean", "patch spec.value to \"true\" or \"false\"", severity=ERROR)
+    if source == "flag":
+        shown = f"assumed {'on' if on else 'off'} (--assume-setting), not read"
+    elif source == "assumed":
+        shown = "not in the input: assuming the operator's default \"true\""
+    elif source == records.NOT_SERVED:
+        shown = (f"the cluster does not serve {api.SETTING_GROUP} yet (before the upgrade): judged as the upgrade "
+                 f"will bring it, at its default \"true\"")
+    elif source == "default":
+        shown = "the Setting does not exist: the operator's default \"true\" applies"
+    elif value is None:
+        shown = "status.value is unset: the operator's default \"true\" applies"
+    else:
+        shown = f"status.value is {value!r}"
+    if on and source == records.NOT_SERVED:
+        message = f"{shown}: the findings are what the upgrade will cause"
+        fix = "fix the errors before upgrading" if errors else ""
+    elif on:
+        message = (f"{shown}: already on. The operator hands each Binding's dtype to the engine and the "
+                   f"webhooks refuse own flags: the findings are the cluster's state now")
+        fix = ("if new Pods fail argument parsing, the guide's recovery turns it off first: kubectl kvcache setting "
+               "off" if failing else "")
+    else:
+        message = (f"{shown}: off. Turning it on rolls every pool-attached ModelDeployment; the findings are "
+                   f"what that will cause")
+        fix = "fix the errors first, then: kubectl kvcache setting on" if errors else "kubectl kvcache setting on"
+    return finding("setting", obj, message, fix)

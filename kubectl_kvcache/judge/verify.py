@@ -1,0 +1,598 @@
+"""Judge every pool-attached engine container: what it will run with, against its Binding.
+
+Pure: a snapshot in, a report out. Which Pods count (controlled by a pool-attached
+ModelDeployment and carrying one of its roles, or opted into injection), which container is
+the engine (`main`, or the injection annotation's), and the verdict.
+"""
+
+from __future__ import annotations
+
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.judge import setting as setting_mod
+from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.engine import CachedPredict, Prediction, predict
+from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.record import Record
+from kubectl_kvcache.operator.records import NOT_SERVED
+
+OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
+NO_POD = "NO-POD"
+STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN, NO_POD)
+PARSE_ERROR_EXIT = 2
+CRASH_LOOP = "CrashLoopBackOff"
+
+# How a replica stands in the rollout (verify's per-deployment line, `verify --wait`):
+DONE = "done"                   # runs the expected value: OK, running, ready (as far as reported), not terminating
+CRASHING = "crash-looping"      # the engine container is in CrashLoopBackOff, or REJECTED and exited with code 2
+TO_ROLL = "to-roll"             # no Pod yet, not rolled (MISSING), Pending, not ready, or an old replica terminating
+STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
+
+
+class Item(Record):
+    __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
+                 "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
+                 "container_spec", "fix", "recover", "state", "takeover", "slot")
+    __hash__ = None     # mutable: judged field by field
+
+    def __init__(self, namespace: str, pod: str, container: str | None, owner: dict | None, role: str | None,
+                 engine: str | None, engine_version: str | None, binding: str | None, expected: str | None,
+                 effective: str | None, status: str, reason: str, occurrences: list[dict] | None = None,
+                 version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
+                 fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
+                 slot: int | None = None):
+        self.namespace = namespace
+        self.pod = pod
+        self.container = container
+        self.owner = owner
+        self.role = role
+        self.engine = engine
+        self.engine_version = engine_version
+        self.binding = binding
+        self.expected = expected
+        self.effective = effective
+        self.status = status
+        self.reason = reason
+        self.occurrences = [] if occurrences is None else occurrences
+        self.version_source = version_source
+        self.winner = winner
+        self.container_spec = container_spec   # kept for the per-Pod argv listing
+        self.fix = fix                          # the next step for a non-OK item, in check's words
+        self.recover = recover                  # the fix is the guide's recovery of its Binding
+        self.state = state                      # the Pod's state (None: no Pod); see pod_state()
+        self.takeover = takeover
+        self.slot = slot                        # NO-POD rows: which missing replica of the role
+
+    def to_dict(self):
+        return {
+            "namespace": self.namespace, "pod": self.pod, "container": self.container, "owner": self.owner,
+            "role": self.role, "engine": self.engine, "engineVersion": self.engine_version,
+            "binding": self.binding, "expected": self.expected, "effective": self.effective,
+            "status": self.status, "reason": self.reason, "fix": self.fix, "occurrences": self.occurrences,
+            "state": self.state,
+        }
+
+    @property
+    def key(self):
+        """What identifies this row across judgements (a replica without a Pod: its deployment, role, slot)."""
+        return (self.namespace, self.pod) if self.pod is not None else \
+            (self.namespace, None, self.owner["name"], self.role, self.slot)
+
+    @property
+    def deployment(self) -> str | None:
+        return self.owner["name"] if self.owner else None
+
+    @property
+    def terminating(self) -> bool:
+        return bool(self.state and self.state.get("terminating"))
+
+    @property
+    def confirmed_rejected(self) -> bool:
+        """REJECTED and the engine container already exited with the parser's code 2."""
+        return self.status == REJECTED and bool(self.state) and self.state.get("lastExitCode") == PARSE_ERROR_EXIT
+
+    @property
+    def progress(self) -> str:
+        """DONE, CRASHING, TO_ROLL or STUCK (see above)."""
+        state = self.state or {}
+        if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected:
+            return CRASHING
+        if self.status == NO_POD or self.terminating:
+            return TO_ROLL
+        if self.status == OK:
+            running = state.get("phase") in ("Running", "", None) and state.get("ready") is not False
+            return DONE if running else TO_ROLL
+        if self.status == MISSING and not self.takeover:
+            return TO_ROLL
+        return STUCK
+
+
+class RoleProgress(Record):
+    __slots__ = ("name", "desired", "pods", "terminating", "status")
+    __hash__ = None     # mutable
+
+    def __init__(self, name: str, desired: int, pods: int, terminating: int, status: records.RoleStatus | None):
+        self.name = name
+        self.desired = desired
+        self.pods = pods                    # Pods that are not terminating
+        self.terminating = terminating
+        self.status = status
+
+    def to_dict(self):
+        s = self.status
+        return {"name": self.name, "desired": self.desired, "pods": self.pods, "terminating": self.terminating,
+                "statusReplicas": s.replicas if s else None, "statusReady": s.ready if s else None,
+                "statusUpdated": s.updated if s else None}
+
+
+class DeploymentProgress(Record):
+    """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
+
+    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck")
+    __hash__ = None     # mutable
+
+    def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
+                 roles: list[RoleProgress], counts: dict, stuck: dict):
+        self.namespace = namespace
+        self.name = name
+        self.binding = binding
+        self.expected = expected
+        self.roles = roles
+        self.counts = counts                # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
+        self.stuck = stuck                  # status -> number, for the STUCK rows
+
+    @property
+    def desired(self):
+        return sum(r.desired for r in self.roles)
+
+    @property
+    def complete(self) -> bool:
+        """Every replica runs the expected value: no row is anything but done, none is missing."""
+        return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
+                                                          or self.counts[STUCK])
+
+    def to_dict(self):
+        return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
+                "expected": self.expected, "desired": self.desired, "done": self.counts[DONE],
+                "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
+                "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
+                "roles": [r.to_dict() for r in self.roles]}
+
+
+class Report(Record):
+    __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted")
+    __hash__ = None     # mutable
+
+    def __init__(self, setting_value: bool, setting_source: str, items: list[Item],
+                 deployments: list[DeploymentProgress] | None = None, accounted: bool = True):
+        self.setting_value = setting_value
+        self.setting_source = setting_source
+        self.items = items
+        self.deployments = [] if deployments is None else deployments
+        self.accounted = accounted          # replicas without a Pod were looked for (not with -l or named Pods)
+
+    def summary(self):
+        counts = {"total": len(self.items)}
+        for status in STATUSES:
+            counts[status] = sum(1 for i in self.items if i.status == status)
+        return counts
+
+    def to_dict(self):
+        return {"kind": "VerifyReport",
+                "setting": {"value": self.setting_value, "source": self.setting_source},
+                "items": [i.to_dict() for i in self.items],
+                "summary": self.summary(),
+                "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None}
+
+
+class Candidate(Record):
+    """An engine container to judge, with what its owner declares."""
+
+    __slots__ = ("pod", "container_name", "owner", "role", "declared_engine", "declared_version", "binding",
+                 "manufacturer", "takeover", "problem")
+
+    def __init__(self, pod: records.Pod, container_name: str | None, owner: dict | None, role: str | None,
+                 declared_engine: str | None, declared_version: str | None, binding: str | None,
+                 manufacturer: str | None = None, takeover: bool = False, problem: str = ""):
+        self.pod = pod
+        self.container_name = container_name
+        self.owner = owner
+        self.role = role
+        self.declared_engine = declared_engine
+        self.declared_version = declared_version
+        self.binding = binding
+        self.manufacturer = manufacturer
+        self.takeover = takeover
+        self.problem = problem              # set when the candidate itself cannot be judged
+
+
+def candidates(snapshot: records.Snapshot) -> list[Candidate]:
+    found = []
+    for pod in snapshot.pods:
+        if pod.md_controlled:
+            cand = _deployment_candidate(pod, snapshot)
+        elif pod.opted_in:
+            cand = _injected_candidate(pod)
+        else:
+            cand = None
+        if cand is not None:
+            found.append(cand)
+    found.sort(key=lambda c: (c.pod.namespace, c.pod.name))
+    return found
+
+
+def _deployment_candidate(pod, snapshot):
+    name = pod.owner[2]
+    owner = {"kind": "ModelDeployment", "name": name}
+    md = snapshot.deployments.get((pod.namespace, name))
+    container = api.ENGINE_CONTAINER
+    role_name = pod.labels.get(api.COMPONENT_LABEL)
+    if md is None:
+        return Candidate(pod, container, owner, role_name, None, None, None,
+                         problem=f"its ModelDeployment {name} {snapshot.absent(pod.namespace)}")
+    if not md.kv_cache:
+        return None
+    role = md.role(role_name) if role_name else None
+    if role is None:
+        return None     # a router or elastic-EP head Pod: not an engine replica
+    return Candidate(pod, container, owner, role.name, md.engine, md.engine_version, md.binding,
+                     takeover=bool(role.command))
+
+
+def _injected_candidate(pod):
+    ann = pod.annotations
+    binding = ann.get(api.ANNOTATION_PREFIX + "binding")
+    engine = ann.get(api.ANNOTATION_PREFIX + "engine")
+    container = ann.get(api.ANNOTATION_PREFIX + "container")
+    role = ann.get(api.ANNOTATION_PREFIX + "role")
+    manufacturer = ann.get(api.ANNOTATION_PREFIX + "manufacturer")
+    target, problem = records.injection_target(ann, pod.containers)
+    if target is not None:
+        container = target["name"]
+    if not problem and not binding:
+        problem = f"no {api.ANNOTATION_PREFIX}binding annotation"
+    if not problem and not model.normalise_engine(engine):
+        problem = f"{api.ANNOTATION_PREFIX}engine is {engine!r}, not vLLM or SGLang"
+    return Candidate(pod, container, None, role, engine, None, binding, manufacturer, problem=problem)
+
+
+def _occurrences(prediction: Prediction):
+    return [{"source": o.source, "index": o.index, "text": o.text, "value": o.value}
+            for o in prediction.occurrences]
+
+
+OFF_REASON = "the Setting is off: nothing is expected"
+NOT_SERVED_REASON = ("the cluster does not serve the Setting's API group yet (before the upgrade): nothing is "
+                     "expected yet")
+
+
+def judge_candidate(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
+                    off_reason=OFF_REASON) -> Item:
+    item = _judge(cand, snapshot, setting_on, predictor, off_reason)
+    if item.status != OK:
+        item.fix, item.recover = fix_for(item, cand, snapshot, setting_on)
+    return item
+
+
+def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
+           off_reason=OFF_REASON) -> Item:
+    pod = cand.pod
+    binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
+    expected = binding.dtype if (binding and setting_on) else None
+    container = pod.container(cand.container_name) if cand.container_name else None
+    item = Item(pod.namespace, pod.name, cand.container_name, cand.owner, cand.role,
+                model.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "",
+                state=pod_state(pod, cand.container_name), takeover=cand.takeover)
+    if cand.problem:
+        item.reason = cand.problem
+        return item
+    if container is None:
+        item.reason = f"no container named {cand.container_name}"
+        return item
+    item.container_spec = container
+    pred = predictor(container, cand.declared_engine, cand.declared_version, cand.manufacturer)
+    item.engine = pred.engine
+    item.engine_version = pred.version
+    item.version_source = pred.version_source
+    item.occurrences = _occurrences(pred)
+    item.winner = pred.winner
+    exit_code = pod.exit_codes.get(container["name"])
+    confirmed = exit_code == PARSE_ERROR_EXIT
+
+    if pred.outcome == "rejected":
+        item.status = REJECTED
+        item.reason = pred.reason + ("; confirmed: the container last exited with code 2" if confirmed else "")
+        return item
+    if pred.outcome == "unknown":
+        item.reason = pred.reason
+        return item
+    item.effective = pred.effective if pred.effective is not None else "auto"
+    if cand.binding and binding is None and setting_on:
+        item.reason = f"Binding {cand.binding} not found in namespace {pod.namespace}"
+        return item
+    note = "; the container last exited with code 2, which this prediction does not explain" if confirmed else ""
+    if not setting_on:
+        item.status = OK
+        item.reason = off_reason + "; the engine starts (" + pred.reason + ")" + note
+        return item
+    if binding.dtype is None:
+        item.reason = f"Binding {binding.name} has no spec.domain.dtype"
+        return item
+    if not pred.occurrences:
+        item.status = MISSING
+        item.reason = _missing_reason(cand, binding, pred) + note
+    elif pred.effective == expected:
+        item.status = OK
+        item.reason = pred.reason + note
+    else:
+        item.status = MISMATCH
+        item.reason = pred.reason + f", not the Binding's {expected!r}" + _mismatch_hint(cand) + note
+    return item
+
+
+def _missing_reason(cand, binding, pred):
+    if cand.takeover:
+        text = "take-over role (command set): the operator adds no --kv-cache-dtype; the role's command must"
+    elif cand.owner:
+        text = "no --kv-cache-dtype in the argv: the replica has not rolled since the Setting went on"
+    else:
+        text = "no --kv-cache-dtype in the args: the Pod was created before the webhook injected it"
+    profile = model.profile(pred.engine, model.parse_version(pred.version))
+    if binding.dtype not in profile.accepted:
+        text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}")
+    return text
+
+
+def _mismatch_hint(cand):
+    if cand.takeover:
+        return " (take-over role: the operator adds nothing; its own command decides)"
+    if cand.owner:
+        return " (a role's own later flag wins over the operator's)"
+    return ""
+
+
+# -- the fix: what to do about a non-OK item, in check's words -------------------------------------
+
+def recover_command(namespace, binding):
+    """The command that walks the guide's recovery for one Binding."""
+    return f"kubectl kvcache recover {binding} -n {namespace}"
+
+
+def _entries(positions, prefix):
+    return " and ".join(f"{prefix}[{j}]" for j in positions)
+
+
+def _own_positions(occurrences, source_argv, offset=0, limit=None):
+    """The argv positions (relative to `offset`) of every occurrence the parser read, each with
+    the separate value it took: removing the flag alone would leave the value a stray positional."""
+    positions = []
+    for occ in occurrences:
+        j = occ["index"] - offset
+        if j < 0 or (limit is not None and j >= limit):
+            continue
+        positions.append(j)
+        if "=" not in occ["text"] and occ.get("value") is not None and j + 1 < (limit or len(source_argv)):
+            positions.append(j + 1)
+    return sorted(set(positions))
+
+
+def _abbreviations(argv, profile):
+    """Positions of entries that abbreviate --kv-cache-dtype (an ambiguous one never becomes an
+    occurrence: the parser exits on it), each with the word after it that was meant as its value."""
+    positions = []
+    for j, text in enumerate(argv):
+        name = text.split("=", 1)[0]
+        if profile is not None and profile.underscores:
+            name = name.replace("_", "-")
+        if len(name) > 4 and model.DTYPE_OPTION.startswith(name) and name.startswith("--"):
+            positions.append(j)
+            if "=" not in text and j + 1 < len(argv) and not argv[j + 1].startswith("-"):
+                positions.append(j + 1)
+    return sorted(set(positions))
+
+
+def _extra_args_start(role, command):
+    """Where the role's extraArgs sit in the rendered command (the operator appends them after its
+    own arguments), or None when this Pod was rendered from another spec."""
+    extra = list(role.extra_args)
+    if not extra:
+        return None
+    for s in range(len(command) - len(extra), -1, -1):
+        if list(command[s:s + len(extra)]) == extra:
+            return s
+    return None
+
+
+def _nearest(item, profile):
+    from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
+
+    values = [o.get("value") for o in item.occurrences if o.get("value") not in (None, *profile.accepted)]
+    near = nearest_spelling(values[-1], profile.accepted) if values else None
+    return f" ({values[-1]!r} is not a spelling {profile.label} accepts; the nearest is {near!r})" if near else ""
+
+
+def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool):
+    """(fix, recover) for a non-OK item: one line of what to change, in check's words."""
+    pod = cand.pod
+    binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
+    md = snapshot.deployments.get((pod.namespace, cand.owner["name"])) if cand.owner else None
+    role_index = next((n for n, r in enumerate(md.roles) if r.name == cand.role), None) if md else None
+    role = md.roles[role_index] if role_index is not None else None
+    where = f"ModelDeployment {md.name}" if md else f"Pod {pod.name}"
+    profile = (model.profile(item.engine, model.parse_version(item.engine_version))
+               if item.engine and item.engine_version else None)
+    if item.status == UNKNOWN:
+        if cand.problem.startswith("its ModelDeployment"):
+            return f"check ModelDeployment {cand.owner['name']} in namespace {pod.namespace} by hand", False
+        if cand.problem:
+            return ("set the annotations " + ", ".join(f"{api.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
+                    + " (and container, with several containers) on the Pod's template"), False
+        if cand.binding and binding is None:
+            return (f"create KVCachePoolBinding {cand.binding} in namespace {pod.namespace}, or point "
+                    + ("spec.kvCache.poolRef.name (a new deployment)" if cand.owner
+                       else f"annotation {api.ANNOTATION_PREFIX}binding") + " at an existing Binding"), False
+        return (f"read the argv by hand: kubectl kvcache verify -n {pod.namespace} {pod.name} lists it with "
+                f"every --kv-cache-dtype marked"), False
+    dtype = binding.dtype if binding else None
+    if (item.status in (REJECTED, MISSING) and setting_on and dtype and profile is not None
+            and dtype not in profile.accepted and not cand.takeover):
+        return (f"the Binding's dtype {dtype!r} is rejected by {profile.label}: recover with "
+                f"{recover_command(pod.namespace, binding.name)}"), True
+    if cand.takeover and role is not None:
+        path = f"spec.roles[{role_index}].command of ModelDeployment {md.name}"
+        if item.status == REJECTED:
+            return f"fix {path}: the engine exits on its arguments" + (_nearest(item, profile) if profile else ""), False
+        verb = "add" if item.status == MISSING else "set"
+        return f"{verb} `--kv-cache-dtype {dtype}` in {path} if it should run the Binding's value", False
+    if item.status == MISSING:
+        if cand.owner:
+            return ("nothing to change: the operator adds the Binding's dtype when the replica rolls at "
+                    f"{where}'s next reconcile"), False
+        return ("recreate the Pod (or let its owner replace it): the webhook appends the Binding's dtype to "
+                "Pods created from now on"), False
+    spec = item.container_spec or {}
+    hint = _nearest(item, profile) if profile else ""
+    own = [o for o in item.occurrences if o["source"] != "command" or not cand.owner]
+    if role is not None:
+        command = list(spec.get("command") or ())
+        start = _extra_args_start(role, command)
+        positions = (_own_positions(item.occurrences, command, start, len(role.extra_args))
+                     if start is not None else []) or _abbreviations(role.extra_args, profile)
+        if positions:
+            return (f"remove {_entries(positions, f'spec.roles[{role_index}].extraArgs')} from {where} "
+                    f"(the role's own --kv-cache-dtype)" + hint), False
+        if not setting_on and start is not None:
+            return (f"nothing to change in the spec: the flag was rendered while the Setting was on, and the "
+                    f"replica drops it when it rolls at {where}'s next reconcile"), False
+        return (f"remove the role's own --kv-cache-dtype from spec.roles[{role_index}].extraArgs of {where} "
+                f"(kubectl kvcache check -o wide names the entries)" + hint), False
+    if not cand.owner:
+        args = list(spec.get("args") or ())
+        tail = 2 if pod.annotations.get(api.ANNOTATION_PREFIX + "injected") and len(args) >= 2 else 0
+        positions = _own_positions([o for o in own if o["source"] == "args"], args, 0, len(args) - tail)
+        if positions:
+            return (f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
+                    f"template: the webhook appends the Binding's dtype" + hint), False
+    return "kubectl kvcache check -o wide has the fix for its deployment or template" + hint, False
+
+
+def pod_state(pod: records.Pod, container: str | None) -> dict:
+    """The Pod's state as the rollout reads it: phase, Terminating, and its engine container's
+    readiness, restarts, waiting reason (CrashLoopBackOff, ...) and last exit code (None: not reported)."""
+    cs = pod.states.get(container) if container else None
+    return {"phase": pod.phase or None, "terminating": bool(pod.deleting),
+            "ready": cs["ready"] if cs else None, "restarts": cs["restarts"] if cs else None,
+            "waiting": (cs["waiting"] or None) if cs else None,
+            "lastExitCode": pod.exit_codes.get(container) if container else None}
+
+
+def state_label(item: Item) -> str | None:
+    """`Running`, `Pending`, `Terminating`, `CrashLoopBackOff (exit 2)`, `Running, not ready`: one cell."""
+    state = item.state
+    if state is None:
+        return None
+    if state["terminating"]:
+        text = "Terminating"
+    elif state["waiting"]:
+        text = state["waiting"]
+    else:
+        text = state["phase"] or "Unknown"
+        if text == "Running" and state["ready"] is False:
+            text += ", not ready"
+    if state["lastExitCode"] is not None and not state["terminating"]:
+        text += f" (exit {state['lastExitCode']})"
+    return text
+
+
+def _not_served(snapshot) -> bool:
+    return snapshot.setting is not None and snapshot.setting.source == NOT_SERVED
+
+
+def setting_on(snapshot) -> bool:
+    """Whether the operator renders the dtype. Before the upgrade (the cluster does not serve the
+    Setting's API group) it renders nothing, whatever the Setting's default will be."""
+    if _not_served(snapshot):
+        return False
+    value = setting_mod.effective_value(snapshot.setting)
+    if value is None:
+        raise PluginError(f"the Setting {api.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
+                          f"which is not a boolean")
+    return value
+
+
+def verify(snapshot: records.Snapshot, account: bool = True, predictor=None) -> Report:
+    """`account`: also judge the replicas that have no Pod (not when the Pods were filtered by
+    name or label: the rest would look missing). `predictor`: reuse one across judgements."""
+    on = setting_on(snapshot)
+    predictor = predictor or CachedPredict()
+    off = NOT_SERVED_REASON if _not_served(snapshot) else OFF_REASON
+    items = [judge_candidate(c, snapshot, on, predictor, off) for c in candidates(snapshot)]
+    progress = []
+    if account:
+        items, progress = account_replicas(snapshot, items, on)
+    return Report(on, snapshot.setting.source if snapshot.setting else "default", items, progress, account)
+
+
+MAX_NO_POD_ROWS = 100     # NO-POD rows per role; beyond, the last row stands for the rest
+
+
+def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
+    """Match every pool-attached ModelDeployment role's desired replicas (spec.roles[].replicas,
+    1 when unset as the API defaults it) with its Pods: a replica without a Pod becomes a NO-POD
+    row. Returns the items (sorted, the NO-POD rows after their deployment's Pods) and one
+    DeploymentProgress per deployment in scope."""
+    by_role = {}
+    for item in items:
+        if item.owner:
+            by_role.setdefault((item.namespace, item.deployment, item.role), []).append(item)
+    extra, progress, unlisted = [], [], {}
+    deployments = sorted((md for md in snapshot.deployments.values()
+                          if md.kv_cache and records.in_namespace(md.namespace, snapshot.namespace)),
+                         key=lambda d: (d.namespace, d.name))
+    for md in deployments:
+        binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
+        expected = binding.dtype if (binding and on) else None
+        roles, rows = [], []
+        for index, role in enumerate(md.roles):
+            desired = 1 if role.replicas is None else max(0, int(role.replicas))
+            pods = by_role.get((md.namespace, md.name, role.name), [])
+            live = [i for i in pods if not i.terminating]
+            status = md.role_status(role.name)
+            missing = max(0, desired - len(live))
+            shown = min(missing, MAX_NO_POD_ROWS)   # a role asking for millions is one summary row
+            for n, slot in enumerate(range(len(live), len(live) + shown)):
+                reported = (f"; status.roles reports {status.replicas} replicas, {status.ready} ready, "
+                            f"{status.updated} updated" if status else "")
+                last = n == shown - 1 and missing > shown
+                which = (f"replicas {slot + 1}-{desired} of {desired}" if last else
+                         f"replica {slot + 1} of {desired}")
+                extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
+                                  {"kind": "ModelDeployment", "name": md.name}, role.name,
+                                  model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
+                                  NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
+                                          f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported,
+                                  takeover=bool(role.command), slot=slot,
+                                  fix=f"wait for the operator to create it; if it does not, kubectl describe "
+                                      f"modeldeployment {md.name} -n {md.namespace} says why"))
+                rows.append(extra[-1])
+            if missing > shown:
+                unlisted[md.namespace, md.name] = unlisted.get((md.namespace, md.name), 0) + missing - shown
+            rows.extend(pods)
+            roles.append(RoleProgress(role.name, desired, len(live), len(pods) - len(live), status))
+        counts = {k: 0 for k in (DONE, CRASHING, TO_ROLL, STUCK)}
+        stuck = {}
+        extra_missing = unlisted.get((md.namespace, md.name), 0)
+        if extra_missing:                   # the replicas a summary row stands for, beyond itself
+            counts[TO_ROLL] += extra_missing
+        for row in rows:
+            counts[row.progress] += 1
+            if row.progress == STUCK:
+                stuck[row.status] = stuck.get(row.status, 0) + 1
+        progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck))
+    items = sorted(items + extra, key=_row_order)
+    return items, progress
+
+
+def _row_order(item):
+    if item.pod is not None:
+        return (item.namespace, item.pod)
+    return (item.namespace, f"{item.deployment}-{item.role}-\uffff{item.slot:09d}")

@@ -1,0 +1,262 @@
+"""A live cluster to a snapshot: the lists each command reads, concurrently, page by page, into
+the same records saved files give (manifests.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from collections.abc import Callable
+
+from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
+from kubectl_kvcache.load.manifests import WORKLOADS_SKIPPED
+from kubectl_kvcache.load.scope import Scope
+from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.record import Record
+
+# -- cluster -------------------------------------------------------------------------------
+
+def _and(*selectors):
+    return ",".join(s for s in selectors if s) or None
+
+
+def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot:
+    """Lists run concurrently; each kind is fetched once (pods by two server-side selectors).
+    `versions`: a dict that receives the resourceVersion of each list a watch follows
+    (keys as in `watch_targets`)."""
+    lists = _Lists(client, scope, chunk, versions)
+    jobs = {"operator": lists.operator_objects}      # first: its errors (a CRD not served) win
+    jobs.update(lists.pod_jobs())
+    if scope.workloads:
+        jobs.update(lists.workload_jobs())
+    with _gc_paused():
+        results = _run_all(jobs)
+    return _assemble(results, scope)
+
+
+class _Lists:
+    """The requests of one load_cluster: what each list asks for, in which namespace."""
+
+    def __init__(self, client, scope: Scope, chunk, versions):
+        self.client, self.scope, self.chunk, self.versions = client, scope, chunk, versions
+        self.ns = scope.namespace
+        self.where = f"in namespace {self.ns}" if self.ns else "in all namespaces"
+
+    def listed(self, key):
+        """client.list, or, when a watch will follow, the list that also gives its resourceVersion."""
+        if self.versions is None:
+            return self.client.list
+
+        def list_versioned(*args, **kw):
+            found, self.versions[key] = self.client.list_versioned(*args, **kw)
+            return found
+        return list_versioned
+
+    def operator_objects(self):
+        """The operator's objects at the versions the server serves: discovery first, then their
+        lists concurrently (the Pods and workloads, core APIs, are asked for meanwhile)."""
+        client, ns, where, chunk = self.client, self.ns, self.where, self.chunk
+        client.discover(api.GROUP, *([api.SETTING_GROUP] if self.scope.assume_setting is None else []))
+        md_path = api.collection_path(client, api.MODEL_DEPLOYMENT, ns)
+        binding_path = api.collection_path(client, api.BINDING, ns)
+        setting_version = None
+        if self.scope.assume_setting is None:
+            try:
+                setting_version = api.version_for(client, api.SETTING)
+            except NotFound:    # before the upgrade: the operator does not serve the Setting yet
+                setting_version = None
+        lists = {
+            "deployments": lambda: self.listed("deployments")(
+                md_path, records.deployment_record, chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} {where}"),
+            "bindings": lambda: client.list(binding_path, records.binding_record, chunk=chunk,
+                                            what=f"list {api.BINDING.name} {where}"),
+        }
+        if setting_version is not None:
+            lists["setting"] = lambda: _get_setting(client, setting_version)
+        found = _run_all(lists)
+        found["setting_version"] = setting_version
+        return found
+
+    def pod_jobs(self):
+        """The named Pods (verify POD...), else the Pods of ModelDeployments and those opted into
+        injection, as two server-side selected lists."""
+        client, ns, where, scope = self.client, self.ns, self.where, self.scope
+        if scope.names:
+            return {"pods": lambda: [records.pod_record(client.get(
+                api.object_path(client, api.POD, ns or "default", name),
+                what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.names]}
+        intern = records.Interner()     # replicas share their containers and labels
+
+        def pod_record(obj):
+            return records.pod_record(obj, intern)
+
+        path = api.collection_path(client, api.POD, ns)
+        md_selector = _and("=".join(api.MD_NAME_LABEL), scope.selector)
+        inject_selector = _and(f"{api.INJECT_LABEL}=true", scope.selector)
+        return {"md_pods": lambda: self.listed("md_pods")(path, pod_record, selector=md_selector, chunk=self.chunk,
+                                                          what=f"list pods {where}"),
+                "injected_pods": lambda: self.listed("injected_pods")(path, pod_record, selector=inject_selector,
+                                                                      chunk=self.chunk, what=f"list pods {where}")}
+
+    def workload_jobs(self):
+        """Every workload kind's templates that opt into injection."""
+        def job(res):
+            return lambda: _skippable(lambda: self.client.list(
+                api.collection_path(self.client, res, self.ns),
+                lambda o: _opted_in(records.workload_record(dict(o, kind=res.kind))),
+                chunk=self.chunk, what=f"list {res.name} {self.where}"))
+        return {res.kind: job(res) for res in api.WORKLOADS}
+
+
+def _assemble(results, scope: Scope) -> records.Snapshot:
+    """One snapshot of the lists' results, the Pods of both lists once each."""
+    operator = results["operator"]
+    result = records.Snapshot(source="cluster")
+    for d in operator["deployments"]:
+        result.deployments[(d.namespace, d.name)] = d
+    for b in operator["bindings"]:
+        result.bindings[(b.namespace, b.name)] = b
+    _set_setting(result, operator, scope)
+    seen = set()
+    for key in ("pods", "md_pods", "injected_pods"):
+        for pod in results.get(key, ()):
+            if (pod.namespace, pod.name) not in seen:
+                seen.add((pod.namespace, pod.name))
+                result.pods.append(pod)
+    if scope.workloads:
+        for kind in api.WORKLOAD_KINDS:
+            result.workloads.extend(results[kind])
+    if scope.workloads_skipped:
+        result.notes.append(WORKLOADS_SKIPPED)
+    return result
+
+
+def _set_setting(result, operator, scope: Scope):
+    """The Setting as assumed, as not served yet, as read, or at its default; a note for the last two."""
+    if scope.assume_setting is not None:
+        result.setting = records.assumed_setting(scope.assume_setting)
+    elif operator["setting_version"] is None:
+        result.setting = records.not_served_setting()
+        result.notes.append(f"the cluster does not serve the Setting's API group {api.SETTING_GROUP} yet: the "
+                            f"operator is not upgraded, so it renders no --kv-cache-dtype yet (verify expects "
+                            f"nothing); the upgrade brings the Setting at its default, on (check, bindings and "
+                            f"roles judge that)")
+    else:
+        result.setting = operator["setting"]
+        if result.setting.source == "default":
+            result.notes.append(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} does not exist: "
+                                f"judging with its default, on, as the operator reads it")
+
+
+def _skippable(list_workloads):
+    """A workload list RBAC refuses names the flag that does without it."""
+    try:
+        return list_workloads()
+    except Forbidden as exc:
+        raise Forbidden(f"{exc} (pass --skip-workloads to go on without the workload templates' injection "
+                        f"opt-ins)") from exc
+
+
+class WatchTarget(Record):
+    """A collection `verify --watch/--wait` follows: what load_cluster listed under `key`."""
+
+    __slots__ = ("key", "path", "selector", "convert", "what")
+
+    def __init__(self, key: str, path: str, selector: str | None, convert: Callable[[dict], object], what: str):
+        self.key = key
+        self.path = path
+        self.selector = selector
+        self.convert = convert
+        self.what = what
+
+
+def watch_targets(client, scope: Scope):
+    """The lists of load_cluster that a rollout changes: ModelDeployments and the two Pod lists,
+    with the same paths and selectors (a watch starts from the list's resourceVersion)."""
+    ns = scope.namespace
+    where = f"in namespace {ns}" if ns else "in all namespaces"
+    intern = records.Interner()
+
+    def pod_record(obj):
+        return records.pod_record(obj, intern)
+
+    pods = api.collection_path(client, api.POD, ns)
+    return (WatchTarget("deployments", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), None,
+                        records.deployment_record, f"watch {api.MODEL_DEPLOYMENT.name} {where}"),
+            WatchTarget("md_pods", pods, _and("=".join(api.MD_NAME_LABEL), scope.selector), pod_record,
+                        f"watch pods {where}"),
+            WatchTarget("injected_pods", pods, _and(f"{api.INJECT_LABEL}=true", scope.selector), pod_record,
+                        f"watch pods {where}"))
+
+
+def _opted_in(workload):
+    """Only templates opted into injection are kept (the only ones any command reads): the
+    label cannot be selected server-side on a template, and old ReplicaSets are many."""
+    return workload if workload.labels.get(api.INJECT_LABEL) == "true" else None
+
+
+def _get_setting(client, version):
+    try:
+        obj = client.get(api.setting_path(version), what=f"get {api.SETTING.name} {api.SETTING_NAME} "
+                                                         f"in namespace {api.SETTING_NAMESPACE}")
+    except NotFound:
+        return records.default_setting()
+    return records.setting_record(obj, "cluster")
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """No cyclic garbage collection while pages are decoded into records: json.loads of a page
+    allocates ~10^5 containers, each batch of 700 triggers a collection that walks the young
+    pages and the growing records again. Pages and records hold no reference cycles, so
+    reference counting frees every page as before; collection resumes afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _run_all(jobs):
+    """Run independent API calls concurrently; the first error (in job order) wins.
+
+    A thread per job, all started at once and all finished before anything is raised (a Ctrl-C
+    while waiting too: it aborts the requests, so the jobs end at once). Any other exception of a
+    job (KeyboardInterrupt from those aborted requests, a bug) is raised here, in the caller's
+    thread, ahead of the PluginErrors."""
+    outcomes = {}
+
+    def run(name, job):
+        try:
+            outcomes[name] = (True, job())
+        except BaseException as exc:        # raised in the caller's thread below
+            outcomes[name] = (False, exc)
+
+    started = []
+    try:
+        for name, job in jobs.items():
+            thread = threading.Thread(target=run, args=(name, job), name=f"kvcache-{name}")
+            thread.start()
+            started.append(thread)
+    finally:
+        try:
+            for thread in started:
+                thread.join()
+        except BaseException:
+            for thread in started:
+                thread.join()
+            raise
+    results, errors = {}, []
+    for name in jobs:
+        ok, value = outcomes[name]
+        if ok:
+            results[name] = value
+        elif isinstance(value, PluginError):
+            errors.append(value)
+        else:
+            raise value
+    if errors:
+        raise errors[0]
+    return results

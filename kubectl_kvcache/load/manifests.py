@@ -1,0 +1,86 @@
+"""Saved objects to a snapshot: the records of the objects in scope, the same a cluster gives."""
+
+from __future__ import annotations
+
+import os
+
+from kubectl_kvcache import label_selector
+from kubectl_kvcache.errors import InvalidObject, PluginError
+from kubectl_kvcache.load.files import MAX_DEPTH_MESSAGE, read_objects
+from kubectl_kvcache.load.scope import Scope
+from kubectl_kvcache.operator import api, records
+
+# Kinds a saved cluster commonly holds that no command reads: not worth a note.
+_KNOWN_UNUSED = {"KVCachePool", "KVCacheBackend", "Namespace", "Service", "ConfigMap", "Event"}
+WORKLOADS_SKIPPED = ("--skip-workloads: the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, "
+                     "Jobs and CronJobs were not read, so their injection opt-ins are not checked")
+
+
+def _object_name(obj, location):
+    name = records.describe(obj)
+    return name if " " in name or not location else f"{name} at {location}"
+
+
+def _add_object(obj, scope, result, ignored, intern):
+    kind = obj.get("kind")
+    group = api.group_of(obj)
+    if kind == "Pod" and group == "":
+        record = records.pod_record(obj, intern)
+        if (records.in_namespace(record.namespace, scope.namespace)
+                and (not scope.names or record.name in scope.names)
+                and label_selector.matches(record.labels, scope.selector)):
+            result.pods.append(record)
+    elif kind == api.MD_KIND and group == api.MODEL_DEPLOYMENT.group:
+        record = records.deployment_record(obj)
+        result.deployments[(record.namespace, record.name)] = record
+    elif kind == api.BINDING_KIND and group == api.BINDING.group:
+        record = records.binding_record(obj)
+        result.bindings[(record.namespace, record.name)] = record
+    elif kind == api.SETTING_KIND and group == api.SETTING.group:
+        if records.is_setting(obj):
+            result.setting = records.setting_record(obj, "file")
+    elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:
+        record = records.workload_record(obj)
+        if records.in_namespace(record.namespace, scope.namespace):
+            result.workloads.append(record)
+    elif kind not in _KNOWN_UNUSED and kind not in api.WORKLOAD_KINDS:
+        ignored[kind] = ignored.get(kind, 0) + 1
+
+
+def load_files(paths, scope: Scope, stdin=None) -> records.Snapshot:
+    return snapshot_of(read_objects(paths, stdin), scope)
+
+
+def snapshot_of(objects, scope: Scope) -> records.Snapshot:
+    """The snapshot of saved objects, `(object, where, location)` as read_objects yields them."""
+    result = records.Snapshot(source="file")
+    ignored = {}
+    intern = records.Interner()
+    for obj, where, location in objects:
+        try:
+            _add_object(obj, scope, result, ignored, intern)
+        except InvalidObject as exc:
+            raise exc.located(where, location) from None
+        except PluginError as exc:
+            raise PluginError(f"{where}: {exc}") from None
+        except RecursionError:
+            raise PluginError(f"{where}: {_object_name(obj, location)}: {MAX_DEPTH_MESSAGE}") from None
+        except Exception as exc:     # a bug: still name what was being read
+            if os.environ.get("KVCACHE_DEBUG"):
+                raise
+            raise PluginError(f"{where}: {_object_name(obj, location)}: internal error while reading it: "
+                              f"{exc.__class__.__name__}: {exc} (set KVCACHE_DEBUG=1 for the traceback; "
+                              f"please report it)") from None
+    if ignored:
+        kinds = ", ".join(f"{k} ({n})" for k, n in sorted(ignored.items(), key=lambda kv: str(kv[0])))
+        result.notes.append(f"ignored objects of other kinds: {kinds}")
+    if scope.assume_setting is not None:
+        result.setting = records.assumed_setting(scope.assume_setting)
+    elif result.setting is None:
+        result.setting = records.default_setting()
+    if scope.workloads_skipped:
+        result.notes.append(WORKLOADS_SKIPPED)
+    missing = [n for n in scope.names if n not in {p.name for p in result.pods}]
+    if missing:
+        raise PluginError(f"pod {missing[0]!r} not found in the input")
+    return result

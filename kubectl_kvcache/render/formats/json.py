@@ -1,0 +1,14 @@
+"""-o json: json.dump(data, indent=2) and a newline, written in pieces (memory follows a piece,
+not the document)."""
+
+import json
+
+
+def write(data, out):
+    json.dump(data, out, indent=2)
+    out.write("\n")
+
+
+def show(view, report, output, out, err=None) -> int:
+    write(view.to_dict(report), out)
+    return -1

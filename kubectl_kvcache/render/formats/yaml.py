@@ -1,0 +1,12 @@
+"""-o yaml: the same data as -o json, as PyYAML's safe dumper writes it, keys in order."""
+
+
+def write(data, out):
+    import yaml
+
+    out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
+
+
+def show(view, report, output, out, err=None) -> int:
+    write(view.to_dict(report), out)
+    return -1

@@ -1,0 +1,84 @@
+"""The command line's registry and run: a command is one module under cli/commands/ plus one
+line in COMMANDS; the executables connect ahead (load the first snapshot while the command's
+modules import) because command_line() asks for it, not because argv was left out."""
+
+import io
+import sys
+
+import pytest
+
+from kubectl_kvcache import cli
+from kubectl_kvcache.cli import app
+from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.load import reader
+
+SERVER = ["--server", "http://127.0.0.1:1"]     # nothing listens there: a request fails at once
+
+
+@pytest.mark.parametrize("name", app.COMMANDS)
+def test_every_registered_command_is_one_module_with_help_flags_options_and_run(name):
+    module = app.command_module(name)
+    assert module.NAME == name
+    assert set(module.HELP) == {"help", "description", "examples"} and module.HELP["examples"]
+    assert all(callable(getattr(module, f)) for f in ("add", "options", "run"))
+    assert all(e.split()[0] == name for e in module.HELP["examples"])
+
+
+def test_the_help_lists_the_registry_in_its_order():
+    out = io.StringIO()
+    assert cli.main(["--help"], stdout=out) == 0
+    block = out.getvalue().split("commands:\n")[1].split("\n\n")[0].splitlines()[1:]
+    listed = [line.split()[0] for line in block if line.startswith("    ") and line[4] != " "]
+    assert listed == list(app.COMMANDS)
+
+
+class Stop(PluginError):
+    pass
+
+
+@pytest.fixture
+def warmed(monkeypatch):
+    """reader.warm recorded, and stopped there (no connection is made)."""
+    calls = []
+
+    def warm(connection, trace=None, scope=None):
+        calls.append((connection, scope))
+        raise Stop("stopped at warm")
+    monkeypatch.setattr(reader, "warm", warm)
+    return calls
+
+
+def run(argv, **kw):
+    out, err = io.StringIO(), io.StringIO()
+    return cli.main(argv, io.StringIO(""), out, err, **kw), err.getvalue()
+
+
+@pytest.mark.parametrize("argv, first", [(["verify", "-n", "team"], "scope"),
+                                         (["verify", "-n", "team", "--wait"], None),
+                                         (["check", "-A"], "scope"), (["setting", "status"], None)])
+def test_connect_ahead_starts_the_connection_with_the_commands_first_snapshot(warmed, argv, first):
+    code, err = run(argv + SERVER, connect_ahead=True)
+    assert (code, err) == (2, "error: stopped at warm\n")
+    (connection, scope), = warmed
+    assert connection.server == "http://127.0.0.1:1"
+    if first is None:
+        assert scope is None
+    else:
+        assert scope.namespace == ("team" if "-n" in argv else None) and scope.all_namespaces == ("-A" in argv)
+
+
+def test_without_connect_ahead_nothing_is_started_early(warmed):
+    code, err = run(["verify", "-n", "team"] + SERVER)
+    assert code == 2 and warmed == [] and err.startswith("error: ") and "stopped at warm" not in err
+
+
+def test_files_are_never_connected_for(warmed):
+    code, _ = run(["check", "-A", "-f", "examples/cluster.json", "-o", "json"], connect_ahead=True)
+    assert code in (0, 1) and warmed == []
+
+
+def test_the_executables_command_line_connects_ahead(warmed, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["kubectl-kvcache", "check", "-n", "team"] + SERVER)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert app.command_line() == 2
+    assert len(warmed) == 1 and warmed[0][1].namespace == "team"
