@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from urllib.parse import urlsplit
 
 _DEFAULT_PORTS = {"http": "80", "https": "443", "socks5": "1080"}
 
@@ -27,6 +26,8 @@ def _parse_proxy(text):
     if not text:
         return None
     try:
+        from urllib.parse import urlsplit     # only for a proxy URL: commands on files never pay for it
+
         parts = urlsplit(text)
         if parts.scheme and parts.netloc:
             return text
