@@ -82,3 +82,28 @@ def test_the_executables_command_line_connects_ahead(warmed, monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert app.command_line() == 2
     assert len(warmed) == 1 and warmed[0][1].namespace == "team"
+
+
+# spf13/pflag, kubectl's flag parser (bool.go, flag.go parseLongArg and parseSingleShortArg), as
+# `kubectl get pods --insecure-skip-tls-verify=... --token ...` v1.37.2 reads these command lines
+@pytest.mark.parametrize("words, insecure, token", [
+    (["--insecure-skip-tls-verify=false"], False, None),
+    (["--insecure-skip-tls-verify=true"], True, None),
+    (["--insecure-skip-tls-verify=1"], True, None),
+    (["--insecure-skip-tls-verify=F"], False, None),
+    (["--insecure-skip-tls-verify", "--insecure-skip-tls-verify=FALSE"], False, None),     # the last wins
+    (["--insecure-skip-tls-verify=0", "--insecure-skip-tls-verify"], True, None),
+    (["--token", "-starts-with-a-dash"], False, "-starts-with-a-dash"),
+    (["--token", "--"], False, "--"),                 # even `--` is the value
+])
+def test_flags_are_read_as_kubectls_pflag_reads_them(words, insecure, token):
+    ns = cli.build_parser().parse_args(["verify", *words])
+    assert (ns.insecure_skip_tls_verify, ns.token) == (insecure, token)
+
+
+def test_a_bool_flag_with_a_value_go_does_not_parse_is_a_usage_error():
+    err = io.StringIO()
+    code = cli.main(["verify", "--insecure-skip-tls-verify=yes"], stdout=io.StringIO(), stderr=err)
+    assert code == 2
+    assert err.getvalue().splitlines()[0] == ('error: invalid argument "yes" for "--insecure-skip-tls-verify" flag: '
+                                              'strconv.ParseBool: parsing "yes": invalid syntax')

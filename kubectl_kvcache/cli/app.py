@@ -66,6 +66,44 @@ class _Parser(argparse.ArgumentParser):
             message = ("unknown flag: " if extra.startswith("-") else "unexpected argument: ") + extra
         self.exit(EXIT_ERROR, f"error: {escape(message)}\nSee '{self.prog} --help' for usage.\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        return super().parse_known_args(self._as_pflag(sys.argv[1:] if args is None else list(args)), namespace)
+
+    def _as_pflag(self, args):
+        """The command line as pflag (kubectl's flag parser) reads it, put in argparse's terms: a
+        bool flag takes `--flag=VALUE` (strconv.ParseBool's spellings; the last occurrence wins:
+        spf13/pflag bool.go, flag.go parseLongArg), and a flag that takes a value takes the next
+        word even when it starts with `-` (`--token -x`: flag.go parseLongArg/parseSingleShortArg).
+        Only this parser's own flags are rewritten; a subcommand's parser rewrites its own."""
+        flags = self._option_string_actions
+        out, i = [], 0
+        while i < len(args):
+            word = args[i]
+            if word == "--":
+                out += args[i:]
+                break
+            name, eq, value = word.partition("=")
+            action = flags.get(name) if word.startswith("--") else None
+            if action is not None and action.nargs == 0 and eq and isinstance(action, argparse._StoreTrueAction):
+                from kubectl_kvcache.judge.setting import parse_bool     # Go's strconv.ParseBool
+
+                truth = parse_bool(value)
+                if truth is None:
+                    self.error(f'invalid argument "{value}" for "{name}" flag: strconv.ParseBool: parsing '
+                               f'"{value}": invalid syntax')
+                names = set(action.option_strings)
+                out = [w for w in out if w not in names]       # the last occurrence wins
+                if truth:
+                    out.append(name)
+            elif (word in flags and flags[word].nargs is None and i + 1 < len(args)
+                  and args[i + 1].startswith("-")):        # `--token --` too: pflag takes "--"
+                out.append(f"{word}={args[i + 1]}" if word.startswith("--") else word + args[i + 1])
+                i += 1
+            else:
+                out.append(word)
+            i += 1
+        return out
+
     def parse_args(self, args=None, namespace=None):
         ns, extra = self.parse_known_args(args, namespace)
         if extra:   # argparse reports these from the top parser: report them from the subcommand's

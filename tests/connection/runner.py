@@ -228,10 +228,13 @@ class Worker:
 
 
 def refusal_problem(run) -> str | None:
-    """Why the plugin's refusal is not one `error:` line with exit 2, or None."""
+    """Why the plugin's refusal is not one `error:` line with exit 2, or None. A usage error may
+    add the pointer kubectl adds to its own (`See 'kubectl get --help' for usage.`), nothing else."""
     lines = run["stderr"].splitlines()
     if run["rc"] != 2:
         return f"exit {run['rc']}, not 2"
+    if len(lines) == 2 and re.fullmatch(r"See '[^']+ --help' for usage\.", lines[1]):
+        lines = lines[:1]
     if len(lines) != 1 or not lines[0].startswith("error:"):
         return f"stderr has {len(lines)} lines, not one `error:` line"
     return None

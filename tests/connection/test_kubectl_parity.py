@@ -93,6 +93,9 @@ def test_a_refusal_must_be_one_error_line_with_exit_2():
         "both sent nothing, but the plugin's refusal is malformed: exit 1, not 2"]
     assert runner.compare(k, _run(2, "usage: kubectl kvcache verify\nerror: unrecognized arguments\n")) == [
         "both sent nothing, but the plugin's refusal is malformed: stderr has 2 lines, not one `error:` line"]
+    assert runner.compare(k, _run(2, "error: unknown flag: --x\nSee 'kubectl kvcache verify --help' for usage.\n")) == []
+    assert runner.compare(k, _run(2, "error: unknown flag: --x\nSee the docs.\n")) == [
+        "both sent nothing, but the plugin's refusal is malformed: stderr has 2 lines, not one `error:` line"]
     assert "the plugin printed a traceback" in runner.compare(
         k, _run(2, "Traceback (most recent call last):\n  File x\nKeyError: 1\n"))
 
