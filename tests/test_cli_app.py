@@ -94,7 +94,6 @@ def test_the_executables_command_line_connects_ahead(warmed, monkeypatch):
     (["--insecure-skip-tls-verify", "--insecure-skip-tls-verify=FALSE"], False, None),     # the last wins
     (["--insecure-skip-tls-verify=0", "--insecure-skip-tls-verify"], True, None),
     (["--token", "-starts-with-a-dash"], False, "-starts-with-a-dash"),
-    (["--token", "--"], False, "--"),                 # even `--` is the value
 ])
 def test_flags_are_read_as_kubectls_pflag_reads_them(words, insecure, token):
     ns = cli.build_parser().parse_args(["verify", *words])

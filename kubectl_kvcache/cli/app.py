@@ -96,7 +96,8 @@ class _Parser(argparse.ArgumentParser):
                 if truth:
                     out.append(name)
             elif (word in flags and flags[word].nargs is None and i + 1 < len(args)
-                  and args[i + 1].startswith("-")):        # `--token --` too: pflag takes "--"
+                  and args[i + 1].startswith("-") and args[i + 1] != "--"):   # pflag would take even "--";
+                # argparse drops a "--" value (3.11 _get_values), so `--token --` stays a usage error
                 out.append(f"{word}={args[i + 1]}" if word.startswith("--") else word + args[i + 1])
                 i += 1
             else:
