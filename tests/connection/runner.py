@@ -152,6 +152,10 @@ def observe(events: list[dict]) -> dict[str, tuple]:
             requests.add(f"{e['server']}: Host {show(e['host'])}, path prefix {path_prefix(e['target'])!r}, "
                          f"Authorization {show(e['authorization'])}, "
                          f"Impersonate {[(n, show(v)) for n, v in imp] if imp else '-'}")
+    # A handshake left unfinished beside a finished one of the same server, SNI and certificate is a
+    # connection the process abandoned when it exited (the plugin reads lists concurrently), not
+    # a verification outcome: the finished one says what the client trusts.
+    tls = {t for t in tls if "NOT completed" not in t or t.replace("NOT completed", "completed") not in tls}
     return {"reached": tuple(sorted(reached)), "tls": tuple(sorted(tls)), "proxy": tuple(sorted(proxies)),
             "requests": tuple(sorted(requests))}
 

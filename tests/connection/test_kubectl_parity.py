@@ -178,3 +178,11 @@ def test_a_tls_client_hello_on_the_plain_port_is_seen(recorder):
     obs = runner.observe(recorder.take())
     assert any("not HTTP (first bytes 1603" in r for r in obs["reached"]), obs
     assert not runner.sent(obs)
+
+
+def test_a_handshake_abandoned_beside_a_finished_one_is_not_a_tls_outcome():
+    conn = {"kind": "conn", "server": "tls", "family": 4, "tls": True, "sni": "LOCALHOST", "client_cn": None}
+    both = runner.observe([dict(conn, handshake=True), dict(conn, handshake=False)])
+    assert both == runner.observe([dict(conn, handshake=True)])
+    other = runner.observe([dict(conn, handshake=True), dict(conn, handshake=False, sni="localhost")])
+    assert len(other["tls"]) == 2       # another SNI's failure still counts
