@@ -307,7 +307,6 @@ def split(url: str, what: str):
 
 
 _PATH_SAFE = frozenset(b"$&*+,-./:;=@_~ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_HEX = "0123456789abcdefABCDEF"
 
 
 def go_unescape(text: str) -> str:
@@ -317,7 +316,7 @@ def go_unescape(text: str) -> str:
     raw = text.encode("utf-8", "surrogateescape")
     while i < len(raw):
         if raw[i] == 0x25:
-            bad = i + 2 >= len(raw) or chr(raw[i + 1]) not in _HEX or chr(raw[i + 2]) not in _HEX
+            bad = i + 2 >= len(raw) or raw[i + 1] not in _HEX or raw[i + 2] not in _HEX
             if bad:
                 raise ValueError(f"invalid URL escape {raw[i:i + 3].decode('utf-8', 'replace')!r}".replace("'", '"'))
             out.append(int(raw[i + 1:i + 3], 16))
