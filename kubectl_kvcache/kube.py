@@ -72,7 +72,12 @@ class _Transport:
         self.https = scheme == "https"
         self.hostname = hostname
         self.port = port
-        self.prefix = parts.path.rstrip("/")
+        # rest/request.go: the prefix is path.Join of the server URL's decoded Path, and the
+        # request URL, built from that Path, is written by EscapedPath: /%7Eprefix goes as /~prefix
+        try:
+            self.prefix = transport.go_escape_path(transport.go_clean(transport.go_unescape(parts.path)))
+        except ValueError as exc:
+            raise PluginError(f"the server {target.server!r}: {exc}") from exc
         # Go's Request.write: the Host header is the URL's host as written, without an IPv6 zone
         netloc = parts.netloc.rpartition("@")[2]
         zone = netloc.find("%")
@@ -252,6 +257,12 @@ def _exec_credentials(target: Target) -> dict[str, str]:
     from kubernetes.config.kube_config import ConfigNode
 
     command = target.exec.get("command")
+    mode = target.exec.get("interactiveMode") or "IfAvailable"
+    # client-go@v0.37.2/plugin/pkg/client/auth/exec/exec.go isInteractive: Always needs stdin to
+    # be a terminal, checked before the plugin runs (Never and IfAvailable never refuse)
+    if mode == "Always" and not _stdin_is_terminal():
+        raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} has interactiveMode "
+                          f"Always, but standard input is not a terminal (kubectl refuses it too)")
     cluster = dict(target.cluster, server=target.server)
     try:
         status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir, ConfigNode("cluster", cluster)).run()
@@ -270,6 +281,14 @@ def _exec_credentials(target: Target) -> dict[str, str]:
         return {}
     raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} printed neither a token "
                       f"nor a client certificate and key")
+
+
+def _stdin_is_terminal() -> bool:
+    """term.IsTerminal(os.Stdin.Fd()), as exec.go asks it."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
 
 
 def _auth_provider_token(target: Target) -> dict[str, str]:

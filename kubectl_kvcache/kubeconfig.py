@@ -408,25 +408,65 @@ def _proxy_url(text, what):
 
 # -- rest.Config and the transport -------------------------------------------------------------
 
-def _server_url(host, default_tls):
+_USERINFO_OK = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._:~!$&'()*+,;=%@")
+
+
+def _go_url_error(parts) -> str | None:
+    """What Go's url.Parse refuses that urlsplit takes (net/url/url.go parseAuthority,
+    validUserinfo, unescape, setPath): userinfo outside RFC 3986's characters, a bad % escape in
+    the user, password or path. None: Go parses it too."""
+    from kubectl_kvcache.transport import go_unescape
+
+    info = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else None
+    try:
+        if info is not None:
+            if not set(info) <= _USERINFO_OK:
+                return "net/url: invalid userinfo"
+            for piece in info.partition(":")[::2]:
+                try:
+                    go_unescape(piece)
+                except ValueError:
+                    return "invalid URL escape in the userinfo"
+        go_unescape(parts.path)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _shown(host):
+    """The server as an error message may show it: userinfo (a password) is never printed."""
+    scheme, sep, rest = host.rpartition("//")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "<userinfo>@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{path}"
+
+
+def _server_url(host, default_tls, what="the server"):
     """rest/url_utils.go DefaultServerURL: a host without scheme://host gets http:// (https:// only
-    with a CA, client certificate or insecure in the rest.Config)."""
+    with a CA, client certificate or insecure in the rest.Config). A URL Go's url.Parse refuses
+    takes that second path too, and its error (or that one's) is kubectl's."""
     try:
         parts = urlsplit(host)
-        ok = bool(parts.scheme and parts.netloc)
+        ok = bool(parts.scheme and parts.netloc) and _go_url_error(parts) is None
     except ValueError:
         ok = False
     if not ok:
         parts = urlsplit(("https://" if default_tls else "http://") + host)
+        problem = _go_url_error(parts)
+        if problem:
+            if "@" in host:         # Go's message quotes the escape, maybe a piece of a password
+                problem = "invalid URL escape"
+            raise PluginError(f"{what} {_shown(host)!r} cannot be parsed: {problem}")
         if not parts.netloc or parts.path not in ("", "/"):
-            raise PluginError(f"the server {host!r} must be a URL or a host:port pair")
+            raise PluginError(f"{what} {_shown(host)!r} must be a URL or a host:port pair")
     if parts.scheme not in ("http", "https"):
-        raise PluginError(f"the server {host!r} is not an http:// or https:// URL")
+        raise PluginError(f"{what} {_shown(host)!r} is not an http:// or https:// URL")
     netloc = parts.netloc.rpartition("@")[2]
     try:
         parts.port
     except ValueError as exc:
-        raise PluginError(f"the server {host!r} has an invalid port") from exc
+        raise PluginError(f"{what} {_shown(host)!r} has an invalid port") from exc
     userinfo = None
     if "@" in parts.netloc:
         info = parts.netloc.rpartition("@")[0]
@@ -499,7 +539,8 @@ def resolve(conn: Connection) -> Target:
     except ValueError:
         pass
     impersonating = bool(u["as"])
-    tls = _server_url(host, False)[0].startswith("https://")         # IsConfigTransportTLS (no CA etc. yet)
+    server_what = f"{_in(c.cluster_file)}cluster {c.cluster_name!r}: server"
+    tls = _server_url(host, False, server_what)[0].startswith("https://")         # IsConfigTransportTLS (no CA etc. yet)
     # loader.go IsDefaultConfig: the rest.Config equals the default one. (client-go also counts a
     # --request-timeout as a difference; the plugin does not, as completion sets one of its own.)
     is_default = (host == default_server() and not impersonating and not cl["proxy-url"]
@@ -508,7 +549,8 @@ def resolve(conn: Connection) -> Target:
         return _in_cluster(conn)
     has_ca = bool(cl["certificate-authority"] or cl["certificate-authority-data"]) if tls else False
     has_cert = bool(u["client-certificate"] or u["client-certificate-data"]) if tls else False
-    server, userinfo = _server_url(host, has_ca or has_cert or (tls and cl["insecure-skip-tls-verify"]))
+    server, userinfo = _server_url(host, has_ca or has_cert or (tls and cl["insecure-skip-tls-verify"]),
+                                    server_what)
     target = Target(server=server, namespace=_namespace(c), cluster=v1.cluster_json(cl),
                     user_name=c.user_name, disable_compression=cl["disable-compression"],
                     base_dir=os.path.dirname(os.path.abspath(c.user_file)) if c.user_file else None)
@@ -527,6 +569,9 @@ def resolve(conn: Connection) -> Target:
                               f"with insecure-skip-tls-verify is not allowed (kubectl refuses it too)")
     target.proxy = _proxy(target, cl)
     return target
+
+
+EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1beta1", "client.authentication.k8s.io/v1")
 
 
 def _user_identity(target, u, c, has_userinfo):
@@ -562,6 +607,11 @@ def _user_identity(target, u, c, has_userinfo):
         target.key_data = u["client-key-data"]
         target.key_file = u["client-key"] or None
     cert_auth = bool(target.cert_data or target.cert_file) and bool(target.key_data or target.key_file)
+    if u["exec"] is not None and u["exec"]["apiVersion"] not in EXEC_API_VERSIONS:
+        # rest/transport.go TransportConfig calls exec.GetAuthenticator for any exec config (a
+        # token or certificate too); exec.go newAuthenticator knows only v1beta1 and v1
+        raise PluginError(f"{where}{who}: exec.apiVersion {u['exec']['apiVersion']!r} is not supported (kubectl "
+                          f"accepts {' or '.join(EXEC_API_VERSIONS)})")
     if u["exec"] is not None and not (token_auth or basic_auth or cert_auth or has_userinfo):
         target.exec = v1.user_json({**v1.zero(v1.AUTH_INFO), "exec": u["exec"], "extensions": {}})["exec"]
     if u["auth-provider"] is not None and target.authorization is None:

@@ -306,6 +306,65 @@ def split(url: str, what: str):
     return parts.scheme.lower(), host, port or DEFAULT_PORTS.get(parts.scheme.lower()), parts
 
 
+_PATH_SAFE = frozenset(b"$&*+,-./:;=@_~ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def go_unescape(text: str) -> str:
+    """net/url unescape (path and userinfo modes): every % needs two hex digits, else the error
+    Go gives, `invalid URL escape "%zz"`; the bytes decoded are read as UTF-8 (Go keeps them raw)."""
+    out, i = bytearray(), 0
+    raw = text.encode("utf-8", "surrogateescape")
+    while i < len(raw):
+        if raw[i] == 0x25:
+            bad = i + 2 >= len(raw) or raw[i + 1] not in _HEX or raw[i + 2] not in _HEX
+            if bad:
+                raise ValueError(f"invalid URL escape {raw[i:i + 3].decode('utf-8', 'replace')!r}".replace("'", '"'))
+            out.append(int(raw[i + 1:i + 3], 16))
+            i += 3
+        else:
+            out.append(raw[i])
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def go_escape_path(text: str) -> str:
+    """net/url URL.EscapedPath of a URL built from a decoded Path (client-go rest/request.go URL
+    sets Path only): every byte but alphanumerics and `$&*+,-./:;=@_~` as %XX (checked against
+    go1 url.URL{Path: c}.EscapedPath for every printable ASCII byte)."""
+    return "".join(chr(b) if b in _PATH_SAFE else f"%{b:02X}" for b in text.encode("utf-8", "surrogateescape"))
+
+
+def go_clean(path: str) -> str:
+    """path.Clean as client-go's path.Join("/", base.Path, ...) applies it to the prefix; "" for "/"."""
+    import posixpath
+
+    if not path:
+        return ""
+    cleaned = posixpath.normpath("/" + path)
+    cleaned = "/" + cleaned.lstrip("/")
+    return "" if cleaned == "/" else cleaned
+
+
+def go_ip(host: str):
+    """net.ParseIP's answer for a host (an ipaddress object) or None: dotted decimal IPv4 without
+    leading zeros, or IPv6 (a zone is split off as the dialer does). None is a name to resolve:
+    `127.000.000.001` or `0x7f.1` are names to Go, addresses to inet_aton."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return None
+
+
+def _numeric_to_libc(host: str) -> bool:
+    try:
+        socket.getaddrinfo(host, None, flags=socket.AI_NUMERICHOST)
+        return True
+    except (socket.gaierror, UnicodeError, ValueError):
+        return False
+
+
 def _hostname(netloc: str) -> str:
     """The host of a URL's netloc as written: Go's url.URL.Hostname keeps its case (SNI, Host,
     CONNECT and SOCKS all carry `LOCALHOST` as typed), where urllib's .hostname lowers it."""
@@ -369,6 +428,10 @@ class Connection(http.client.HTTPConnection):
             self.sock = self._tls(self.sock, self.server_name or self.host, self.context)
 
     def _dial(self, host, port):
+        if go_ip(host) is None and _numeric_to_libc(host):
+            # Go's ParseIP refuses it, so Go looks it up as a name (net/ipsock.go, dnsclient); no
+            # resolver knows a name of digits and dots: kubectl fails with "no such host"
+            raise socket.gaierror(socket.EAI_NONAME, f"lookup {host}: no such host")
         sock = socket.create_connection((_wire(host), port), self.timeout)
         self.raw = self.sock = sock     # from here on, abort() can end the connection
         try:
@@ -377,6 +440,11 @@ class Connection(http.client.HTTPConnection):
             pass
 
     def _tls(self, sock, name, context):
+        ip = go_ip(name)
+        if ip is not None and ip.version == 6 and ip.ipv4_mapped is not None:
+            # crypto/x509 verify.go VerifyHostname compares with net.IP.Equal, for which
+            # ::ffff:a.b.c.d equals a.b.c.d; OpenSSL compares the bytes. No SNI for either.
+            name = str(ip.ipv4_mapped)
         if isinstance(sock, ssl.SSLSocket):
             return TLSInTLS(sock, context, name)
         sock = context.wrap_socket(sock, server_hostname=_wire(name), do_handshake_on_connect=False)

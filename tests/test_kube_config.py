@@ -494,3 +494,47 @@ def test_a_token_file_and_a_username_are_refused_and_an_empty_token_file_too(tmp
                                                  user={"tokenFile": str(tmp_path / "empty")}))
     with pytest.raises(PluginError, match="holds no token"):
         resolve(kubeconfig=empty)
+
+
+# -- refusals held to the real kubectl (nothing listens on 127.0.0.1:1: a kubectl that tried to
+# connect would say "connection refused", not the refusal expected) --------------------------------
+
+V1 = "client.authentication.k8s.io/v1"
+REFUSALS = [
+    # client-go@v0.37.2/plugin/pkg/client/auth/exec/exec.go newAuthenticator: v1beta1 and v1 only,
+    # asked for any exec config (rest/transport.go TransportConfig), a token set too
+    ("https://127.0.0.1:1", {"token": "t", "exec": {"command": "true", "apiVersion": V1 + "alpha1"}},
+     'exec plugin: invalid apiVersion "client.authentication.k8s.io/v1alpha1"', "not supported"),
+    # exec.go isInteractive: Always with stdin not a terminal, before the plugin runs
+    ("https://127.0.0.1:1", {"exec": {"command": "true", "apiVersion": V1, "interactiveMode": "Always"}},
+     "standard input is not a terminal", "standard input is not a terminal"),
+    # net/url url.go parseAuthority: userinfo is unescaped (and DefaultServerURL's second try fails too)
+    ("http://%zz:p@127.0.0.1:1", {"token": "t"}, 'invalid URL escape "%zz"', "invalid URL escape"),
+    # validUserinfo refuses the space; "http://" + it has a path: rest/url_utils.go DefaultServerURL
+    ("http://u:p w@127.0.0.1:1", {"token": "t"}, "host must be a URL or a host:port pair",
+     "must be a URL or a host:port pair"),
+    # Go's ParseIP takes no leading zeros: the host is a name, and no resolver knows it
+    ("http://127.000.000.001:1", {"token": "t"}, "lookup 127.000.000.001", "no such host"),
+]
+
+
+@pytest.mark.parametrize("server,user,kubectl_says,plugin_says", REFUSALS, ids=[r[2][:30] for r in REFUSALS])
+def test_what_kubectl_refuses_before_sending_the_plugin_refuses(tmp_path, server, user, kubectl_says, plugin_says):
+    from kubectl_kvcache import kube
+
+    path = write(tmp_path, "config", config(server=server, user=user))
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([_kubectl(), "get", "pods", "--kubeconfig", path, "--request-timeout", "5s"],
+                       capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode != 0 and kubectl_says in p.stderr, p.stderr
+    with open(os.devnull) as devnull:
+        saved = os.dup(0)
+        os.dup2(devnull.fileno(), 0)        # stdin is not a terminal, as for kubectl above
+        try:
+            with pytest.raises(PluginError, match=plugin_says) as caught:
+                kube.Client(Connection(kubeconfig=path, request_timeout="5s")).request("GET", "/api")
+        finally:
+            os.dup2(saved, 0)
+            os.close(saved)
+    assert "connection refused" not in str(caught.value).lower()
+    assert "\n" not in str(caught.value) and "p w" not in str(caught.value) and "%zz:p" not in str(caught.value)

@@ -801,3 +801,32 @@ def test_an_https_proxy_is_trusted_by_the_clusters_ca_as_kubectl_trusts_it(proxi
     assert kind == "error" and "\n" not in line
     assert proxy.seen[:1] == theirs[:1]
     assert bool(theirs) == (cert == "proxy"), p.stderr
+
+
+# -- the server URL as Go reads it, held to kubectl ------------------------------------------------
+
+@pytest.mark.parametrize("host,prefix", [("[::ffff:127.0.0.1]", "/%7Eprefix"), ("127.0.0.1", "/a%20b/../c!(x)")])
+def test_the_request_line_and_the_certificate_check_are_kubectls(peer, pki, tmp_path, monkeypatch, host, prefix):
+    """A certificate for IP 127.0.0.1 is good for [::ffff:127.0.0.1] (crypto/x509 verify.go
+    VerifyHostname compares with net.IP.Equal); the prefix is sent as rest/request.go URL builds
+    it (path.Join of the decoded Path, written by url.URL.EscapedPath): kubectl and the plugin
+    send the same request line."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    server = peer(tls=pki["server"])
+    path = kubeconfig(tmp_path, f"https://{host}:{server.port}{prefix}", ca=pki["ca"])
+    p = subprocess.run([kubectl_binary(), "--kubeconfig", path, "get", "--raw", "/x"], capture_output=True,
+                       text=True, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=30)
+    assert p.returncode == 0, p.stderr
+    theirs = server.heads[-1].split("\r\n")[0]
+    assert ours(kube.Client(Connection(kubeconfig=path, request_timeout="5s")), "/x") == ("ok", "B")
+    assert server.heads[-1].split("\r\n")[0] == theirs
+
+
+def test_go_escape_path_and_ip_parsing():
+    # url.URL{Path: p}.EscapedPath(), net.ParseIP (go1 of kubectl v1.37.2, run by hand)
+    assert transport.go_escape_path("/~a b!'()*$&+,;=:@%") == "/~a%20b%21%27%28%29*$&+,;=:@%25"
+    assert transport.go_ip("127.000.000.001") is None and transport.go_ip("127.0.0.1") is not None
+    assert transport.go_ip("fe80::1%eth0") is not None and transport.go_ip("0x7f.1") is None
+    with pytest.raises(ValueError, match='invalid URL escape "%zz"'):
+        transport.go_unescape("/%zz")
