@@ -24,7 +24,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-from kubectl_kvcache import __version__
+from kubectl_kvcache import __version__, gourl
 from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
 from kubectl_kvcache.kubeconfig import Target, resolve
 from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
@@ -75,7 +75,7 @@ class _Transport:
         # rest/request.go: the prefix is path.Join of the server URL's decoded Path, and the
         # request URL, built from that Path, is written by EscapedPath: /%7Eprefix goes as /~prefix
         try:
-            self.prefix = transport.go_escape_path(transport.go_clean(transport.go_unescape(parts.path)))
+            self.prefix = gourl.go_escape_path(gourl.go_clean(gourl.go_unescape(parts.path)))
         except ValueError as exc:
             raise PluginError(f"the server {target.server!r}: {exc}") from exc
         # Go's Request.write: the Host header is the URL's host as written, without an IPv6 zone

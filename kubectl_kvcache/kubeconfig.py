@@ -415,7 +415,7 @@ def _go_url_error(parts) -> str | None:
     """What Go's url.Parse refuses that urlsplit takes (net/url/url.go parseAuthority,
     validUserinfo, unescape, setPath): userinfo outside RFC 3986's characters, a bad % escape in
     the user, password or path. None: Go parses it too."""
-    from kubectl_kvcache.transport import go_unescape
+    from kubectl_kvcache.gourl import go_unescape
 
     info = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else None
     try:

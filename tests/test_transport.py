@@ -29,7 +29,7 @@ import time
 
 import pytest
 
-from kubectl_kvcache import kube, transport
+from kubectl_kvcache import gourl, kube, transport
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.options import Connection
 
@@ -825,8 +825,8 @@ def test_the_request_line_and_the_certificate_check_are_kubectls(peer, pki, tmp_
 
 def test_go_escape_path_and_ip_parsing():
     # url.URL{Path: p}.EscapedPath(), net.ParseIP (go1 of kubectl v1.37.2, run by hand)
-    assert transport.go_escape_path("/~a b!'()*$&+,;=:@%") == "/~a%20b%21%27%28%29*$&+,;=:@%25"
-    assert transport.go_ip("127.000.000.001") is None and transport.go_ip("127.0.0.1") is not None
-    assert transport.go_ip("fe80::1%eth0") is not None and transport.go_ip("0x7f.1") is None
+    assert gourl.go_escape_path("/~a b!'()*$&+,;=:@%") == "/~a%20b%21%27%28%29*$&+,;=:@%25"
+    assert gourl.go_ip("127.000.000.001") is None and gourl.go_ip("127.0.0.1") is not None
+    assert gourl.go_ip("fe80::1%eth0") is not None and gourl.go_ip("0x7f.1") is None
     with pytest.raises(ValueError, match='invalid URL escape "%zz"'):
-        transport.go_unescape("/%zz")
+        gourl.go_unescape("/%zz")
