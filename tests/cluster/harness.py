@@ -37,7 +37,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from kubectl_kvcache.operator.api import GROUP, VERSION
+
+# scripts/demo-cluster and bench/ load this file by path, maybe under a Python without the plugin
+# installed: the checkout's own package then comes from the repository root.
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from kubectl_kvcache.operator.api import GROUP, VERSION  # noqa: E402
 
 try:
     import yaml

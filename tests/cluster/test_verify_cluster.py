@@ -249,7 +249,7 @@ def test_missing_crds_is_a_clear_error(bare_cluster):
 def test_bad_credentials_are_a_clear_error(cluster, tmp_path):
     code, out, err = plugin(cluster.admin_kubeconfig, "verify", "-A", "--token", "not-a-token", "--user",
                             "nobody-here")
-    assert code == 2 and "not found in the kubeconfig" in err
+    assert code == 2 and "does not exist in the kubeconfig" in err    # kubectl: auth info "nobody-here" does not exist
     kubeconfig = tmp_path / "token.kubeconfig"
     kubeconfig.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
