@@ -304,7 +304,7 @@ def split(url: str, what: str):
     port = parts.port          # ValueError for a port that is not a number in 0-65535
     host = _hostname(parts.netloc)
     if not host:
-        raise ValueError(f"{what} {url!r} has no host")
+        raise ValueError(f"{what} has no host")    # never the URL: its userinfo may hold a password
     return parts.scheme.lower(), host, port or DEFAULT_PORTS.get(parts.scheme.lower()), parts
 
 
