@@ -240,6 +240,7 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
     if ns.command is None:
         parser.print_help(stdout)
         return EXIT_OK
+    ns.argv = args      # the command line as typed: the document formats print it (flags.command_line)
     try:
         module = command_module(ns.command)
         options = module.options(ns)       # Complete and Validate, before anything is sent

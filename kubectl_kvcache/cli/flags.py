@@ -9,7 +9,7 @@ import textwrap
 
 from kubectl_kvcache import label_selector, names
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.render.formats import FORMATS
+from kubectl_kvcache.render.formats import DOCUMENTS, FORMATS
 from kubectl_kvcache.render.output import Output
 
 PROG = "kubectl kvcache"
@@ -87,4 +87,52 @@ def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
 
 
 def output(ns) -> Output:
-    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False))
+    command = command_line(getattr(ns, "argv", None) or ()) if ns.output in DOCUMENTS else ""
+    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), command=command)
+
+
+_SECRET_FLAGS = {"--token": "$KVCACHE_TOKEN", "--password": "$KVCACHE_PASSWORD"}
+_URL_FLAGS = ("--server", "-s", "--proxy-url")
+
+
+def _no_userinfo(url):
+    """A URL with any user:password@ replaced (a proxy or server URL may carry a password)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "REDACTED@" + authority.rpartition("@")[2]
+    return (scheme + sep if sep else "") + authority + slash + path
+
+
+def command_line(argv) -> str:
+    """`kubectl kvcache ARGS` as a shell line, as typed but with no secret: the values of --token
+    and --password become $KVCACHE_TOKEN and $KVCACHE_PASSWORD (as connection_flags prints
+    them), a URL's userinfo REDACTED. Flags as pflag reads them: `--flag VALUE`, `--flag=VALUE`,
+    `-sVALUE`; nothing after `--` is a flag."""
+    from kubectl_kvcache.cli.connection_flags import shell_command
+
+    words, i, args = [], 0, list(argv)
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            words += args[i:]
+            break
+        name, eq, value = word.partition("=")
+        if name in _SECRET_FLAGS and name.startswith("--"):
+            words += [name, _SECRET_FLAGS[name]]
+            i += 1 if eq else 2
+            continue
+        if name in _URL_FLAGS and eq and name.startswith("--"):
+            words.append(f"{name}={_no_userinfo(value)}")
+        elif word in _URL_FLAGS and i + 1 < len(args):
+            words += [word, _no_userinfo(args[i + 1])]
+            i += 2
+            continue
+        elif word.startswith("-s") and not word.startswith("--") and len(word) > 2:
+            words.append("-s" + _no_userinfo(word[2:].removeprefix("=")))
+        else:
+            words.append(word)
+        i += 1
+    return shell_command(PROG.split() + words)

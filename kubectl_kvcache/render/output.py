@@ -1,20 +1,24 @@
 """What -o and --no-headers asked for; whether that format prints rows or data is its printer's
-(render/formats)."""
+(render/formats). The document formats (markdown, junit) also say what was checked and how it
+was asked for: `command` (the command line, secrets replaced) and `subject` (render.report.Subject,
+completed from the snapshot by `about`)."""
 
 from __future__ import annotations
 
 from kubectl_kvcache.record import Record
-from kubectl_kvcache.render.formats import FORMATS
+from kubectl_kvcache.render.formats import DOCUMENTS, FORMATS
 
 TABLE, WIDE, JSON, YAML = "table", "wide", "json", "yaml"
 
 
 class Output(Record):
-    __slots__ = ("format", "headers")
+    __slots__ = ("format", "headers", "command", "subject")
 
-    def __init__(self, format: str = TABLE, headers: bool = True):
+    def __init__(self, format: str = TABLE, headers: bool = True, command: str = "", subject=None):
         self.format = format
         self.headers = headers
+        self.command = command
+        self.subject = subject
 
     @property
     def wide(self) -> bool:
@@ -22,5 +26,16 @@ class Output(Record):
 
     @property
     def structured(self) -> bool:
-        """Data (json, yaml), not rows: a command prints no human-only lines then."""
+        """Data (json, yaml) or a document (markdown, junit), not rows: a command prints no
+        human-only lines on stdout then."""
         return FORMATS[self.format]
+
+    def about(self, snapshot, files=(), context=None, failing=()) -> Output:
+        """This output, for a document format, knowing what `snapshot` held (its input and
+        namespace), the -f files and --context named, and what makes a case fail; else itself."""
+        if self.format not in DOCUMENTS:
+            return self
+        from kubectl_kvcache.render.report import Subject
+
+        return self.replace(subject=Subject(self.command, context, tuple(files), snapshot.source, snapshot.namespace,
+                                            tuple(failing)))

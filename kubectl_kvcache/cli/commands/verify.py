@@ -78,9 +78,9 @@ def options(ns) -> VerifyOptions:
     if ns.wait and ns.selector:
         raise PluginError("--wait accounts for every replica of each deployment: it cannot be used with "
                           "-l/--selector")
-    if ns.watch and ns.output in ("json", "yaml"):
-        raise PluginError("--watch prints table rows: use -o table or -o wide (--wait -o json prints the "
-                          "final report)")
+    if ns.watch and ns.output not in ("table", "wide"):
+        raise PluginError(f"--watch prints table rows: use -o table or -o wide (--wait -o {ns.output} prints "
+                          f"the final report)")
     if ns.timeout is not None and not (ns.watch or ns.wait):
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else

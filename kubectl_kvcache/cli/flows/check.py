@@ -51,7 +51,9 @@ def run(options: CheckOptions, io) -> int:
     report = select(checks.check(snapshot, skipped_workloads=options.scope.workloads_skipped), snapshot,
                     options.selector)
     view = views.VIEWS[options.view]
-    listed = render.show(view, report, options.output, io.stdout, io.stderr)
+    failing = (checks.ERROR, checks.WARNING) if options.strict else (checks.ERROR,)
+    output = options.output.about(snapshot, options.scope.files, options.connection.context, failing)
+    listed = render.show(view, report, output, io.stdout, io.stderr)
     if not options.output.structured:
         if options.view == "check":
             if not any(report.checked.values()):

@@ -34,13 +34,18 @@ def looks_for_podless_replicas(options: VerifyOptions) -> bool:
     return not (options.scope.names or options.scope.selector)
 
 
+def about(options: VerifyOptions, snapshot):
+    """The output, knowing what was read (the document formats say so)."""
+    return options.output.about(snapshot, options.scope.files, options.connection.context, options.fail_on)
+
+
 def run(options: VerifyOptions, io) -> int:
     if options.watch or options.wait:
         return follow(options, io)
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = verify.verify(snapshot, account=looks_for_podless_replicas(options))
-    render.show(view.VIEW, report, options.output, io.stdout, io.stderr)
+    render.show(view.VIEW, report, about(options, snapshot), io.stdout, io.stderr)
     names = options.scope.names
     if not options.output.structured:
         if names:
@@ -173,6 +178,7 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
     snapshot.namespace = scope.namespace
     render.notes(snapshot, io.stderr)
+    options = options.replace(output=about(options, snapshot))
     targets = {t.key: t for t in cluster_lists.watch_targets(client, scope)}
     events, stop = queue.Queue(), threading.Event()
     watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds(), options.connection.chunk_size)

@@ -1,10 +1,13 @@
 """One printer module per -o format, behind this registry: a new format is one module here and
 one entry in FORMATS. A rows printer (structured False) has show(view, report, output, out, err)
 -> rows listed; a data printer (structured True) has write(data, out) and prints a view's
-to_dict(). Commands print their human-only lines (notes, summaries) unless the format is
-structured. Light on purpose: the command line reads FORMATS for -o's choices."""
+to_dict(); a document printer (DOCUMENTS: structured too) has show() only and prints the whole
+report (render/report.py) with what was checked. Commands print their human-only lines (notes,
+summaries) unless the format is structured. Light on purpose: the command line reads FORMATS for -o's choices."""
 
-FORMATS = {"table": False, "wide": False, "json": True, "yaml": True}     # name -> structured
+FORMATS = {"table": False, "wide": False, "json": True, "yaml": True,    # name -> structured
+           "markdown": True, "junit": True}
+DOCUMENTS = ("markdown", "junit")      # a whole report (render/report.py), not a view's rows or data
 
 
 def printer(name):

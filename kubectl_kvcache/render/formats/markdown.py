@@ -1,0 +1,136 @@
+"""-o markdown: the report as a change ticket takes it (CommonMark with GitHub's pipe tables),
+readable rendered and as plain text: the title and verdict, the command that produced it, what
+was checked, each failing case with its reason and fix, what was not decided, the notes, the
+per-deployment progress (verify) and every row.
+
+Safety: text from the cluster or the command line is printed only inside code spans (or a
+fenced block), where Markdown interprets nothing -- no emphasis, HTML, entity, link or autolink
+(GitHub's extended autolinks included) -- after render.core.escape has made every control
+character visible; a backtick run inside gets a longer fence, and a `|` in a table cell is
+written `\\|` (GFM's table rule). Only the plugin's own words are left bare."""
+
+from __future__ import annotations
+
+import re
+
+from kubectl_kvcache.render.core import escape
+from kubectl_kvcache.render.report import FAILED, PASSED, SKIPPED, document
+
+_BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]*")     # a word that means nothing to Markdown
+_VERDICT = {PASSED: "PASSED", FAILED: "FAILED"}
+
+
+def code(value, cell=False) -> str:
+    """`value` as a code span (nothing inside is interpreted); None or "" is *none*."""
+    if value is None or value == "":
+        return "*none*"
+    text = escape(value)
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * (max(runs) + 1 if runs else 1)
+    if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" ")
+                                                       and text.strip(" ")):
+        text = f" {text} "      # CommonMark strips one space each side
+    if cell:
+        text = text.replace("|", "\\|")
+    return f"{fence}{text}{fence}"
+
+
+def word(value, cell=False) -> str:
+    """A status or verdict: bare when it is letters, digits, spaces and hyphens only, else code."""
+    text = "" if value is None else str(value)
+    return text if _BARE.fullmatch(text) else code(text, cell)
+
+
+def fenced(text) -> list[str]:
+    text = escape(text)
+    runs = [len(r) for r in re.findall(r"`{3,}", text)]
+    fence = "`" * max([3] + [n + 1 for n in runs])
+    return [f"{fence}sh", text, fence]
+
+
+def table(headers, rows) -> list[str]:
+    """A pipe table padded so that its columns line up as plain text too."""
+    cells = [[h.title() if h.isupper() else h for h in headers]]
+    cells += [[code(v, cell=True) if not isinstance(v, int) or isinstance(v, bool) else str(v) for v in row]
+              for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    widths = [max(w, 3) for w in widths]
+
+    def line(row):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+    return [line(cells[0]), "| " + " | ".join("-" * w for w in widths) + " |"] + [line(r) for r in cells[1:]]
+
+
+def _case_head(n, case):
+    where = f" in {code(case.suite)}" if case.suite else ""
+    return f"{n}. **{word(case.status)}** {code(case.name)}{where}"
+
+
+def lines_of(doc) -> list[str]:
+    out = [f"# kubectl kvcache {doc.title}", ""]     # the plugin's words and counts only
+    counts = ", ".join(f"{n} {word(w)}" for w, n in doc.counts if n or w in ("failing", "total"))
+    verdict = _VERDICT[doc.verdict] + (" (exit code 1)" if doc.verdict == FAILED else "")
+    out += [f"**Verdict: {verdict}**" + (f": {counts}" if counts else ""), ""]
+    if doc.subject.command:
+        out += ["Produced by:", ""] + fenced(doc.subject.command) + [""]
+    out += [f"kubectl-kvcache {doc.version}.", ""]
+
+    out += ["## What was checked", ""]
+    for label, words, data in doc.facts:      # the plugin's words bare (they are letters and
+        shown = [words] if words else []        # punctuation that means nothing here), the data as code
+        out.append(f"- **{label}:** " + " ".join(shown + [", ".join(code(d) for d in data)] if data else shown))
+    contexts = sorted({c.context for c in doc.cases if c.context})
+    if contexts:
+        out.append(f"- **Contexts:** {', '.join(code(c) for c in contexts)}")
+    out.append("")
+
+    failed = [c for c in doc.cases if c.outcome == FAILED]
+    out += ["## Failing", ""]
+    if not failed:
+        out += ["Nothing fails.", ""]
+    for n, case in enumerate(failed, 1):
+        out.append(_case_head(n, case))
+        if case.summary:
+            out.append(f"   - What: {code(case.summary)}")
+        for reason in case.reason.splitlines() if case.reason else ():
+            out.append(f"   - Reason: {code(reason)}")
+        out.append(f"   - Fix: {code(case.fix) if case.fix else 'none known'}")
+    if failed:
+        out.append("")
+
+    skipped = [c for c in doc.cases if c.outcome == SKIPPED]
+    if skipped:
+        out += ["## Not decided", ""]
+        for n, case in enumerate(skipped, 1):
+            out.append(_case_head(n, case))
+            out.append(f"   - Why: {code(case.reason or case.summary)}")
+            if case.fix:
+                out.append(f"   - Fix: {code(case.fix)}")
+        out.append("")
+
+    noted = [c for c in doc.cases if c.notes]
+    if noted:
+        out += ["## Notes", ""]
+        for case in noted:
+            for severity, what, text in case.notes:
+                out.append(f"- **{word(severity)}** {word(what)} {code(case.name)}: {code(text)}")
+        out.append("")
+
+    if doc.progress is not None:
+        headers, rows = doc.progress
+        out += ["## Progress per deployment", ""]
+        out += (table(headers, rows) if rows else ["No pool-attached ModelDeployment in scope."]) + [""]
+
+    if doc.rows is not None:
+        out += ["## Every row", ""]
+        out += (table(doc.headers, doc.rows) if doc.rows else ["Nothing was found in scope."]) + [""]
+    return out
+
+
+def show(view, report, output, out, err=None) -> int:
+    doc = document(view, report, output.subject)
+    lines = lines_of(doc)
+    while lines and lines[-1] == "":
+        lines.pop()
+    out.write("\n".join(lines) + "\n")
+    return -1
