@@ -16,7 +16,7 @@ GOLDEN = os.path.join(ROOT, "tests", "golden")
 
 CASES = {}
 for command in ("verify", "check", "bindings", "roles"):
-    for fmt in ("table", "wide", "json", "yaml"):
+    for fmt in ("table", "wide", "json", "yaml", "markdown", "junit"):
         CASES[f"{command}-{fmt}"] = [command, "-A", "-f", EXAMPLE, "-o", fmt]
     CASES[f"{command}-ns-noheaders"] = [command, "-n", "llm-research", "-f", EXAMPLE, "--no-headers"]
     CASES[f"{command}-assume-off"] = [command, "-f", EXAMPLE, "--assume-setting", "off"]
@@ -24,6 +24,8 @@ for command in ("verify", "check", "bindings", "roles"):
 CASES["verify-pods"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "llama-long-server-0", "deepseek-sgl-server-0"]
 CASES["verify-pod-json"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "qwen-chat-server-0", "-o", "json"]
 CASES["check-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict"]
+CASES["verify-markdown-ns"] = ["verify", "-n", "llm-research", "-f", EXAMPLE, "-o", "markdown"]
+CASES["check-junit-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict", "-o", "junit"]
 for fmt in ("text", "json", "yaml"):
     CASES[f"recover-{fmt}"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", fmt]
 CASES["recover-replace"] = ["recover", "chat-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "fp8_e4m3",

@@ -1,0 +1,165 @@
+"""-o junit, read by real consumers: every document is valid against Jenkins' junit-10.xsd (the
+schema of the xunit plugin, which pytest checks its own --junitxml output against; taken from
+pytest's sdist on PyPI, cached in ~/.cache/kubectl-kvcache/schemas) with xmlschema, and parses
+with a strict XML parser; one testcase per replica (verify) or object judged (check), per Binding
+(bindings), per role (roles); failures carry the reason and the fix; hostile cluster data (markup,
+control characters, XML's non-characters) stays text."""
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+import objects as o
+from kubectl_kvcache.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = str(ROOT / "examples" / "cluster.json")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubectl-kvcache" / "schemas"
+XSD_MEMBER = "testing/example_scripts/junit-10.xsd"
+EVIL = ("</failure><x>&amp;]]><![CDATA[ \"quoted\" 'single' <img src=x>"
+        "\x00\x01\x1b]0;pwned\x07\r\nNEXT\tcol\x7f\x9b31m\u202eend\ufffe\uffff")
+# what XML 1.0 cannot carry at all (Char production)
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+COMMANDS = ("verify", "check", "bindings", "roles")
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def schema():
+    """junit-10.xsd from the sdist of the pytest that runs these tests (pip download, once)."""
+    version = metadata.version("pytest")
+    path = CACHE / f"pytest-{version}" / "junit-10.xsd"
+    if not path.is_file():
+        download = CACHE / f"pytest-{version}" / "sdist"
+        download.mkdir(parents=True, exist_ok=True)
+        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                            "--disable-pip-version-check", f"pytest=={version}", "-d", str(download)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"could not download pytest {version}'s sdist from PyPI: {r.stderr[-2000:]}"
+        (sdist,) = download.glob("pytest-*.tar.gz")
+        with tarfile.open(sdist) as tar:
+            member = tar.getmember(f"pytest-{version}/{XSD_MEMBER}")
+            path.write_bytes(tar.extractfile(member).read())
+    return xmlschema.XMLSchema(str(path))
+
+
+def hostile_objects():
+    return [
+        o.binding("b1", "fp8"),
+        o.binding("b2", EVIL, domain="evil"),
+        o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 1,
+                                   "extraArgs": [f"--kv-cache-dtype={EVIL}"]}]),
+        o.md_pod("pod-" + EVIL, "md", o.vllm_argv("fp8", extra=[f"--kv-cache-dtype={EVIL}"])),
+        o.deployment("md2", binding_name="b2"),
+        o.md_pod("md2-0", "md2", o.vllm_argv(EVIL)),
+        o.injected_pod("inj-" + EVIL, "missing-" + EVIL,
+                       containers=[o.container("vllm", args=["vllm", "serve", "m", "--note", EVIL])]),
+        o.setting("true"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    path = tmp_path_factory.mktemp("junit") / "cluster.json"
+    path.write_text(json.dumps(o.as_list(*hostile_objects())))
+    return str(path)
+
+
+def cases(xml):
+    return ET.fromstring(xml.encode("utf-8")).iter("testcase")
+
+
+@pytest.mark.parametrize("source", ["example", "hostile"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_valid_against_the_junit_schema(schema, hostile, command, source):
+    code, out, err = run(command, "-A", "-f", EXAMPLE if source == "example" else hostile, "-o", "junit")
+    assert code in (0, 1), err
+    assert out.startswith('<?xml version="1.0" encoding="UTF-8"?>\n')
+    schema.validate(out)        # raises with the offending element
+    assert not NOT_XML.search(out)
+    root = ET.fromstring(out.encode("utf-8"))
+    testcases = list(root.iter("testcase"))
+    assert int(root.get("tests")) == len(testcases)
+    assert int(root.get("failures")) == sum(1 for c in testcases if c.find("failure") is not None)
+    assert (int(root.get("failures")) > 0) == (code == 1)        # a failure exactly when the exit code says so
+    for suite in root.iter("testsuite"):
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        assert props["command"].startswith(f"kubectl kvcache {command} -A -f ")
+
+
+def test_hostile_data_stays_text(hostile):
+    _, out, _ = run("verify", "-A", "-f", hostile, "-o", "junit")
+    root = ET.fromstring(out.encode("utf-8"))
+    assert root.find(".//x") is None and root.find(".//img") is None       # no element smuggled in
+    names = [c.get("name") for c in root.iter("testcase")]
+    assert any("</failure><x>&amp;]]><![CDATA[" in n for n in names), names
+    assert all("\x1b" not in n and "\r" not in n and "\n" not in n for n in names)
+
+
+def test_verify_one_testcase_per_replica_with_reason_and_fix():
+    _, out, _ = run("verify", "-A", "-f", EXAMPLE, "-o", "junit")
+    report = json.loads(run("verify", "-A", "-f", EXAMPLE, "-o", "json")[1])
+    testcases = list(cases(out))
+    assert len(testcases) == len(report["items"])
+    failures = [c.find("failure") for c in testcases if c.find("failure") is not None]
+    bad = [i for i in report["items"] if i["status"] != "OK"]
+    assert sorted(f.get("type") for f in failures) == sorted(i["status"] for i in bad)
+    for item, failure in zip(sorted(bad, key=lambda i: i["pod"]), sorted(
+            failures, key=lambda f: next(c.get("name") for c in testcases if c.find("failure") is f))):
+        assert f"reason: {item['reason']}" in failure.text
+        assert f"fix: {item['fix']}" in failure.text
+        assert failure.get("message").startswith(item["status"] + ": Binding ")
+    suites = {s.get("name") for s in ET.fromstring(out).iter("testsuite")}
+    assert suites == {"kvcache verify llm-prod", "kvcache verify llm-research"}
+
+
+def test_fail_on_decides_what_fails():
+    _, out, _ = run("verify", "-A", "-f", EXAMPLE, "-o", "junit", "--fail-on", "REJECTED")
+    types = [f.get("type") for c in cases(out) if (f := c.find("failure")) is not None]
+    assert types == ["REJECTED"]
+
+
+def test_check_one_testcase_per_object_judged():
+    code, out, _ = run("check", "-A", "-f", EXAMPLE, "-o", "junit")
+    report = json.loads(run("check", "-A", "-f", EXAMPLE, "-o", "json")[1])
+    names = [c.get("name") for c in cases(out)]
+    keys = [(c.get("classname"), c.get("name")) for c in cases(out)]
+    assert len(keys) == len(set(keys)), "an object judged twice"
+    objects = {(f["kind"], f["name"]) for f in report["findings"]}
+    for kind, name in objects:
+        assert f"{kind} {name}" in names
+    errors = {(f["kind"], f["name"]) for f in report["findings"] if f["severity"] == "error"}
+    failed = {c.get("name") for c in cases(out) if c.find("failure") is not None}
+    assert failed == {f"{k} {n}" for k, n in errors}
+    strict = {c.get("name") for c in cases(run("check", "-A", "-f", EXAMPLE, "-o", "junit", "--strict")[1])
+              if c.find("failure") is not None}
+    warned = {(f["kind"], f["name"]) for f in report["findings"] if f["severity"] == "warning"}
+    assert strict == failed | {f"{k} {n}" for k, n in warned}
+
+
+def test_a_clean_scope_has_no_failure(schema):
+    code, out, _ = run("verify", "-n", "llm-research", "-f", EXAMPLE, "-o", "junit")
+    assert code == 0
+    schema.validate(out)
+    assert ET.fromstring(out).get("failures") == "0" and len(list(cases(out))) == 2
+
+
+def test_nothing_in_scope_is_still_a_valid_report(schema):
+    code, out, _ = run("verify", "-n", "nowhere", "-f", EXAMPLE, "-o", "junit")
+    schema.validate(out)
+    assert ET.fromstring(out).get("tests") == "0"
