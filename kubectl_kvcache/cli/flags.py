@@ -53,7 +53,9 @@ def assume_setting_flag(p):
 
 
 def output_flags(p, formats=tuple(FORMATS)):
-    p.add_argument("-o", "--output", default="table", choices=formats, help="output format")
+    p.add_argument("-o", "--output", default="table", choices=formats,
+                   help="output format" + (" (markdown: a report for a change ticket; junit: JUnit XML for a CI's "
+                                           "test reporter)" if "junit" in formats else ""))
     if "table" in formats:
         p.add_argument("--no-headers", action="store_true", help="tables without the header row")
 

@@ -164,7 +164,7 @@ def _verify(report, subject):
         else:
             outcome = SKIPPED if item.status == judge.UNKNOWN else PASSED
         summary = f"{item.status}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
-                  f"the engine runs with {_value(item.effective)}"
+                  + _runs(item, judge)
         if outcome == PASSED and item.status != judge.OK:
             summary += " (tolerated by --fail-on)"
         cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, item.status, summary,
@@ -185,6 +185,13 @@ def _verify(report, subject):
 
 def _value(v):
     return f"'{v}'" if v is not None else "nothing"
+
+
+def _runs(item, judge):
+    if item.effective is not None:
+        return f"the engine runs with '{item.effective}'"
+    return {judge.REJECTED: "the engine exits on its arguments", judge.NO_POD: "no Pod runs it yet"}.get(
+        item.status, "what the engine runs with is not known")
 
 
 # -- check, bindings, roles ------------------------------------------------------------------
@@ -210,16 +217,16 @@ def _check(report, subject):
     from kubectl_kvcache.judge import checks
 
     failing = set(subject.failing or (checks.ERROR,))
-    objects = {}        # (kind, namespace, name) -> [findings]; every object judged, in a stable order
+    objects = {}        # (context, kind, namespace, name) -> [findings]: every object judged, in a stable order
     for entry in report.bindings:
         if entry.binding is not None:
-            objects.setdefault(("KVCachePoolBinding", entry.namespace, entry.name), [])
+            objects.setdefault((_context(entry), "KVCachePoolBinding", entry.namespace, entry.name), [])
         for use in entry.uses:
-            objects.setdefault((use.kind, use.namespace, use.name), [])
+            objects.setdefault((_context(entry), use.kind, use.namespace, use.name), [])
     for f in report.findings:
-        objects.setdefault((f.kind, f.namespace, f.name), []).append(f)
+        objects.setdefault((_context(f), f.kind, f.namespace, f.name), []).append(f)
     cases = []
-    for (kind, namespace, name), found in objects.items():
+    for (context, kind, namespace, name), found in objects.items():
         bad = [f for f in found if f.severity in failing]
         undecided = [f for f in found if f.code == "unchecked" and f not in bad]
         rest = tuple((f.severity, f.code, _finding_text(f)) for f in found if f not in bad)
@@ -234,8 +241,8 @@ def _check(report, subject):
             outcome = PASSED
             status = found[0].severity if found else "OK"
             summary, reason, fix = "", "", ""
-        cases.append(Case(_suite(None, namespace), f"{kind} {name}", kind, outcome, status, summary, reason, fix,
-                          rest))
+        cases.append(Case(_suite(context, namespace), f"{kind} {name}", kind, outcome, status, summary, reason, fix,
+                          rest, context))
     counts = report.summary()
     title = f"check: {counts[checks.ERROR]} errors, {counts[checks.WARNING]} warnings"
     return ("check", title, _check_facts(report) + [("Fails on", ", ".join(s for s in checks.SEVERITIES
