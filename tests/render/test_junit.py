@@ -163,3 +163,24 @@ def test_nothing_in_scope_is_still_a_valid_report(schema):
     code, out, _ = run("verify", "-n", "nowhere", "-f", EXAMPLE, "-o", "junit")
     schema.validate(out)
     assert ET.fromstring(out).get("tests") == "0"
+
+
+def test_unknown_fails_by_default_and_is_skipped_never_passed_when_tolerated(schema, tmp_path):
+    path = tmp_path / "unknown.json"
+    path.write_text(json.dumps(o.as_list(o.binding("b1", "fp8"), o.deployment("md", binding_name="gone"),
+                                         o.md_pod("a", "md", o.vllm_argv("fp8")),
+                                         o.deployment("ok", binding_name="b1"),
+                                         o.md_pod("ok-0", "ok", o.vllm_argv("fp8")), o.setting("true"))))
+    code, out, _ = run("verify", "-A", "-f", str(path), "-o", "junit")
+    schema.validate(out)
+    by_name = {c.get("name").split()[1]: c for c in cases(out)}
+    assert code == 1 and by_name["a"].find("failure").get("type") == "UNKNOWN"
+    assert "Binding gone not found" in by_name["a"].find("failure").text
+    code, out, _ = run("verify", "-A", "-f", str(path), "-o", "junit", "--fail-on", "MISMATCH,REJECTED")
+    schema.validate(out)
+    by_name = {c.get("name").split()[1]: c for c in cases(out)}
+    assert code == 0 and by_name["a"].find("failure") is None
+    skipped = by_name["a"].find("skipped")
+    assert skipped is not None and "Binding gone not found" in skipped.get("message")
+    assert by_name["ok-0"].find("skipped") is None and by_name["ok-0"].find("failure") is None
+    assert ET.fromstring(out).find("testsuite").get("skipped") == "1"
