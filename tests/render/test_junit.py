@@ -1,31 +1,24 @@
 """-o junit, read by real consumers: every document is valid against Jenkins' junit-10.xsd (the
 schema of the xunit plugin, which pytest checks its own --junitxml output against; taken from
-pytest's sdist on PyPI, cached in ~/.cache/kubectl-kvcache/schemas) with xmlschema, and parses
+pytest's sdist on PyPI: tests/junit_schema.py) with xmlschema, and parses
 with a strict XML parser; one testcase per replica (verify) or object judged (check), per Binding
 (bindings), per role (roles); failures carry the reason and the fix; hostile cluster data (markup,
 control characters, XML's non-characters) stays text."""
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
-import tarfile
 import xml.etree.ElementTree as ET
-from importlib import metadata
 from pathlib import Path
 
 import pytest
-import xmlschema
 
+import junit_schema
 import objects as o
 from kubectl_kvcache.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "cluster.json")
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubectl-kvcache" / "schemas"
-XSD_MEMBER = "testing/example_scripts/junit-10.xsd"
 EVIL = ("</failure><x>&amp;]]><![CDATA[ \"quoted\" 'single' <img src=x>"
         "\x00\x01\x1b]0;pwned\x07\r\nNEXT\tcol\x7f\x9b31m\u202eend\ufffe\uffff")
 # what XML 1.0 cannot carry at all (Char production)
@@ -41,21 +34,7 @@ def run(*argv):
 
 @pytest.fixture(scope="module")
 def schema():
-    """junit-10.xsd from the sdist of the pytest that runs these tests (pip download, once)."""
-    version = metadata.version("pytest")
-    path = CACHE / f"pytest-{version}" / "junit-10.xsd"
-    if not path.is_file():
-        download = CACHE / f"pytest-{version}" / "sdist"
-        download.mkdir(parents=True, exist_ok=True)
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                            "--disable-pip-version-check", f"pytest=={version}", "-d", str(download)],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, f"could not download pytest {version}'s sdist from PyPI: {r.stderr[-2000:]}"
-        (sdist,) = download.glob("pytest-*.tar.gz")
-        with tarfile.open(sdist) as tar:
-            member = tar.getmember(f"pytest-{version}/{XSD_MEMBER}")
-            path.write_bytes(tar.extractfile(member).read())
-    return xmlschema.XMLSchema(str(path))
+    return junit_schema.schema()
 
 
 def hostile_objects():
