@@ -234,7 +234,7 @@ def _check(report, subject):
             outcome, status = FAILED, bad[0].severity
             summary = "; ".join(f"{f.code}: {f.message}" for f in bad)
             fix = " ".join(f.fix for f in bad if f.fix)
-            reason = "\n".join(f"{f.code}: {f.message}" for f in bad) if len(bad) > 1 else ""
+            reason = "; ".join(f"{f.code}: {f.message}" for f in bad) if len(bad) > 1 else ""
         elif undecided:
             outcome, status, summary, reason, fix = SKIPPED, "unchecked", undecided[0].message, "", undecided[0].fix
         else:
@@ -261,7 +261,7 @@ def _bindings(report, subject):
         undecided = "UNKNOWN" in entry.verdict
         outcome = FAILED if failed else (SKIPPED if undecided else PASSED)
         bad = [f for f in found if f.code in checks.BINDING_FAILURES]
-        reason = "\n".join(f"{f.code}: {f.message}" for f in bad) or \
+        reason = "; ".join(f"{f.code}: {f.message}" for f in bad) or \
             ("no such KVCachePoolBinding exists, but it is named" if entry.binding is None else "")
         fix = " ".join(f.fix for f in bad if f.fix)
         if entry.suggestion:

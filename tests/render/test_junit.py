@@ -88,6 +88,9 @@ def test_hostile_data_stays_text(hostile):
     names = [c.get("name") for c in root.iter("testcase")]
     assert any("</failure><x>&amp;]]><![CDATA[" in n for n in names), names
     assert all("\x1b" not in n and "\r" not in n and "\n" not in n for n in names)
+    for failure in root.iter("failure"):     # the plugin's two lines, whatever line breaks the data held
+        lines = failure.text.split("\n")
+        assert len(lines) == 2 and lines[0].startswith("reason: ") and lines[1].startswith("fix: "), lines
 
 
 def test_verify_one_testcase_per_replica_with_reason_and_fix():

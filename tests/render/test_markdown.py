@@ -83,6 +83,9 @@ def test_cluster_data_never_becomes_markup(hostile, command):
     # the data is all there, as code, every control character visible
     assert "evil.example" in "".join(t.content for t in walk(tokens) if t.type in ("code_inline", "fence"))
     assert not RAW.search(out), repr(RAW.search(out))
+    assert "\ufffe" not in out and "\\ufffe" in out
+    if command == "verify":     # a line break in the data never splits a reason into two items
+        assert out.count("\n   - Reason: ") == out.count("\n   - Fix: ") == 3
     assert "\x1b" not in out and "\\u202e" in out     # made visible (^[, or a repr's \\x1b)
 
 

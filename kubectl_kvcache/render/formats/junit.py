@@ -44,9 +44,9 @@ def _case(parent, case, command):
     el = ET.SubElement(parent, "testcase", name=text(case.name), classname=text(classname))
     if case.outcome == FAILED:
         fix = f"fix: {case.fix}" if case.fix else "fix: none known"
-        reasons = [f"reason: {r}" for r in case.reason.splitlines()] if case.reason else []
+        reason = f"reason: {case.reason}" if case.reason else ""     # one line, whatever the data holds
         failure = ET.SubElement(el, "failure", type=text(case.status), message=text(case.summary or case.status))
-        failure.text = body(*reasons, fix)
+        failure.text = body(reason, fix)
     elif case.outcome == SKIPPED:
         skipped = ET.SubElement(el, "skipped", type=text(case.status),
                                 message=text(case.reason or case.summary or case.status))

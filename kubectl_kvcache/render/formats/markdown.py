@@ -18,13 +18,14 @@ from kubectl_kvcache.render.report import FAILED, PASSED, SKIPPED, document
 
 _BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]*")     # a word that means nothing to Markdown
 _VERDICT = {PASSED: "PASSED", FAILED: "FAILED"}
+_NONCHARACTERS = {0xFFFE: "\\ufffe", 0xFFFF: "\\uffff"}    # as -o junit shows them
 
 
 def code(value, cell=False) -> str:
     """`value` as a code span (nothing inside is interpreted); None or "" is *none*."""
     if value is None or value == "":
         return "*none*"
-    text = escape(value)
+    text = escape(value).translate(_NONCHARACTERS)
     runs = [len(r) for r in re.findall(r"`+", text)]
     fence = "`" * (max(runs) + 1 if runs else 1)
     if text.startswith("`") or text.endswith("`") or (text.startswith(" ") and text.endswith(" ")
@@ -42,7 +43,7 @@ def word(value, cell=False) -> str:
 
 
 def fenced(text) -> list[str]:
-    text = escape(text)
+    text = escape(text).translate(_NONCHARACTERS)
     runs = [len(r) for r in re.findall(r"`{3,}", text)]
     fence = "`" * max([3] + [n + 1 for n in runs])
     return [f"{fence}sh", text, fence]
@@ -92,8 +93,8 @@ def lines_of(doc) -> list[str]:
         out.append(_case_head(n, case))
         if case.summary:
             out.append(f"   - What: {code(case.summary)}")
-        for reason in case.reason.splitlines() if case.reason else ():
-            out.append(f"   - Reason: {code(reason)}")
+        if case.reason:         # one line: a line break in cluster data is made visible, never split on
+            out.append(f"   - Reason: {code(case.reason)}")
         out.append(f"   - Fix: {code(case.fix) if case.fix else 'none known'}")
     if failed:
         out.append("")
