@@ -20,7 +20,8 @@ def path() -> Path:
         return xsd
     download = xsd.parent / "sdist"
     download.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+    # --no-binary pytest, not :all: (which would build pytest's build dependencies from source too)
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "pytest",
                         "--disable-pip-version-check", f"pytest=={version}", "-d", str(download)],
                        capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
