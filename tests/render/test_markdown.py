@@ -165,3 +165,15 @@ def test_pymarkdown_lints_the_report_clean(tmp_path, hostile, command):
     r = subprocess.run([sys.executable, "-m", "pymarkdown", "--disable-rules", "md013", "scan", *paths],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_hostile_file_name_stays_inside_the_command_block(tmp_path):
+    path = tmp_path / "x```y<b>[l](www.evil.example) www.evil.example.json"
+    path.write_text(open(EXAMPLE, encoding="utf-8").read(), encoding="utf-8")
+    _, out, _ = run("verify", "-n", "llm-research", "-f", str(path), "-o", "markdown")
+    tokens = list(walk(gfm().parse(out)))
+    fences = [t for t in tokens if t.type == "fence"]
+    assert len(fences) == 1 and fences[0].info == "sh" and "evil.example" in fences[0].content
+    assert "kubectl kvcache verify -n llm-research -f " in fences[0].content
+    assert "evil" not in outside_code(tokens)
+    assert not {t.type for t in tokens} & {"link_open", "html_inline", "html_block"}
