@@ -28,6 +28,7 @@ CASES["verify-markdown-ns"] = ["verify", "-n", "llm-research", "-f", EXAMPLE, "-
 CASES["check-junit-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict", "-o", "junit"]
 for fmt in ("text", "json", "yaml"):
     CASES[f"recover-{fmt}"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", fmt]
+CASES["recover-markdown"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", "markdown"]
 CASES["recover-replace"] = ["recover", "chat-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "fp8_e4m3",
                             "--strategy", "replace"]
 CASES["recover-optins"] = ["recover", "research-bf16", "-f", EXAMPLE, "--dtype", "bfloat16"]

@@ -177,3 +177,22 @@ def test_a_hostile_file_name_stays_inside_the_command_block(tmp_path):
     assert "kubectl kvcache verify -n llm-research -f " in fences[0].content
     assert "evil" not in outside_code(tokens)
     assert not {t.type for t in tokens} & {"link_open", "html_inline", "html_block"}
+
+
+def test_recover_plan_for_a_change_ticket(tmp_path):
+    code, out, err = run("recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", "markdown")
+    plan = json.loads(run("recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", "json")[1])
+    assert code == 0 and "Nothing was changed" in err and "Nothing was changed" in out
+    tokens = gfm().parse(out)
+    items = [t for t in tokens if t.type == "list_item_open" and t.level == 1 and t.markup == "."]
+    assert len(items) == len(plan["steps"])
+    fences = [t for t in tokens if t.type == "fence" and t.info == "yaml"]
+    creates = [s["object"] for s in plan["steps"] if s["action"] == "create"]
+    import yaml
+    assert [yaml.safe_load(f.content) for f in fences] == creates      # the manifests, inside their steps
+    assert all(f.level > 1 for f in fences)
+    path = tmp_path / "plan.md"
+    path.write_text(out, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "pymarkdown", "--disable-rules", "md013", "scan", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

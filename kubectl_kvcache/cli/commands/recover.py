@@ -67,8 +67,10 @@ def add(sub, commands):
                     help="side-by-side (default): create each deployment under a new name, wait until it is "
                          "available, then delete the old one (needs spare capacity); replace: back up, "
                          "delete, wait until gone, create under the same name (downtime per deployment)")
-    rc.add_argument("-o", "--output", default="table", type=flags.human_format, choices=("table", "json", "yaml"),
-                    help="output format (table: the numbered steps with manifests a person reads)")
+    rc.add_argument("-o", "--output", default="table", type=flags.human_format,
+                    choices=("table", "json", "yaml", "markdown"),
+                    help="output format (table: the numbered steps with manifests a person reads; markdown: "
+                         "the plan for a change ticket)")
     rc.add_argument("--apply", action="store_true", help="execute the plan (asks first on a terminal)")
     rc.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     rc.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client", "server"),
@@ -93,7 +95,7 @@ def options(ns) -> RecoverOptions:
             names.valid_name(name, what)
     return RecoverOptions(
         ns.binding, connection_flags.connection(ns), Scope(namespace=ns.namespace, files=tuple(ns.filename)),
-        Output(format=ns.output), dtype=ns.dtype, name=ns.name, domain=ns.domain, strategy=ns.strategy,
+        flags.output(ns), dtype=ns.dtype, name=ns.name, domain=ns.domain, strategy=ns.strategy,
         apply=ns.apply, yes=ns.yes, dry_run=ns.dry_run, backup_dir=ns.backup_dir,
         timeout=parse_duration(ns.timeout, "--timeout"), field_manager=ns.field_manager)
 

@@ -42,7 +42,11 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
     for text in plan.notes:
         render.note(io.stderr, text)
     structured = options.output.structured
-    if structured:
+    if options.output.format == "markdown":
+        from kubectl_kvcache.render.formats import markdown
+
+        markdown.plan(data, options.output.command, io.stdout)
+    elif structured:
         render.structured(data, options.output.format, io.stdout)
     else:
         view.plan(data, io.stdout)

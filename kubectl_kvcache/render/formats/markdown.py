@@ -42,11 +42,12 @@ def word(value, cell=False) -> str:
     return text if _BARE.fullmatch(text) else code(text, cell)
 
 
-def fenced(text) -> list[str]:
-    text = escape(text).translate(_NONCHARACTERS)
-    runs = [len(r) for r in re.findall(r"`{3,}", text)]
+def fenced(text, info="sh", indent="") -> list[str]:
+    """A fenced block of `text`'s lines, each escaped; the fence longer than any backtick run."""
+    rows = [escape(r).translate(_NONCHARACTERS) for r in text.split("\n")]
+    runs = [len(r) for row in rows for r in re.findall(r"`{3,}", row)]
     fence = "`" * max([3] + [n + 1 for n in runs])
-    return [f"{fence}sh", text, fence]
+    return [indent + f"{fence}{info}"] + [indent + r if r else "" for r in rows] + [indent + fence]
 
 
 def table(headers, rows) -> list[str]:
@@ -126,6 +127,49 @@ def lines_of(doc) -> list[str]:
         out += ["## Every row", ""]
         out += (table(doc.headers, doc.rows) if doc.rows else ["Nothing was found in scope."]) + [""]
     return out
+
+
+def plan(data, command, out):
+    """recover's plan (a RecoveryPlan document) for a change ticket: what is recovered, the steps
+    with their manifests, the warnings and what is left to do by hand."""
+    import yaml
+
+    from kubectl_kvcache.render.recover import describe
+
+    b, t = data["binding"], data["target"]
+    lines = [f"# kubectl kvcache recover: the plan for KVCachePoolBinding {code(b['namespace'] + '/' + b['name'])}",
+             ""]
+    if command:
+        lines += ["Produced by:", ""] + fenced(command) + [""]
+    from kubectl_kvcache import __version__
+
+    lines += [f"kubectl-kvcache {__version__}. Nothing was changed: this is the plan (`--apply` runs it).", ""]
+    lines += ["## What is recovered", ""]
+    lines.append(f"- **Binding:** {code(b['namespace'] + '/' + b['name'])}, pool {code(b['pool'])}, domain "
+                 f"{code(b['domain'])}, dtype {code(b['dtype'])}"
+                 + ("" if b["exists"] else " (already deleted: planned from its backup)"))
+    for r in b["rejectedBy"]:
+        lines.append(f"- **Rejected by:** {code(r['kind'] + ' ' + r['name'])} on {code(r['engine'] + ' ' + r['version'])}: "
+                     f"{code(r.get('reason'))}")
+    source = {"flag": "--dtype", "suggestion": "check's suggestion"}.get(t["dtypeSource"], t["dtypeSource"])
+    lines.append(f"- **Target:** {code(t['namespace'] + '/' + t['name'])}, domain {code(t['domain'])}, dtype "
+                 f"{code(t['dtype'])} ({source}), strategy {word(t['strategy'])}")      # the plugin's words
+    lines += ["", "## Steps", ""]
+    for i, step in enumerate(data["steps"], 1):
+        lines.append(f"{i}. {code(describe(step))}")
+        if step["action"] == "create":
+            manifest = yaml.safe_dump(step["object"], sort_keys=False, default_flow_style=False, allow_unicode=False)
+            lines += [""] + fenced(manifest.rstrip("\n"), "yaml", " " * len(f"{i}. ")) + [""]   # inside the item
+    if data["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {code(w)}" for w in data["warnings"]]
+    if data["manual"]:
+        lines += ["", "## By hand (the plan cannot do these)", ""]
+        lines += [f"- {code(m['kind'] + ' ' + m['namespace'] + '/' + m['name'])}: {code(m['do'])}"
+                  for m in data["manual"]]
+    while lines and lines[-1] == "":
+        lines.pop()
+    text = "\n".join(lines)
+    out.write(re.sub(r"\n{3,}", "\n\n", text) + "\n")
 
 
 def show(view, report, output, out, err=None) -> int:
