@@ -140,6 +140,13 @@ def test_the_command_line_never_shows_a_secret(tmp_path):
     fence = out.split("```sh\n", 1)[1].split("\n```", 1)[0]
     assert '--token "$KVCACHE_TOKEN"' in fence and '--password "$KVCACHE_PASSWORD"' in fence
     assert "http://REDACTED@proxy.example:3128" in fence and "-shttps://REDACTED@api.example" in fence
+    from kubectl_kvcache.cli.flags import command_line     # the other spellings pflag accepts
+
+    line = command_line(["verify", f"--token={secret}", f"--server=https://u:{secret}@h:6443/p", "--password",
+                         "-" + secret, "--", "--token", "pod"])
+    assert secret not in line.split(" -- ")[0], line
+    assert line.startswith('kubectl kvcache verify --token "$KVCACHE_TOKEN" --server=https://REDACTED@h:6443/p '
+                           '--password "$KVCACHE_PASSWORD" -- --token pod'), line
 
 
 def test_a_clean_scope_passes():
