@@ -87,4 +87,8 @@ def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
 
 
 def output(ns) -> Output:
-    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False))
+    """NAMESPACE is a column when the rows span namespaces: -A, or files without -n (kubectl
+    prints it for -A only; its files are one namespace unless they say otherwise)."""
+    spans = bool(getattr(ns, "all_namespaces", False)) or (
+        bool(getattr(ns, "filename", None)) and getattr(ns, "namespace", None) is None)
+    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), namespaces=spans)

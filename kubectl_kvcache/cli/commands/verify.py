@@ -78,7 +78,7 @@ def options(ns) -> VerifyOptions:
     if ns.wait and ns.selector:
         raise PluginError("--wait accounts for every replica of each deployment: it cannot be used with "
                           "-l/--selector")
-    if ns.watch and ns.output in ("json", "yaml"):
+    if ns.watch and ns.output not in ("table", "wide"):
         raise PluginError("--watch prints table rows: use -o table or -o wide (--wait -o json prints the "
                           "final report)")
     if ns.timeout is not None and not (ns.watch or ns.wait):
