@@ -196,7 +196,7 @@ class RowPrinter:
                 rows.insert(0, heads)
         self.widths = column_widths(rows, self.widths)
         for row in rows:
-            self.out.write(table_line(row, self.widths) + "\n")
+            line(self.out, table_line(row, self.widths))
         self.out.flush()
 
 

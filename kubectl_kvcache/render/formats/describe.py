@@ -6,7 +6,7 @@ Like kubectl's describers (k8s.io/kubectl pkg/describe: tabbedString's tabwriter
 and PrefixWriter's two-space levels), the values line up after the longest label; nothing is
 cut or wrapped: a long message is one line, which the terminal folds."""
 
-from kubectl_kvcache.render.core import cell, escape
+from kubectl_kvcache.render.core import cell, escape, line
 
 PADDING = 2
 INDENT = "  "
@@ -23,7 +23,8 @@ def block(fields, out):
             lines += section(value)
         else:
             lines.append(f"{f'{label}:':<{width}}{cell(value)}")
-    out.write("".join(line.rstrip() + "\n" for line in lines))
+    for text in lines:
+        line(out, text.rstrip())     # escaped already: escaping again changes nothing
 
 
 SECTION_CELL = 60     # a longer cell (a JSON argument) pushes only its own row's next cell
@@ -42,6 +43,6 @@ def show(view, report, output, out, err=None) -> int:
     rows = list(view.rows(report))
     for n, row in enumerate(rows):
         if n:
-            out.write("\n")
+            line(out)
         block(view.describe(row), out)
     return len(rows)
