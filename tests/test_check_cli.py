@@ -103,7 +103,7 @@ def test_example_check_table_and_wide():
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "-o", "describe")
     assert out.count("\nFix:        ") == 9 and out.startswith("Name:       sgl-fp8\nNamespace:  llm-prod\n")
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "--no-headers")
-    assert not out.startswith("SEVERITY") and out.startswith("error")
+    assert not out.startswith("NAMESPACE") and out.startswith("llm-prod")
 
 
 def test_example_check_yaml_is_the_same_report():
