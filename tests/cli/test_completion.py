@@ -55,7 +55,7 @@ def test_flags_of_the_command_being_typed():
     assert names(["check", "--st"]) == (["--strict"], 4)
     assert names(["verify", "--st"]) == ([], 4)
     assert "--selector" in names(["bindings", "--"])[0] and "--yes" in names(["setting", "off", "--"])[0]
-    assert names(["verify", "-o", ""]) == (["table", "wide", "json", "yaml"], 4)
+    assert names(["verify", "-o", ""]) == (["table", "wide", "describe", "json", "yaml"], 4)
     assert names(["verify", "--output=j"]) == (["--output=json"], 4)
     assert names(["setting", "off", "--dry-run="]) == (["--dry-run=none", "--dry-run=client", "--dry-run=server"], 4)
     assert names(["setting", "status", "-o", ""])[0] == ["table", "json", "yaml"]
