@@ -223,3 +223,31 @@ def test_a_space_in_cluster_data_is_one_field():
     show(view.VIEW, report, Output("wide", headers=False, namespaces=False), out)
     fields, = awk_fields(out.getvalue())
     assert fields[5] == "my\\x20role"          # the ROLE column: one field, the space shown as \x20
+
+
+@pytest.mark.parametrize("ns", ["llm-prod", "llm-research"])
+@pytest.mark.parametrize("command", ["verify", "bindings", "roles", "check"])
+def test_the_default_table_fits_80_columns_with_a_namespace(command, ns):
+    """Before: check's MESSAGE cut to `dtype 'fp8'…` and still ~130 wide; bindings' ENGINES cut to
+    `sglang 0.5.…`. Now every table of the example fits 80 columns with -n, nothing cut; check's
+    MESSAGE, free text, is last and whole (the terminal folds it), its columns before it fit."""
+    out = run(command, "-n", ns, "-f", EXAMPLE)
+    lines = out.splitlines()
+    if not lines:
+        return                          # no roles in llm-research: nothing printed, as kubectl
+    if command == "check":
+        # SEVERITY (11) + CODE (25) + OBJECT: 48 for the Setting's row, whose name alone is 37
+        # characters (`setting/model-deployment-kv-cache-dtype-owned`); every other OBJECT is <= 34
+        start = lines[0].index("MESSAGE")
+        assert start <= 11 + 25 + len("setting/model-deployment-kv-cache-dtype-owned") + 3
+        assert all(len(line[:start].rstrip()) < start for line in lines)
+        data = json.loads(run(command, "-n", ns, "-f", EXAMPLE, "-o", "json"))
+        assert [line[start:] for line in lines[1:]] == [f["message"] for f in data["findings"]]
+    else:
+        assert max(len(line) for line in lines) <= 80, out
+
+
+def test_watch_prints_rows_only_so_describe_is_refused():
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["verify", "--watch", "-o", "describe"], stdin=io.StringIO(""), stdout=out, stderr=err) == 2
+    assert err.getvalue().startswith("error: --watch prints table rows: use -o table or -o wide")
