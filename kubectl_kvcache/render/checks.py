@@ -25,8 +25,12 @@ def engine_token(at):
 
 
 def engine_source(at):
-    """`vllm:0.29.0 from spec.engine.version`: a release and where its version was read, for describe."""
-    return f"{engine_token(at)} (version from {_LONG_SOURCE.get(at.source, at.source)})"
+    """`vllm:0.29.0 (version from spec.engine.version)`: a release and where its version was read."""
+    return release_source(at.engine, at.version, at.source)
+
+
+def release_source(engine, version, source):
+    return f"{engine}:{version} (version from {_LONG_SOURCE.get(source, source)})"
 
 
 def object_ref(kind, name):

@@ -5,7 +5,6 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable
 

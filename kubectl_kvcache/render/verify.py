@@ -1,20 +1,15 @@
-"""verify's view: one row per engine container, the per-Pod argv listing, the summary line."""
+"""verify's view: one row per engine container (table, wide, describe), the per-Pod blocks after
+the table of named Pods, the summary and deployment lines, --watch rows and the progress line."""
 
 from __future__ import annotations
 
 import shlex
 
-from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
+from kubectl_kvcache.render.checks import release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                           recover_command, state_label)
-
-
-def version_label(engine, version, source):
-    """`vLLM 0.29.0 (spec)`: an engine release and where its version was read."""
-    where = {SPEC_VERSION: "spec", IMAGE_TAG: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
-    return f"{DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
 
 
 def _owner(item):
@@ -23,10 +18,6 @@ def _owner(item):
 
 def _owner_long(item):
     return f"{item.owner['kind']}/{item.owner['name']}" if item.owner else None
-
-
-def _version(item):
-    return version_label(item.engine, item.engine_version, item.version_source) if item.engine_version else None
 
 
 def _pod(item):
@@ -67,7 +58,9 @@ def _argv_rows(item):
 def _item_fields(item):
     """One engine container of a Pod (or a replica without one), every field in full."""
     return [("Name", _pod(item)), ("Namespace", item.namespace), ("Container", item.container),
-            ("Owner", _owner_long(item)), ("Role", item.role), ("Engine", _version(item) or item.engine),
+            ("Owner", _owner_long(item)), ("Role", item.role),
+            ("Engine", release_source(item.engine, item.engine_version, item.version_source)
+             if item.engine_version else item.engine),
             ("Binding", item.binding), ("Expected", item.expected), ("Effective", item.effective),
             ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
             ("Restarts", _restarts(item)), ("Reason", item.reason), ("Fix", item.fix or None),
