@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import shlex
 
+from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 from kubectl_kvcache.render.checks import release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                           recover_command, state_label)
+
+
+def version_label(engine, version, source):
+    """`vLLM 0.29.0 (spec)`: an engine release and where its version was read (report titles)."""
+    where = {SPEC_VERSION: "spec", IMAGE_TAG: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
+    return f"{DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
 
 
 def _owner(item):
