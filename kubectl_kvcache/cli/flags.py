@@ -90,8 +90,13 @@ def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
 
 
 def output(ns) -> Output:
+    """NAMESPACE is a column when the rows span namespaces: -A, or files without -n (kubectl
+    prints it for -A only; its files are one namespace unless they say otherwise)."""
+    spans = bool(getattr(ns, "all_namespaces", False)) or (
+        bool(getattr(ns, "filename", None)) and getattr(ns, "namespace", None) is None)
     command = command_line(getattr(ns, "argv", None) or ()) if ns.output in DOCUMENTS else ""
-    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), command=command)
+    return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), namespaces=spans,
+                  command=command)
 
 
 _SECRET_FLAGS = {"--token": "$KVCACHE_TOKEN", "--password": "$KVCACHE_PASSWORD"}

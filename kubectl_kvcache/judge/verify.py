@@ -464,7 +464,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
             return (f"nothing to change in the spec: the flag was rendered while the Setting was on, and the "
                     f"replica drops it when it rolls at {where}'s next reconcile"), False
         return (f"remove the role's own --kv-cache-dtype from spec.roles[{role_index}].extraArgs of {where} "
-                f"(kubectl kvcache check -o wide names the entries)" + hint), False
+                f"(kubectl kvcache check -o describe names the entries)" + hint), False
     if not cand.owner:
         args = list(spec.get("args") or ())
         tail = 2 if pod.annotations.get(api.ANNOTATION_PREFIX + "injected") and len(args) >= 2 else 0
@@ -472,7 +472,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
         if positions:
             return (f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
                     f"template: the webhook appends the Binding's dtype" + hint), False
-    return "kubectl kvcache check -o wide has the fix for its deployment or template" + hint, False
+    return "kubectl kvcache check -o describe has the fix for its deployment or template" + hint, False
 
 
 def pod_state(pod: records.Pod, container: str | None) -> dict:

@@ -1,29 +1,64 @@
-"""The views of check, bindings and roles, and check's summary line."""
+"""The views of check, bindings and roles, and check's summary line.
+
+Default tables are short columns, at most one free-text column last (check's MESSAGE, as
+`kubectl get events` prints its MESSAGE); -o wide adds short columns; -o describe has every
+field in full, the fixes included. No cell but the free-text one holds a space."""
 
 from kubectl_kvcache.judge.checks import SEVERITIES
 from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM, POD_IMAGE, SPEC_IMAGE, SPEC_VERSION
 from kubectl_kvcache.render.core import Column, View
 
-_USED_BY_NAMES = 3   # up to this many users are named in the table; more are counted (wide: all named)
 _SHORT_SOURCE = {SPEC_VERSION: "", SPEC_IMAGE: "image", POD_IMAGE: "pods", IMAGE_TAG: "image", MINIMUM: "minimum"}
+_LONG_SOURCE = {SPEC_VERSION: "spec.engine.version", SPEC_IMAGE: "spec.engine.image", POD_IMAGE: "the Pods' image",
+                IMAGE_TAG: "the image tag", MINIMUM: "unknown: the operator's minimum"}
 
 
 def engine_label(at):
-    """`vllm 0.29.0`, `sglang 0.5.19 (image)`: an engine release, short, for tables."""
+    """`vllm 0.29.0`, `sglang 0.5.19 (image)`: an engine release and where its version was read."""
     short = _SHORT_SOURCE.get(at.source, "")
     return f"{at.engine} {at.version}" + (f" ({short})" if short else "")
 
 
+def engine_token(at):
+    """`sglang:0.5.18`: an engine release as one word (name:version, as kubectl's IMAGES column)."""
+    return f"{at.engine}:{at.version}"
+
+
+def engine_source(at):
+    """`vllm:0.29.0 (version from spec.engine.version)`: a release and where its version was read."""
+    return release_source(at.engine, at.version, at.source)
+
+
+def release_source(engine, version, source):
+    return f"{engine}:{version} (version from {_LONG_SOURCE.get(source, source)})"
+
+
+def object_ref(kind, name):
+    """`kvcachepoolbinding/sgl-fp8`: kind/name as kubectl's OBJECT column writes it (and kubectl
+    get/describe accept)."""
+    return f"{kind.lower()}/{name}"
+
+
+def _namespace(get):
+    return Column("namespace", get, namespace=True)
+
+
 # -- check -----------------------------------------------------------------------------------
 
+def _finding_fields(f):
+    return [("Name", f.name), ("Namespace", f.namespace), ("Kind", f.kind), ("Severity", f.severity),
+            ("Code", f.code), ("Object", object_ref(f.kind, f.name)), ("Message", f.message), ("Fix", f.fix)]
+
+
 CHECK = View(
-    columns=(Column("severity", lambda f: f.severity), Column("code", lambda f: f.code),
-             Column("namespace", lambda f: f.namespace), Column("kind", lambda f: f.kind),
-             Column("name", lambda f: f.name), Column("message", lambda f: f.message, shorten=True)),
-    wide=(Column("fix", lambda f: f.fix),),
+    columns=(_namespace(lambda f: f.namespace), Column("severity", lambda f: f.severity),
+             Column("code", lambda f: f.code), Column("object", lambda f: object_ref(f.kind, f.name)),
+             Column("message", lambda f: f.message, text=True)),
+    wide=(),
     rows=lambda report: report.findings,
     to_dict=lambda report: report.to_dict(),
     empty="KVCachePoolBindings, pool-attached ModelDeployments or injection opt-ins",
+    describe=_finding_fields,
 )
 
 
@@ -38,58 +73,102 @@ def summary(report):
 
 # -- bindings --------------------------------------------------------------------------------
 
-def _used_by(entry, wide=False):
-    if not entry.uses:
-        return "0"
-    names = [u.ref for u in entry.uses]
-    if wide or len(names) <= _USED_BY_NAMES:
-        return ", ".join(names)
-    return str(len(names))
+# A Binding's verdict is `REJECTED by sglang 0.5.18, WARNING auto, UNUSED` (judge/checks/bindings);
+# the table shows its words as one cell, comma-joined as kubectl's node STATUS (`Ready,SchedulingDisabled`).
+_VERDICT_WORDS = (("REJECTED", "REJECTED"), ("WARNING auto", "AUTO"), ("DOMAIN CLAIMED", "DOMAIN-CLAIMED"),
+                  ("UNUSED", "UNUSED"), ("UNKNOWN", "UNKNOWN"), ("MISSING", "MISSING"))
+
+
+def verdict_token(verdict):
+    """`REJECTED,AUTO`: the verdict's upper-case words, without their details (describe has them)."""
+    if not verdict:
+        return None
+    words = [short for long, short in _VERDICT_WORDS if long in verdict]
+    return ",".join(words) or verdict
+
+
+def _users(entry):
+    return str(len(entry.uses))
+
+
+def _used_by(entry):
+    return ",".join(u.ref for u in entry.uses) if entry.uses else None
 
 
 def _binding_field(name):
     return lambda e: getattr(e.binding, name) if e.binding else None
 
 
+def _engines(entry):
+    return ",".join(engine_token(a) for a in entry.engines()) or None
+
+
+def _binding_fields(e):
+    b = e.binding
+    return [("Name", e.name), ("Namespace", e.namespace), ("Exists", "yes" if b else "no"),
+            ("Pool", b.pool if b else None), ("Domain", b.domain if b else None), ("Dtype", b.dtype if b else None),
+            ("Verdict", e.verdict), ("Suggested dtype", e.suggestion),
+            ("Engines", [[engine_source(a)] for a in e.engines()]),
+            ("Used by", [[u.kind, u.name] + ([f"({u.problem})"] if u.problem else []) for u in e.uses]),
+            ("Rejected by", [[f"{u.kind}/{u.name}", engine_token(at), why] for u, at, why in e.rejected_by])]
+
+
 BINDINGS = View(
-    columns=(Column("namespace", lambda e: e.namespace), Column("binding", lambda e: e.name),
-             Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain")),
-             Column("dtype", _binding_field("dtype")),
-             Column("engines", lambda e: ", ".join(engine_label(a) for a in e.engines()), shorten=True),
-             Column("used by", _used_by, lambda e: _used_by(e, wide=True), shorten=True),
-             Column("verdict", lambda e: e.verdict)),
-    wide=(Column("suggested dtype", lambda e: e.suggestion),),
+    columns=(_namespace(lambda e: e.namespace), Column("binding", lambda e: e.name),
+             Column("dtype", _binding_field("dtype")), Column("engines", _engines),
+             Column("users", _users), Column("verdict", lambda e: verdict_token(e.verdict))),
+    wide=(Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain")),
+          Column("suggested", lambda e: e.suggestion), Column("used by", _used_by)),
     rows=lambda report: report.bindings,
     to_dict=lambda report: {"kind": "BindingList", "setting": report.setting,
                             "items": [e.to_dict() for e in report.bindings]},
     empty="KVCachePoolBindings",
+    describe=_binding_fields,
 )
 
 
 # -- roles -----------------------------------------------------------------------------------
 
+def _flag_text(f):
+    return f["text"] if "=" in f["text"] or f.get("value") is None else f"{f['text']} {f['value']}"
+
+
 def _role_flag(entry):
     """`--kv-cache-dtype=fp8_e5m2 (roles[0].extraArgs[2])`: each spelling and where it is."""
     if not entry.flags:
         return "none in its command" if entry.type == "take-over" else None
-    shown = []
-    for f in entry.flags:
-        text = f["text"] if "=" in f["text"] or f.get("value") is None else f"{f['text']} {f['value']}"
-        shown.append(f"{text} ({f['path'].split('.', 1)[1]})")
-    return "; ".join(shown)
+    return "; ".join(f"{_flag_text(f)} ({f['path'].split('.', 1)[1]})" for f in entry.flags)
+
+
+_ENGINE_DEFAULT = "auto (engine default)"     # judge/checks/roles._shown: no flag, the engine's default
+
+
+def after_token(entry):
+    """What the role runs after the upgrade, as one word: `auto` for the engine's default."""
+    return "auto" if entry.after == _ENGINE_DEFAULT else entry.after
+
+
+def _role_fields(e):
+    return [("Deployment", e.deployment), ("Namespace", e.namespace), ("Role", e.role),
+            ("Type", e.type), ("Engine", engine_source(e.engine) if e.engine else None),
+            ("Binding", e.binding), ("Dtype", e.dtype), ("Today", e.today), ("After upgrade", e.after),
+            ("Verdict", e.verdict), ("Severity", e.severity), ("Reason", e.reason),
+            ("Flags", [[f["path"], _flag_text(f)] + ([f["ambiguous"]] if f.get("ambiguous") else [])
+                       for f in e.flags])]
 
 
 ROLES = View(
-    columns=(Column("namespace", lambda e: e.namespace), Column("deployment", lambda e: e.deployment),
-             Column("role", lambda e: e.role), Column("engine", lambda e: engine_label(e.engine) if e.engine else None),
-             Column("binding", lambda e: e.binding), Column("dtype", lambda e: e.dtype),
-             Column("role flag", _role_flag, shorten=True), Column("today", lambda e: e.today),
-             Column("after upgrade", lambda e: e.after), Column("verdict", lambda e: e.verdict)),
-    wide=(Column("type", lambda e: e.type), Column("reason", lambda e: e.reason)),
+    columns=(_namespace(lambda e: e.namespace), Column("deployment", lambda e: e.deployment),
+             Column("role", lambda e: e.role), Column("dtype", lambda e: e.dtype),
+             Column("after upgrade", after_token), Column("verdict", lambda e: e.verdict),
+             Column("today", lambda e: e.today, text=True)),
+    wide=(Column("type", lambda e: e.type), Column("engine", lambda e: engine_token(e.engine) if e.engine else None),
+          Column("binding", lambda e: e.binding), Column("role flag", _role_flag, text=True)),
     rows=lambda report: report.roles,
     to_dict=lambda report: {"kind": "RoleList", "setting": report.setting,
                             "items": [e.to_dict() for e in report.roles]},
     empty="pool-attached roles that pass --kv-cache-dtype themselves or take over the command",
+    describe=_role_fields,
 )
 
 VIEWS = {"check": CHECK, "bindings": BINDINGS, "roles": ROLES}

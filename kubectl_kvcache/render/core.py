@@ -5,7 +5,6 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable
 
@@ -62,44 +61,66 @@ def escape(text) -> str:
 
 class Column(Record):
     """A header and how to get its cell from a row (pluto's columns): one definition serves every
-    format. `wide_value`, when set, is the cell in -o wide (e.g. every name instead of a count)."""
+    format. `wide_value`, when set, is the cell in -o wide (e.g. every name instead of a count).
+    `text`: free text that may hold spaces, printed after every other column (at most one in the
+    default table, so that awk and cut read the columns before it as on kubectl's output; any
+    other cell shows a space of cluster data as `\\x20`). `namespace`: the NAMESPACE column,
+    shown only when the rows span namespaces (-A, or files without -n), as kubectl shows it."""
 
-    __slots__ = ("header", "value", "wide_value", "shorten")
+    __slots__ = ("header", "value", "wide_value", "text", "namespace")
 
     def __init__(self, header: str, value: Callable[[object], object],
-                 wide_value: Callable[[object], object] | None = None, shorten: bool = False):
+                 wide_value: Callable[[object], object] | None = None, text: bool = False, namespace: bool = False):
         self.header = header
         self.value = value
         self.wide_value = wide_value
-        self.shorten = shorten      # long free text: shortened to fit a terminal (names never are)
+        self.text = text
+        self.namespace = namespace
 
     def cell(self, row, wide):
         return (self.wide_value or self.value)(row) if wide else self.value(row)
 
 
+def _layout(output):
+    """(wide, namespaces) from an Output, or from a bare `wide` flag (namespaces then shown)."""
+    if isinstance(output, bool) or output is None:
+        return bool(output), True
+    return output.wide, getattr(output, "namespaces", True)
+
+
 class View(Record):
     """What a command lists: its columns (and the extra ones of -o wide), the rows of a report,
-    the report's structured form for -o json|yaml, and what to call the rows when there are none."""
+    the report's structured form for -o json|yaml, what to call the rows when there are none, and
+    the fields of one row's block for -o describe (render/formats/describe.py)."""
 
-    __slots__ = ("columns", "wide", "rows", "to_dict", "empty")
+    __slots__ = ("columns", "wide", "rows", "to_dict", "empty", "describe")
 
     def __init__(self, columns: tuple[Column, ...], wide: tuple[Column, ...], rows: Callable[[object], Iterable],
-                 to_dict: Callable[[object], dict], empty: str):
+                 to_dict: Callable[[object], dict], empty: str, describe: Callable[[object], list] | None = None):
         self.columns = columns
         self.wide = wide
         self.rows = rows
         self.to_dict = to_dict
         self.empty = empty
+        self.describe = describe
 
-    def cells(self, report, wide):
-        columns = self.columns + (self.wide if wide else ())
+    def layout(self, output) -> tuple[Column, ...]:
+        """The columns printed for `output` (an Output, or a bare `wide` flag): the default ones
+        (NAMESPACE only when the rows span namespaces), then the wide ones, free text last."""
+        wide, namespaces = _layout(output)
+        chosen = [c for c in self.columns + (self.wide if wide else ()) if namespaces or not c.namespace]
+        return tuple([c for c in chosen if not c.text] + [c for c in chosen if c.text])
+
+    def cells(self, report, output):
+        columns = self.layout(output)
+        wide = _layout(output)[0]
         return [[c.cell(row, wide) for c in columns] for row in self.rows(report)]
 
-    def headers(self, wide):
-        return [c.header for c in self.columns + (self.wide if wide else ())]
+    def headers(self, output):
+        return [c.header for c in self.layout(output)]
 
-    def shortenable(self, wide):
-        return {i for i, c in enumerate(self.columns + (self.wide if wide else ())) if c.shorten}
+    def text_columns(self, output):
+        return {i for i, c in enumerate(self.layout(output)) if c.text}
 
 
 def cell(value):
@@ -108,78 +129,52 @@ def cell(value):
     return escape(value)
 
 
-def table(headers, rows, out, no_headers=False, fit=()) -> bool:
-    """Print a table; `fit`: the indexes of the columns that may be shortened so that the table
-    fits a terminal (piped output is never touched). Returns whether a cell was shortened."""
-    from tabulate import tabulate
+def token(value):
+    """A cell of a column that is not free text: escaped, and a space shown as `\\x20`, so
+    that the columns split on whitespace as kubectl's do (cluster data such as an annotation may
+    hold a space; names and dtypes cannot)."""
+    text = cell(value)
+    return text.replace(" ", "\\x20") if " " in text else text
 
-    rows = [[cell(v) for v in row] for row in rows]
+
+# kubectl's table printer: a tabwriter with minwidth 6, padding 3, padded with spaces, the last
+# cell of a line not padded, no cell ever cut (k8s.io/cli-runtime pkg/printers/tabwriter.go
+# GetNewTabWriter, liggitt/tabwriter with RememberWidths; pkg/printers/tableprinter.go printTable); --no-headers: the widths come from
+# the rows alone (the header row is not written).
+MIN_WIDTH = 6
+PADDING = 3
+
+
+def column_widths(rows, widths=None):
+    """Each column's width as kubectl's tabwriter sets it (the last column is never padded);
+    `widths`: widths remembered from earlier rows (tabwriter.RememberWidths), which only grow."""
+    found = list(widths or ())
+    for row in rows:
+        for i, value in enumerate(row[:-1]):
+            need = max(MIN_WIDTH, len(value) + PADDING)
+            if i >= len(found):
+                found.append(need)
+            elif need > found[i]:
+                found[i] = need
+    return found
+
+
+def table_line(row, widths):
+    return "".join(v.ljust(w) for v, w in zip(row[:-1], widths)) + (row[-1] if row else "")
+
+
+def table(headers, rows, out, no_headers=False, text=()) -> bool:
+    """Print a table as kubectl does, each cell in full. `text`: the indexes of the free-text
+    columns (their spaces stay; any other cell's are shown as \\x20). Returns False (nothing is
+    ever shortened; kept for callers that asked)."""
+    rows = [[cell(v) if i in text else token(v) for i, v in enumerate(row)] for row in rows]
     if not rows:
         return False
-    rows, shortened = fit_rows(headers, rows, out, no_headers, fit)
-    if no_headers:
-        text = tabulate(rows, tablefmt="plain", disable_numparse=True)
-    else:
-        text = tabulate(rows, headers=[h.upper() for h in headers], tablefmt="plain", disable_numparse=True)
-    out.write(text + "\n")
-    return shortened
-
-
-def fit_rows(headers, rows, out, no_headers, fit):
-    """(rows, shortened): fitted to the terminal `out` is, when it is one and `fit` names columns."""
-    width = terminal_width(out) if fit else None
-    if not width:
-        return rows, False
-    fitted = fit_to_width(headers, rows, width, no_headers, fit)
-    return fitted, fitted != rows
-
-
-ELLIPSIS = "\u2026"
-SEPARATOR = 2          # spaces between tabulate's plain columns
-_MIN_COLUMN = 12       # a column is not shortened below this (or its header)
-
-
-def terminal_width(out) -> int | None:
-    """The width of the terminal `out` writes to; None when it is not a terminal (a pipe, a
-    file): then nothing is fitted. $COLUMNS wins, as for other tools."""
-    isatty = getattr(out, "isatty", None)
-    if not (isatty and isatty()):
-        return None
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-        if columns > 0:
-            return columns
-    except ValueError:
-        pass
-    try:
-        return os.get_terminal_size(out.fileno()).columns or None
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def fit_to_width(headers, rows, width, no_headers=False, shortenable=None):
-    """Rows whose longest cells are cut (ending in an ellipsis) so that the table is at most
-    `width` characters wide: of the `shortenable` columns (default: all), the widest gives way
-    first, none below a readable minimum, so a table too wide even then stays wider than the
-    terminal rather than unreadable."""
-    allowed = set(range(len(headers))) if shortenable is None else set(shortenable)
-    pad = 0 if no_headers else SEPARATOR
-    heads = [0 if no_headers else len(h) for h in headers]
-    widths = [max([len(r[i]) for r in rows] + [heads[i] + pad]) for i in range(len(headers))]
-    floors = [max(_MIN_COLUMN, heads[i] + pad) for i in range(len(headers))]
-    excess = sum(widths) + SEPARATOR * (len(widths) - 1) - width
-    while excess > 0:
-        shrinkable = [i for i in allowed if widths[i] > floors[i]]
-        if not shrinkable:
-            break
-        widest = max(shrinkable, key=lambda i: widths[i])
-        others = [widths[i] for i in shrinkable if i != widest]
-        target = max(floors[widest], widths[widest] - excess, max(others) if others else 0)
-        if target >= widths[widest]:
-            target = widths[widest] - 1
-        excess -= widths[widest] - target
-        widths[widest] = target
-    return [[c if len(c) <= widths[i] else c[:widths[i] - 1] + ELLIPSIS for i, c in enumerate(r)] for r in rows]
+    if not no_headers:
+        rows.insert(0, [h.upper() for h in headers])
+    widths = column_widths(rows)
+    out.write("".join(table_line(r, widths) + "\n" for r in rows))
+    return False
 
 
 def structured(data, fmt, out):

@@ -1,28 +1,35 @@
-"""What -o and --no-headers asked for; whether that format prints rows or data is its printer's
-(render/formats). The document formats (markdown, junit) also say what was checked and how it
-was asked for: `command` (the command line, secrets replaced) and `subject` (render.report.Subject,
-completed from the snapshot by `about`)."""
+"""What -o and --no-headers asked for, and whether the rows span namespaces (the NAMESPACE
+column); whether that format prints rows or data is its printer's (render/formats). The document
+formats (markdown, junit) also say what was checked and how it was asked for: `command` (the
+command line, secrets replaced) and `subject` (render.report.Subject, completed from the snapshot
+by `about`)."""
 
 from __future__ import annotations
 
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.render.formats import DOCUMENTS, FORMATS
 
-TABLE, WIDE, JSON, YAML = "table", "wide", "json", "yaml"
+TABLE, WIDE, DESCRIBE, JSON, YAML = "table", "wide", "describe", "json", "yaml"
 
 
 class Output(Record):
-    __slots__ = ("format", "headers", "command", "subject")
+    __slots__ = ("format", "headers", "namespaces", "command", "subject")
 
-    def __init__(self, format: str = TABLE, headers: bool = True, command: str = "", subject=None):
+    def __init__(self, format: str = TABLE, headers: bool = True, namespaces: bool = True, command: str = "",
+                 subject=None):
         self.format = format
         self.headers = headers
+        self.namespaces = namespaces    # -A (or files without -n): tables show NAMESPACE, as kubectl's
         self.command = command
         self.subject = subject
 
     @property
     def wide(self) -> bool:
         return self.format == WIDE
+
+    @property
+    def describe(self) -> bool:
+        return self.format == DESCRIBE
 
     @property
     def structured(self) -> bool:

@@ -86,9 +86,10 @@ def document(view, report, subject: Subject | None) -> Document:
         raise ValueError("this view has no document form")
     command, title, facts, counts, cases, progress = builder(report, subject)
     verdict = FAILED if any(c.outcome == FAILED for c in cases) else PASSED
-    headers = [h.upper() for h in view.headers(False)]
+    # every row with the wide columns: a report is read once, in full, not at a terminal
+    headers = [h.upper() for h in view.headers(True)]
     # check's rows are its findings, every one already a failure or a note of its case
-    rows = None if command == "check" else view.cells(report, False)
+    rows = None if command == "check" else view.cells(report, True)
     facts = _input_facts(subject) + facts
     return Document(command, title, tuple(facts), verdict, tuple(counts), tuple(cases), progress, headers, rows,
                     subject)

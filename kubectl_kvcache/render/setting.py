@@ -169,3 +169,4 @@ def gate_failed(errors: int, force: bool, out):
     what = "turning it on anyway (--force)" if force else "the Setting is not turned on"
     line(out, f"Before turning it on, check -A found {errors} error{'s' if errors != 1 else ''}: {what}. "
           f"Each with its fix:")
+    line(out)       # then each finding's describe block (-o describe)

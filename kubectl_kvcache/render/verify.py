@@ -1,36 +1,51 @@
-"""verify's view: one row per engine container, the per-Pod argv listing, the summary line."""
+"""verify's view: one row per engine container (table, wide, describe), the per-Pod blocks after
+the table of named Pods, the summary and deployment lines, --watch rows and the progress line."""
 
 from __future__ import annotations
 
 import shlex
 
 from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
-from kubectl_kvcache.render.core import NONE, Column, View, cell, escape, line, live_clear, live_line
+from kubectl_kvcache.render.checks import release_source
+from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
+                                         table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                           recover_command, state_label)
 
 
 def version_label(engine, version, source):
-    """`vLLM 0.29.0 (spec)`: an engine release and where its version was read."""
+    """`vLLM 0.29.0 (spec)`: an engine release and where its version was read (report titles)."""
     where = {SPEC_VERSION: "spec", IMAGE_TAG: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
     return f"{DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
 
 
 def _owner(item):
+    return f"{item.owner['kind'].lower()}/{item.owner['name']}" if item.owner else None
+
+
+def _owner_long(item):
     return f"{item.owner['kind']}/{item.owner['name']}" if item.owner else None
 
 
-def _version(item):
-    return version_label(item.engine, item.engine_version, item.version_source) if item.engine_version else None
-
-
 def _pod(item):
-    """The Pod's name; a replica that has no Pod shows whose it is (angle brackets: never a Pod name)."""
-    return item.pod if item.pod is not None else f"<no pod: {item.deployment}>"
+    """The Pod's name; a replica that has no Pod shows whose it is, as one word (angle brackets:
+    never a Pod name)."""
+    return item.pod if item.pod is not None else f"<no-pod:{item.deployment}>"
 
 
 def _state(item):
-    return state_label(item)     # a cell: escaped by render.core.cell
+    """`Running`, `CrashLoopBackOff`, `Terminating`: one word (READY, RESTARTS and EXIT are columns)."""
+    state = item.state
+    if not state:
+        return None
+    if state["terminating"]:
+        return "Terminating"
+    return state["waiting"] or state["phase"] or "Unknown"
+
+
+def _exit(item):
+    code = item.state.get("lastExitCode") if item.state else None
+    return None if code is None else str(code)
 
 
 def _ready(item):
@@ -43,17 +58,36 @@ def _restarts(item):
     return item.state["restarts"] if item.state and item.state["restarts"] is not None else None
 
 
+def _argv_rows(item):
+    return [[pos, element] + ([mark] if mark else []) for pos, element, mark in argv_listing(item)]
+
+
+def _item_fields(item):
+    """One engine container of a Pod (or a replica without one), every field in full."""
+    return [("Name", _pod(item)), ("Namespace", item.namespace), ("Container", item.container),
+            ("Owner", _owner_long(item)), ("Role", item.role),
+            ("Engine", release_source(item.engine, item.engine_version, item.version_source)
+             if item.engine_version else item.engine),
+            ("Binding", item.binding), ("Expected", item.expected), ("Effective", item.effective),
+            ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
+            ("Restarts", _restarts(item)), ("Reason", item.reason), ("Fix", item.fix or None),
+            ("Argv", _argv_rows(item))]
+
+
+# Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
+# wide: its engine, Pod and container state; describe: the reason, the fix and the argv.
 VIEW = View(
-    columns=(Column("namespace", lambda i: i.namespace), Column("pod", _pod),
-             Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
+    columns=(Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
              Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected),
              Column("effective", lambda i: i.effective), Column("status", lambda i: i.status)),
-    wide=(Column("container", lambda i: i.container), Column("version", _version), Column("owner", _owner),
-          Column("state", _state), Column("ready", _ready), Column("restarts", _restarts),
-          Column("reason", lambda i: i.reason), Column("fix", lambda i: i.fix)),
+    wide=(Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
+          Column("version", lambda i: i.engine_version), Column("container", lambda i: i.container),
+          Column("owner", _owner), Column("state", _state), Column("ready", _ready),
+          Column("restarts", _restarts), Column("exit", _exit)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
     empty="pool-attached engine pods",
+    describe=_item_fields,
 )
 
 
@@ -107,7 +141,7 @@ def next_step(report, scope):
     recover = sorted({(i.namespace, i.binding) for i in bad if i.recover})
     if len(recover) == 1 and not scope.files:      # recovery acts on the cluster, not on saved files
         return f"next: {recover_command(*recover[0])}   (the guide's recovery for Binding {recover[0][1]})"
-    return f"next: kubectl kvcache check {' '.join(_scope_args(scope) + ['-o', 'wide'])}   (the fix for each finding)"
+    return f"next: kubectl kvcache check {' '.join(_scope_args(scope) + ['-o', 'describe'])}   (the fix for each finding)"
 
 
 def argv_listing(item: Item) -> list[tuple[str, str, str]]:
@@ -130,51 +164,40 @@ def argv_listing(item: Item) -> list[tuple[str, str, str]]:
 
 
 def pod_details(report, out):
-    """For named Pods: the argv with every kv-cache-dtype occurrence marked (elements escaped
-    before the columns are measured)."""
+    """For named Pods, after the table: each one's describe block (the argv with every
+    kv-cache-dtype occurrence marked), as -o describe prints it."""
+    from kubectl_kvcache.render.formats import describe
+
     for item in report.items:
         if item.pod is None:
             continue
         line(out)
-        line(out, f"Pod {item.namespace}/{item.pod}, container {cell(item.container)}: {item.status}")
-        if item.engine:
-            line(out, f"  engine:   {version_label(item.engine, item.engine_version, item.version_source)}")
-        line(out, f"  expected: {cell(item.expected)}    effective: {cell(item.effective)}")
-        line(out, f"  reason:   {item.reason}")
-        if item.fix:
-            line(out, f"  fix:      {item.fix}")
-        rows = [(pos, escape(element), escape(mark)) for pos, element, mark in argv_listing(item)]
-        if rows:
-            width = max(len(r[0]) for r in rows)
-            ewidth = min(max(len(r[1]) for r in rows), 60)
-            for pos, element, mark in rows:
-                line(out, f"  {pos:<{width}}  {element:<{ewidth}}  {mark}".rstrip())
+        describe.block(_item_fields(item), out)
 
 
 # -- following a rollout (--watch / --wait) ------------------------------------------------------
 
 class RowPrinter:
-    """Table rows printed as they come (kubectl get -w): the column widths are fixed by the first
-    batch, so later rows line up under the header."""
+    """Table rows printed as they come (kubectl get -w): kubectl's tabwriter with RememberWidths,
+    so later rows line up under the header, a column growing only when a later cell is longer.
+    `output`: an Output (or, as before, the bare `wide` flag)."""
 
-    def __init__(self, out, wide=False, headers=True):
-        self.out, self.wide, self.headers = out, wide, headers
+    def __init__(self, out, output=False, headers=True):
+        self.out, self.output, self.headers = out, output, headers
         self.widths = None
 
     def emit(self, items):
-        columns = VIEW.columns + (VIEW.wide if self.wide else ())
-        rows = [[cell(c.cell(i, self.wide)) for c in columns] for i in items]
+        columns = VIEW.layout(self.output)
+        wide = getattr(self.output, "wide", self.output is True)
+        rows = [[cell(c.cell(i, wide)) if c.text else token(c.cell(i, wide)) for c in columns] for i in items]
         if self.widths is None:
             heads = [c.header.upper() for c in columns]
-            self.widths = [max(len(x) for x in col) for col in zip(heads, *rows)]
             if self.headers:
-                self._write(heads)
+                rows.insert(0, heads)
+        self.widths = column_widths(rows, self.widths)
         for row in rows:
-            self._write(row)
+            line(self.out, table_line(row, self.widths))
         self.out.flush()
-
-    def _write(self, row):
-        line(self.out, "  ".join(v.ljust(w) for v, w in zip(row, self.widths)).rstrip())
 
 
 def _clock(seconds):

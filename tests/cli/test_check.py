@@ -97,12 +97,13 @@ def test_example_check_table_and_wide():
     code, out, err = kvcache("check", "-A", "-f", EXAMPLE)
     assert code == 1
     header = out.splitlines()[0].split()
-    assert header == ["SEVERITY", "CODE", "NAMESPACE", "KIND", "NAME", "MESSAGE"]
+    assert header == ["NAMESPACE", "SEVERITY", "CODE", "OBJECT", "MESSAGE"]
+    assert out.splitlines()[1].split()[:4] == ["llm-prod", "error", "binding-dtype-rejected", "kvcachepoolbinding/sgl-fp8"]
     assert err.strip().splitlines()[-1] == "4 errors, 2 warnings, 3 info"
-    code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "-o", "wide")
-    assert out.splitlines()[0].split()[-1] == "FIX"
+    code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "-o", "describe")
+    assert out.count("\nFix:        ") == 9 and out.startswith("Name:       sgl-fp8\nNamespace:  llm-prod\n")
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "--no-headers")
-    assert not out.startswith("SEVERITY") and out.startswith("error")
+    assert not out.startswith("NAMESPACE") and out.startswith("llm-prod")
 
 
 def test_example_check_yaml_is_the_same_report():
@@ -121,15 +122,14 @@ def test_example_bindings():
     code, out, err = kvcache("bindings", "-A", "-f", EXAMPLE)
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].split()[:5] == ["NAMESPACE", "BINDING", "POOL", "DOMAIN", "DTYPE"]
-    assert "USED BY" in lines[0] and lines[0].rstrip().endswith("VERDICT")
-    rows = {line.split()[1]: line for line in lines[1:]}
-    assert rows["sgl-fp8"].rstrip().endswith("REJECTED by sglang 0.5.18")
-    assert rows["legacy-auto"].rstrip().endswith("WARNING auto, UNUSED")
-    assert rows["unused"].rstrip().endswith("UNUSED")
-    assert "sglang 0.5.19 (image)" in rows["sgl-bf16"]
+    assert lines[0].split() == ["NAMESPACE", "BINDING", "DTYPE", "ENGINES", "USERS", "VERDICT"]
+    rows = {line.split()[1]: line.split() for line in lines[1:]}
+    assert rows["sgl-fp8"][-3:] == ["sglang:0.5.18", "1", "REJECTED"]
+    assert rows["legacy-auto"][-1] == "AUTO,UNUSED"
+    assert rows["unused"][-1] == "UNUSED"
+    assert rows["sgl-bf16"][3] == "sglang:0.5.19"
     for ok in ("chat-fp8", "sgl-bf16", "research-fp8", "research-bf16"):
-        assert rows[ok].rstrip().endswith("OK")
+        assert rows[ok][-1] == "OK"
     code, out, _ = kvcache("bindings", "-A", "-f", EXAMPLE, "-o", "json")
     data = json.loads(out)
     assert data["kind"] == "BindingList"
@@ -144,8 +144,9 @@ def test_example_roles():
     code, out, _ = kvcache("roles", "-A", "-f", EXAMPLE)
     assert code == 1
     header = out.splitlines()[0]
-    for column in ("DEPLOYMENT", "ROLE FLAG", "TODAY", "AFTER UPGRADE", "VERDICT"):
-        assert column in header
+    assert header.split() == ["NAMESPACE", "DEPLOYMENT", "ROLE", "DTYPE", "AFTER", "UPGRADE", "VERDICT", "TODAY"]
+    code, out, _ = kvcache("roles", "-A", "-f", EXAMPLE, "-o", "wide")
+    assert out.splitlines()[0].rstrip().endswith("TODAY              ROLE FLAG")
     code, out, _ = kvcache("roles", "-A", "-f", EXAMPLE, "-o", "yaml")
     data = yaml.safe_load(out)
     assert data["kind"] == "RoleList"
@@ -179,7 +180,7 @@ def test_binding_boundaries_from_files(write, engine, version, dtype, rejected):
     assert (by(report, "binding-dtype-rejected") != []) is rejected
     assert code == (1 if rejected else 0)
     code, out, _ = kvcache("bindings", "-f", path)
-    assert out.splitlines()[1].rstrip().endswith(f"REJECTED by {engine.lower()} {version}" if rejected else "OK")
+    assert out.splitlines()[1].split()[-3:] == [f"{engine.lower()}:{version}", "1", "REJECTED" if rejected else "OK"]
 
 
 @pytest.mark.parametrize("version, verdict", [("0.18.0", "MISMATCH"), ("0.18.1", "MISMATCH"), ("0.19.0", "REJECTED")])
@@ -278,10 +279,10 @@ def test_check_reads_workload_templates_from_the_cluster_but_roles_need_not(monk
     assert kvcache("roles", "-A")[0] == 0 and seen == {None: False}
 
 
-def test_used_by_names_up_to_three_users_then_counts_and_wide_names_all():
+def test_users_are_counted_and_wide_names_them_all_as_one_word():
     code, out, _ = kvcache("bindings", "-A", "-f", EXAMPLE)
     rows = {line.split()[1]: line for line in out.splitlines()[1:]}
-    assert rows["chat-fp8"].split()[-2:] == ["4", "OK"] and "deepseek-sgl" in rows["sgl-fp8"]
+    assert rows["chat-fp8"].split()[-2:] == ["4", "OK"] and "deepseek-sgl" not in rows["sgl-fp8"]
     code, out, _ = kvcache("bindings", "-A", "-f", EXAMPLE, "-o", "wide")
-    assert "embed-takeover, llama-long, mistral-legacy, qwen-chat" in out
-    assert out.splitlines()[0].rstrip().endswith("SUGGESTED DTYPE")
+    assert "embed-takeover,llama-long,mistral-legacy,qwen-chat" in out.split()
+    assert out.splitlines()[0].rstrip().endswith("SUGGESTED   USED BY")

@@ -55,7 +55,7 @@ def test_flags_of_the_command_being_typed():
     assert names(["check", "--st"]) == (["--strict"], 4)
     assert names(["verify", "--st"]) == ([], 4)
     assert "--selector" in names(["bindings", "--"])[0] and "--yes" in names(["setting", "off", "--"])[0]
-    assert names(["verify", "-o", ""]) == (["table", "wide", "json", "yaml", "markdown", "junit"], 4)
+    assert names(["verify", "-o", ""]) == (["table", "wide", "describe", "json", "yaml", "markdown", "junit"], 4)
     assert names(["verify", "--output=j"]) == (["--output=json", "--output=junit"], 4)
     assert names(["setting", "off", "--dry-run="]) == (["--dry-run=none", "--dry-run=client", "--dry-run=server"], 4)
     assert names(["setting", "status", "-o", ""])[0] == ["table", "json", "yaml"]
@@ -201,3 +201,42 @@ def test_typed_connection_flags_become_the_connection():
     assert (conn.kubeconfig, conn.context, conn.server, conn.insecure_skip_tls_verify, conn.as_user) == (
         "/k", "c", "https://x", True, "me")
     assert conn.timeout == completion_command.DEFAULT_TIMEOUT
+
+
+class _Client:
+    """The answers of a cluster's lists (the parsed JSON a real server returns) by path and selector."""
+
+    def __init__(self, pods, deployments):
+        self.pods, self.deployments, self.asked = pods, deployments, []
+
+    def request(self, method, path, query=None):
+        self.asked.append((path, (query or {}).get("labelSelector")))
+        if path.endswith("/pods"):
+            key, _, value = (query or {}).get("labelSelector", "").partition("=")
+            return {"items": [p for p in self.pods if p["metadata"]["labels"].get(key) == value]}
+        return {"items": self.deployments}
+
+
+def test_pods_offered_are_the_ones_verify_judges(monkeypatch):
+    import objects as o
+    from kubectl_kvcache.judge import verify
+    from kubectl_kvcache.operator import api, records
+
+    monkeypatch.setattr(api, "collection_path", lambda client, res, ns: f"/{ns}/{res.plural}")
+    pods = [o.md_pod("llama-server-0", "llama", o.vllm_argv("fp8")),
+            o.md_pod("llama-router-0", "llama", ["router"], role="router"),      # no role of the spec
+            o.md_pod("plain-server-0", "plain", o.vllm_argv(None)),              # no kvCache: not attached
+            o.md_pod("gone-server-0", "gone", o.vllm_argv("fp8")),               # its deployment is not there
+            o.injected_pod("notebook", "b1", containers=[o.container("main", command=["vllm", "serve", "m"])])]
+    deployments = [o.deployment("llama"), o.deployment("plain", binding_name=None)]
+    client = _Client(pods, deployments)
+    offered = completion_command.judged_pods(client, "team", {"limit": "500"})
+    assert offered == ["gone-server-0", "llama-server-0", "notebook"]
+    snapshot = records.Snapshot(pods=[records.pod_record(p) for p in pods],
+                                deployments={("team", d["metadata"]["name"]): records.deployment_record(d)
+                                             for d in deployments})
+    assert offered == sorted(i.pod for i in verify.verify(snapshot).items if i.pod)   # what verify lists
+    assert ("/team/modeldeployments", None) in client.asked
+    client = _Client([p for p in pods if p["metadata"]["name"] == "notebook"], deployments)
+    assert completion_command.judged_pods(client, "team", {}) == ["notebook"]
+    assert all(path.endswith("/pods") for path, _ in client.asked)     # no deployment to ask about

@@ -16,7 +16,7 @@ GOLDEN = os.path.join(ROOT, "tests", "golden")
 
 CASES = {}
 for command in ("verify", "check", "bindings", "roles"):
-    for fmt in ("table", "wide", "json", "yaml", "markdown", "junit"):
+    for fmt in ("table", "wide", "describe", "json", "yaml", "markdown", "junit"):
         CASES[f"{command}-{fmt}"] = [command, "-A", "-f", EXAMPLE, "-o", fmt]
     CASES[f"{command}-ns-noheaders"] = [command, "-n", "llm-research", "-f", EXAMPLE, "--no-headers"]
     CASES[f"{command}-assume-off"] = [command, "-f", EXAMPLE, "--assume-setting", "off"]

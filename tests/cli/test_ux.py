@@ -166,11 +166,13 @@ def test_every_non_ok_item_has_a_fix_and_ok_items_none(write):
     assert code == 1
 
 
-def test_wide_has_a_fix_column_and_the_summary_names_the_next_command(write):
+def test_describe_has_the_fix_and_the_summary_names_the_next_command(write):
     path = write(*_verify_objects())
-    _, out, err = kvcache("verify", "-A", "-f", path, "-o", "wide")
-    assert out.splitlines()[0].split()[-1] == "FIX"
-    assert err.splitlines()[-1] == (f"next: kubectl kvcache check -A -f {path} -o wide   (the fix for each finding)")
+    _, out, err = kvcache("verify", "-A", "-f", path, "-o", "describe")
+    assert "\nFix:        remove spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1] from ModelDeployment own" in out
+    assert err.splitlines()[-1] == (f"next: kubectl kvcache check -A -f {path} -o describe   (the fix for each finding)")
+    _, wide, _ = kvcache("verify", "-A", "-f", path, "-o", "wide")
+    assert "FIX" not in wide.splitlines()[0].split() and "remove spec" not in wide    # prose is describe's
     _, _, err = kvcache("verify", "-n", "team", "-f", path, "fine-server-0")
     assert "next:" not in err       # all OK: nothing to do next
 
@@ -186,7 +188,7 @@ def test_next_step_on_a_cluster_is_the_recovery_of_the_one_rejected_binding(writ
     two = [i for i in report.items if i.recover][0]
     report.items.append(two.replace(binding="other"))
     assert verify_view.next_step(report, Scope(all_namespaces=True)).startswith(
-        "next: kubectl kvcache check -A -o wide")
+        "next: kubectl kvcache check -A -o describe")
 
 
 # -- check: fixes that leave no stray value, near misses, claimed domains -----------------------
@@ -314,38 +316,29 @@ def test_setting_status_takes_table_like_every_command_and_text_still_works():
     assert code == 2 and "invalid choice" in err
 
 
-# -- tables that fit a terminal -----------------------------------------------------------------
+# -- tables as kubectl prints them ------------------------------------------------------------
 
 class Terminal(io.StringIO):
     def isatty(self):
         return True
 
 
-def test_fit_shortens_only_the_free_text_column_to_the_width():
-    headers = ["namespace", "name", "message"]
-    rows = [["team", "a-very-long-object-name-indeed", "x" * 300], ["team", "b", "short"]]
-    fitted = core.fit_to_width(headers, rows, 100, shortenable={2})
-    assert [r[:2] for r in fitted] == [r[:2] for r in rows]              # names are never cut
-    assert fitted[0][2].endswith(core.ELLIPSIS) and fitted[1][2] == "short"
-    out = Terminal()
-    core.table(headers, fitted, out)
-    assert max(len(line) for line in out.getvalue().splitlines()) == 100
+def test_table_widths_are_kubectls_tabwriter_and_no_cell_is_cut():
+    out = io.StringIO()
+    core.table(["name", "a", "message"], [["x" * 40, "1", "y" * 300], ["b", "22", "short words"]], out, text={2})
+    lines = out.getvalue().splitlines()
+    # each column: its longest cell + 3, at least 6 (cli-runtime's GetNewTabWriter); the last not padded
+    assert lines == ["NAME" + " " * 39 + "A     MESSAGE", "x" * 40 + "   1     " + "y" * 300,
+                     "b" + " " * 42 + "22    short words"]
+    out = io.StringIO()
+    core.table(["name", "a"], [["b", "has space"]], out, no_headers=True)
+    assert out.getvalue() == "b     has\\x20space\n"     # not free text: one word; widths from the rows alone
 
 
-def test_fit_never_goes_below_a_readable_minimum():
-    fitted = core.fit_to_width(["message"], [["y" * 50]], 5, shortenable={0})
-    assert len(fitted[0][0]) == 12 and fitted[0][0].endswith(core.ELLIPSIS)
-
-
-def test_check_on_a_terminal_fits_and_says_so_and_piped_output_is_untouched(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "150")
+def test_check_on_a_terminal_is_the_same_as_piped(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     out, err = Terminal(), io.StringIO()
     code = cli.main(["check", "-A", "-f", EXAMPLE], io.StringIO(""), out, err)
-    lines = out.getvalue().splitlines()
-    assert code == 1 and max(len(line) for line in lines) <= 150 and any(core.ELLIPSIS in line for line in lines)
-    assert "note: long cells are shortened to fit the terminal" in err.getvalue()
     _, piped, piped_err = kvcache("check", "-A", "-f", EXAMPLE)
-    assert max(len(line) for line in piped.splitlines()) > 300 and "shortened" not in piped_err
-    wide = Terminal()
-    cli.main(["check", "-A", "-f", EXAMPLE, "-o", "wide"], io.StringIO(""), wide, io.StringIO())
-    assert core.ELLIPSIS not in wide.getvalue()                         # -o wide is the full text
+    assert code == 1 and out.getvalue() == piped and err.getvalue() == piped_err
+    assert "\u2026" not in piped and "invalid choice: 'fp8' for SGLang 0.5.18)" in piped     # never cut

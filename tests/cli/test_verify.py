@@ -30,7 +30,7 @@ def test_example_cluster_table():
     code, out, err = run("verify", "-f", EXAMPLE)
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].split() == ["NAMESPACE", "POD", "ROLE", "ENGINE", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]
+    assert lines[0].split() == ["NAMESPACE", "POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]
     status = {line.split()[1]: line.split()[-1] for line in lines[1:]}
     assert status == {
         "deepseek-sgl-server-0": "REJECTED", "embed-takeover-embed-0": "MISMATCH",
@@ -60,14 +60,20 @@ def test_wide_and_no_headers():
     _, out, _ = run("verify", "-f", EXAMPLE, "-o", "wide", "--no-headers")
     first = out.splitlines()[0]
     assert not first.startswith("NAMESPACE")
-    assert "SGLang 0.5.18 (spec)" in first and "ModelDeployment/deepseek-sgl" in first
+    assert first.split()[:9] == ["llm-prod", "deepseek-sgl-server-0", "sgl-fp8", "fp8", "<none>", "REJECTED",
+                                 "server", "sglang", "0.5.18"]
+    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-1] == "2"    # the last exit code
 
 
 def test_namespace_filter_and_named_pod_details():
     code, out, _ = run("verify", "-f", EXAMPLE, "-n", "llm-prod", "llama-long-server-0")
     assert code == 1
-    assert "Pod llm-prod/llama-long-server-0, container main: MISMATCH" in out
+    assert "\nName:       llama-long-server-0\n" in out and "\nStatus:     MISMATCH\n" in out
     assert "<- kv-cache-dtype #2 = 'fp8_e5m2'  (wins)" in out
+    table, blocks = out.split("\n\n", 1)
+    assert table.splitlines()[0].split() == ["POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]   # -n: no NAMESPACE
+    code, described, _ = run("verify", "-f", EXAMPLE, "-n", "llm-prod", "llama-long-server-0", "-o", "describe")
+    assert code == 1 and described == blocks        # -o describe: the blocks alone, once
     code, out, _ = run("verify", "-f", EXAMPLE, "-n", "llm-research")
     assert code == 0 and "llm-prod" not in out
 

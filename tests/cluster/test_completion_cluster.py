@@ -55,6 +55,12 @@ def completion_namespace(cluster):
                    o.deployment("llama", binding_name="chat-fp8", ns=ns),
                    o.md_pod("llama-server-0", "llama", o.vllm_argv("fp8"), ns=ns),
                    o.md_pod("llama-server-1", "llama", o.vllm_argv("fp8"), ns=ns),
+                   # a router Pod of the deployment: labelled and owned like a replica, but no role of
+                   # its spec, so verify does not judge it (judge/verify._deployment_candidate)
+                   o.md_pod("llama-router-0", "llama", ["router"], ns=ns, role="router"),
+                   # a Pod of a deployment with no kvCache: not pool-attached, verify skips it
+                   o.deployment("plain", binding_name=None, ns=ns),
+                   o.md_pod("plain-server-0", "plain", o.vllm_argv(None), ns=ns),
                    o.injected_pod("notebook", "chat-fp8", ns=ns,
                                   containers=[o.container("main", command=["vllm", "serve", "m"], args=[])]),
                    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unrelated", "namespace": ns},
@@ -65,10 +71,21 @@ def completion_namespace(cluster):
 def test_pods_of_the_typed_namespace_through_kubectl(cluster, completion_namespace, tmp_path):
     ns = completion_namespace
     names, directive = kubectl_complete(cluster, tmp_path, "verify", "-n", ns, "")
-    # the Pods verify judges (rendered for a ModelDeployment, or opted into injection), not the others
+    # the Pods verify judges (a role replica of a pool-attached ModelDeployment, or opted into
+    # injection): not the router, not a Pod of a deployment without a pool, not an unrelated Pod
     assert names == ["llama-server-0", "llama-server-1", "notebook"] and directive == ":4"
+    code, out, _ = run_verify(cluster, ns)
+    assert sorted(i["pod"] for i in out["items"] if i["pod"]) == names     # exactly the Pods verify lists
     names, _ = kubectl_complete(cluster, tmp_path, "verify", "--namespace", ns, "llama-server-0", "llama")
     assert names == ["llama-server-1"]       # a prefix, and a Pod already named is not offered again
+
+
+def run_verify(cluster, ns):
+    env = cluster.env()
+    p = subprocess.run([sys.executable, os.path.join(BIN, "kubectl-kvcache"), "verify", "-n", ns, "-o", "json"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    import json
+    return p.returncode, json.loads(p.stdout), p.stderr
 
 
 def test_the_shipped_sh_helper_asks_the_plugin(cluster, completion_namespace, tmp_path):

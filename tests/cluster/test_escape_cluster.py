@@ -57,7 +57,9 @@ def assert_safe(*texts):
 
 @pytest.mark.parametrize("argv", [
     ["verify", "-n", NS], ["verify", "-n", NS, "-o", "wide"], ["verify", "-n", NS, "p0", "md2-0"],
-    ["check", "-n", NS, "-o", "wide"], ["bindings", "-n", NS, "-o", "wide"], ["roles", "-n", NS],
+    ["check", "-n", NS, "-o", "wide"], ["bindings", "-n", NS, "-o", "wide"], ["roles", "-n", NS, "-o", "wide"],
+    ["verify", "-n", NS, "-o", "describe"], ["check", "-n", NS, "-o", "describe"],
+    ["bindings", "-n", NS, "-o", "describe"], ["roles", "-n", NS, "-o", "describe"],
     ["setting", "status"],
 ], ids=lambda a: " ".join(a))
 def test_live_human_output_is_escaped(hostile, argv):

@@ -68,5 +68,5 @@ def test_a_live_cluster_is_not_called_the_input(cluster):
     _setting(cluster, "true", "true")
     cluster.apply([o.deployment("md", binding_name="gone", ns=ns, roles=[
         {"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype", "fp8"]}])])
-    code, out, err = in_process("roles", "-n", ns, "-o", "wide", "--kubeconfig", cluster.admin_kubeconfig)
+    code, out, err = in_process("roles", "-n", ns, "-o", "describe", "--kubeconfig", cluster.admin_kubeconfig)
     assert f"Binding gone was not found in namespace {ns}" in out and "in the input" not in out + err

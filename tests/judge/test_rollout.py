@@ -150,9 +150,9 @@ def test_row_printer_keeps_the_first_widths(tmp_path):
     rows.emit(report.items)
     rows.emit(report.items[:1])
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("NAMESPACE  POD") and len(lines) == 4
+    assert lines[0].startswith("NAMESPACE   POD") and len(lines) == 4
     assert [line.index("OK") for line in (lines[1], lines[3])] == [lines[0].index("STATUS")] * 2
-    assert "<no pod: md>" in lines[2] and lines[2].rstrip().endswith("NO-POD")
+    assert lines[2].split()[1] == "<no-pod:md>" and lines[2].rstrip().endswith("NO-POD")
 
 
 class TTY(io.StringIO):
@@ -227,7 +227,7 @@ def test_a_waiting_reason_with_control_characters_is_escaped(tmp_path):
     pod = status(o.md_pod("p", "md", o.vllm_argv("fp8")), waiting="Evil\x1b[2J", ready=False)
     report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
     out = io.StringIO()
-    view.RowPrinter(out, wide=True).emit(report.items)
+    view.RowPrinter(out, True).emit(report.items)
     assert "\x1b" not in out.getvalue() and "Evil^[[2J" in out.getvalue()     # as kubectl's EscapeTerminal
 
 

@@ -6,9 +6,11 @@ from kubectl_kvcache.cli.commands import check
 NAME = "bindings"
 HELP = dict(
     help="every KVCachePoolBinding with its dtype, the engines that use it and a verdict",
-    description="Every KVCachePoolBinding in scope: its pool, domain and dtype, the engine releases the "
-                "dtype is handed to, who uses it, and a verdict (OK, REJECTED by <engine>, WARNING auto, "
-                "UNUSED, DOMAIN CLAIMED by <Binding>, MISSING, UNKNOWN). The upgrade guide's \"Check every "
+    description="Every KVCachePoolBinding in scope: its dtype, the engine releases the dtype is handed to "
+                "(ENGINES, name:version), how many objects use it, and a verdict (OK, REJECTED, AUTO, UNUSED, "
+                "DOMAIN-CLAIMED, MISSING, UNKNOWN; several are comma-joined). -o wide adds the pool, domain, "
+                "suggested dtype and every user; -o describe has the full verdict (which engine rejects it, "
+                "which Binding claims the domain). The upgrade guide's \"Check every "
                 "Binding first\", judged.\n\n" + flags.SCOPE_NOTE
                 + "-l/--selector keeps the Bindings with those labels (a MISSING row has no object, so no "
                   "labels); their users are still read in full.",

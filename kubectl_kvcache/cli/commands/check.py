@@ -16,11 +16,12 @@ HELP = dict(
     description="Everything the upgrade guide asks you to check before the Setting is on: Binding spellings "
                 "against their engines, Bindings reusing a claimed domain, roles that pass the flag "
                 "themselves, take-over roles, injection opt-ins the webhook will refuse, and the Setting. "
-                "-o wide adds the fix of each finding.\n\n" + flags.SCOPE_NOTE
+                "The table is SEVERITY, CODE, OBJECT and the full MESSAGE last (NAMESPACE first with -A); "
+                "-o describe prints each finding as a block with its fix.\n\n" + flags.SCOPE_NOTE
                 + "-l/--selector keeps the findings about objects (Bindings, ModelDeployments, Pods, workloads) "
                   "with those labels; everything in scope is still read and judged, and the Setting's "
                   "finding is always shown.",
-    examples=("check -A", "check -n llm-prod -o wide", "check -A --strict",
+    examples=("check -A", "check -n llm-prod -o describe", "check -A --strict",
               "check -A -l team=research", "check -A -f saved.json -o json"))
 
 

@@ -9,7 +9,7 @@ HELP = dict(
     description="Roles of pool-attached ModelDeployments that pass --kv-cache-dtype themselves in extraArgs "
                 "(the webhook refuses their next edit), and take-over roles (command set: the operator renders "
                 "nothing for them): the flag and where it is, what the role runs today and after the upgrade, "
-                "and a verdict. The upgrade guide's \"Find roles that pass the flag themselves\", judged.\n\n"
+                "and a verdict. -o wide adds the type, engine, Binding and the flag; -o describe has the reason. The upgrade guide's \"Find roles that pass the flag themselves\", judged.\n\n"
                 + flags.SCOPE_NOTE + "-l/--selector keeps the roles of ModelDeployments with those labels.",
     examples=("roles -A", "roles -n llm-prod -o wide", "roles -A -l team=research"))
 

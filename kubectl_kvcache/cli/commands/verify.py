@@ -18,10 +18,13 @@ HELP = dict(
                 "(parsed as that engine version parses its argv), against its Binding. Naming PODs also "
                 "prints their argv with every occurrence marked.\n\nStatus: OK, MISMATCH, MISSING (not "
                 "rolled yet), REJECTED (the engine exits on its arguments), UNKNOWN (cannot be decided, with "
-                "why). -o wide adds the reason and the fix; after a summary that is not all OK, the command "
+                "why). -o wide adds the role, engine, version, container, owner and Pod state; -o describe prints "
+                "each one as a block with the reason, the fix and the argv; after a summary that is not all OK, "
+                "the command "
                 "to run next is printed on stderr.\n\n" + flags.SCOPE_NOTE
                 + "-l/--selector selects Pods by label (ANDed with the plugin's own selectors).",
     examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod llama-long-server-0",
+              "verify -n llm-prod llama-long-server-0 -o describe",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
               "verify -f saved.json -o json"))
 

@@ -17,6 +17,7 @@ from kubectl_kvcache import exitcodes, render
 from kubectl_kvcache.cli import completion
 from kubectl_kvcache.operator import api
 from kubectl_kvcache.cli import connection_flags
+from kubectl_kvcache.errors import PluginError
 
 DEFAULT_TIMEOUT = 2.0
 EXECUTABLE = "kubectl-kvcache"
@@ -52,15 +53,41 @@ def cluster_names(kind, given):
         return _names(client.request("GET", "/api/v1/namespaces", query=query))
     ns = given.get("namespace") if isinstance(given.get("namespace"), str) else None
     ns = ns or client.namespace
-    if kind == "pods":      # the Pods verify judges: rendered for a ModelDeployment, or opted into injection
-        found = []
-        for selector in ("=".join(api.MD_NAME_LABEL), f"{api.INJECT_LABEL}=true"):
-            found += _names(client.request("GET", api.collection_path(client, api.POD, ns),
-                                           query=dict(query, labelSelector=selector)))
-        return sorted(set(found))
+    if kind == "pods":
+        return judged_pods(client, ns, query)
     if kind == "bindings":
         return sorted(_names(client.request("GET", api.collection_path(client, api.BINDING, ns), query=query)))
     return []
+
+
+def _records(data, build):
+    """The records of a list's items; an item the plugin cannot read is left out (verify would
+    name it in an error; completion just does not offer it)."""
+    found = []
+    for obj in (data or {}).get("items") or ():
+        try:
+            found.append(build(obj))
+        except PluginError:
+            continue
+    return found
+
+
+def judged_pods(client, ns, query):
+    """The Pods verify would judge (judge.verify.candidates, the same rule): a ModelDeployment's
+    role replicas, not its router or elastic-EP head Pods, and Pods opted into injection."""
+    from kubectl_kvcache.judge import verify
+    from kubectl_kvcache.operator import records
+
+    pods = {}
+    for selector in ("=".join(api.MD_NAME_LABEL), f"{api.INJECT_LABEL}=true"):
+        data = client.request("GET", api.collection_path(client, api.POD, ns), query=dict(query, labelSelector=selector))
+        pods.update(((p.namespace, p.name), p) for p in _records(data, records.pod_record))
+    deployments = {}
+    if any(p.md_controlled for p in pods.values()):     # a replica or a router: its ModelDeployment's roles say
+        data = client.request("GET", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), query=query)
+        deployments = {(d.namespace, d.name): d for d in _records(data, records.deployment_record)}
+    snapshot = records.Snapshot(pods=list(pods.values()), deployments=deployments, namespace=ns)
+    return sorted({c.pod.name for c in verify.candidates(snapshot)})
 
 
 def bounded(lister, limit):

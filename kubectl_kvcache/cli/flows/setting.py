@@ -127,7 +127,7 @@ def gate(client, options: SettingOptions, io) -> bool:
         view.gate_passed(report.summary(), io.stdout)
         return True
     view.gate_failed(len(errors), options.force, io.stdout)
-    render.show(check_views.CHECK, _Findings(errors), Output(format="wide"), io.stdout)
+    render.show(check_views.CHECK, _Findings(errors), Output(format="describe"), io.stdout)
     if options.force:
         render.note(io.stderr, f"--force: turning the Setting on despite {len(errors)} error finding"
                                f"{'s' if len(errors) != 1 else ''}")

@@ -49,7 +49,7 @@ def run(options: VerifyOptions, io) -> int:
     render.show(view.VIEW, report, about(options, snapshot), io.stdout, io.stderr)
     names = options.scope.names
     if not options.output.structured:
-        if names:
+        if names and not options.output.describe:     # -o describe has printed each one's block
             view.pod_details(report, io.stdout)
         view.deployment_lines(report, io.stderr)
         if report.items:
@@ -204,7 +204,7 @@ def _follow(options, io, snapshot, targets, events, clock, line):
     predictor = CachedPredict()
     account = looks_for_podless_replicas(options)
     changes = rollout.Changes()
-    rows = view.RowPrinter(io.stdout, options.output.wide, options.output.headers) if options.watch else None
+    rows = view.RowPrinter(io.stdout, options.output, options.output.headers) if options.watch else None
     start = clock()
     deadline = None if options.timeout is None else start + options.timeout
     first = True
@@ -262,8 +262,7 @@ def _end(options, io, report, now, outcome, elapsed, line):
     if options.output.structured:
         render.show(view.VIEW, report, options.output, io.stdout)
     elif options.wait and outcome != rollout.COMPLETE:
-        render.table(view.VIEW.headers(options.output.wide), view.VIEW.cells(_Rows(now.left), options.output.wide),
-                     io.stdout, not options.output.headers)
+        render.show(view.VIEW, _Rows(now.left), options.output, io.stdout)
     elif options.wait and not options.watch:
         render.show(view.VIEW, report, options.output, io.stdout)
     if not options.output.structured:

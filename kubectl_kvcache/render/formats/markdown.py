@@ -51,16 +51,15 @@ def fenced(text, info="sh", indent="") -> list[str]:
 
 
 def table(headers, rows) -> list[str]:
-    """A pipe table padded so that its columns line up as plain text too."""
-    cells = [[h.title() if h.isupper() else h for h in headers]]
-    cells += [[code(v, cell=True) if not isinstance(v, int) or isinstance(v, bool) else str(v) for v in row]
-              for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    widths = [max(w, 3) for w in widths]
+    """A pipe table padded so that its columns line up as plain text too (tabulate's GitHub form;
+    every cell is already a code span or a word, so nothing in it is parsed as a number)."""
+    from tabulate import tabulate
 
-    def line(row):
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
-    return [line(cells[0]), "| " + " | ".join("-" * w for w in widths) + " |"] + [line(r) for r in cells[1:]]
+    cells = [[code(v, cell=True) if not isinstance(v, int) or isinstance(v, bool) else str(v) for v in row]
+             for row in rows]
+    heads = [h.title() if h.isupper() else h for h in headers]
+    return tabulate(cells, headers=heads, tablefmt="github", disable_numparse=True,
+                    stralign="left").splitlines()
 
 
 def _case_head(n, case):

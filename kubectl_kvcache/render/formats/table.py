@@ -1,14 +1,10 @@
-"""-o table (the default): a view's columns as kubectl prints them; fitted to a terminal (long
-cells shortened, with a note), never when piped."""
+"""-o table (the default): a view's columns as kubectl prints them: every cell in full, never cut
+or fitted to the terminal; the free-text column last (render.core.table)."""
 
-import sys
-
-from kubectl_kvcache.render.core import note, table
+from kubectl_kvcache.render.core import table
 
 
-def show(view, report, output, out, err=None, wide=False) -> int:
-    rows = view.cells(report, wide)
-    if table(view.headers(wide), rows, out, not output.headers, fit=() if wide else view.shortenable(False)):
-        note(sys.stderr if err is None else err, "long cells are shortened to fit the terminal: -o wide or -o json "
-                                                 "shows them in full")
+def show(view, report, output, out, err=None) -> int:
+    rows = view.cells(report, output)
+    table(view.headers(output), rows, out, not output.headers, text=view.text_columns(output))
     return len(rows)

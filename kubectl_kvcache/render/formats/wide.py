@@ -1,7 +1,8 @@
-"""-o wide: the table with the view's wide columns, every cell in full (as kubectl's)."""
+"""-o wide: the table with the view's wide columns too (kubectl's priority-1 columns): short ones;
+long prose (reasons, fixes) is -o describe's."""
 
 from kubectl_kvcache.render.formats import table
 
 
 def show(view, report, output, out, err=None) -> int:
-    return table.show(view, report, output, out, err, wide=True)
+    return table.show(view, report, output, out, err)
