@@ -335,6 +335,12 @@ def _install_interrupt():
         pass
 
 
+def install_interrupt():
+    """From the main thread, before requests run in other threads (several contexts at once):
+    Ctrl-C then closes every connection of every client, wherever it was made."""
+    _install_interrupt()
+
+
 _WARM: dict[Connection, list] = {}
 
 

@@ -3,7 +3,7 @@ does is flows/check.py."""
 
 from __future__ import annotations
 
-from kubectl_kvcache.cli import connection_flags, flags
+from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.options import Connection
 from kubectl_kvcache.render.output import Output
@@ -50,6 +50,7 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
     if skip_workloads:
         flags.skip_workloads_flag(p)
     connection_flags.add(p)
+    contexts.add(p)
 
 
 def add(sub, commands):
@@ -58,17 +59,23 @@ def add(sub, commands):
 
 def options(ns) -> CheckOptions:
     # -l picks what is reported, not what is read: a Binding's users must all be judged
-    return CheckOptions(ns.command, connection_flags.connection(ns),
-                        flags.scope(ns, workloads=ns.command != "roles", selected=False),
-                        flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+    inner = CheckOptions(ns.command, connection_flags.connection(ns),
+                         flags.scope(ns, workloads=ns.command != "roles", selected=False),
+                         flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+    return contexts.wrap(ns, ns.command, inner)
 
 
 def prefetch(options: CheckOptions) -> Scope | None:
-    """The snapshot the command starts with (load.reader.read), loaded while the command imports."""
+    """The snapshot the command starts with (load.reader.read), loaded while the command imports;
+    several contexts are each read in their own thread."""
+    if isinstance(options, contexts.FleetOptions):
+        return None
     return options.scope
 
 
 def run(options: CheckOptions, io) -> int:
+    if isinstance(options, contexts.FleetOptions):
+        return contexts.run(options, io)
     from kubectl_kvcache.cli.flows import check as flow
 
     return flow.run(options, io)
