@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from kubectl_kvcache import exitcodes, kubeconfig, render
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.kube import kubeconfig
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import fleet as view
@@ -36,7 +37,7 @@ def context_names(options) -> tuple[str, ...]:
 
 def fan_out(names, job, parallel) -> dict:
     """{name: (value, None) | (None, exception)}: job(name) for every name, at most `parallel` at
-    once. Ctrl-C in the main thread closes every connection (kube.install_interrupt), so the
+    once. Ctrl-C in the main thread closes every connection (kube.client.install_interrupt), so the
     running jobs end at once and the waiting ones do not start; nothing is raised in a thread."""
     reader.interruptible()
     outcomes, slots, stop = {}, threading.BoundedSemaphore(parallel), threading.Event()
