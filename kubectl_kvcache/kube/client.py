@@ -12,6 +12,7 @@ loaded only for users with an exec plugin or an auth-provider (its code runs the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -264,8 +265,13 @@ def _exec_credentials(target: Target) -> dict[str, str]:
         raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} has interactiveMode "
                           f"Always, but standard input is not a terminal (kubectl refuses it too)")
     cluster = dict(target.cluster, server=target.server)
+    # several contexts at once (--all-contexts): plugins that may talk to the terminal run one at
+    # a time, so that their prompts never interleave; the others run concurrently
+    prompts = mode != "Never" and _stdin_is_terminal()
     try:
-        status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir, ConfigNode("cluster", cluster)).run()
+        with _EXEC_PROMPTS if prompts else _NO_LOCK:
+            status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir,
+                                  ConfigNode("cluster", cluster)).run()
     except (ConfigException, OSError) as exc:
         hint = target.exec.get("installHint")
         text = " ".join(str(exc).split())
@@ -281,6 +287,10 @@ def _exec_credentials(target: Target) -> dict[str, str]:
         return {}
     raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} printed neither a token "
                       f"nor a client certificate and key")
+
+
+_EXEC_PROMPTS = threading.Lock()
+_NO_LOCK = contextlib.nullcontext()
 
 
 def _stdin_is_terminal() -> bool:

@@ -18,7 +18,8 @@ harness = sys.modules["kvcache_test_harness"]      # loaded by this folder's con
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
-GOOD = ("a", "b")
+GOOD = ("a", "b", "b-exec")
+EXEC_TOKEN = "fleet-exec-token-0123456789"
 
 
 def _b64(path):
@@ -68,7 +69,8 @@ def _seed(c, setting):
 
 @pytest.fixture(scope="module")
 def fleet(cluster, bare_cluster, cluster_binaries, tmp_path_factory):
-    second = harness.Cluster(cluster_binaries, name="fleet-b", pki_from=cluster)
+    second = harness.Cluster(cluster_binaries, name="fleet-b", pki_from=cluster,
+                             tokens={EXEC_TOKEN: ("fleet-exec", ["system:masters"])})
     try:
         second.start()
     except harness.ClusterError as exc:
@@ -79,7 +81,17 @@ def fleet(cluster, bare_cluster, cluster_binaries, tmp_path_factory):
         folder = tmp_path_factory.mktemp("fleet")
         down = ({"name": "down", "cluster": {"server": f"http://127.0.0.1:{closed}"}},
                 {"name": "down", "user": {}}, {"name": "down", "context": {"cluster": "down", "user": "down"}})
-        first = _write(folder / "first.json", [_entries(cluster, "a", a_ns["llm-prod"]), _entries(second, "b")], "a")
+        plugin = folder / "credential-plugin"
+        plugin.write_text("#!/bin/sh\necho '" + json.dumps({
+            "apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+            "status": {"token": EXEC_TOKEN}}) + "'\n")
+        plugin.chmod(0o755)
+        cl, _, _ = _entries(second, "b-exec")
+        with_exec = (cl, {"name": "b-exec", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}}},
+            {"name": "b-exec", "context": {"cluster": "b-exec", "user": "b-exec", "namespace": b_ns["llm-prod"]}})
+        first = _write(folder / "first.json", [_entries(cluster, "a", a_ns["llm-prod"]), _entries(second, "b"),
+                                               with_exec], "a")
         # the second file's "a" is never used: the first file naming a context wins (loader.go Load)
         shadow = ({"name": "a", "cluster": {"server": f"http://127.0.0.1:{closed}"}},
                   {"name": "a", "user": {}}, {"name": "a", "context": {"cluster": "down", "user": "down"}})
@@ -109,7 +121,7 @@ def test_each_context_is_what_context_alone_gives(fleet, command, key):
     code, out, err = run(fleet, command, "--all-contexts", "-A", "-o", "json")
     assert code == 2, err
     data = json.loads(out)
-    assert [c["context"] for c in data["contexts"]] == ["a", "b", "bare", "down"]     # kubectl's sorted order
+    assert [c["context"] for c in data["contexts"]] == ["a", "b", "b-exec", "bare", "down"]   # kubectl's sorted order
     errors = _error_lines(err)
     assert len(errors) == 2, err
     assert errors[0].startswith("error: context bare: ") and "worker.gpustack.ai" in errors[0], err
@@ -131,7 +143,7 @@ def test_each_context_is_what_context_alone_gives(fleet, command, key):
     bare_alone = run(fleet, command, "--context", "bare", "-A")
     assert bare_alone[0] == 2 and _error_lines(bare_alone[2])[0] == errors[0].replace("context bare: ", "")
     # without the failing contexts: the worst of the good ones' codes
-    code, _, _ = run(fleet, command, "--contexts", "b,a", "-A", "-o", "json")
+    code, _, _ = run(fleet, command, "--contexts", "b,a,b-exec", "-A", "-o", "json")
     assert code == max(codes.values())
 
 
@@ -150,10 +162,11 @@ def test_one_table_with_the_context_first(fleet):
 
 
 def test_each_context_has_its_own_namespace_and_n_overrides_it(fleet):
-    # no -n: context a reads its own namespace (llm-prod's copy), b its default ("default": nothing)
-    code, out, err = run(fleet, "verify", "--contexts", "a,b", "-o", "json")
+    # no -n: a and b-exec read their own namespaces (llm-prod's copies), b its default ("default": nothing)
+    code, out, err = run(fleet, "verify", "--contexts", "a,b,b-exec", "-o", "json")
     data = json.loads(out)
     assert {i["namespace"] for i in data["items"] if i["context"] == "a"} == {fleet["a"]["llm-prod"]}
+    assert {i["namespace"] for i in data["items"] if i["context"] == "b-exec"} == {fleet["b"]["llm-prod"]}
     assert not [i for i in data["items"] if i["context"] == "b"]
     assert code == 1, err
     # -n: every context reads that namespace, as kubectl -n overrides each context's
@@ -172,14 +185,14 @@ def test_setting_status_per_context(fleet):
     data = json.loads(out)
     assert data["kind"] == "FleetSettingStatus"
     assert [(i["context"], i["value"]) for i in data["items"]] == [("a", True), ("b", False)]
-    for name in GOOD:
+    for name in ("a", "b"):
         alone = json.loads(run(fleet, "setting", "status", "--context", name, "-o", "json")[1])
         assert [{k: v for k, v in i.items() if k != "context"} for i in data["items"] if i["context"] == name] \
             == [alone]
     code, out, err = run(fleet, "setting", "status", "--all-contexts")
     assert code == 2
     assert out.splitlines()[0].split() == ["CONTEXT", "VALUE", "SOURCE", "EDITABLE"]
-    assert [line.split()[0] for line in out.splitlines()[1:]] == ["a", "b"]
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["a", "b", "b-exec"]
     assert len(_error_lines(err)) == 2
 
 
