@@ -134,3 +134,14 @@ def test_the_report_of_several_contexts():
 
     core.show(fleet_view, view.Fleet(results), Output("table"), out)
     assert out.getvalue().splitlines()[0].split() == ["CONTEXT", "NAME"]
+
+
+@pytest.mark.parametrize("word,shown", [("", ["alpha", "zeta"]), ("al", ["alpha"]), ("alpha,", ["alpha,zeta"]),
+                                        ("alpha,zeta,", []), ("--contexts=zeta,a", ["--contexts=zeta,alpha"])])
+def test_contexts_complete_one_name_after_another(kubeconfig, monkeypatch, word, shown):
+    monkeypatch.setenv("KUBECONFIG", kubeconfig)
+    words = ["verify", word] if word.startswith("--") else ["verify", "--contexts", word]
+    code, out, err = run("__complete", *words)
+    lines = out.splitlines()
+    assert [line.split("\t")[0] for line in lines[:-1]] == shown
+    assert lines[-1] == (":4" if "," not in word else ":6")
