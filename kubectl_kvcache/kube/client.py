@@ -95,7 +95,7 @@ class _Transport:
         self._active = set()
         # re-entrant: Ctrl-C's handler (abort) runs in the main thread, maybe while it is inside take()
         self._lock = threading.RLock()
-        self.aborted = False
+        self.aborted = _INTERRUPTED.is_set()     # made in another thread after Ctrl-C: never connects
 
     def _ssl_context(self):
         t = self.target
@@ -321,6 +321,7 @@ def _auth_provider_token(target: Target) -> dict[str, str]:
 
 
 _LIVE: "weakref.WeakSet[_Transport]" = weakref.WeakSet()     # the transports Ctrl-C closes
+_INTERRUPTED = threading.Event()     # Ctrl-C came: transports made after it (other threads') are closed from the start
 
 
 def _install_interrupt():
@@ -333,6 +334,7 @@ def _install_interrupt():
         return      # SIGINT ignored or left to the OS: not ours to change
 
     def on_interrupt(signum, frame):
+        _INTERRUPTED.set()
         for transport in list(_LIVE):
             transport.abort()
         previous(signum, frame)
