@@ -72,10 +72,10 @@ def test_every_context_fails_alone_and_is_named(kubeconfig):
 
 
 def test_the_worst_exit_code_wins():
-    assert fleet.worst([0, 1, 0]) == 1
-    assert fleet.worst([1, 2, 0]) == 2
-    assert fleet.worst([0, 0]) == 0
-    assert fleet.worst([]) == 0
+    assert exitcodes.worst([0, 1, 0]) == 1
+    assert exitcodes.worst([1, 2, 0]) == 2
+    assert exitcodes.worst([0, 0]) == 0
+    assert exitcodes.worst([]) == 0
 
 
 def test_fan_out_is_bounded_and_keeps_every_outcome():

@@ -14,14 +14,6 @@ from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import fleet as view
 
-_RANK = {exitcodes.OK: 0, exitcodes.FINDINGS: 1, exitcodes.ERROR: 2}
-
-
-def worst(codes) -> int:
-    """The exit code of several contexts: 2 over 1 over 0 (exitcodes.py's order)."""
-    return max(codes, key=lambda c: _RANK.get(c, 3), default=exitcodes.OK)
-
-
 def context_names(options) -> tuple[str, ...]:
     """The contexts to read, checked against the merged kubeconfig before anything is sent."""
     known = kubeconfig.context_names(options.inner.connection)
@@ -129,7 +121,7 @@ def run(options, io) -> int:
         results.append(result)
     fleet = view.Fleet(tuple(results))
     report(options, fleet, io)
-    return worst(r.code for r in results)
+    return exitcodes.worst(r.code for r in results)
 
 
 def _inner_view(command):
