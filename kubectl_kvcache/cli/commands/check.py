@@ -21,7 +21,8 @@ HELP = dict(
                   "with those labels; everything in scope is still read and judged, and the Setting's "
                   "finding is always shown.",
     examples=("check -A", "check -n llm-prod -o wide", "check -A --strict",
-              "check -A -l team=research", "check -A -f saved.json -o json"))
+              "check -A -l team=research", "check -A -f saved.json -o json",
+              "check --contexts prod-eu,prod-us -A"))
 
 
 class CheckOptions(Record):

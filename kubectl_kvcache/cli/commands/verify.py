@@ -23,7 +23,7 @@ HELP = dict(
                 + "-l/--selector selects Pods by label (ANDed with the plugin's own selectors).",
     examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod llama-long-server-0",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
-              "verify -f saved.json -o json"))
+              "verify -f saved.json -o json", "verify --all-contexts -A"))
 
 
 class VerifyOptions(Record):
