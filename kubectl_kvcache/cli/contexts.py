@@ -11,6 +11,7 @@ from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
 
 DEFAULT_PARALLEL = 8        # contexts read at once: I/O-bound, each with its own connections
+OUTPUTS = ("table", "wide", "json", "yaml")     # the -o formats a report of several contexts has
 FLAGS = "--contexts/--all-contexts"
 
 
@@ -67,6 +68,9 @@ def wrap(ns, command, inner, refusals=()):
         raise PluginError(f"--context picks one context: it cannot be used with {FLAGS}")
     if getattr(ns, "filename", None):
         raise PluginError(f"-f/--filename reads saved objects, not clusters: it cannot be used with {FLAGS}")
+    if getattr(ns, "output", "table") not in OUTPUTS:
+        raise PluginError(f"-o {ns.output} reports one context: it cannot be used with {FLAGS} (use -o "
+                          f"{', '.join(OUTPUTS)})")
     for bad, message in refusals:
         if bad:
             raise PluginError(f"{message}: it cannot be used with {FLAGS}")

@@ -145,3 +145,18 @@ def test_contexts_complete_one_name_after_another(kubeconfig, monkeypatch, word,
     lines = out.splitlines()
     assert [line.split("\t")[0] for line in lines[:-1]] == shown
     assert lines[-1] == (":4" if "," not in word else ":6")
+
+
+def test_a_format_for_one_context_is_refused():
+    """-o formats other than table, wide, json and yaml (a document of one context) are refused."""
+    import argparse
+
+    from kubectl_kvcache.cli import contexts
+    from kubectl_kvcache.errors import PluginError
+
+    ns = argparse.Namespace(contexts="a,b", all_contexts=False, parallel=None, context=None, filename=[],
+                            output="markdown")
+    with pytest.raises(PluginError, match="-o markdown reports one context"):
+        contexts.wrap(ns, "verify", object())
+    ns.output = "wide"
+    assert contexts.wrap(ns, "verify", "inner").contexts == ("a", "b")
