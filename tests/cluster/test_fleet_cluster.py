@@ -3,7 +3,6 @@ merges a KUBECONFIG list, contexts on two real servers (one shared PKI), one on 
 the operator's CRDs and one on a closed port. Each context's part of the combined report equals
 `--context CTX` on its own; failing contexts are one error line each, after the others, exit 2."""
 
-import copy
 import json
 import os
 import signal
@@ -51,20 +50,7 @@ def _seed(c, setting):
     c.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
              "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
              "spec": {"value": setting}, "status": {"value": setting, "editable": True}})
-    with open(EXAMPLE) as f:
-        items = json.load(f)["items"]
-    mapping, objs = {}, []
-    for obj in items:
-        if obj["kind"] == "Setting" or "namespace" not in obj["metadata"]:
-            continue
-        old = obj["metadata"]["namespace"]
-        if old not in mapping:
-            mapping[old] = c.new_namespace("fleet-" + old)
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["namespace"] = mapping[old]
-        objs.append(obj)
-    c.apply(objs)
-    return mapping
+    return c.load_example_namespaces(EXAMPLE, "fleet-")
 
 
 @pytest.fixture(scope="module")
