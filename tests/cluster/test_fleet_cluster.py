@@ -81,7 +81,10 @@ def fleet(cluster, bare_cluster, cluster_binaries, tmp_path_factory):
         # the second file's "a" is never used: the first file naming a context wins (loader.go Load)
         shadow = ({"name": "a", "cluster": {"server": f"http://127.0.0.1:{closed}"}},
                   {"name": "a", "user": {}}, {"name": "a", "context": {"cluster": "down", "user": "down"}})
-        other = _write(folder / "second.json", [_entries(bare_cluster, "bare"), down, shadow], "bare")
+        cl, _, _ = _entries(cluster, "refused")      # cluster A, with a token it does not know
+        refused = (cl, {"name": "refused", "user": {"token": "not-a-token-0123456789"}},
+                   {"name": "refused", "context": {"cluster": "refused", "user": "refused"}})
+        other = _write(folder / "second.json", [_entries(bare_cluster, "bare"), down, shadow, refused], "bare")
         env = dict(os.environ, KUBECONFIG=os.pathsep.join([str(first), str(other)]),
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("KUBERNETES_SERVICE_HOST", None)
@@ -107,12 +110,14 @@ def test_each_context_is_what_context_alone_gives(fleet, command, key):
     code, out, err = run(fleet, command, "--all-contexts", "-A", "-o", "json")
     assert code == 2, err
     data = json.loads(out)
-    assert [c["context"] for c in data["contexts"]] == ["a", "b", "b-exec", "bare", "down"]   # kubectl's sorted order
+    assert [c["context"] for c in data["contexts"]] == ["a", "b", "b-exec", "bare", "down", "refused"]   # kubectl's sorted order
     errors = _error_lines(err)
-    assert len(errors) == 2, err
+    assert len(errors) == 3, err
     assert errors[0].startswith("error: context bare: ") and "worker.gpustack.ai" in errors[0], err
     assert errors[1].startswith("error: context down: cannot reach the API server at http://127.0.0.1:"), err
-    assert err.rstrip().endswith(errors[1])           # after everything else
+    assert errors[2].startswith("error: context refused: the API server refused the credentials (401"), err
+    assert err.rstrip().endswith(errors[2])           # after everything else
+    assert err.splitlines()[-3:] == errors             # one line each, after every other line
     codes = {}
     for name in GOOD:
         alone_code, alone_out, alone_err = run(fleet, command, "--context", name, "-A", "-o", "json")
@@ -179,7 +184,7 @@ def test_setting_status_per_context(fleet):
     assert code == 2
     assert out.splitlines()[0].split() == ["CONTEXT", "VALUE", "SOURCE", "EDITABLE"]
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["a", "b", "b-exec"]
-    assert len(_error_lines(err)) == 2
+    assert len(_error_lines(err)) == 3
 
 
 def test_parallel_one_gives_the_same_report(fleet):
