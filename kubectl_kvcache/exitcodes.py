@@ -6,3 +6,9 @@ unreachable): one `error:` line on stderr. 130: interrupted (Ctrl-C).
 """
 
 OK, FINDINGS, ERROR, INTERRUPTED = 0, 1, 2, 130
+
+
+def worst(codes) -> int:
+    """The exit code of several contexts' runs (--contexts/--all-contexts): the worst of theirs,
+    2 over 1 over 0; none: 0."""
+    return max(codes, default=OK)

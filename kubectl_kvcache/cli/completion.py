@@ -24,7 +24,9 @@ SHELLS = ("bash", "zsh", "fish", "powershell")
 
 # what a flag's value (by its dest) or a positional (by its metavar) is completed with
 FILE_VALUES = {"kubeconfig", "filename", "certificate_authority", "client_certificate", "client_key"}
-CLUSTER_VALUES = {"namespace": "namespaces", "context": "contexts", "cluster": "clusters", "user": "users"}
+CLUSTER_VALUES = {"namespace": "namespaces", "context": "contexts", "cluster": "clusters", "user": "users",
+                  "contexts": "contexts"}
+LIST_VALUES = {"contexts"}      # comma-separated: the name after the last comma is completed
 POSITIONAL_VALUES = {"POD": "pods", "BINDING": "bindings"}
 
 
@@ -120,6 +122,11 @@ def _values(flag: Flag, partial: str, given, lister: Lister, keep=""):
     kind = CLUSTER_VALUES.get(flag.dest)
     if kind is None:
         return [], DIRECTIVE_NO_FILE
+    if flag.dest in LIST_VALUES and "," in partial:
+        done, partial = partial.rsplit(",", 1)
+        chosen = set(done.split(","))
+        return [f"{keep}{done},{n}" for n in lister(kind, given) if n.startswith(partial) and n not in chosen], \
+            DIRECTIVE_NO_FILE | DIRECTIVE_NO_SPACE
     return [keep + n for n in lister(kind, given) if n.startswith(partial)], DIRECTIVE_NO_FILE
 
 

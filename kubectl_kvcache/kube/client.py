@@ -12,6 +12,7 @@ loaded only for users with an exec plugin or an auth-provider (its code runs the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -94,7 +95,7 @@ class _Transport:
         self._active = set()
         # re-entrant: Ctrl-C's handler (abort) runs in the main thread, maybe while it is inside take()
         self._lock = threading.RLock()
-        self.aborted = False
+        self.aborted = _INTERRUPTED.is_set()     # made in another thread after Ctrl-C: never connects
 
     def _ssl_context(self):
         t = self.target
@@ -264,8 +265,13 @@ def _exec_credentials(target: Target) -> dict[str, str]:
         raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} has interactiveMode "
                           f"Always, but standard input is not a terminal (kubectl refuses it too)")
     cluster = dict(target.cluster, server=target.server)
+    # several contexts at once (--all-contexts): plugins that may talk to the terminal run one at
+    # a time, so that their prompts never interleave; the others run concurrently
+    prompts = mode != "Never" and _stdin_is_terminal()
     try:
-        status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir, ConfigNode("cluster", cluster)).run()
+        with _EXEC_PROMPTS if prompts else _NO_LOCK:
+            status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir,
+                                  ConfigNode("cluster", cluster)).run()
     except (ConfigException, OSError) as exc:
         hint = target.exec.get("installHint")
         text = " ".join(str(exc).split())
@@ -281,6 +287,10 @@ def _exec_credentials(target: Target) -> dict[str, str]:
         return {}
     raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} printed neither a token "
                       f"nor a client certificate and key")
+
+
+_EXEC_PROMPTS = threading.Lock()
+_NO_LOCK = contextlib.nullcontext()
 
 
 def _stdin_is_terminal() -> bool:
@@ -311,6 +321,7 @@ def _auth_provider_token(target: Target) -> dict[str, str]:
 
 
 _LIVE: "weakref.WeakSet[_Transport]" = weakref.WeakSet()     # the transports Ctrl-C closes
+_INTERRUPTED = threading.Event()     # Ctrl-C came: transports made after it (other threads') are closed from the start
 
 
 def _install_interrupt():
@@ -323,6 +334,7 @@ def _install_interrupt():
         return      # SIGINT ignored or left to the OS: not ours to change
 
     def on_interrupt(signum, frame):
+        _INTERRUPTED.set()
         for transport in list(_LIVE):
             transport.abort()
         previous(signum, frame)
@@ -333,6 +345,12 @@ def _install_interrupt():
         signal.signal(signal.SIGINT, on_interrupt)
     except (ValueError, OSError):
         pass
+
+
+def install_interrupt():
+    """From the main thread, before requests run in other threads (several contexts at once):
+    Ctrl-C then closes every connection of every client, wherever it was made."""
+    _install_interrupt()
 
 
 _WARM: dict[Connection, list] = {}

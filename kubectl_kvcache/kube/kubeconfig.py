@@ -701,6 +701,13 @@ def _in_cluster(conn) -> Target:
     return target
 
 
+def context_names(conn: Connection) -> list[str]:
+    """Every context of the merged kubeconfig (loader.go Load: the first file naming a context
+    wins), sorted as `kubectl config get-contexts` lists them; a broken file fails as kubectl's
+    Load does. --contexts/--all-contexts read each of them as --context would."""
+    return sorted(load(_paths(conn)[0]).contexts)
+
+
 def names(conn: Connection, key: str) -> list[str]:
     """The merged kubeconfig's context, cluster or user names (for completion); [] when broken."""
     try:

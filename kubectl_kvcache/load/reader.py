@@ -18,6 +18,13 @@ def open_client(connection: Connection, trace=None):
     return claim(connection) or Client(connection, trace=trace)
 
 
+def interruptible():
+    """Ctrl-C closes the connections of clients made in other threads too (kube.client.install_interrupt)."""
+    from kubectl_kvcache.kube.client import install_interrupt
+
+    install_interrupt()
+
+
 def warm(connection: Connection, trace=None, scope: Scope | None = None):
     """Start connecting to the cluster in the background (see kube.warm): the command's modules
     are imported meanwhile. `scope`: the snapshot the command will load first, loaded meanwhile

@@ -997,6 +997,26 @@ class Cluster:
                     loaded += self.apply(f.read())
         return loaded
 
+    def load_example_namespaces(self, path, prefix=""):
+        """The namespaced objects of a saved List (examples/cluster.json) in fresh namespaces, one
+        per namespace of the file (`prefix` + its name + a counter), so that tests sharing this
+        server do not see each other's copies; its Setting and cluster-scoped objects are left
+        out. Returns {namespace in the file: namespace here}."""
+        with open(path) as f:
+            items = json.load(f)["items"]
+        mapping, objs = {}, []
+        for obj in items:
+            if obj["kind"] == "Setting" or "namespace" not in obj["metadata"]:
+                continue
+            old = obj["metadata"]["namespace"]
+            if old not in mapping:
+                mapping[old] = self.new_namespace(prefix + old)
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["namespace"] = mapping[old]
+            objs.append(obj)
+        self.apply(objs)
+        return mapping
+
     # ---------------------------------------------------------------- misc
     def state(self):
         """JSON-able description (used by scripts/demo-cluster)."""

@@ -3,7 +3,7 @@ does is flows/check.py."""
 
 from __future__ import annotations
 
-from kubectl_kvcache.cli import connection_flags, flags
+from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.kube.connection import Connection
 from kubectl_kvcache.render.output import Output
@@ -22,7 +22,8 @@ HELP = dict(
                   "with those labels; everything in scope is still read and judged, and the Setting's "
                   "finding is always shown.",
     examples=("check -A", "check -n llm-prod -o describe", "check -A --strict",
-              "check -A -l team=research", "check -A -f saved.json -o json"))
+              "check -A -l team=research", "check -A -f saved.json -o json",
+              "check --contexts prod-eu,prod-us -A"))
 
 
 class CheckOptions(Record):
@@ -51,6 +52,7 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
     if skip_workloads:
         flags.skip_workloads_flag(p)
     connection_flags.add(p)
+    contexts.add(p)
 
 
 def add(sub, commands):
@@ -59,17 +61,23 @@ def add(sub, commands):
 
 def options(ns) -> CheckOptions:
     # -l picks what is reported, not what is read: a Binding's users must all be judged
-    return CheckOptions(ns.command, connection_flags.connection(ns),
-                        flags.scope(ns, workloads=ns.command != "roles", selected=False),
-                        flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+    inner = CheckOptions(ns.command, connection_flags.connection(ns),
+                         flags.scope(ns, workloads=ns.command != "roles", selected=False),
+                         flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+    return contexts.wrap(ns, ns.command, inner)
 
 
 def prefetch(options: CheckOptions) -> Scope | None:
-    """The snapshot the command starts with (load.reader.read), loaded while the command imports."""
+    """The snapshot the command starts with (load.reader.read), loaded while the command imports;
+    several contexts are each read in their own thread."""
+    if isinstance(options, contexts.FleetOptions):
+        return None
     return options.scope
 
 
 def run(options: CheckOptions, io) -> int:
+    if isinstance(options, contexts.FleetOptions):
+        return contexts.run(options, io)
     from kubectl_kvcache.cli.flows import check as flow
 
     return flow.run(options, io)

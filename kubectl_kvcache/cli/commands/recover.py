@@ -4,7 +4,7 @@ executor flows/recover.py."""
 from __future__ import annotations
 
 from kubectl_kvcache.kube import names
-from kubectl_kvcache.cli import connection_flags, flags
+from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection, parse_duration
@@ -83,9 +83,11 @@ def add(sub, commands):
                     help="how long each wait step waits (e.g. 10m; 0 waits forever)")
     rc.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the writes")
     connection_flags.add(rc)
+    contexts.add(rc, writes=True)
 
 
 def options(ns) -> RecoverOptions:
+    contexts.refuse_on_write(ns, "recover")
     if ns.filename and (ns.apply or ns.dry_run != "none"):
         raise PluginError("--apply and --dry-run need a cluster: -f only plans")
     if ns.namespace is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from kubectl_kvcache.cli import connection_flags, flags
+from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection, parse_duration
 from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.record import Record
@@ -51,6 +51,7 @@ def add(sub, commands):
     st.add_argument("-o", "--output", default="table", type=flags.human_format, choices=("table", "json", "yaml"),
                     help="output format (table: the lines a person reads)")
     connection_flags.add(st)
+    contexts.add(st)
     for name, word in (("on", "true"), ("off", "false")):
         a = commands[(NAME, name)] = ssub.add_parser(
             name, help=f"set the Setting to \"{word}\" (shows what will roll first)",
@@ -75,13 +76,15 @@ def add(sub, commands):
                                 "refuse what they name)")
             flags.skip_workloads_flag(a)
         connection_flags.add(a)
+        contexts.add(a, writes=True)
 
 
 def options(ns) -> SettingOptions:
     if ns.action is None:
         return SettingOptions(None, None)
     if ns.action == "status":
-        return SettingOptions("status", connection_flags.connection(ns), flags.output(ns))
+        return contexts.wrap(ns, NAME, SettingOptions("status", connection_flags.connection(ns), flags.output(ns)))
+    contexts.refuse_on_write(ns, f"setting {ns.action}")
     return SettingOptions(ns.action, connection_flags.connection(ns), yes=ns.yes, dry_run=ns.dry_run,
                           field_manager=ns.field_manager, wait=ns.wait,
                           timeout=parse_duration(ns.timeout, "--timeout"), force=getattr(ns, "force", False),
@@ -91,6 +94,8 @@ def options(ns) -> SettingOptions:
 def run(options: SettingOptions, io) -> int:
     from kubectl_kvcache import exitcodes, render
 
+    if isinstance(options, contexts.FleetOptions):
+        return contexts.run(options, io)
     if options.action is None:
         render.error(io.stderr, "setting needs an action: status, on or off")
         render.line(io.stderr, f"See '{flags.PROG} setting --help' for usage.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_kvcache.cli import connection_flags, flags
+from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.kube.connection import Connection, parse_duration
@@ -26,7 +26,7 @@ HELP = dict(
     examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod llama-long-server-0",
               "verify -n llm-prod llama-long-server-0 -o describe",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
-              "verify -f saved.json -o json"))
+              "verify -f saved.json -o json", "verify --all-contexts -A"))
 
 
 class VerifyOptions(Record):
@@ -61,6 +61,7 @@ def add(sub, commands):
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     connection_flags.add(v)
+    contexts.add(v)
 
 
 def options(ns) -> VerifyOptions:
@@ -88,17 +89,25 @@ def options(ns) -> VerifyOptions:
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else
                              (DEFAULT_ROLLOUT_TIMEOUT if ns.wait else "0"), "--timeout")
-    return VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=ns.pods), flags.output(ns),
-                         fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout)
+    inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=ns.pods), flags.output(ns),
+                          fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout)
+    return contexts.wrap(ns, NAME, inner, (
+        (ns.pods, "naming Pods picks them in one cluster"),
+        (ns.watch or ns.wait, "--watch/--wait follow one cluster's rollout")))
 
 
 def prefetch(options: VerifyOptions) -> Scope | None:
     """The snapshot the command starts with (load.reader.read), which the command line loads while
-    the command's modules import; None: --watch/--wait list with resourceVersions instead."""
+    the command's modules import; None: --watch/--wait list with resourceVersions instead, and
+    several contexts are each read in their own thread."""
+    if isinstance(options, contexts.FleetOptions):
+        return None
     return None if (options.watch or options.wait) else options.scope
 
 
 def run(options: VerifyOptions, io) -> int:
+    if isinstance(options, contexts.FleetOptions):
+        return contexts.run(options, io)
     from kubectl_kvcache.cli.flows import verify as flow
 
     return flow.run(options, io)

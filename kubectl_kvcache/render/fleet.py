@@ -1,0 +1,114 @@
+"""Several contexts in one report: any command's view with a CONTEXT column first, JSON/YAML whose
+items and per-context summaries carry `context`, and the per-context stderr lines. The one place
+the multi-context output is shaped: a command's own view is reused as it is."""
+
+from __future__ import annotations
+
+from kubectl_kvcache.record import Record
+from kubectl_kvcache.render.core import Column, View, line
+from kubectl_kvcache.render.setting import _shown, status_view
+
+
+class Result(Record):
+    """One context's outcome: its report (None when it failed), the error that ended it, its
+    exit code, its notes, and the namespace it was read in (None: all)."""
+
+    __slots__ = ("context", "report", "error", "code", "notes", "namespace")
+
+    def __init__(self, context: str, report=None, error: str | None = None, code: int = 0,
+                 notes: tuple[str, ...] = (), namespace: str | None = None):
+        self.context = context
+        self.report = report
+        self.error = error
+        self.code = code
+        self.notes = notes
+        self.namespace = namespace
+
+
+class Fleet(Record):
+    """The results, in the order the contexts were asked for."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: tuple[Result, ...]):
+        self.results = results
+
+    @property
+    def read(self):
+        return [r for r in self.results if r.error is None]
+
+
+def _in_context(column: Column) -> Column:
+    wide = column.wide_value
+    return Column(column.header, lambda row: column.value(row[1]),
+                  (lambda row: wide(row[1])) if wide else None, column.shorten)
+
+
+def view(inner: View, kind: str) -> View:
+    """`inner` over every context read: CONTEXT first, then the command's own columns; `kind`:
+    what one context's -o json is (VerifyReport, CheckReport, BindingList, RoleList, SettingStatus)."""
+    def rows(fleet):
+        return [(r.context, row) for r in fleet.read for row in inner.rows(r.report)]
+
+    return View(columns=(Column("context", lambda row: row[0]),) + tuple(_in_context(c) for c in inner.columns),
+                wide=tuple(_in_context(c) for c in inner.wide), rows=rows,
+                to_dict=lambda fleet: to_dict(inner, kind, fleet), empty=inner.empty)
+
+
+def to_dict(inner: View, kind: str, fleet: Fleet) -> dict:
+    """`Fleet<Kind>`: `contexts` (each context's own fields: setting, summary, deployments, or
+    its error), the items (check: findings) of every context each with its `context`, and the
+    summary added up over the contexts read."""
+    key = {"CheckReport": "findings", "SettingStatus": None}.get(kind, "items")
+    items, contexts, total = [], [], None
+    for r in fleet.results:
+        if r.error is not None:
+            contexts.append({"context": r.context, "error": r.error})
+            continue
+        data = inner.to_dict(r.report)
+        if key is None:         # the report is the item (a Setting's status)
+            items.append({"context": r.context, **data})
+            contexts.append({"context": r.context, "error": None})
+            continue
+        items += [{"context": r.context, **item} for item in data[key]]
+        contexts.append({"context": r.context, "error": None,
+                         **{k: v for k, v in data.items() if k not in ("kind", key)}})
+        summary = data.get("summary")
+        if isinstance(summary, dict):
+            total = dict(summary) if total is None else {k: total.get(k, 0) + v for k, v in summary.items()}
+    out = {"kind": "Fleet" + kind, "contexts": contexts, (key or "items"): items}
+    if total is not None:
+        out["summary"] = total
+    return out
+
+
+# `setting status` in a table: one row per context.
+SETTING = View(
+    columns=(Column("value", lambda s: _shown(s["value"], s["raw"])), Column("source", lambda s: s["source"]),
+             Column("editable", lambda s: {True: "yes", False: "no"}.get(s["editable"], "unknown"))),
+    wide=(Column("description", lambda s: s["description"]), Column("meaning", lambda s: s["meaning"])),
+    rows=lambda status: [status], to_dict=lambda status: status, empty="Settings")
+
+
+def setting_report(setting):
+    """A context's Setting as SETTING's row (render.setting's SettingStatus)."""
+    return status_view(setting)
+
+
+# -- stderr ------------------------------------------------------------------------------------
+
+def note(err, context, text):
+    line(err, f"note: context {context}: {text}")
+
+
+def context_line(err, context, text):
+    line(err, f"context {context}: {text}")
+
+
+def failed(err, context, message):
+    line(err, f"error: context {context}: {message}")
+
+
+def nothing_found(err, context, what, namespace):
+    where = f"in {namespace} namespace" if namespace else "in any namespace"
+    context_line(err, context, f"No {what} found {where}.")

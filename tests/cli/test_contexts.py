@@ -1,0 +1,162 @@
+"""--contexts/--all-contexts without a cluster: what is refused before anything is sent, the
+exit code over contexts, and how the report of several contexts is put together (the real
+servers: tests/cluster/test_fleet_cluster.py)."""
+
+import io
+import json
+
+import pytest
+
+from kubectl_kvcache import exitcodes
+from kubectl_kvcache.cli import main
+from kubectl_kvcache.cli.flows import fleet
+from kubectl_kvcache.render import fleet as view
+from kubectl_kvcache.render.core import Column, View
+from kubectl_kvcache.render.output import Output
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+- {name: one, cluster: {server: "http://127.0.0.1:9"}}
+users:
+- {name: u, user: {}}
+contexts:
+- {name: zeta, context: {cluster: one, user: u}}
+- {name: alpha, context: {cluster: one, user: u, namespace: team}}
+current-context: zeta
+"""
+
+
+@pytest.fixture
+def kubeconfig(tmp_path, monkeypatch):
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    return str(path)
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("argv,says", [
+    (("verify", "--contexts", "alpha", "--context", "zeta"), "--context picks one context"),
+    (("check", "--contexts", "alpha", "--all-contexts"), "--contexts and --all-contexts cannot be used together"),
+    (("bindings", "--all-contexts", "-f", "x.json"), "-f/--filename reads saved objects, not clusters"),
+    (("verify", "--all-contexts", "some-pod"), "naming Pods picks them in one cluster"),
+    (("verify", "--all-contexts", "--wait"), "--watch/--wait follow one cluster's rollout"),
+    (("roles", "--parallel", "2"), "--parallel needs --contexts/--all-contexts"),
+    (("verify", "--all-contexts", "--parallel", "0"), "--parallel must be 1 or more"),
+    (("verify", "--contexts", " , "), "--contexts needs at least one context name"),
+    (("verify", "--contexts", "alpha,nope"), "context 'nope' does not exist in the kubeconfig (--contexts)"),
+    (("setting", "on", "--contexts", "alpha"), "setting on changes one cluster at a time"),
+    (("setting", "off", "--all-contexts"), "setting off changes one cluster at a time"),
+    (("recover", "b", "--parallel", "3"), "recover changes one cluster at a time"),
+])
+def test_refused_in_one_line_before_anything_is_sent(kubeconfig, argv, says):
+    code, out, err = run(*argv, "--kubeconfig", kubeconfig)
+    assert code == exitcodes.ERROR and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and says in err, err
+
+
+def test_every_context_fails_alone_and_is_named(kubeconfig):
+    code, out, err = run("verify", "--all-contexts", "--kubeconfig", kubeconfig, "-o", "json")
+    assert code == exitcodes.ERROR
+    data = json.loads(out)
+    assert [c["context"] for c in data["contexts"]] == ["alpha", "zeta"]      # sorted, as get-contexts
+    assert all(c["error"].startswith("cannot reach the API server at http://127.0.0.1:9") for c in data["contexts"])
+    assert [line.split(":")[1].strip() for line in err.splitlines()] == ["context alpha", "context zeta"]
+
+
+def test_the_worst_exit_code_wins():
+    assert exitcodes.worst([0, 1, 0]) == 1
+    assert exitcodes.worst([1, 2, 0]) == 2
+    assert exitcodes.worst([0, 0]) == 0
+    assert exitcodes.worst([]) == 0
+
+
+def test_fan_out_is_bounded_and_keeps_every_outcome():
+    import threading
+    import time
+
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def job(name):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        if name == "bad":
+            raise ValueError(name)
+        return name.upper()
+
+    outcomes = fleet.fan_out(["a", "bad", "c", "d", "e"], job, 2)
+    assert peak[0] == 2
+    assert outcomes["a"] == ("A", None) and outcomes["e"] == ("E", None)
+    assert outcomes["bad"][0] is None and isinstance(outcomes["bad"][1], ValueError)
+
+
+class _Report:
+    def __init__(self, rows):
+        self.rows = rows
+
+
+INNER = View(columns=(Column("name", lambda r: r["name"]),), wide=(Column("why", lambda r: r["why"]),),
+             rows=lambda report: report.rows,
+             to_dict=lambda report: {"kind": "VerifyReport", "setting": {"value": True},
+                                     "items": report.rows, "summary": {"total": len(report.rows), "OK": 1}},
+             empty="things")
+
+
+def test_the_report_of_several_contexts():
+    results = (view.Result("b", _Report([{"name": "x", "why": "1"}, {"name": "y", "why": "2"}])),
+               view.Result("a", error="refused"),
+               view.Result("c", _Report([{"name": "z", "why": "3"}])))
+    data = view.to_dict(INNER, "VerifyReport", view.Fleet(results))
+    assert data["kind"] == "FleetVerifyReport"
+    assert [(i["context"], i["name"]) for i in data["items"]] == [("b", "x"), ("b", "y"), ("c", "z")]
+    assert data["contexts"] == [
+        {"context": "b", "error": None, "setting": {"value": True}, "summary": {"total": 2, "OK": 1}},
+        {"context": "a", "error": "refused"},
+        {"context": "c", "error": None, "setting": {"value": True}, "summary": {"total": 1, "OK": 1}}]
+    assert data["summary"] == {"total": 3, "OK": 2}
+    fleet_view = view.view(INNER, "VerifyReport")
+    out = io.StringIO()
+    fleet_view_rows = fleet_view.cells(view.Fleet(results), True)
+    assert fleet_view.headers(True) == ["context", "name", "why"]
+    assert fleet_view_rows == [["b", "x", "1"], ["b", "y", "2"], ["c", "z", "3"]]
+    from kubectl_kvcache.render import core
+
+    core.show(fleet_view, view.Fleet(results), Output("table"), out)
+    assert out.getvalue().splitlines()[0].split() == ["CONTEXT", "NAME"]
+
+
+@pytest.mark.parametrize("word,shown", [("", ["alpha", "zeta"]), ("al", ["alpha"]), ("alpha,", ["alpha,zeta"]),
+                                        ("alpha,zeta,", []), ("--contexts=zeta,a", ["--contexts=zeta,alpha"])])
+def test_contexts_complete_one_name_after_another(kubeconfig, monkeypatch, word, shown):
+    monkeypatch.setenv("KUBECONFIG", kubeconfig)
+    words = ["verify", word] if word.startswith("--") else ["verify", "--contexts", word]
+    code, out, err = run("__complete", *words)
+    lines = out.splitlines()
+    assert [line.split("\t")[0] for line in lines[:-1]] == shown
+    assert lines[-1] == (":4" if "," not in word else ":6")
+
+
+def test_a_format_for_one_context_is_refused():
+    """-o formats other than table, wide, json and yaml (a document of one context) are refused."""
+    import argparse
+
+    from kubectl_kvcache.cli import contexts
+    from kubectl_kvcache.errors import PluginError
+
+    ns = argparse.Namespace(contexts="a,b", all_contexts=False, parallel=None, context=None, filename=[],
+                            output="markdown")
+    with pytest.raises(PluginError, match="-o markdown reports one context"):
+        contexts.wrap(ns, "verify", object())
+    ns.output = "wide"
+    assert contexts.wrap(ns, "verify", "inner").contexts == ("a", "b")

@@ -1,0 +1,180 @@
+"""deploy/'s RBAC, proven on a real API server through the in-cluster path: the manifest's
+ServiceAccount, ClusterRole, Role and bindings created from the files themselves, the
+ServiceAccount's token minted through the TokenRequest API (`kubectl create token`), and the
+plugin run with KUBERNETES_SERVICE_HOST/PORT and the token, CA and namespace files at
+/var/run/secrets/kubernetes.io/serviceaccount/, where client-go's rest.InClusterConfig reads them
+(k8s.io/client-go@v0.37.2 rest/config.go InClusterConfig: the paths are constants, no override).
+They get there in a private mount namespace (unshare -m, a tmpfs on /run, which /var/run points
+to): nothing on the machine changes. The Job's and CronJob's own arguments succeed; each rule
+taken away makes the plugin say what is forbidden."""
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+harness = sys.modules["kvcache_test_harness"]      # loaded by this folder's conftest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEPLOY = os.path.join(ROOT, "deploy")
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# Mount a tmpfs on the directory /var/run resolves to, put the files where client-go reads
+# them, then run the command; all of it in this process's own mount namespace.
+MOUNT = ('set -e; run=$(readlink -f /var/run); mount -t tmpfs -o size=1m,mode=0755 kvcache-sa "$run"; '
+         f'mkdir -p {SA_DIR}; cp "$KVCACHE_SA_FILES"/token "$KVCACHE_SA_FILES"/ca.crt '
+         f'"$KVCACHE_SA_FILES"/namespace {SA_DIR}/; exec "$@"')
+
+
+def manifest(name):
+    with open(os.path.join(DEPLOY, name)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def container_args(obj):
+    spec = obj["spec"]["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else obj["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["command"] == ["kubectl-kvcache"]
+    return container["args"]
+
+
+def _unshare_works():
+    if shutil.which("unshare") is None:
+        return "unshare (util-linux) is not installed"
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        "mount -t tmpfs none /mnt && umount /mnt"], capture_output=True, text=True)
+    return None if p.returncode == 0 else f"no private mount namespace here: {p.stderr.strip()}"
+
+
+@pytest.fixture(scope="module")
+def incluster(cluster, tmp_path_factory):
+    why = _unshare_works()
+    if why:
+        pytest.skip(f"the in-cluster files need a private mount namespace: {why}")
+    rbac = manifest("rbac.yaml")
+    cluster.apply(rbac, with_status=False)
+    cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                   "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+                   "spec": {"value": "true"}, "status": {"value": "true", "editable": True}})
+    seeded = cluster.load_example_namespaces(os.path.join(ROOT, "examples", "cluster.json"), "incluster-")
+    sa = next(o for o in rbac if o["kind"] == "ServiceAccount")
+    name, namespace = sa["metadata"]["name"], sa["metadata"]["namespace"]
+    token = cluster.kubectl("create", "token", name, "-n", namespace, "--duration", "1h", check=True).stdout.strip()
+    files = tmp_path_factory.mktemp("serviceaccount")
+    (files / "token").write_text(token)
+    shutil.copy(cluster.ca_file, files / "ca.crt")
+    (files / "namespace").write_text(namespace)
+    home = tmp_path_factory.mktemp("home")           # no ~/.kube/config: kubectl's in-cluster fallback
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "KVCACHE_TRACE"))}
+    env.update(HOME=str(home), KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT=str(cluster.port),
+               KVCACHE_SA_FILES=str(files), PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    yield {"env": env, "rbac": rbac, "user": f"system:serviceaccount:{namespace}:{name}", "namespace": namespace,
+           "seeded": seeded}
+    cluster.delete("-f", os.path.join(DEPLOY, "rbac.yaml"), "--wait=false")
+
+
+def _run_in_pod(incluster, *argv):
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", MOUNT, "sh", *argv],
+                          env=incluster["env"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def in_pod(incluster, *argv):
+    p = _run_in_pod(incluster, sys.executable, "-m", "kubectl_kvcache", *argv)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("file", ["job.yaml", "cronjob.yaml"])
+def test_the_jobs_own_command_succeeds_with_the_manifests_rbac(cluster, incluster, file):
+    (obj,) = manifest(file)
+    assert obj["metadata"]["namespace"] == incluster["namespace"]
+    spec = obj["spec"]["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else obj["spec"]
+    assert spec["template"]["spec"]["serviceAccountName"] == incluster["user"].rsplit(":", 1)[1]
+    # the API server takes the manifest as it is (no controller runs it here)
+    cluster.kubectl("apply", "--dry-run=server", "-f", os.path.join(DEPLOY, file), check=True)
+    code, out, err = in_pod(incluster, *container_args(obj))
+    assert code in (0, 1), err                   # the examples' cluster has findings: 1, never 2
+    data = json.loads(out)                       # JSON on stdout, nothing else
+    assert data["kind"] in ("CheckReport", "VerifyReport")
+    assert data["setting"]                       # the Setting was read (the Role's get)
+    items = data.get("items") or data.get("findings")
+    assert {i["namespace"] for i in items if i.get("namespace")} >= set(incluster["seeded"].values())
+    assert "error:" not in err
+
+
+def test_in_cluster_exactly_when_kubectl_is(cluster, incluster):
+    """The real kubectl in the same mount namespace: it too lists Pods as the ServiceAccount
+    (kubectl auth whoami), and with --as (no longer the default config: loader.go
+    IsDefaultConfig) neither falls back to the in-cluster config (both go to localhost:8080)."""
+    code, out, err = in_pod(incluster, "verify", "-A", "-o", "json")
+    assert code in (0, 1) and json.loads(out)["items"], err
+    kubectl = cluster.kubectl_path
+    who = _run_in_pod(incluster, kubectl, "auth", "whoami", "-o", "json")
+    assert who.returncode == 0, who.stderr
+    assert json.loads(who.stdout)["status"]["userInfo"]["username"] == incluster["user"]
+    assert _run_in_pod(incluster, kubectl, "get", "pods", "-A").returncode == 0
+    theirs = _run_in_pod(incluster, kubectl, "get", "pods", "-A", "--as", "someone")
+    code, out, err = in_pod(incluster, "verify", "-A", "--as", "someone")
+    assert theirs.returncode != 0 and "localhost:8080" in theirs.stderr
+    assert code == 2 and "http://localhost:8080" in err, err
+
+
+def _rules_without(rbac, kind, index, resource):
+    docs = copy.deepcopy(rbac)
+    role = next(o for o in docs if o["kind"] == kind)
+    rule = role["rules"][index]
+    rule["resources"] = [r for r in rule["resources"] if r != resource]
+    if not rule["resources"]:
+        del role["rules"][index]
+    return role
+
+
+def _until(check, timeout=15):
+    """RBAC changes reach the authorizer through an informer: wait for them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result[0] or time.monotonic() > deadline:
+            return result[1]
+        time.sleep(0.3)
+
+
+def _removals(rbac):
+    for kind in ("ClusterRole", "Role"):
+        role = next(o for o in rbac if o["kind"] == kind)
+        for index, rule in enumerate(role["rules"]):
+            for resource in rule["resources"]:
+                yield kind, index, resource
+
+
+def test_every_rule_is_needed(cluster, incluster):
+    rbac = incluster["rbac"]
+    removals = list(_removals(rbac))
+    assert len(removals) == 10      # 9 lists and the Setting's get
+    try:
+        for kind, index, resource in removals:
+            cluster.apply(_rules_without(rbac, kind, index, resource), with_status=False)
+
+            def refused():
+                code, out, err = in_pod(incluster, "check", "-A", "-o", "json")
+                return code == 2 and "forbidden" in err, (code, err)
+            code, err = _until(refused)
+            assert code == 2, (resource, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: forbidden: cannot "), (resource, err)
+            assert resource in lines[0] and incluster["user"] in lines[0], (resource, err)
+            cluster.apply(next(o for o in rbac if o["kind"] == kind), with_status=False)
+
+            def restored():
+                code, _, err = in_pod(incluster, "check", "-A", "-o", "json")
+                return code in (0, 1), (code, err)
+            assert _until(restored)[0] in (0, 1), resource
+    finally:
+        for kind in ("ClusterRole", "Role"):
+            cluster.apply(next(o for o in rbac if o["kind"] == kind), with_status=False)
