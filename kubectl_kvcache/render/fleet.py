@@ -41,7 +41,7 @@ class Fleet(Record):
 def _in_context(column: Column) -> Column:
     wide = column.wide_value
     return Column(column.header, lambda row: column.value(row[1]),
-                  (lambda row: wide(row[1])) if wide else None, column.shorten)
+                  (lambda row: wide(row[1])) if wide else None, column.text, column.namespace)
 
 
 def view(inner: View, kind: str) -> View:
