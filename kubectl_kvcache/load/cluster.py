@@ -104,7 +104,7 @@ class _Lists:
             return lambda: _skippable(lambda: self.client.list(
                 api.collection_path(self.client, res, self.ns),
                 lambda o: _opted_in(records.workload_record(dict(o, kind=res.kind))),
-                chunk=self.chunk, what=f"list {res.name} {self.where}"))
+                chunk=self.chunk, what=f"list {res.name} {self.where}"), self.scope.workloads_flag)
         return {res.kind: job(res) for res in api.WORKLOADS}
 
 
@@ -148,13 +148,16 @@ def _set_setting(result, operator, scope: Scope):
                                 f"judging with its default, on, as the operator reads it")
 
 
-def _skippable(list_workloads):
-    """A workload list RBAC refuses names the flag that does without it."""
+def _skippable(list_workloads, flag):
+    """A workload list RBAC refuses names the command's flag that does without it, if it has one."""
     try:
         return list_workloads()
     except Forbidden as exc:
-        raise Forbidden(f"{exc} (pass --skip-workloads to go on without the workload templates' injection "
-                        f"opt-ins)") from exc
+        if flag:
+            raise Forbidden(f"{exc} (pass {flag} to go on without the workload templates' injection "
+                            f"opt-ins)") from exc
+        raise Forbidden(f"{exc} (the workload templates that opt into injection are read to point them at the "
+                        f"new Binding: it needs list on them in the namespace)") from exc
 
 
 class WatchTarget(Record):

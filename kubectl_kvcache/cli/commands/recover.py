@@ -33,7 +33,7 @@ class RecoverOptions(Record):
 
     def __init__(self, binding: str, connection: Connection, scope: Scope, output: Output | None = None,
                  dtype: str | None = None, name: str | None = None, domain: str | None = None,
-                 strategy: str = "side-by-side", apply: bool = False, yes: bool = False, dry_run: str = "none",
+                 strategy: str | None = None, apply: bool = False, yes: bool = False, dry_run: str = "none",
                  backup_dir: str | None = None, timeout: float | None = 600.0,
                  field_manager: str = DEFAULT_FIELD_MANAGER):
         self.binding = binding
@@ -43,7 +43,7 @@ class RecoverOptions(Record):
         self.dtype = dtype
         self.name = name              # the new Binding's name
         self.domain = domain          # the new Binding's spec.domain.name
-        self.strategy = strategy      # side-by-side | replace
+        self.strategy = strategy      # side-by-side | replace; None: the record's, else side-by-side
         self.apply = apply
         self.yes = yes
         self.dry_run = dry_run        # none | client | server
@@ -63,7 +63,7 @@ def add(sub, commands):
     rc.add_argument("--name", help="the new Binding's name (default: derived from the old name and the dtype)")
     rc.add_argument("--domain", help="the new Binding's spec.domain.name (default: derived; must be unclaimed "
                                      "on the pool)")
-    rc.add_argument("--strategy", default="side-by-side", choices=("side-by-side", "replace"),
+    rc.add_argument("--strategy", choices=("side-by-side", "replace"),
                     help="side-by-side (default): create each deployment under a new name, wait until it is "
                          "available, then delete the old one (needs spare capacity); replace: back up, "
                          "delete, wait until gone, create under the same name (downtime per deployment)")
