@@ -29,9 +29,31 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot
     jobs.update(lists.pod_jobs())
     if scope.workloads:
         jobs.update(lists.workload_jobs())
+    if scope.namespace:
+        jobs["namespace"] = lambda: missing_namespaces(client, (scope.namespace,))
     with _gc_paused():
         results = _run_all(jobs)
-    return _assemble(results, scope)
+    snapshot = _assemble(results, scope)
+    snapshot.missing_namespaces = tuple(results.get("namespace", ()))
+    return snapshot
+
+
+NAMESPACE = api.Resource("Namespace", "", "namespaces", "v1")
+
+
+def missing_namespaces(client, namespaces) -> list[str]:
+    """The namespaces the API server says do not exist (404 on GET /api/v1/namespaces/NAME), so that
+    a typo is said instead of reading as "nothing found". One RBAC does not let be read, or that
+    cannot be asked about, is not reported: whether it exists is not known."""
+    missing = []
+    for ns in namespaces:
+        try:
+            client.get(api.object_path(client, NAMESPACE, None, ns), what=f"get namespace {ns}")
+        except NotFound:
+            missing.append(ns)
+        except PluginError:
+            continue
+    return missing
 
 
 class _Lists:

@@ -17,7 +17,8 @@ HELP = dict(
 
 
 def add(sub, commands):
-    check.add_view(NAME, HELP, sub, commands, "Bindings")
+    check.add_view(NAME, HELP, sub, commands, "Bindings (also those a ModelDeployment, Pod or workload with these "
+                                              "labels names; a ModelDeployment is selected by its Pods' labels too)")
 
 
 options, prefetch, run = check.options, check.prefetch, check.run
