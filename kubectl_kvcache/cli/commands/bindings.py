@@ -17,8 +17,7 @@ HELP = dict(
 
 
 def add(sub, commands):
-    check.add_view(NAME, HELP, sub, commands, "Bindings (also those a ModelDeployment, Pod or workload with these "
-                                              "labels names; a ModelDeployment is selected by its Pods' labels too)")
+    check.add_view(NAME, HELP, sub, commands, "Bindings (by their own labels; every user is still judged)")
 
 
 options, prefetch, run = check.options, check.prefetch, check.run

@@ -10,8 +10,7 @@ from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.record import Record
 
 NAME = "check"
-SELECTS = ("findings about objects (a ModelDeployment also when its Pods have them, as verify selects Pods; a "
-           "Binding when a selected object names it)")
+SELECTS = "findings about objects (a ModelDeployment also when its Pods have them, as verify selects Pods)"
 HELP = dict(
     help="everything the upgrade guide asks you to check before turning the Setting on",
     description="Everything the upgrade guide asks you to check before the Setting is on: Binding spellings "
@@ -19,9 +18,9 @@ HELP = dict(
                 "themselves, take-over roles, injection opt-ins the webhook will refuse, and the Setting. "
                 "-o wide adds the fix of each finding.\n\n" + flags.SCOPE_NOTE
                 + "-l/--selector keeps the findings about objects (Bindings, ModelDeployments, Pods, workloads) "
-                  "with those labels, the same objects verify's -l selects: a ModelDeployment also when its Pods "
-                  "have them, a Binding also when a selected object names it; everything in scope is still read "
-                  "and judged, and the Setting's finding is always shown.",
+                  "with those labels, a ModelDeployment also when its Pods have them (the objects verify's -l "
+                  "selects); everything in scope is still read and judged, and the Setting's finding is always "
+                  "shown.",
     examples=("check -A", "check -n llm-prod -o wide", "check -A --strict",
               "check -A -l team=research", "check -A -f saved.json -o json"))
 

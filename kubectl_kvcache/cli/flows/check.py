@@ -11,7 +11,6 @@ from kubectl_kvcache import exitcodes, render
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import checks
 from kubectl_kvcache.load import reader
-from kubectl_kvcache.operator import api
 from kubectl_kvcache.render import checks as views
 
 
@@ -32,8 +31,7 @@ def select(report, snapshot, selector):
     """-l: keep what is about the objects verify's -l selects too. Everything in scope was read and
     judged (a Binding's verdict needs all its users); the Setting's finding always stays. An
     object is selected when its labels match; a ModelDeployment also when one of its Pods' labels
-    match (verify selects Pods: their app.kubernetes.io/instance is the deployment's name), a
-    Binding also when a selected ModelDeployment, Pod or workload names it."""
+    match (verify selects Pods: their app.kubernetes.io/instance is the deployment's name)."""
     if not selector:
         return report
 
@@ -49,13 +47,7 @@ def select(report, snapshot, selector):
     chosen = {("ModelDeployment",) + key for key in chosen_mds}
     chosen.update(("Pod", p.namespace, p.name) for p in snapshot.pods if match(p.labels))
     chosen.update((w.kind, w.namespace, w.name) for w in snapshot.workloads if match(w.labels))
-    named = {(d.namespace, d.binding) for d in snapshot.deployments.values() if (d.namespace, d.name) in chosen_mds}
-    named.update((p.namespace, p.annotations.get(api.BINDING_ANNOTATION)) for p in snapshot.pods
-                 if ("Pod", p.namespace, p.name) in chosen)
-    named.update((w.namespace, w.annotations.get(api.BINDING_ANNOTATION)) for w in snapshot.workloads
-                 if (w.kind, w.namespace, w.name) in chosen)
-    chosen.update(("KVCachePoolBinding", b.namespace, b.name) for b in snapshot.bindings.values()
-                  if match(b.labels) or (b.namespace, b.name) in named)
+    chosen.update(("KVCachePoolBinding", b.namespace, b.name) for b in snapshot.bindings.values() if match(b.labels))
 
     def picked(kind, namespace, name):
         return (kind, namespace, name) in chosen
