@@ -642,3 +642,36 @@ def test_interrupted_after_any_step_then_resumed_from_a_fresh_directory(scene, t
     assert got == _uninterrupted(scene, monkeypatch, tmp_path, strategy, setting)
     assert got["setting"] == setting and got["record"]["finished"] is True
     assert {"ModelDeployment", "KVCachePoolBinding"} <= {k for k, _ in got["backups"]}
+
+
+def test_the_last_step_asks_the_gate_setting_on_asks(scene, tmp_path):
+    """Another namespace's Binding is rejected by the engine its deployment runs: turning the
+    Setting on would crash-loop it. recover's last step says so as `setting on` does (each error
+    with its fix, a rejected Binding's being its recover command) and stops there, the Setting off;
+    once that Binding is fixed, the same command finishes and turns it on."""
+    cluster, ns = scene
+    other = cluster.new_namespace("other")
+    cluster.apply([_binding(other, "bad", f"pool-{other}", "d", "fp8"), _md(other, "gamma", "bad")])
+    try:
+        with Operator(cluster, ns) as op:
+            p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path)
+            assert p.returncode == 2, p.stderr + p.stdout
+            assert "Before turning it on, check -A found 1 error: the Setting is not turned on. Each with its fix:" \
+                in p.stdout
+            assert f"kubectl kvcache recover bad -n {other}" in p.stdout
+            # the scene's own pre-existing error (other names a Binding that does not exist) does not hold it
+            assert "Turning it on does not change 1 error that exists with the Setting off too:" in p.stdout
+            line = one_error_line(p.stderr)
+            assert line.startswith("error: refusing to turn the Setting on: check found 1 error") and "rerun" in line
+            assert "Stopped at step 15 of 16" in p.stderr and setting_value(cluster) == "false"
+            (_, s_out, s_err) = in_process(cluster, "setting", "on", "--dry-run")
+            assert "Before turning it on, check -A found 1 error: the Setting is not turned on." in s_out
+            assert f"kubectl kvcache recover bad -n {other}" in s_out
+            _clear(cluster, other)
+            p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path / "elsewhere"
+                       if (tmp_path / "elsewhere").mkdir() is None else tmp_path)
+            assert p.returncode == 0, p.stderr + p.stdout
+            assert "Before turning it on, check -A: no errors that turning it on causes" in p.stdout
+        assert op.errors == [] and setting_value(cluster) == "true"
+    finally:
+        _clear(cluster, other)
