@@ -19,7 +19,8 @@ HELP = dict(
                 "files) and, with --apply, executed step by step: the Setting off, a new Binding on the same "
                 "pool with a spelling every engine accepts and a new domain, each ModelDeployment recreated "
                 "on it, opted-in workload templates re-pointed, the old Binding deleted, the Setting back on. "
-                "Without --apply it prints the plan and changes nothing.",
+                "Without --apply it prints the plan and changes nothing. Its state lives in the cluster (ConfigMap "
+                "kvcache-recover-BINDING in the namespace): rerunning the same command from anywhere continues it.",
     examples=("recover sgl-fp8 -n llm-prod", "recover sgl-fp8 -n llm-prod --dtype fp8_e4m3 -o yaml",
               "recover sgl-fp8 -n llm-prod --strategy replace", "recover sgl-fp8 -n llm-prod --apply",
               "recover sgl-fp8 -n llm-prod --apply --backup-dir ./recover-sgl-fp8-20260310T0900Z"))
@@ -75,8 +76,9 @@ def add(sub, commands):
                     help="client: print the plan and the requests, send nothing; server: the API server "
                          "validates every create, patch and delete (dryRun=All), nothing persisted")
     rc.add_argument("--backup-dir", help="where objects are backed up before they are deleted or patched "
-                                         "(default: a new directory named after the Binding and the time); "
-                                         "pass an earlier run's to resume it")
+                                         "(default: a new directory named after the Binding and the time); the "
+                                         "recovery's record in the cluster (ConfigMap kvcache-recover-BINDING) "
+                                         "holds them too, so a rerun from anywhere needs no --backup-dir")
     rc.add_argument("--timeout", default=DEFAULT_RECOVER_TIMEOUT,
                     help="how long each wait step waits (e.g. 10m; 0 waits forever)")
     rc.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the writes")
