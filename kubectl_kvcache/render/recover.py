@@ -151,3 +151,10 @@ def record(ref, out):
 def finished(total, backups, ref, namespace, name, out):
     line(out, f"Recovery finished: {total} steps done. Backups: {escape(backups)} and {escape(ref)} (kubectl get "
               f"configmap {escape(name)} -n {escape(namespace)} -o yaml; delete it once they are no longer needed)")
+
+
+def already_finished(record, out):
+    t = record.target
+    line(out, escape(f"The recovery of KVCachePoolBinding {record.namespace}/{record.binding} to {t.get('name')} "
+                     f"(dtype {t.get('dtype')!r}) finished; nothing to do. Its record and backups: ConfigMap "
+                     f"{record.namespace}/{record.name}."))

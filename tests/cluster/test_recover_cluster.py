@@ -292,6 +292,9 @@ def test_side_by_side_whole_recovery(scene, tmp_path):
     assert {("ModelDeployment", "alpha"), ("ModelDeployment", "beta"), ("KVCachePoolBinding", "sgl-fp8"),
             ("Deployment", "batch"), ("Setting", "model-deployment-kv-cache-dtype-owned")} <= record["backups"]
     assert f"kubectl get configmap kvcache-recover-sgl-fp8 -n {ns} -o yaml" in p.stdout
+    # the same command again, from elsewhere: the record says it finished
+    again = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd="/")
+    assert again.returncode == 0 and "finished; nothing to do" in again.stdout, again.stderr
 
 
 def test_server_dry_run_changes_nothing_and_no_terminal_refuses(scene, tmp_path):

@@ -38,6 +38,10 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
     backups = read_backups(options.backup_dir)
     found, client = recovery.load_recovery(options.connection, options.scope, options.binding, io.stdin,
                                            render.tracer(io.stderr), backups)
+    record = found.record
+    if record is not None and record.finished and found.binding_gone:
+        view.already_finished(record, io.stdout)
+        return exitcodes.OK
     inputs = recover.inputs_for(found, checks.check(found.snapshot))
     request = recover.resumed(recover.Request(options.dtype, options.name, options.domain, options.strategy),
                               found.record)
