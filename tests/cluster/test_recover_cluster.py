@@ -518,6 +518,8 @@ def test_client_dry_run_lists_the_requests_and_sends_nothing(scene, tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["kind"] == "RecoveryPlan"        # stdout stays data
     assert f"3. POST {API}/namespaces/{ns}/kvcachepoolbindings?fieldManager=kubectl-kvcache" in p.stderr
+    assert f"0. POST /api/v1/namespaces/{ns}/configmaps?fieldManager=kubectl-kvcache (ConfigMap {ns}/kvcache-" \
+           f"recover-sgl-fp8: the recovery's record" in p.stderr
     assert f"7. DELETE {API}/namespaces/{ns}/modeldeployments/alpha preconditions uid" in p.stderr
     assert binding(cluster, ns, "sgl-fp8-e4m3") is None and setting_value(cluster) == "true"
     assert os.listdir(tmp_path) == []

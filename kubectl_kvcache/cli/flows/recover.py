@@ -208,6 +208,9 @@ class Executor:
 
     def requests(self):
         fm = f"fieldManager={self.options.field_manager}"
+        j = self.journal
+        yield (f"0. {'PATCH ' + j.path if j.record else 'POST ' + j.collection}?{fm} ({j.ref}: the recovery's record; "
+               f"patched again before the Setting is turned off, with each backup, and at the end)")
         for n, step in enumerate(self.steps, 1):
             action = step.action
             if action == "setting":
