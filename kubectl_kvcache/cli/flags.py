@@ -86,7 +86,8 @@ def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
     return Scope(namespace=namespace, all_namespaces=ns.all_namespaces,
                  selector=ns.selector if selected else None,
                  names=tuple(pods), files=tuple(ns.filename), workloads=workloads and not skipped,
-                 workloads_skipped=skipped, assume_setting={"on": True, "off": False}.get(ns.assume_setting))
+                 workloads_skipped=skipped, assume_setting={"on": True, "off": False}.get(ns.assume_setting),
+                 workloads_flag="--skip-workloads" if hasattr(ns, "skip_workloads") else None)
 
 
 def output(ns) -> Output:

@@ -50,13 +50,13 @@ class Inputs(Record):
     """What the planner reads: what load.recovery read, with checks' judgement of it (inputs_for)."""
 
     __slots__ = ("namespace", "binding_name", "binding", "binding_gone", "bindings", "deployments", "workloads",
-                 "pods", "report", "setting", "backups", "notes")
+                 "pods", "report", "setting", "backups", "notes", "record")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, namespace: str, binding_name: str, binding: dict | None, binding_gone: bool,
                  bindings: list[dict], deployments: list[dict], workloads: list[dict], pods: list[records.Pod],
                  report: object, setting: records.Setting | None = None, backups: list[dict] | None = None,
-                 notes: list[str] | None = None):
+                 notes: list[str] | None = None, record=None):
         self.namespace = namespace
         self.binding_name = binding_name
         self.binding = binding              # the old Binding (from a backup when `binding_gone`)
@@ -69,6 +69,7 @@ class Inputs(Record):
         self.setting = setting
         self.backups = [] if backups is None else backups   # objects an earlier run backed up (resume)
         self.notes = [] if notes is None else notes
+        self.record = record                # load.recovery.RecoveryRecord: an earlier run's, in the cluster
 
 
 def inputs_for(found, report) -> Inputs:
@@ -78,18 +79,37 @@ def inputs_for(found, report) -> Inputs:
                   binding_gone=found.binding_gone, bindings=found.bindings, deployments=found.deployments,
                   workloads=found.workloads,
                   pods=[p for p in snapshot.pods if p.namespace == found.namespace and p.opted_in],
-                  report=report, setting=snapshot.setting, backups=found.backups, notes=found.notes)
+                  report=report, setting=snapshot.setting, backups=found.backups, notes=found.notes,
+                  record=found.record)
 
 
 class Request(Record):
     __slots__ = ("dtype", "name", "domain", "strategy")
 
     def __init__(self, dtype: str | None = None, name: str | None = None, domain: str | None = None,
-                 strategy: str = DEFAULT_STRATEGY):
+                 strategy: str | None = None):
         self.dtype = dtype
         self.name = name
         self.domain = domain
         self.strategy = strategy
+
+
+def resumed(request: Request, record) -> Request:
+    """The request of a rerun: what the flags leave out comes from the recovery's record (an
+    earlier run's choice of dtype, name, domain and strategy); a flag that differs from it is an
+    error, so that one recovery never moves to two targets."""
+    if record is None or record.finished:
+        return request.replace(strategy=request.strategy or DEFAULT_STRATEGY)
+    chosen = {}
+    for field, flag in (("dtype", "--dtype"), ("name", "--name"), ("domain", "--domain"),
+                        ("strategy", "--strategy")):
+        given, recorded = getattr(request, field), record.target.get(field)
+        if given is not None and recorded is not None and given != recorded:
+            raise PluginError(f"{flag} {given!r}: the recovery recorded in ConfigMap {record.namespace}/{record.name} "
+                              f"(an earlier run, not finished) uses {flag} {recorded!r}; rerun it without {flag} to "
+                              f"continue it, or delete the ConfigMap once you have reviewed what it did")
+        chosen[field] = given if given is not None else recorded
+    return request.replace(strategy=chosen.pop("strategy") or DEFAULT_STRATEGY, **chosen)
 
 
 class Plan(Record):
@@ -331,6 +351,7 @@ def new_deployment(old, name, binding) -> dict:
 def plan(inputs: Inputs, request: Request) -> Plan:
     """The recovery in order: the new Binding (validated), the Setting's part, the steps, what is
     left to do by hand. A refusal is a PluginError."""
+    request = request.replace(strategy=request.strategy or DEFAULT_STRATEGY)
     target = _resolve_target(inputs, request)
     warnings = [f"{use.kind} {use.name}: {use.problem}, so dtype {target.dtype!r} is not checked against it"
                 for use in (target.entry.uses if target.entry else ()) if use.problem]
@@ -339,6 +360,10 @@ def plan(inputs: Inputs, request: Request) -> Plan:
     manual, notes = [], list(inputs.notes)
     steps = _steps(inputs, request, target, movers, setting, warnings, manual)
     manual += _pods_by_hand(inputs, target)
+    if setting.turned_off_before:
+        record = inputs.record
+        notes.append(f"an earlier run of this recovery turned the Setting off (its record, ConfigMap "
+                     f"{record.namespace}/{record.name}, says so): the last steps turn it on again")
     if not (setting.turn_off or setting.turned_off_before) and setting.on is False:
         notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
                      "'kubectl kvcache check -A' finds no errors (it rolls every pool-attached deployment)")
@@ -412,7 +437,8 @@ def _setting_decision(inputs: Inputs, target: _Target, movers, warnings) -> _Set
     own_flags = [r for r in inputs.report.roles if r.type == "own-flag" and r.namespace == target.namespace
                  and r.deployment in {_meta(m).get("name") for m, _ in movers}]
     turn_off = on is True and (bool(target.rejected) or bool(own_flags))
-    turned_off_before = on is False and any(_setting_was_on(b) for b in inputs.backups)
+    record = inputs.record
+    turned_off_before = on is False and bool(record and record.setting_turned_off and not record.finished)
     if turn_off and inputs.setting is not None and inputs.setting.editable is False:
         raise PluginError("the Setting is not editable (status.editable is false): it cannot be turned off "
                           "for the recovery")
@@ -583,13 +609,6 @@ def _latest(objects) -> list[dict]:
 
 def _rv_key(rv):
     return (1, int(rv), "") if rv.isdigit() else (0, 0, rv)
-
-
-def _setting_was_on(obj) -> bool:
-    if obj.get("kind") != SETTING_KIND or _meta(obj).get("name") != api.SETTING_NAME:
-        return False
-    value = (obj.get("status") or {}).get("value")
-    return value is None or str(value) in ("1", "t", "T", "TRUE", "true", "True")
 
 
 def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> list:

@@ -8,7 +8,7 @@ the engine (`main`, or the injection annotation's), and the verdict.
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.judge import setting as setting_mod
+from kubectl_kvcache.judge import fixes, setting as setting_mod
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
@@ -352,9 +352,7 @@ def _mismatch_hint(cand):
 
 # -- the fix: what to do about a non-OK item, in check's words -------------------------------------
 
-def recover_command(namespace, binding):
-    """The command that walks the guide's recovery for one Binding."""
-    return f"kubectl kvcache recover {binding} -n {namespace}"
+recover_command = fixes.recover_command      # render/verify.py's "next:" line names it too
 
 
 def _entries(positions, prefix):
@@ -388,6 +386,16 @@ def _abbreviations(argv, profile):
             if "=" not in text and j + 1 < len(argv) and not argv[j + 1].startswith("-"):
                 positions.append(j + 1)
     return sorted(set(positions))
+
+
+def _has_own_flag(extra_args, profile) -> bool:
+    """Whether the role's extraArgs, as the spec has them now, still pass --kv-cache-dtype (in any
+    spelling the engine reads, abbreviations included)."""
+    from kubectl_kvcache.judge.checks.engines import EXTRA_ARGS, flag_tokens
+
+    if profile is None:
+        return True         # the engine is not known: the flag cannot be ruled out
+    return bool(flag_tokens([model.Token(a, EXTRA_ARGS, j) for j, a in enumerate(extra_args)], profile))
 
 
 def _extra_args_start(role, command):
@@ -427,16 +435,14 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
             return ("set the annotations " + ", ".join(f"{api.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
                     + " (and container, with several containers) on the Pod's template"), False
         if cand.binding and binding is None:
-            return (f"create KVCachePoolBinding {cand.binding} in namespace {pod.namespace}, or point "
-                    + ("spec.kvCache.poolRef.name (a new deployment)" if cand.owner
-                       else f"annotation {api.ANNOTATION_PREFIX}binding") + " at an existing Binding"), False
+            return fixes.missing_binding_fix(pod.namespace, cand.binding, bool(cand.owner)), False
         return (f"read the argv by hand: kubectl kvcache verify -n {pod.namespace} {pod.name} lists it with "
                 f"every --kv-cache-dtype marked"), False
     dtype = binding.dtype if binding else None
     if (item.status in (REJECTED, MISSING) and setting_on and dtype and profile is not None
             and dtype not in profile.accepted and not cand.takeover):
-        return (f"the Binding's dtype {dtype!r} is rejected by {profile.label}: recover with "
-                f"{recover_command(pod.namespace, binding.name)}"), True
+        return (f"the Binding's dtype {dtype!r} is rejected by {profile.label}: "
+                + fixes.recover_fix(pod.namespace, binding.name)), True
     if cand.takeover and role is not None:
         path = f"spec.roles[{role_index}].command of ModelDeployment {md.name}"
         if item.status == REJECTED:
@@ -458,11 +464,13 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
         positions = (_own_positions(item.occurrences, command, start, len(role.extra_args))
                      if start is not None else []) or _abbreviations(role.extra_args, profile)
         if positions:
-            return (f"remove {_entries(positions, f'spec.roles[{role_index}].extraArgs')} from {where} "
-                    f"(the role's own --kv-cache-dtype)" + hint), False
+            return fixes.remove_own_flag(_entries(positions, f'spec.roles[{role_index}].extraArgs'), where) + hint, \
+                False
         if not setting_on and start is not None:
             return (f"nothing to change in the spec: the flag was rendered while the Setting was on, and the "
                     f"replica drops it when it rolls at {where}'s next reconcile"), False
+        if not _has_own_flag(role.extra_args, profile):
+            return fixes.own_flag_gone(where), False
         return (f"remove the role's own --kv-cache-dtype from spec.roles[{role_index}].extraArgs of {where} "
                 f"(kubectl kvcache check -o describe names the entries)" + hint), False
     if not cand.owner:

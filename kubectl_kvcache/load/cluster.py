@@ -29,9 +29,31 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot
     jobs.update(lists.pod_jobs())
     if scope.workloads:
         jobs.update(lists.workload_jobs())
+    if scope.namespace:
+        jobs["namespace"] = lambda: missing_namespaces(client, (scope.namespace,))
     with _gc_paused():
         results = _run_all(jobs)
-    return _assemble(results, scope)
+    snapshot = _assemble(results, scope)
+    snapshot.missing_namespaces = tuple(results.get("namespace", ()))
+    return snapshot
+
+
+NAMESPACE = api.Resource("Namespace", "", "namespaces", "v1")
+
+
+def missing_namespaces(client, namespaces) -> list[str]:
+    """The namespaces the API server says do not exist (404 on GET /api/v1/namespaces/NAME), so that
+    a typo is said instead of reading as "nothing found". One RBAC does not let be read, or that
+    cannot be asked about, is not reported: whether it exists is not known."""
+    missing = []
+    for ns in namespaces:
+        try:
+            client.get(api.object_path(client, NAMESPACE, None, ns), what=f"get namespace {ns}")
+        except NotFound:
+            missing.append(ns)
+        except PluginError:
+            continue
+    return missing
 
 
 class _Lists:
@@ -104,7 +126,7 @@ class _Lists:
             return lambda: _skippable(lambda: self.client.list(
                 api.collection_path(self.client, res, self.ns),
                 lambda o: _opted_in(records.workload_record(dict(o, kind=res.kind))),
-                chunk=self.chunk, what=f"list {res.name} {self.where}"))
+                chunk=self.chunk, what=f"list {res.name} {self.where}"), self.scope.workloads_flag)
         return {res.kind: job(res) for res in api.WORKLOADS}
 
 
@@ -148,13 +170,16 @@ def _set_setting(result, operator, scope: Scope):
                                 f"judging with its default, on, as the operator reads it")
 
 
-def _skippable(list_workloads):
-    """A workload list RBAC refuses names the flag that does without it."""
+def _skippable(list_workloads, flag):
+    """A workload list RBAC refuses names the command's flag that does without it, if it has one."""
     try:
         return list_workloads()
     except Forbidden as exc:
-        raise Forbidden(f"{exc} (pass --skip-workloads to go on without the workload templates' injection "
-                        f"opt-ins)") from exc
+        if flag:
+            raise Forbidden(f"{exc} (pass {flag} to go on without the workload templates' injection "
+                            f"opt-ins)") from exc
+        raise Forbidden(f"{exc} (the workload templates that opt into injection are read to point them at the "
+                        f"new Binding: it needs list on them in the namespace)") from exc
 
 
 class WatchTarget(Record):

@@ -1,10 +1,15 @@
 """What `recover` plans from: the full objects around one Binding (its records drop fields the
-plan copies), with the snapshot they were read with. Reads only: judging them is the recover
-command's (judge/checks, judge/recover)."""
+plan copies), with the snapshot they were read with, and the recovery's record in the cluster
+(a ConfigMap: what an earlier run of the same recovery decided, whether it turned the Setting off,
+and its backups). Reads only: judging them is the recover command's (judge/checks, judge/recover);
+the record is written by its executor (cli/flows/recovery_record.py)."""
 
 from __future__ import annotations
 
-from kubectl_kvcache.errors import Forbidden, PluginError
+import hashlib
+import json
+
+from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
 from kubectl_kvcache.load.cluster import load_cluster
 from kubectl_kvcache.load.files import read_objects
 from kubectl_kvcache.load.manifests import snapshot_of
@@ -29,7 +34,7 @@ class Recovery(Record):
     the snapshot read with them (what checks judge)."""
 
     __slots__ = ("namespace", "binding_name", "binding", "binding_gone", "bindings", "deployments", "workloads",
-                 "snapshot", "backups", "notes")
+                 "snapshot", "backups", "notes", "record")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, namespace: str, binding_name: str, binding: dict | None, bindings: list[dict],
@@ -45,6 +50,7 @@ class Recovery(Record):
         self.snapshot = snapshot
         self.backups = []                   # objects an earlier run backed up (resume)
         self.notes = [] if notes is None else notes
+        self.record = None                  # RecoveryRecord of an earlier run of this recovery (cluster only)
 
 
 def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None, trace=None, backups=()):
@@ -57,7 +63,8 @@ def load_recovery(connection: Connection, scope: Scope, binding_name, stdin=None
     else:
         client = reader.open_client(connection, trace)
         found = _from_cluster(client, connection, scope, binding_name)
-    found.backups = list(backups)
+        found.record = read_record(client, found.namespace, binding_name, found.binding)
+    found.backups = list(backups) + (list(found.record.backups) if found.record else [])
     if found.binding is None:
         _from_backup(found)
     found.notes += found.snapshot.notes
@@ -142,3 +149,95 @@ def _typed(res, version):
 
 def _ns(obj):
     return (obj.get("metadata") or {}).get("namespace") or "default"
+
+
+# -- the recovery's record: a ConfigMap in the Binding's namespace ---------------------------
+
+RECORD_PREFIX = "kvcache-recover-"
+RECORD_KEY = "recovery.json"        # the state: target, whether this recovery turned the Setting off
+BACKUP_PREFIX = "backup."           # one key per backed-up object (its JSON, managedFields dropped)
+RECORD_LABEL = ("app.kubernetes.io/managed-by", "kubectl-kvcache")
+RECORD_ANNOTATION = api.ANNOTATION_PREFIX + "recovery-of"
+CONFIG_MAP = api.Resource("ConfigMap", "", "configmaps", "v1")
+NAME_MAX = 253
+
+
+def record_name(binding_name: str) -> str:
+    """`kvcache-recover-<binding>`; a name too long for a ConfigMap is cut and ends in a hash."""
+    name = RECORD_PREFIX + binding_name
+    if len(name) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(binding_name.encode()).hexdigest()[:10]
+    return f"{name[:NAME_MAX - 11].rstrip('-.')}-{digest}"
+
+
+def record_path(client, namespace, binding_name) -> str:
+    return api.object_path(client, CONFIG_MAP, namespace, record_name(binding_name))
+
+
+class RecoveryRecord(Record):
+    """What an earlier run of this recovery wrote: the old Binding's uid, the target it moves to
+    (name, domain, dtype, strategy), whether it turned the Setting off and has not turned it on
+    again, whether it finished, and the objects it backed up."""
+
+    __slots__ = ("name", "namespace", "binding", "uid", "target", "setting_turned_off", "finished", "backups",
+                 "resource_version")
+    __hash__ = None
+
+    def __init__(self, name, namespace, binding, uid, target, setting_turned_off, finished, backups,
+                 resource_version=None):
+        self.name, self.namespace, self.binding, self.uid = name, namespace, binding, uid
+        self.target = target                            # {name, domain, dtype, strategy}
+        self.setting_turned_off = setting_turned_off
+        self.finished = finished
+        self.backups = backups
+        self.resource_version = resource_version
+
+    def state(self) -> dict:
+        return {"binding": {"namespace": self.namespace, "name": self.binding, "uid": self.uid},
+                "target": self.target, "settingTurnedOff": self.setting_turned_off, "finished": self.finished}
+
+
+def parse_record(obj: dict) -> RecoveryRecord:
+    """A record ConfigMap as read; a value that is not what the executor writes is an error
+    naming the ConfigMap and the key."""
+    meta = obj.get("metadata") or {}
+    where = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
+    data = obj.get("data") or {}
+    try:
+        state = json.loads(data.get(RECORD_KEY) or "")
+        binding, target = state["binding"], state["target"]
+        if not (isinstance(binding, dict) and isinstance(target, dict)):
+            raise ValueError("binding and target must be objects")
+        backups = [json.loads(v) for k, v in sorted(data.items()) if k.startswith(BACKUP_PREFIX)]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PluginError(f"{where}: data.{RECORD_KEY} or a {BACKUP_PREFIX}* key is not the recovery record "
+                          f"kubectl kvcache recover writes ({exc}); delete the ConfigMap to plan anew") from exc
+    return RecoveryRecord(meta.get("name"), meta.get("namespace"), binding.get("name"), binding.get("uid"),
+                          {k: target.get(k) for k in ("name", "domain", "dtype", "strategy")},
+                          state.get("settingTurnedOff") is True, state.get("finished") is True,
+                          [b for b in backups if isinstance(b, dict)], meta.get("resourceVersion"))
+
+
+def read_record(client, namespace, binding_name, binding) -> RecoveryRecord | None:
+    """The record of this recovery, or None: none exists, or it is a finished recovery of an
+    earlier Binding of the same name (another uid). An unfinished one of another uid is an error."""
+    path = record_path(client, namespace, binding_name)
+    what = f"get configmaps {record_name(binding_name)} in namespace {namespace}"
+    try:
+        obj = client.get(path, what=what)
+    except NotFound:
+        return None
+    except Forbidden as exc:
+        raise Forbidden(f"{exc} (recover keeps the state of a recovery in that ConfigMap, so that a rerun from "
+                        f"anywhere continues it: it needs get, create and patch on configmaps in namespace "
+                        f"{namespace})") from exc
+    record = parse_record(obj)
+    uid = ((binding or {}).get("metadata") or {}).get("uid")
+    if binding is not None and record.uid and uid and uid != record.uid:
+        if record.finished:
+            return None
+        raise PluginError(f"ConfigMap {namespace}/{record.name} records an unfinished recovery of an earlier "
+                          f"KVCachePoolBinding {binding_name} (uid {record.uid}, now {uid}): review it, then "
+                          f"delete the ConfigMap to plan anew")
+    return record

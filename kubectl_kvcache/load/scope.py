@@ -10,11 +10,12 @@ class Scope(Record):
     """Which objects a command looks at."""
 
     __slots__ = ("namespace", "all_namespaces", "selector", "names", "files", "workloads", "workloads_skipped",
-                 "assume_setting")
+                 "assume_setting", "workloads_flag")
 
     def __init__(self, namespace: str | None = None, all_namespaces: bool = False, selector: str | None = None,
                  names: tuple[str, ...] = (), files: tuple[str, ...] = (), workloads: bool = False,
-                 workloads_skipped: bool = False, assume_setting: bool | None = None):
+                 workloads_skipped: bool = False, assume_setting: bool | None = None,
+                 workloads_flag: str | None = None):
         self.namespace = namespace                  # -n; None: the context's namespace (or all with -A)
         self.all_namespaces = all_namespaces
         self.selector = selector                    # -l, ANDed with the plugin's own selectors
@@ -24,6 +25,9 @@ class Scope(Record):
         # --skip-workloads: the command would read them, the user said not to
         self.workloads_skipped = workloads_skipped
         self.assume_setting = assume_setting        # --assume-setting: judge without reading the Setting
+        # the flag of the command that does without the workload lists (a refusal names it); None:
+        # the command has none (recover: it re-points the templates, it needs them)
+        self.workloads_flag = workloads_flag
 
 
 def resolve_namespace(scope: Scope, client=None) -> str | None:

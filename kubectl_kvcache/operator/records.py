@@ -348,7 +348,8 @@ class Workload(Record):
 
 
 class Snapshot(Record):
-    __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes")
+    __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
+                 "missing_namespaces")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -363,6 +364,7 @@ class Snapshot(Record):
         self.source = source
         self.namespace = namespace          # the namespace asked for; None: all
         self.notes = [] if notes is None else notes
+        self.missing_namespaces = ()        # namespaces asked for that the cluster says do not exist
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""

@@ -219,6 +219,9 @@ def error(err, message):
 
 
 def notes(snapshot, err):
+    """The snapshot's notes, after one warning line per namespace asked for that does not exist."""
+    for ns in getattr(snapshot, "missing_namespaces", ()):
+        line(err, f"warning: namespace {ns!r} does not exist: nothing in it was read")
     for text in snapshot.notes:
         note(err, text)
 

@@ -99,10 +99,12 @@ def requests(lines: Iterable[str], out):
         line(out, f"  {escape(text)}")
 
 
-def server_dry_run(results, out):
+def server_dry_run(results, out, record=None):
     line(out)
     line(out, "Dry run (server): the API server validated every create, patch and delete (dryRun=All); nothing "
           "was persisted.")
+    if record:
+        line(out, f"  0. Record the recovery in {escape(record[0])}: {escape(record[1])}")
     for n, step, outcome in results:
         line(out, f"{n:>3}. {describe(step)}: {escape(outcome)}")
 
@@ -141,5 +143,18 @@ def cancelled(err):
     line(err, "Cancelled: nothing was changed.")
 
 
-def finished(total, backups, out):
-    line(out, f"Recovery finished: {total} steps done. Backups: {escape(backups)}")
+def record(ref, out):
+    line(out, f"The recovery's state and backups are recorded in {escape(ref)}: rerunning this command, from "
+              f"any machine, continues it", flush=True)
+
+
+def finished(total, backups, ref, namespace, name, out):
+    line(out, f"Recovery finished: {total} steps done. Backups: {escape(backups)} and {escape(ref)} (kubectl get "
+              f"configmap {escape(name)} -n {escape(namespace)} -o yaml; delete it once they are no longer needed)")
+
+
+def already_finished(record, out):
+    t = record.target
+    line(out, escape(f"The recovery of KVCachePoolBinding {record.namespace}/{record.binding} to {t.get('name')} "
+                     f"(dtype {t.get('dtype')!r}) finished; nothing to do. Its record and backups: ConfigMap "
+                     f"{record.namespace}/{record.name}."))

@@ -157,16 +157,48 @@ def undo(command: str, out):
     line(out, f"To undo: {command}")
 
 
-# -- the gate on `on` -------------------------------------------------------------------------
+# -- the gate on `on` (setting on, recover's last step) -------------------------------------
 
-def gate_passed(counts: dict, out):
-    extra = f" ({counts['warning']} warning{'s' if counts['warning'] != 1 else ''}: see kubectl kvcache check -A)" \
-        if counts.get("warning") else ""
-    line(out, f"Before turning it on, check -A: no errors{extra}.")
+def _errors(n):
+    return f"{n} error{'s' if n != 1 else ''}"
 
 
-def gate_failed(errors: int, force: bool, out):
-    what = "turning it on anyway (--force)" if force else "the Setting is not turned on"
-    line(out, f"Before turning it on, check -A found {errors} error{'s' if errors != 1 else ''}: {what}. "
-          f"Each with its fix:")
-    line(out)       # then each finding's describe block (-o describe)
+class _Findings:
+    """The shape the check view lists: just the findings."""
+
+    def __init__(self, findings):
+        self.findings = findings
+
+
+def _listed(findings, out):
+    from kubectl_kvcache.render import checks as check_views
+    from kubectl_kvcache.render.core import show
+    from kubectl_kvcache.render.output import Output
+
+    show(check_views.CHECK, _Findings(findings), Output(format="describe"), out)   # each with its fix
+
+
+def gate(verdict, force: bool, out):
+    """The gate's answer: what turning the Setting on causes, each with its fix, then what it
+    does not change."""
+    counts = verdict.summary
+    if not verdict.caused:
+        extra = f" ({counts['warning']} warning{'s' if counts['warning'] != 1 else ''}: see kubectl kvcache check -A)" \
+            if counts.get("warning") else ""
+        line(out, f"Before turning it on, check -A: no errors{' that turning it on causes' if verdict.unchanged else ''}"
+                  f"{extra}.")
+    else:
+        what = "turning it on anyway (--force)" if force else "the Setting is not turned on"
+        line(out, f"Before turning it on, check -A found {_errors(len(verdict.caused))}: {what}. Each with its fix:")
+        _listed(verdict.caused, out)
+    if verdict.unchanged:
+        n = len(verdict.unchanged)
+        line(out, f"Turning it on does not change {_errors(n)} that exist{'s' if n == 1 else ''} with the Setting "
+                  f"off too:")
+        _listed(verdict.unchanged, out)
+
+
+def refusal(verdict, then: str) -> str:
+    """The error line of a refused gate; `then`: what the command lets the user do next."""
+    return (f"refusing to turn the Setting on: check found {_errors(len(verdict.caused))} that the rollout turns "
+            f"into crash-looping or refused replicas (listed above, each with its fix); {then}")

@@ -76,3 +76,40 @@ def test_force_goes_ahead_when_the_check_cannot_run(run):
     code, out, err = run(api, ["setting", "on", "--yes", "--force"])
     assert code == 0, err
     assert "--force: check's judgement could not run (forbidden" in err and len(api.patches) == 1
+
+
+def test_errors_that_exist_with_the_setting_off_too_do_not_hold_it_back(run):
+    """A deployment naming a Binding that does not exist is an error with the Setting off as
+    much as on: the gate lists it as not changed by turning it on, and turns it on."""
+    api = ts._cluster_api(setting=ts._setting_obj("false"), bindings=[ts._binding("a", "b1")], operator="at-once")
+    code, out, err = run(api, ["setting", "on", "--yes"])
+    assert code == 0, err
+    assert out.startswith("Before turning it on, check -A: no errors that turning it on causes")
+    assert "\nTurning it on does not change 1 error that exists with the Setting off too:\n" in out
+    assert "binding-missing" in out and "m3" in out
+    assert [p.body["spec"] for p in api.patches] == [{"value": "true"}]
+
+
+def test_a_rejected_binding_s_fix_is_its_recover_command(run):
+    api = rejected_api()
+    code, out, err = run(api, ["setting", "on", "--yes"])
+    assert code == 1
+    assert "kubectl kvcache recover b1 -n a" in out
+    assert "Turning it on does not change" not in out
+
+
+def test_one_gate_for_setting_on_and_recover(monkeypatch):
+    """Both ask read_gate (the same judgement) and say it with the same view."""
+    from kubectl_kvcache.cli.flows import recover as recover_flow, setting as setting_flow
+
+    calls = []
+    real = setting_flow.read_gate
+
+    def spy(*a, **kw):
+        calls.append(kw.get("namespace"))
+        return real(*a, **kw)
+    monkeypatch.setattr(setting_flow, "read_gate", spy)
+    assert recover_flow.setting_flow is setting_flow
+    run = lambda api, argv: ts.run_cli(api, argv, None, monkeypatch)      # noqa: E731
+    run(rejected_api(), ["setting", "on", "--yes"])
+    assert calls == [None]

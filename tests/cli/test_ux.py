@@ -161,7 +161,7 @@ def test_every_non_ok_item_has_a_fix_and_ok_items_none(write):
     # an ambiguous abbreviation: the word after it goes too, or it stays a stray positional
     assert items["own-server-0"]["fix"].startswith(
         "remove spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1] from ModelDeployment own")
-    assert items["sgl-server-0"]["fix"].endswith("recover with kubectl kvcache recover bad -n team")
+    assert items["sgl-server-0"]["fix"].endswith("recover it: kubectl kvcache recover bad -n team")
     assert items["nb"]["fix"].startswith("remove args[0] and args[1] of container main")
     assert code == 1
 

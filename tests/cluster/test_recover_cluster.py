@@ -145,8 +145,38 @@ def _binding(ns, name, pool, domain, dtype):
                      "quotaCeiling": "256Gi"}}
 
 
+@pytest.fixture(scope="module")
+def cluster(cluster_binaries):
+    """A cluster of this module's own: recover's last step asks the gate, which judges every
+    namespace, and the other modules leave errors in theirs on purpose."""
+    import kvcache_test_harness as harness
+
+    c = harness.Cluster(cluster_binaries, with_crds=True, name="kvcache-recover")
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _clear(cluster, ns):
+    """A test's leftovers go (a rejected Binding left behind would hold the next test's gate)."""
+    for base, plural in ((API, "modeldeployments"), (API, "kvcachepoolbindings"), ("/apis/apps/v1", "deployments")):
+        for o in cluster.request("GET", f"{base}/namespaces/{ns}/{plural}")[1].get("items", []):
+            path = f"{base}/namespaces/{ns}/{plural}/{o['metadata']['name']}"
+            cluster.request("PATCH", path, {"metadata": {"finalizers": None}}, content_type=MERGE)
+            cluster.request("DELETE", path)
+
+
 @pytest.fixture
 def scene(cluster):
+    made = []
+    yield _scene(cluster, made)
+    for ns in made:
+        _clear(cluster, ns)
+
+
+def _scene(cluster, made):
     """A namespace with Binding `sgl-fp8` (fp8: rejected by SGLang 0.5.18) on its own pool, two
     ModelDeployments naming it, an opted-in Deployment template, and the Setting on."""
     cluster.delete("settings.gpustack.ai", "model-deployment-kv-cache-dtype-owned", "-n", "gpustack-system")
@@ -156,6 +186,7 @@ def scene(cluster):
         time.sleep(0.05)
     cluster.apply(_setting())
     ns = cluster.new_namespace("recover")
+    made.append(ns)
     pool = f"pool-{ns}"
     cluster.apply([_binding(ns, "sgl-fp8", pool, "sgl", "fp8"), _md(ns, "alpha", "sgl-fp8"),
                    _md(ns, "beta", "sgl-fp8"), _md(ns, "other", "elsewhere"),
@@ -190,6 +221,16 @@ def binding(cluster, ns, name):
 
 def setting_value(cluster):
     return cluster.request("GET", SETTING)[1]["spec"]["value"]
+
+
+def recovery_record(cluster, ns, binding="sgl-fp8"):
+    status, cm = cluster.request("GET", f"/api/v1/namespaces/{ns}/configmaps/kvcache-recover-{binding}")
+    if status != 200:
+        return None
+    data = cm.get("data") or {}
+    backups = [json.loads(v) for k, v in data.items() if k.startswith("backup.")]
+    return {"state": json.loads(data["recovery.json"]),
+            "backups": {(b["kind"], b["metadata"]["name"]) for b in backups}, "objects": backups}
 
 
 def one_error_line(stderr):
@@ -243,6 +284,17 @@ def test_side_by_side_whole_recovery(scene, tmp_path):
     # the run said what it did, step by step; a second run has nothing left but the plan is refused
     assert re.search(r"\[1/\d+\] Turn the Setting off.*: done", p.stdout)
     assert "Recovery finished" in p.stdout
+    # the record in the cluster: finished, the Setting not left marked as turned off, the backups in it
+    record = recovery_record(cluster, ns)
+    assert record["state"]["finished"] is True and record["state"]["settingTurnedOff"] is False
+    assert record["state"]["target"] == {"name": "sgl-fp8-e4m3", "domain": "sgl-fp8-e4m3", "dtype": "fp8_e4m3",
+                                         "strategy": "side-by-side"}
+    assert {("ModelDeployment", "alpha"), ("ModelDeployment", "beta"), ("KVCachePoolBinding", "sgl-fp8"),
+            ("Deployment", "batch"), ("Setting", "model-deployment-kv-cache-dtype-owned")} <= record["backups"]
+    assert f"kubectl get configmap kvcache-recover-sgl-fp8 -n {ns} -o yaml" in p.stdout
+    # the same command again, from elsewhere: the record says it finished
+    again = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd="/")
+    assert again.returncode == 0 and "finished; nothing to do" in again.stdout, again.stderr
 
 
 def test_server_dry_run_changes_nothing_and_no_terminal_refuses(scene, tmp_path):
@@ -251,6 +303,11 @@ def test_server_dry_run_changes_nothing_and_no_terminal_refuses(scene, tmp_path)
     p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--dry-run=server", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "Dry run (server)" in p.stdout and p.stdout.count(": accepted") >= 7
+    # the last step is judged after step 1 turns the Setting off: not "already done" although spec.value is
+    # "true" now
+    last = [x for x in p.stdout.splitlines() if "Turn the Setting on" in x][-1]      # the dry run's line
+    assert last.endswith(": accepted"), p.stdout
+    assert f"  0. Record the recovery in ConfigMap {ns}/kvcache-recover-sgl-fp8: accepted" in p.stdout
     p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", cwd=tmp_path)
     assert p.returncode == 2
     assert "standard input is not a terminal" in one_error_line(p.stderr)
@@ -352,6 +409,7 @@ def test_rbac_refusal_part_way_then_resumed(scene, tmp_path):
                 "rules": [{"apiGroups": ["worker.gpustack.ai"], "resources": ["modeldeployments"], "verbs": verbs_md},
                           {"apiGroups": ["worker.gpustack.ai"], "resources": ["kvcachepoolbindings"], "verbs": full},
                           {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": full},
+                          {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch"]},
                           {"apiGroups": ["apps", "batch"], "resources": ["*"], "verbs": ["list"]},
                           {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}
     cluster.apply([role(full),
@@ -460,6 +518,166 @@ def test_client_dry_run_lists_the_requests_and_sends_nothing(scene, tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["kind"] == "RecoveryPlan"        # stdout stays data
     assert f"3. POST {API}/namespaces/{ns}/kvcachepoolbindings?fieldManager=kubectl-kvcache" in p.stderr
+    assert f"0. POST /api/v1/namespaces/{ns}/configmaps?fieldManager=kubectl-kvcache (ConfigMap {ns}/kvcache-" \
+           f"recover-sgl-fp8: the recovery's record" in p.stderr
     assert f"7. DELETE {API}/namespaces/{ns}/modeldeployments/alpha preconditions uid" in p.stderr
     assert binding(cluster, ns, "sgl-fp8-e4m3") is None and setting_value(cluster) == "true"
     assert os.listdir(tmp_path) == []
+
+
+# -- interrupted after any step, resumed from a fresh directory --------------------------------
+
+def end_state(cluster, ns):
+    """What a recovery leaves, with the namespace taken out (it differs per test)."""
+    record = recovery_record(cluster, ns)
+    state = {
+        "deployments": {n: (m["spec"]["kvCache"]["poolRef"]["name"], m["spec"]["roles"])
+                        for n, m in mds(cluster, ns).items()},
+        "bindings": {b["metadata"]["name"]: b["spec"] for b in cluster.request(
+            "GET", f"{API}/namespaces/{ns}/kvcachepoolbindings")[1]["items"]},
+        "template": cluster.get("deployments.apps", "batch", namespace=ns)["spec"]["template"]["metadata"]
+        ["annotations"],
+        "setting": setting_value(cluster),
+        "record": record and {k: record["state"][k] for k in ("finished", "settingTurnedOff", "target")},
+        "backups": record and sorted(record["backups"]),
+    }
+    return json.loads(json.dumps(state).replace(ns, "NS"))
+
+
+class Interrupt:
+    """Ctrl-C right after step K finished (the run never printed it done)."""
+
+    def __init__(self, monkeypatch, after):
+        from kubectl_kvcache.cli.flows import recover as flow
+
+        self.after, self.ran = after, []
+        execute = flow.Executor.execute
+
+        def execute_then_stop(executor, n, step):
+            outcome = execute(executor, n, step)
+            self.ran.append(n)
+            if n == self.after:
+                raise KeyboardInterrupt
+            return outcome
+        monkeypatch.setattr(flow.Executor, "execute", execute_then_stop)
+        monkeypatch.setattr(flow, "POLL_SECONDS", 0.05)
+
+
+def _run_fresh(cluster, monkeypatch, tmp_path, label, argv):
+    """One run in a directory of its own (another machine, as far as the plugin knows)."""
+    where = tmp_path / label
+    where.mkdir()
+    monkeypatch.chdir(where)
+    return in_process(cluster, *argv)
+
+
+_UNINTERRUPTED = {}
+
+
+def _variant(scene_, strategy, setting):
+    cluster, ns = scene_
+    if setting == "false":
+        cluster.request("PATCH", SETTING, {"spec": {"value": "false"}}, content_type=MERGE)
+        cluster.request("PATCH", SETTING + "/status", {"status": {"value": "false"}}, content_type=MERGE)
+    return ["recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s"] + (
+        ["--strategy", strategy] if strategy != "side-by-side" else [])
+
+
+# (strategy, the Setting before, step K after which the first run is interrupted); K None: not interrupted.
+# side-by-side with the Setting on has 16 steps: every one of them is an interruption point.
+CASES = ([("side-by-side", "true", k) for k in range(1, 17)]
+         + [("replace", "true", k) for k in (5, 6, 7)]          # after alpha's delete, its wait, its re-creation
+         + [("side-by-side", "false", k) for k in (1, 2, 5)])   # the user had it off: it stays off
+
+
+def _uninterrupted(cluster_, monkeypatch, tmp_path, strategy, setting):
+    key = (strategy, setting)
+    if key not in _UNINTERRUPTED:
+        cluster, _ = cluster_
+        ns = cluster.new_namespace("recover")
+        _scene_in(cluster, ns)
+        argv = _variant((cluster, ns), strategy, setting)
+        with Operator(cluster, ns) as op:
+            monkeypatch.setattr("kubectl_kvcache.cli.flows.recover.POLL_SECONDS", 0.05)
+            code, out, err = _run_fresh(cluster, monkeypatch, tmp_path, f"whole-{strategy}-{setting}", argv)
+            assert code == 0, err + out
+        assert op.errors == []
+        _UNINTERRUPTED[key] = end_state(cluster, ns)
+    return _UNINTERRUPTED[key]
+
+
+def _scene_in(cluster, ns):
+    cluster.request("PATCH", SETTING, {"spec": {"value": "true"}}, content_type=MERGE)
+    cluster.request("PATCH", SETTING + "/status", {"status": {"value": "true"}}, content_type=MERGE)
+    pool = f"pool-{ns}"
+    cluster.apply([_binding(ns, "sgl-fp8", pool, "sgl", "fp8"), _md(ns, "alpha", "sgl-fp8"),
+                   _md(ns, "beta", "sgl-fp8"), _md(ns, "other", "elsewhere"),
+                   {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "batch", "namespace": ns},
+                    "spec": {"selector": {"matchLabels": {"app": "batch"}},
+                             "template": {"metadata": {"labels": {"app": "batch", "kvcache.gpustack.ai/inject": "true"},
+                                                       "annotations": {"kvcache.gpustack.ai/binding": "sgl-fp8",
+                                                                       "kvcache.gpustack.ai/engine": "SGLang"}},
+                                          "spec": {"containers": [{"name": "main", "image": "lmsysorg/sglang:v0.5.18",
+                                                                   "command": ["python3", "-m",
+                                                                               "sglang.launch_server"]}]}}}}])
+
+
+@pytest.mark.parametrize("strategy,setting,after", CASES)
+def test_interrupted_after_any_step_then_resumed_from_a_fresh_directory(scene, tmp_path, monkeypatch, strategy,
+                                                                        setting, after):
+    """The same command, Ctrl-C after step K, then run again in another directory (no --backup-dir,
+    no local backups): it finds the recovery's record in the cluster and continues; the end state
+    is the one an uninterrupted run leaves (the Setting on again exactly when this recovery turned
+    it off; the backups of what it deleted in the record)."""
+    cluster, ns = scene
+    argv = _variant(scene, strategy, setting)
+    with Operator(cluster, ns) as op:
+        stop = Interrupt(monkeypatch, after)
+        code, out, err = _run_fresh(cluster, monkeypatch, tmp_path, "first", argv)
+        assert code == 130 and stop.ran[-1] == after, err + out
+        assert "error: interrupted" in err and f"Stopped at step {after}" in err
+        monkeypatch.undo()
+        monkeypatch.setattr("kubectl_kvcache.cli.flows.recover.POLL_SECONDS", 0.05)
+        code, out, err = _run_fresh(cluster, monkeypatch, tmp_path, "again", argv)
+        assert code == 0, err + out
+        assert "Recovery finished" in out
+        assert "the Setting is off and stays off" in err if setting == "false" else "stays off" not in err
+    assert op.errors == []
+    got = end_state(cluster, ns)
+    assert got == _uninterrupted(scene, monkeypatch, tmp_path, strategy, setting)
+    assert got["setting"] == setting and got["record"]["finished"] is True
+    assert {"ModelDeployment", "KVCachePoolBinding"} <= {k for k, _ in got["backups"]}
+
+
+def test_the_last_step_asks_the_gate_setting_on_asks(scene, tmp_path):
+    """Another namespace's Binding is rejected by the engine its deployment runs: turning the
+    Setting on would crash-loop it. recover's last step says so as `setting on` does (each error
+    with its fix, a rejected Binding's being its recover command) and stops there, the Setting off;
+    once that Binding is fixed, the same command finishes and turns it on."""
+    cluster, ns = scene
+    other = cluster.new_namespace("other")
+    cluster.apply([_binding(other, "bad", f"pool-{other}", "d", "fp8"), _md(other, "gamma", "bad")])
+    try:
+        with Operator(cluster, ns) as op:
+            p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path)
+            assert p.returncode == 2, p.stderr + p.stdout
+            assert "Before turning it on, check -A found 1 error: the Setting is not turned on. Each with its fix:" \
+                in p.stdout
+            assert f"kubectl kvcache recover bad -n {other}" in p.stdout
+            # the scene's own pre-existing error (other names a Binding that does not exist) does not hold it
+            assert re.search(r"Turning it on does not change \d+ errors? that exists? with the Setting off too:",
+                             p.stdout)
+            line = one_error_line(p.stderr)
+            assert line.startswith("error: refusing to turn the Setting on: check found 1 error") and "rerun" in line
+            assert "Stopped at step 15 of 16" in p.stderr and setting_value(cluster) == "false"
+            (_, s_out, s_err) = in_process(cluster, "setting", "on", "--dry-run")
+            assert "Before turning it on, check -A found 1 error: the Setting is not turned on." in s_out
+            assert f"kubectl kvcache recover bad -n {other}" in s_out
+            _clear(cluster, other)
+            p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path / "elsewhere"
+                       if (tmp_path / "elsewhere").mkdir() is None else tmp_path)
+            assert p.returncode == 0, p.stderr + p.stdout
+            assert "Before turning it on, check -A: no errors that turning it on causes" in p.stdout
+        assert op.errors == [] and setting_value(cluster) == "true"
+    finally:
+        _clear(cluster, other)

@@ -139,8 +139,9 @@ def test_bf16_on_vllm_suggests_bfloat16_and_the_guides_recovery():
     assert "vLLM 0.29.0 (from spec.engine.version)" in f.message
     assert "invalid choice: 'bf16'" in f.message and "operator[" not in f.message
     assert "pool h100" in f.fix and "dtype 'bfloat16'" in f.fix and "new domain.name (not 'dom')" in f.fix
-    assert "recreate md" in f.fix and "spec.kvCache.poolRef.name" in f.fix
-    assert f.fix.startswith("Setting off first")     # the Setting is on: new Pods fail now
+    assert "its users (md) moved to it" in f.fix
+    # one fix vocabulary: the rejected Binding's fix is its recover command, as verify says it
+    assert f.fix.startswith("recover it: kubectl kvcache recover b -n team (the Setting off while it runs")
     assert entry(report, "b").suggestion == "bfloat16"
 
 
@@ -215,7 +216,7 @@ def test_injected_pods_and_templates_are_binding_users_with_the_image_version():
     assert [u.ref for u in e.uses] == ["Pod/p", "StatefulSet/w"]
     f = only(r, "binding-dtype-rejected")
     assert "Pod p on SGLang 0.5.3 (from image tag)" in f.message and "StatefulSet" not in f.message
-    assert "kvcache.gpustack.ai/binding of Pod/p" in f.fix
+    assert "kubectl kvcache recover b -n team --dtype DTYPE" in f.fix and "Pod p" in f.message
     # no tag: the minimum
     r = run(binding("b", "bf16"), workload("w", [container(image="registry.local/sglang:custom",
                                                             command=["python3", "-m", "sglang.launch_server"])],

@@ -238,7 +238,7 @@ def test_cluster_data_is_escaped_in_the_view(tmp_path):
 
 # -- resuming: the planner reads an earlier run's backups --------------------------------------
 
-def _inputs(files, backups=()):
+def _inputs(files, backups=(), record=None):
     from kubectl_kvcache.load import recovery
     from kubectl_kvcache.kube.connection import Connection
     from kubectl_kvcache.load.scope import Scope
@@ -246,7 +246,14 @@ def _inputs(files, backups=()):
     from kubectl_kvcache.judge import checks
 
     found = recovery.load_recovery(Connection(), Scope(namespace="team", files=(files,)), "b", backups=backups)[0]
+    found.record = record
     return recover.inputs_for(found, checks.check(found.snapshot))
+
+
+def _record(turned_off=True, finished=False, **target):
+    from kubectl_kvcache.load.recovery import RecoveryRecord
+
+    return RecoveryRecord("kvcache-recover-b", "team", "b", "u1", target, turned_off, finished, [])
 
 
 def test_resume_of_replace_recreates_a_deleted_deployment_from_its_backup(tmp_path):
@@ -255,7 +262,7 @@ def test_resume_of_replace_recreates_a_deleted_deployment_from_its_backup(tmp_pa
     path = tmp_path / "in.json"
     path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), ob.setting("false"))))
     setting_before = ob.setting("true")
-    plan = recover.plan(_inputs(str(path), backups=[old, setting_before]),
+    plan = recover.plan(_inputs(str(path), backups=[old, setting_before], record=_record()),
                         recover.Request(dtype="fp8_e4m3", strategy="replace"))
     assert actions(plan.to_dict())[2:4] == ["create ModelDeployment s", "wait ModelDeployment s available"]
     # the Setting is off because the earlier run turned it off: the plan turns it back on
@@ -268,12 +275,38 @@ def test_resume_after_the_old_binding_went_plans_from_its_backup(tmp_path):
     new_md = ob.deployment("s-fp8-e4m3", engine="SGLang", version="0.5.18", binding_name="b-fp8-e4m3")
     path.write_text(json.dumps(ob.as_list(ob.binding("b-fp8-e4m3", "fp8_e4m3", pool="p", domain="default-fp8-e4m3"),
                                           new_md, ob.setting("false"))))
-    plan = recover.plan(_inputs(str(path), backups=[ob.binding("b", "fp8", pool="p"), ob.setting("true")]),
-                        recover.Request(dtype="fp8_e4m3"))
+    backups = [ob.binding("b", "fp8", pool="p"), ob.setting("true")]
+    plan = recover.plan(_inputs(str(path), backups=backups, record=_record()), recover.Request(dtype="fp8_e4m3"))
     assert plan.binding["exists"] is False
     assert actions(plan.to_dict()) == ["create KVCachePoolBinding b-fp8-e4m3",
                                        "wait KVCachePoolBinding b-fp8-e4m3 bound",
                                        "setting True", "wait Setting model-deployment-kv-cache-dtype-owned value=true"]
+    assert any("an earlier run of this recovery turned the Setting off" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize("record", [None, "turned-on-again", "finished"])
+def test_the_setting_is_turned_on_only_when_this_recovery_turned_it_off(tmp_path, record):
+    """The Setting reads off. No record (the user had it off), a record whose run turned it on
+    again, or a finished one: the plan leaves it off, whatever a backup of the Setting says."""
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"),
+                                          ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
+                                          ob.setting("false"))))
+    rec = {None: None, "turned-on-again": _record(turned_off=False), "finished": _record(finished=True)}[record]
+    plan = recover.plan(_inputs(str(path), backups=[ob.setting("true")], record=rec),
+                        recover.Request(dtype="fp8_e4m3"))
+    assert not [a for a in actions(plan.to_dict()) if a.startswith("setting")]
+    assert any("the Setting is off and stays off" in n for n in plan.notes)
+
+
+def test_a_rerun_takes_the_target_from_the_record_and_refuses_another():
+    rec = _record(dtype="fp8_e5m2", name="b-new", domain="d2", strategy="replace")
+    request = recover.resumed(recover.Request(), rec)
+    assert (request.dtype, request.name, request.domain, request.strategy) == ("fp8_e5m2", "b-new", "d2", "replace")
+    with pytest.raises(Exception) as exc:
+        recover.resumed(recover.Request(dtype="fp8_e4m3"), rec)
+    assert "--dtype 'fp8_e4m3': the recovery recorded in ConfigMap team/kvcache-recover-b" in str(exc.value)
+    assert recover.resumed(recover.Request(), None).strategy == "side-by-side"
 
 
 def test_a_recreated_deployment_of_an_earlier_run_is_reused_not_renamed(tmp_path):

@@ -19,7 +19,7 @@ HELP = dict(
 
 
 def add(sub, commands):
-    check.add_view(NAME, HELP, sub, commands, "Bindings")
+    check.add_view(NAME, HELP, sub, commands, "Bindings (by their own labels; every user is still judged)")
 
 
 options, prefetch, run = check.options, check.prefetch, check.run

@@ -10,7 +10,7 @@ from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.record import Record
 
 NAME = "check"
-SELECTS = "findings about objects"
+SELECTS = "findings about objects (a ModelDeployment also when its Pods have them, as verify selects Pods)"
 HELP = dict(
     help="everything the upgrade guide asks you to check before turning the Setting on",
     description="Everything the upgrade guide asks you to check before the Setting is on: Binding spellings "
@@ -19,8 +19,9 @@ HELP = dict(
                 "The table is SEVERITY, CODE, OBJECT and the full MESSAGE last (NAMESPACE first with -A); "
                 "-o describe prints each finding as a block with its fix.\n\n" + flags.SCOPE_NOTE
                 + "-l/--selector keeps the findings about objects (Bindings, ModelDeployments, Pods, workloads) "
-                  "with those labels; everything in scope is still read and judged, and the Setting's "
-                  "finding is always shown.",
+                  "with those labels, a ModelDeployment also when its Pods have them (the objects verify's -l "
+                  "selects); everything in scope is still read and judged, and the Setting's finding is always "
+                  "shown.",
     examples=("check -A", "check -n llm-prod -o describe", "check -A --strict",
               "check -A -l team=research", "check -A -f saved.json -o json",
               "check --contexts prod-eu,prod-us -A"))

@@ -19,7 +19,8 @@ HELP = dict(
                 "files) and, with --apply, executed step by step: the Setting off, a new Binding on the same "
                 "pool with a spelling every engine accepts and a new domain, each ModelDeployment recreated "
                 "on it, opted-in workload templates re-pointed, the old Binding deleted, the Setting back on. "
-                "Without --apply it prints the plan and changes nothing.",
+                "Without --apply it prints the plan and changes nothing. Its state lives in the cluster (ConfigMap "
+                "kvcache-recover-BINDING in the namespace): rerunning the same command from anywhere continues it.",
     examples=("recover sgl-fp8 -n llm-prod", "recover sgl-fp8 -n llm-prod --dtype fp8_e4m3 -o yaml",
               "recover sgl-fp8 -n llm-prod --strategy replace", "recover sgl-fp8 -n llm-prod --apply",
               "recover sgl-fp8 -n llm-prod --apply --backup-dir ./recover-sgl-fp8-20260310T0900Z"))
@@ -33,7 +34,7 @@ class RecoverOptions(Record):
 
     def __init__(self, binding: str, connection: Connection, scope: Scope, output: Output | None = None,
                  dtype: str | None = None, name: str | None = None, domain: str | None = None,
-                 strategy: str = "side-by-side", apply: bool = False, yes: bool = False, dry_run: str = "none",
+                 strategy: str | None = None, apply: bool = False, yes: bool = False, dry_run: str = "none",
                  backup_dir: str | None = None, timeout: float | None = 600.0,
                  field_manager: str = DEFAULT_FIELD_MANAGER):
         self.binding = binding
@@ -43,7 +44,7 @@ class RecoverOptions(Record):
         self.dtype = dtype
         self.name = name              # the new Binding's name
         self.domain = domain          # the new Binding's spec.domain.name
-        self.strategy = strategy      # side-by-side | replace
+        self.strategy = strategy      # side-by-side | replace; None: the record's, else side-by-side
         self.apply = apply
         self.yes = yes
         self.dry_run = dry_run        # none | client | server
@@ -63,7 +64,7 @@ def add(sub, commands):
     rc.add_argument("--name", help="the new Binding's name (default: derived from the old name and the dtype)")
     rc.add_argument("--domain", help="the new Binding's spec.domain.name (default: derived; must be unclaimed "
                                      "on the pool)")
-    rc.add_argument("--strategy", default="side-by-side", choices=("side-by-side", "replace"),
+    rc.add_argument("--strategy", choices=("side-by-side", "replace"),
                     help="side-by-side (default): create each deployment under a new name, wait until it is "
                          "available, then delete the old one (needs spare capacity); replace: back up, "
                          "delete, wait until gone, create under the same name (downtime per deployment)")
@@ -77,8 +78,9 @@ def add(sub, commands):
                     help="client: print the plan and the requests, send nothing; server: the API server "
                          "validates every create, patch and delete (dryRun=All), nothing persisted")
     rc.add_argument("--backup-dir", help="where objects are backed up before they are deleted or patched "
-                                         "(default: a new directory named after the Binding and the time); "
-                                         "pass an earlier run's to resume it")
+                                         "(default: a new directory named after the Binding and the time); the "
+                                         "recovery's record in the cluster (ConfigMap kvcache-recover-BINDING) "
+                                         "holds them too, so a rerun from anywhere needs no --backup-dir")
     rc.add_argument("--timeout", default=DEFAULT_RECOVER_TIMEOUT,
                     help="how long each wait step waits (e.g. 10m; 0 waits forever)")
     rc.add_argument("--field-manager", default=DEFAULT_FIELD_MANAGER, help="the field manager of the writes")

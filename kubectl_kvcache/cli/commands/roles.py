@@ -15,7 +15,8 @@ HELP = dict(
 
 
 def add(sub, commands):
-    check.add_view(NAME, HELP, sub, commands, "roles of ModelDeployments", skip_workloads=False)
+    check.add_view(NAME, HELP, sub, commands, "roles of ModelDeployments (selected by their labels or their Pods', "
+                                              "as verify selects Pods)", skip_workloads=False)
 
 
 options, prefetch, run = check.options, check.prefetch, check.run

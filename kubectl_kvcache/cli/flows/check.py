@@ -14,10 +14,12 @@ from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views
 
 
-def exit_code(options: CheckOptions, report) -> int:
+def exit_code(options: CheckOptions, report, missing=()) -> int:
+    """`missing`: namespaces asked for that do not exist; under --strict a gate that read nothing
+    does not pass."""
     if options.view == "check":
         counts = report.summary()
-        bad = counts[checks.ERROR] or (options.strict and counts[checks.WARNING])
+        bad = counts[checks.ERROR] or (options.strict and (counts[checks.WARNING] or missing))
     elif options.view == "bindings":
         bad = any(f.code in checks.BINDING_FAILURES for f in report.findings)
     else:
@@ -26,23 +28,35 @@ def exit_code(options: CheckOptions, report) -> int:
 
 
 def select(report, snapshot, selector):
-    """-l: keep what is about objects with those labels. Everything in scope was read and judged
-    (a Binding's verdict needs all its users); the Setting's finding always stays."""
+    """-l: keep what is about the objects verify's -l selects too. Everything in scope was read and
+    judged (a Binding's verdict needs all its users); the Setting's finding always stays. An
+    object is selected when its labels match; a ModelDeployment also when one of its Pods' labels
+    match (verify selects Pods: their app.kubernetes.io/instance is the deployment's name)."""
     if not selector:
         return report
-    labels = {("KVCachePoolBinding", b.namespace, b.name): b.labels for b in snapshot.bindings.values()}
-    labels.update({("ModelDeployment", d.namespace, d.name): d.labels for d in snapshot.deployments.values()})
-    labels.update({("Pod", p.namespace, p.name): p.labels for p in snapshot.pods})
-    labels.update({(w.kind, w.namespace, w.name): w.labels for w in snapshot.workloads})
 
-    def chosen(kind, namespace, name):
-        return label_selector.matches(labels.get((kind, namespace, name)) or {}, selector)
+    def match(labels):
+        return label_selector.matches(labels or {}, selector)
+
+    pods_of = {}
+    for p in snapshot.pods:
+        if p.md_controlled:
+            pods_of.setdefault((p.namespace, p.owner[2]), []).append(p)
+    chosen_mds = {(d.namespace, d.name) for d in snapshot.deployments.values()
+                  if match(d.labels) or any(match(p.labels) for p in pods_of.get((d.namespace, d.name), ()))}
+    chosen = {("ModelDeployment",) + key for key in chosen_mds}
+    chosen.update(("Pod", p.namespace, p.name) for p in snapshot.pods if match(p.labels))
+    chosen.update((w.kind, w.namespace, w.name) for w in snapshot.workloads if match(w.labels))
+    chosen.update(("KVCachePoolBinding", b.namespace, b.name) for b in snapshot.bindings.values() if match(b.labels))
+
+    def picked(kind, namespace, name):
+        return (kind, namespace, name) in chosen
 
     return checks.Report(
         report.setting,
-        [f for f in report.findings if f.code == "setting" or chosen(f.kind, f.namespace, f.name)],
-        [e for e in report.bindings if chosen("KVCachePoolBinding", e.namespace, e.name)],
-        [e for e in report.roles if chosen("ModelDeployment", e.namespace, e.deployment)],
+        [f for f in report.findings if f.code == "setting" or picked(f.kind, f.namespace, f.name)],
+        [e for e in report.bindings if picked("KVCachePoolBinding", e.namespace, e.name)],
+        [e for e in report.roles if picked("ModelDeployment", e.namespace, e.deployment)],
         report.checked)
 
 
@@ -62,4 +76,4 @@ def run(options: CheckOptions, io) -> int:
             render.line(io.stderr, views.summary(report))
         elif not listed:
             render.nothing_found(snapshot, view.empty, io.stderr)
-    return exit_code(options, report)
+    return exit_code(options, report, snapshot.missing_namespaces)

@@ -22,11 +22,13 @@ from kubectl_kvcache.judge import checks, recover
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import files as saved_files, recovery
 from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.cli.flows.recovery_record import Journal
+from kubectl_kvcache.cli.flows import setting as setting_flow
 from kubectl_kvcache.cli.flows.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER
-from kubectl_kvcache.render import recover as view
+from kubectl_kvcache.render import recover as view, setting as setting_view
 
 POLL_SECONDS = 1.0
 RETRIES = 5
@@ -36,8 +38,14 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
     backups = read_backups(options.backup_dir)
     found, client = recovery.load_recovery(options.connection, options.scope, options.binding, io.stdin,
                                            render.tracer(io.stderr), backups)
+    record = found.record
+    if record is not None and record.finished and found.binding_gone:
+        view.already_finished(record, io.stdout)
+        return exitcodes.OK
     inputs = recover.inputs_for(found, checks.check(found.snapshot))
-    plan = recover.plan(inputs, recover.Request(options.dtype, options.name, options.domain, options.strategy))
+    request = recover.resumed(recover.Request(options.dtype, options.name, options.domain, options.strategy),
+                              found.record)
+    plan = recover.plan(inputs, request)
     data = plan.to_dict()
     for text in plan.notes:
         render.note(io.stderr, text)
@@ -54,13 +62,13 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
         view.planned_only(io.stderr)
         return exitcodes.OK
     out = io.stderr if structured else io.stdout
-    executor = Executor(client, plan, inputs, options, io, out, sleep, clock)
+    executor = Executor(client, plan, inputs, options.replace(strategy=request.strategy), io, out, sleep, clock)
     if options.dry_run == "client":
         view.requests(executor.requests(), out)
         return exitcodes.OK
     if options.dry_run == "server":
         executor.probe_all()
-        view.server_dry_run(executor.server_dry_run(), out)
+        view.server_dry_run(executor.server_dry_run(), out, (executor.journal.ref, executor.record_dry_run))
         return exitcodes.OK
     isatty = getattr(io.stdin, "isatty", None)
     if not options.yes and not (isatty and isatty()):
@@ -116,7 +124,11 @@ class Executor:
         self.backup_dir = options.backup_dir or default_backup_dir(self.namespace, plan.binding["name"])
         self.originals = {(o.get("kind"), _ns(o), _name(o)): o for o in inputs.deployments + inputs.workloads
                           + ([inputs.binding] if inputs.binding and not inputs.binding_gone else [])}
+        self.journal = None if client is None else Journal(
+            client, self.namespace, plan.binding["name"], inputs.record, _state(plan, inputs),
+            options.field_manager)
         self.done = {}          # step number -> outcome, for steps found finished by the probe
+        self.record_dry_run = None
         self._tty = bool(getattr(io.stderr, "isatty", None) and io.stderr.isatty())
         self._progress = False      # a progress line is open on the terminal
 
@@ -179,16 +191,30 @@ class Executor:
         return None
 
     def probe_all(self):
+        """Which steps are finished, with the plan's own earlier steps simulated: a Setting step
+        after another one is judged against the value the earlier one leaves (step 1 turns it off,
+        so the last one, turning it on, is not done although spec.value reads "true" now)."""
+        planned = None      # (step number, value) of the last Setting step before this one
         for n, step in enumerate(self.steps, 1):
-            if step.action != "wait":
+            if step.action == "wait":
+                continue
+            if step.action == "setting" and planned is not None:
+                outcome = (f"already done (step {planned[0]} leaves spec.value {st.WORD[planned[1]]!r})"
+                           if planned[1] == step.value else None)
+            else:
                 outcome = self.probe(step)
-                if outcome:
-                    self.done[n] = outcome
+            if step.action == "setting":
+                planned = (n, step.value)
+            if outcome:
+                self.done[n] = outcome
 
     # the client dry run: the requests, in order -----------------------------------------------
 
     def requests(self):
         fm = f"fieldManager={self.options.field_manager}"
+        j = self.journal
+        yield (f"0. {'PATCH ' + j.path if j.record else 'POST ' + j.collection}?{fm} ({j.ref}: the recovery's record; "
+               f"patched again before the Setting is turned off, with each backup, and at the end)")
         for n, step in enumerate(self.steps, 1):
             action = step.action
             if action == "setting":
@@ -214,6 +240,13 @@ class Executor:
     # the server dry run ------------------------------------------------------------------------
 
     def server_dry_run(self):
+        """Every write the plan makes that is not done yet, validated by the API server (the
+        recovery's record first: recover cannot continue without it)."""
+        try:
+            self.record_dry_run = self.journal.dry_run()
+        except PluginError as exc:
+            raise type(exc)(f"the server dry run refused the recovery's record ({self.journal.ref}): {exc}; "
+                            f"nothing was changed") from exc
         results = []
         for n, step in enumerate(self.steps, 1):
             if step.action == "wait":
@@ -274,6 +307,8 @@ class Executor:
         plan_file = os.path.join(self.backup_dir, "plan.json")
         if not os.path.exists(plan_file):
             write_json(plan_file, self.plan.to_dict())
+        self.journal.open()
+        view.record(self.journal.ref, self.out)
         total = len(self.steps)
         finished = []
         n = 0
@@ -293,7 +328,8 @@ class Executor:
             if self.options.connection.password:
                 render.note(self.io.stderr, f"the command reads the password from ${connection_flags.PASSWORD_VARIABLE}")
             raise
-        view.finished(total, self.backup_dir, self.out)
+        self.journal.update(settingTurnedOff=False, finished=True)
+        view.finished(total, self.backup_dir, self.journal.ref, self.namespace, self.journal.name, self.out)
         return exitcodes.OK
 
     def execute(self, n, step) -> str:
@@ -308,10 +344,26 @@ class Executor:
             return self._delete(n, step)
         return self._wait(n, step)
 
+    def _gate(self):
+        """Before the last step turns the Setting on: the gate `setting on` asks (the same judgement,
+        the same words); refused, the run stops here and a rerun continues from this step."""
+        verdict, snapshot = setting_flow.read_gate(self.client, self.options.connection.chunk_size,
+                                                   namespace=self.namespace)
+        self._end_progress()
+        render.notes(snapshot, self.io.stderr)
+        setting_view.gate(verdict, False, self.out)
+        if not verdict.passes:
+            raise PluginError(setting_view.refusal(verdict, "fix them, then rerun this command to continue (or turn "
+                                                            "it on anyway: kubectl kvcache setting on --force)"))
+
     def _setting(self, value):
+        if value:
+            self._gate()
         path = self.path(recover.SETTING_KIND, None)
         obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
         self.backup(obj)
+        if not value:       # written before the patch: a run stopped right after it still knows
+            self.journal.update(settingTurnedOff=True)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         try:
             self.client.patch_merge(path, st.patch_body(rv, value), field_manager=self.options.field_manager,
@@ -402,6 +454,8 @@ class Executor:
             elapsed = self.clock() - start
             if ok:
                 self._end_progress()
+                if cond == recover.value_for(True) and self.journal.state.get("settingTurnedOff"):
+                    self.journal.update(settingTurnedOff=False)
                 return f"done ({state}" + (f", after {elapsed:.0f}s)" if elapsed >= 1 else ")")
             if limit is not None and elapsed >= limit:
                 self._end_progress()
@@ -458,6 +512,8 @@ class Executor:
         path = os.path.join(self.backup_dir, name)
         if not os.path.exists(path):
             write_json(path, obj)
+        if self.journal is not None:
+            self.journal.backup(obj)
         return path
 
     def resume_command(self) -> str:
@@ -474,6 +530,16 @@ class Executor:
             argv += ["--field-manager", o.field_manager]
         argv += list(connection_flags.connection_args(o.connection)) + ["--apply"]
         return connection_flags.shell_command(argv)
+
+
+def _state(plan, inputs) -> dict:
+    """This run's record: the old Binding (its uid), the target, and what an earlier run recorded."""
+    record, target = inputs.record, plan.target
+    uid = ((inputs.binding or {}).get("metadata") or {}).get("uid") or (record.uid if record else None)
+    return {"binding": {"namespace": plan.binding["namespace"], "name": plan.binding["name"], "uid": uid},
+            "target": {k: target[k] for k in ("name", "domain", "dtype", "strategy")},
+            "settingTurnedOff": bool(record and record.setting_turned_off and not record.finished),
+            "finished": False}
 
 
 def _available(obj) -> bool:

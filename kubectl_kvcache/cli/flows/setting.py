@@ -16,7 +16,6 @@ from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection
-from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import setting as view
 
@@ -102,18 +101,11 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
 
 
 def gate(client, options: SettingOptions, io) -> bool:
-    """Before turning the Setting on: check's judgement (the same lists, the same RBAC behaviour)
-    over every namespace, with the Setting as it is now (not on: "already on" never gets here),
-    so its findings are what turning it on will cause and their fixes do not start with "turn it
-    off". False (refuse) when it finds errors, unless --force. A check that cannot run is an
-    error too, unless --force."""
-    from kubectl_kvcache.judge import checks
-    from kubectl_kvcache.render import checks as check_views
-
-    scope = Scope(all_namespaces=True, workloads=not options.skip_workloads,
-                  workloads_skipped=options.skip_workloads, assume_setting=False)
+    """Before turning the Setting on: the one gate (read_gate, judge/gate.py), as recover's last
+    step asks it too. False (refuse) when turning it on causes errors, unless --force. A check
+    that cannot run is an error too, unless --force."""
     try:
-        snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size)
+        verdict, snapshot = read_gate(client, options.connection.chunk_size, options.skip_workloads)
     except PluginError as exc:
         if not options.force:
             raise type(exc)(f"{exc}; the Setting was not changed: turning it on first runs check's judgement, "
@@ -121,29 +113,37 @@ def gate(client, options: SettingOptions, io) -> bool:
         render.note(io.stderr, f"--force: check's judgement could not run ({exc}); going ahead without it")
         return True
     render.notes(snapshot, io.stderr)
-    report = checks.check(snapshot, skipped_workloads=options.skip_workloads)
-    errors = [f for f in report.findings if f.severity == checks.ERROR]
-    if not errors:
-        view.gate_passed(report.summary(), io.stdout)
+    view.gate(verdict, options.force, io.stdout)
+    if verdict.passes:
         return True
-    view.gate_failed(len(errors), options.force, io.stdout)
-    render.show(check_views.CHECK, _Findings(errors), Output(format="describe"), io.stdout)
+    n = len(verdict.caused)
     if options.force:
-        render.note(io.stderr, f"--force: turning the Setting on despite {len(errors)} error finding"
-                               f"{'s' if len(errors) != 1 else ''}")
+        render.note(io.stderr, f"--force: turning the Setting on despite {n} error finding{'s' if n != 1 else ''}")
         return True
-    render.error(io.stderr, f"refusing to turn the Setting on: check found {len(errors)} error"
-                            f"{'s' if len(errors) != 1 else ''} that the rollout turns into crash-looping or "
-                            f"refused replicas (listed above, each with its fix); fix them, or pass --force; "
-                            f"nothing was changed")
+    render.error(io.stderr, view.refusal(verdict, "fix them, or pass --force; nothing was changed"))
     return False
 
 
-class _Findings:
-    """The shape the check view lists: just the findings."""
+def read_gate(client, chunk, skip_workloads=False, namespace=None):
+    """check's judgement over every namespace with the Setting as it is before turning it on
+    (off: so the fixes never start with "turn it off"), and the gate's answer. `namespace`: when
+    RBAC refuses the cluster-wide lists, judge that namespace only (recover's last step: the
+    Setting was on before the recovery turned it off), with a note saying so."""
+    from kubectl_kvcache.judge import checks, gate as gates
 
-    def __init__(self, findings):
-        self.findings = findings
+    scope = Scope(all_namespaces=True, workloads=not skip_workloads, workloads_skipped=skip_workloads,
+                  assume_setting=False, workloads_flag=None if namespace else "--skip-workloads")
+    try:
+        snapshot = cluster_lists.load_cluster(client, scope, chunk=chunk)
+    except Forbidden as exc:
+        if namespace is None:
+            raise
+        snapshot = cluster_lists.load_cluster(client, Scope(namespace=namespace, workloads=True, assume_setting=False),
+                                              chunk=chunk)
+        snapshot.namespace = namespace
+        snapshot.notes.append(f"the gate judged namespace {namespace} only: every namespace could not be listed "
+                              f"({exc}); turning the Setting on rolls pool-attached deployments in all of them")
+    return gates.gate(checks.check(snapshot, skipped_workloads=skip_workloads)), snapshot
 
 
 def count_blast_radius(client, chunk) -> st.BlastRadius:

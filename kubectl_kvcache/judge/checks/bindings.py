@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import records
 from kubectl_kvcache.judge.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
                                                   injected_engine, plain, suggest_dtype)
+from kubectl_kvcache.judge import fixes
 from kubectl_kvcache.judge.checks.findings import Finding, finding
 from kubectl_kvcache.judge.checks.inputs import EnginePods, target_container, unique
 from kubectl_kvcache.engine import SAME_FORMAT
@@ -108,10 +109,7 @@ def judge_binding(entry: BindingEntry, on: bool, claimed_by: records.Binding | N
         return [finding("binding-missing", (u.namespace, u.kind, u.name),
                         f"names KVCachePoolBinding {entry.name}, which is not in namespace {u.namespace}"
                         + (": new Pods cannot be injected" if u.kind != "ModelDeployment" else ""),
-                        f"create Binding {entry.name}, or point "
-                        + ("spec.kvCache.poolRef.name (a new deployment)" if u.kind == "ModelDeployment"
-                           else f"annotation {api.ANNOTATION_PREFIX}binding")
-                        + " at an existing Binding")
+                        fixes.missing_binding_fix(u.namespace, entry.name, u.kind == "ModelDeployment"))
                 for u in entry.uses]
     if not b.dtype:
         entry.verdict = "UNKNOWN"
@@ -197,20 +195,17 @@ def _rejected_finding(entry: BindingEntry, obj, on) -> Finding:
 
 
 def _recovery_fix(entry, on):
+    """Its recover command (the guide's recovery, walked by the plugin), as verify says it."""
     b = entry.binding
+    users = ", ".join(u.ref for u in entry.uses)
     if entry.suggestion:
-        spelling = f"dtype {entry.suggestion!r}"
-    else:
-        spelling = _no_common_spelling(b.dtype, entry)
-    deployments = [u.name for u in entry.uses if u.kind == "ModelDeployment"]
-    others = [u.ref for u in entry.uses if u.kind != "ModelDeployment"]
-    steps = ["Setting off first (it is on: new Pods fail now)" if on else None,
-             f"create a Binding on pool {b.pool} with a new domain.name (not {b.domain!r}) and {spelling}",
-             f"recreate {', '.join(deployments)} with spec.kvCache.poolRef.name naming it and delete the old "
-             f"one{'s' if len(deployments) > 1 else ''}" if deployments else None,
-             f"point {api.ANNOTATION_PREFIX}binding of {', '.join(others)} at it" if others else None,
-             "Setting back on" if on else None]
-    return "; ".join(s for s in steps if s)
+        return fixes.recover_fix(entry.namespace, entry.name, detail=(
+            ("the Setting off while it runs, " if on else "")
+            + f"a new Binding on pool {b.pool} with dtype {entry.suggestion!r} and a new domain.name (not "
+              f"{b.domain!r}), its users ({users}) moved to it, the old one deleted"
+            + (", the Setting back on" if on else "")))
+    return fixes.recover_fix(entry.namespace, entry.name, dtype="DTYPE",
+                             detail=f"DTYPE: {_no_common_spelling(b.dtype, entry)}")
 
 
 def _no_common_spelling(dtype, entry):

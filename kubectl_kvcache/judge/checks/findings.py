@@ -14,21 +14,26 @@ class Code(Record):
     table names it), what it means, and whether it makes `bindings` exit 1. `check` exits 1 on an
     error finding (a warning too with --strict), whatever its code."""
 
-    __slots__ = ("code", "severity", "about", "title", "fails_bindings")
+    __slots__ = ("code", "severity", "about", "title", "fails_bindings", "with_setting_on")
 
-    def __init__(self, code: str, severity: str, about: str, title: str, fails_bindings: bool = False):
+    def __init__(self, code: str, severity: str, about: str, title: str, fails_bindings: bool = False,
+                 with_setting_on: bool = False):
         self.code = code
         self.severity = severity
         self.about = about
         self.title = title
         self.fails_bindings = fails_bindings
+        # an error of this code is what the Setting on causes (off: the operator renders nothing and
+        # refuses nothing, so it does not happen); the others exist either way (judge/gate.py)
+        self.with_setting_on = with_setting_on
 
 
 # The registry: one row per finding code (docs/check.md "Finding codes" is held to it by a test). A new
 # finding is a row here and the judge module that emits it (finding(code, ...)).
 CODES = {c.code: c for c in (
     Code("binding-dtype-rejected", ERROR, "KVCachePoolBinding",
-         "a Binding's dtype is a spelling an engine that will receive it rejects", fails_bindings=True),
+         "a Binding's dtype is a spelling an engine that will receive it rejects", fails_bindings=True,
+         with_setting_on=True),
     Code("binding-missing", ERROR, "the ModelDeployment, Pod or workload naming it",
          "a deployment, Pod or template names a Binding that does not exist", fails_bindings=True),
     Code("binding-auto", WARNING, "KVCachePoolBinding",
@@ -39,12 +44,12 @@ CODES = {c.code: c for c in (
     Code("binding-unused", INFO, "KVCachePoolBinding", "a Binding nobody in the input names"),
     Code("role-own-flag", WARNING, "ModelDeployment",
          "a role passes --kv-cache-dtype itself in extraArgs (error when its value differs from the Binding's or "
-         "the engine rejects it)"),
+         "the engine rejects it)", with_setting_on=True),
     Code("takeover-role", INFO, "ModelDeployment",
          "a take-over role (command set) on a pool: what it runs with (warning when it is not the Binding's "
          "dtype, error when the engine rejects it)"),
     Code("injection-refused", ERROR, "Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob",
-         "an injection opt-in (Pod or workload template) the webhook refuses"),
+         "an injection opt-in (Pod or workload template) the webhook refuses", with_setting_on=True),
     Code("unchecked", WARNING, "any", "something the check needs is not in the input or not decidable"),
     Code("setting", INFO, "Setting", "the Setting's current value"),
 )}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.judge import verify
+from kubectl_kvcache.judge import fixes, verify
 from kubectl_kvcache.operator import api
 from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens,
                                                   operator_tokens, plain)
@@ -113,7 +113,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
                f"after the upgrade: {after_text}. The webhook refuses the deployment's next edit until it is "
                f"removed")
     keep = own_value if own_value and own_value != dtype and after.outcome != model.REJECTED else None
-    fix = f"remove {paths} from the role" + (
+    fix = fixes.remove_own_flag(paths, f"ModelDeployment {md.name}") + (
         f" once the Binding's dtype is the one it should run (to keep {keep}, move the deployment to a Binding "
         f"with dtype {keep!r} and a new domain.name)" if keep else "")
     near = nearest_spelling(own_value, at.profile.accepted) if own_value not in at.profile.accepted else None

@@ -1,0 +1,42 @@
+"""Honest scope on the real API server: a namespace that does not exist is said (one warning
+line on stderr), and under `check --strict` it fails the gate; one that exists but is empty,
+or one RBAC does not let the user ask about, is not called missing."""
+
+import io
+
+import pytest
+
+from kubectl_kvcache.cli import main
+
+
+def plugin(kubeconfig, *argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main([*argv, "--kubeconfig", kubeconfig], stdin=io.StringIO(""), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+WARNING = "warning: namespace 'llm-porod' does not exist: nothing in it was read"
+
+
+@pytest.mark.parametrize("command", ["check", "verify", "bindings", "roles"])
+def test_a_namespace_that_does_not_exist_is_said(cluster, command):
+    code, out, err = plugin(cluster.admin_kubeconfig, command, "-n", "llm-porod")
+    assert err.splitlines().count(WARNING) == 1, err
+    assert [x for x in err.splitlines() if x.startswith("warning:")] == [WARNING]
+    assert "error:" not in err and code in (0, 1)
+
+
+def test_check_strict_fails_on_a_namespace_that_does_not_exist(cluster):
+    code, out, err = plugin(cluster.admin_kubeconfig, "check", "-n", "llm-porod", "--strict")
+    assert code == 1 and WARNING in err.splitlines()
+    code, out, err = plugin(cluster.admin_kubeconfig, "check", "-n", "llm-porod")
+    assert code == 0        # without --strict the warning is the answer
+
+
+def test_an_empty_namespace_or_one_rbac_hides_is_not_called_missing(cluster):
+    ns = cluster.new_namespace("empty")
+    code, out, err = plugin(cluster.admin_kubeconfig, "check", "-n", ns, "--strict")
+    assert code == 0 and "warning:" not in err, err
+    # the reader may list Pods and the operator's kinds, not get namespaces: not known, so not said
+    code, out, err = plugin(cluster.reader_kubeconfig, "verify", "-n", "llm-porod")
+    assert "warning:" not in err and "error:" not in err, err
