@@ -116,9 +116,12 @@ def binding_refusals(new: dict, setting_on: bool, old: dict | None = None) -> li
 
 
 def binding_fields(obj: dict) -> dict:
-    """The fields binding_refusals reads, from a KVCachePoolBinding object (tolerant of any shape)."""
+    """The fields binding_refusals reads, from a KVCachePoolBinding object as stored (tolerant of any
+    shape)."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     domain = spec.get("domain") if isinstance(spec.get("domain"), dict) else {}
     pool = spec.get("poolRef") if isinstance(spec.get("poolRef"), dict) else {}
-    return {"pool": pool.get("name"), "name": domain.get("name"), "blockSize": domain.get("blockSize"),
+    # An omitted domain name is stored as `default` by the API server (docs/modules/kv-cache/pool.md).
+    name = domain["name"] if "name" in domain else "default"
+    return {"pool": pool.get("name"), "name": name, "blockSize": domain.get("blockSize"),
             "dtype": domain.get("dtype")}
