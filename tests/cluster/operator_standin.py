@@ -198,8 +198,7 @@ class StandInOperator:
                     changes += 1
                 continue
             fields = webhooks.binding_fields(b)
-            admitted = (meta.get("annotations") or {}).get(ADMITTED)
-            old = json.loads(admitted) if admitted else None
+            old = _admitted(meta)
             errors = webhooks.binding_refusals(fields, on, old)
             st = b.get("status") or {}
             if errors:
@@ -216,7 +215,7 @@ class StandInOperator:
             if (not errors and old is None) or FINALIZER not in finalizers:
                 patch = {"resourceVersion": meta["resourceVersion"]}
                 if not errors and old is None:
-                    patch["annotations"] = {ADMITTED: json.dumps(fields)}
+                    patch["annotations"] = {ADMITTED: json.dumps({"uid": meta["uid"], "fields": fields})}
                 if FINALIZER not in finalizers:
                     patch["finalizers"] = finalizers + [FINALIZER]
                 self.ok("PATCH", path, {"metadata": patch}, MERGE)
@@ -244,7 +243,7 @@ class StandInOperator:
         roles = spec.get("roles") or []
         kv_cache = bool(spec.get("kvCache"))
         generation = meta.get("generation") or 1
-        admitted = int((meta.get("annotations") or {}).get(ADMITTED) or 0)
+        admitted = _admitted(meta) or 0
         changes = 0
         if generation > admitted:
             errors = webhooks.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
@@ -259,7 +258,8 @@ class StandInOperator:
                         f'generation {generation}: {message}')]}}, MERGE)
                     return 1
                 return 0
-            self.ok("PATCH", path, {"metadata": {"annotations": {ADMITTED: str(generation)}}}, MERGE)
+            self.ok("PATCH", path, {"metadata": {"annotations": {
+                ADMITTED: json.dumps({"uid": meta["uid"], "generation": generation})}}}, MERGE)
             changes += 1
         binding = bindings.get(((spec.get("kvCache") or {}).get("poolRef") or {}).get("name")) if kv_cache else None
         dtype = binding["dtype"] if (binding and on) else None
@@ -363,6 +363,18 @@ def kubelet_status(container, engine, version):
                   lastState={"terminated": {"exitCode": 2, "reason": "Error", "startedAt": NOW, "finishedAt": NOW}})
     return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if cs["ready"] else "False"}],
             "containerStatuses": [cs]}
+
+
+def _admitted(meta):
+    """What was admitted of THIS object (its uid: a copy made by recover carries the annotation of
+    the object it was copied from, which says nothing about the copy): the generation or fields."""
+    try:
+        record = json.loads((meta.get("annotations") or {}).get(ADMITTED) or "null")
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("uid") != meta.get("uid"):
+        return None
+    return record.get("generation", record.get("fields"))
 
 
 def _ready(pod):
