@@ -10,6 +10,8 @@ what it renders is what `check` predicts.
 Each pass (`reconcile()`), for the objects in its namespaces:
 - the Setting: status.value mirrors a valid spec.value (Go's strconv.ParseBool); missing or
   unreadable reads on, as the operator reads it (no 30 s cache here: a change applies at once);
+- what is there at its first pass counts as stored before it started: admitted as it is, as the
+  upgrade finds it (a webhook judges writes, never what is stored);
 - KVCachePoolBindings: a finalizer while a ModelDeployment names one, released once none does;
   status.phase Bound and status.usedBy; a Binding the webhook would refuse (dtype missing or not
   lowercase, `auto` created while the Setting is on, a changed domain) is marked
@@ -143,6 +145,9 @@ class StandInOperator:
     def reconcile(self) -> int:
         """One pass over everything in scope; returns how many changes it made."""
         self.passes += 1
+        # Objects already there at the first pass were stored before the stand-in started: admitted
+        # as they are (a webhook judges writes, never what is stored), as the operator upgrade finds them.
+        self._stored = self.passes == 1
         changes = 0
         on, n = self._setting()
         changes += n
@@ -156,11 +161,16 @@ class StandInOperator:
             if owner and owner.get("kind") == "ModelDeployment":
                 by_owner.setdefault((pod["metadata"]["namespace"], owner["name"]), []).append(pod)
         names = {(m["metadata"]["namespace"], m["metadata"]["name"]) for m in mds}
+        for pod in pods:                    # the kubelet's part: a Pod told to stop has stopped
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and not meta.get("finalizers") and meta.get("deletionGracePeriodSeconds"):
+                self._delete(pod)
+                changes += 1
         for key, owned in by_owner.items():
             if key not in names:            # the garbage collector: the owner is gone
                 for pod in owned:
                     if not pod["metadata"].get("deletionTimestamp"):
-                        self.ok("DELETE", f"/api/v1/namespaces/{key[0]}/pods/{pod['metadata']['name']}")
+                        self._delete(pod)
                         changes += 1
         for md in mds:
             if md["metadata"].get("deletionTimestamp"):
@@ -199,7 +209,7 @@ class StandInOperator:
                 continue
             fields = webhooks.binding_fields(b)
             old = _admitted(meta)
-            errors = webhooks.binding_refusals(fields, on, old)
+            errors = [] if (self._stored and old is None) else webhooks.binding_refusals(fields, on, old)
             st = b.get("status") or {}
             if errors:
                 message = "; ".join(str(e) for e in errors)
@@ -246,7 +256,7 @@ class StandInOperator:
         admitted = _admitted(meta) or 0
         changes = 0
         if generation > admitted:
-            errors = webhooks.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
+            errors = [] if self._stored else webhooks.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
                                           on)
             if errors:
                 message = "; ".join(str(e) for e in errors)
@@ -298,8 +308,7 @@ class StandInOperator:
                                             "replicas are being created or replaced", generation)]}
         if binding is not None:
             status["kvCache"] = {"domain": {"name": binding.get("name"), "dtype": binding.get("dtype")}}
-        st = md.get("status") or {}
-        if any(st.get(k) != v for k, v in status.items()):
+        if not _subset(status, md.get("status") or {}):
             self.ok("PATCH", path + "/status", {"status": status}, MERGE)
             changes += 1
         return changes
@@ -347,7 +356,9 @@ class StandInOperator:
                 {"status": kubelet_status(container, engine, version)}, MERGE)
 
     def _delete(self, pod):
-        self.ok("DELETE", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}")
+        # gracePeriodSeconds 0: there is no kubelet to confirm a graceful stop of a Pod bound to a node
+        self.ok("DELETE", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}",
+                {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
 
 
 def kubelet_status(container, engine, version):
@@ -375,6 +386,13 @@ def _admitted(meta):
     if not isinstance(record, dict) or record.get("uid") != meta.get("uid"):
         return None
     return record.get("generation", record.get("fields"))
+
+
+def _subset(want, have):
+    """Whether a merge patch of `want` would leave `have` as it is."""
+    if isinstance(want, dict) and isinstance(have, dict):
+        return all(_subset(v, have.get(k)) for k, v in want.items())
+    return want == have
 
 
 def _ready(pod):

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,7 +65,24 @@ def crash_looping(cluster):
     return False
 
 
-def test_the_change_window_end_to_end(cluster):
+@pytest.fixture(scope="module")
+def fresh_cluster(cluster_binaries):
+    """A cluster of its own, as `scripts/demo-cluster up` gives one: `setting on` asks check about the
+    whole cluster, so other tests' objects must not be in it."""
+    harness = sys.modules["kvcache_test_harness"]
+    c = harness.Cluster(cluster_binaries, with_crds=True, name="kvcache-walk")
+    try:
+        c.start()
+    except harness.ClusterError as e:
+        pytest.fail(f"could not start the walk-through's cluster: {e}", pytrace=False)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_the_change_window_end_to_end(fresh_cluster):
+    cluster = fresh_cluster
     cluster.delete("settings.gpustack.ai", "model-deployment-kv-cache-dtype-owned", "-n", "gpustack-system")
     cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
                    "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},

@@ -85,12 +85,16 @@ def test_it_replaces_one_replica_per_role_per_pass(cluster):
 def test_it_marks_what_the_webhooks_refuse(cluster):
     # kv_cache_pool_binding_test.go: `auto` refused on create with the Setting on;
     # model_deployment_kv_cache_dtype_test.go: a role passing the flag itself refused while owned
-    set_setting(cluster, "true")
+    set_setting(cluster, "false")
     ns = cluster.new_namespace("standin")
+    standin = cluster.operator_standin([ns])
+    standin.reconcile()                     # what it finds at its first pass counts as stored
+    cluster.apply([o.binding("stored-auto", "auto", ns=ns)], with_status=False)   # admitted: the Setting off
+    standin.reconcile()
+    set_setting(cluster, "true")
     cluster.apply([o.binding("auto", "auto", ns=ns), o.binding("b1", "fp8", ns=ns),
                    o.deployment("own", ns=ns, roles=[o.role(extra_args=["--kv-cache-dtype=fp8"])]),
                    o.deployment("on-auto", ns=ns, binding_name="auto")], with_status=False)
-    standin = cluster.operator_standin([ns])
     assert standin.settle(timeout=60)
     auto = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/auto")
     assert auto["status"]["conditions"][0]["status"] == "False"
@@ -98,4 +102,7 @@ def test_it_marks_what_the_webhooks_refuse(cluster):
     own = cluster.request_ok("GET", f"{API}/namespaces/{ns}/modeldeployments/own")
     assert '"--kv-cache-dtype" is set by the operator' in own["status"]["conditions"][0]["message"]
     assert pods(cluster, ns) == []          # neither is rendered
+    # a stored `auto` Binding stays usable and updatable (AutoDtypeIsJudgedAtCreationWhileOwned)
+    stored = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/stored-auto")
+    assert stored["status"]["phase"] == "Bound" and not stored["status"].get("conditions")
     assert standin.errors == []
