@@ -28,24 +28,7 @@ def plugin(cluster, *args, timeout=240):
     return p.returncode, p.stdout, p.stderr
 
 
-def scene():
-    """Two Bindings on one pool, an SGLang deployment on `fp8` (SGLang rejects it) and a vLLM one on
-    `bfloat16`, the Setting off: the cluster as the upgrade finds it."""
-    def binding(name, domain, dtype):
-        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {"poolRef": {"name": "shared-dram"}, "quota": {"ceiling": "100Gi"},
-                         "domain": {"name": domain, "blockSize": 64, "dtype": dtype}}}
-
-    def deployment(name, engine, version, binding_name, replicas):
-        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
-                "metadata": {"name": name, "namespace": NS},
-                "spec": {"engine": {"name": engine, "version": version}, "model": {"name": "Qwen/Qwen3-8B"},
-                         "kvCache": {"poolRef": {"name": binding_name}},
-                         "roles": [{"name": "server", "kind": "server", "replicas": replicas}]}}
-
-    return [binding("sgl-fp8", "sgl", "fp8"), binding("chat-bf16", "chat", "bfloat16"),
-            deployment("sgl", "SGLang", "0.5.18", "sgl-fp8", 2), deployment("chat", "vLLM", "0.29.0", "chat-bf16", 1)]
+SCENE = os.path.join(ROOT, "examples", "change-window")   # the README's walk-through loads the same
 
 
 def wait_for(predicate, timeout=60):
@@ -83,12 +66,7 @@ def fresh_cluster(cluster_binaries):
 
 def test_the_change_window_end_to_end(fresh_cluster):
     cluster = fresh_cluster
-    cluster.delete("settings.gpustack.ai", "model-deployment-kv-cache-dtype-owned", "-n", "gpustack-system")
-    cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
-                   "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
-                   "spec": {"value": "false"}}, with_status=False)
-    cluster.ensure_namespace(NS)
-    cluster.apply(scene(), with_status=False)
+    cluster.load_examples(SCENE)            # what `scripts/demo-cluster up --examples` loads
     with cluster.operator_standin([NS]) as standin:
         # 0. before the window: the Setting off, every replica running without the flag
         code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "60s")
