@@ -22,8 +22,9 @@ NS = "llm-prod"
 
 
 def plugin(cluster, *args, timeout=240):
+    """The plugin as the user runs it, from a working directory of its own (recover's backups go there)."""
     p = subprocess.run([sys.executable, "-m", "kubectl_kvcache", *args, "--kubeconfig", cluster.admin_kubeconfig],
-                       cwd=ROOT, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                       cwd=cluster.workdir, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                        env=dict(os.environ, PYTHONPATH=ROOT))
     return p.returncode, p.stdout, p.stderr
 
@@ -69,7 +70,7 @@ def test_the_change_window_end_to_end(fresh_cluster):
     cluster.load_examples(SCENE)            # what `scripts/demo-cluster up --examples` loads
     with cluster.operator_standin([NS]) as standin:
         # 0. before the window: the Setting off, every replica running without the flag
-        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "60s")
+        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "2m")
         assert code == 0, err
 
         # 1. check every Binding first: sgl-fp8's dtype is one SGLang rejects
@@ -85,7 +86,7 @@ def test_the_change_window_end_to_end(fresh_cluster):
         # 3. the upgrade turns it on anyway (the guide's patch): the SGLang rollout crash-loops
         cluster.request_ok("PATCH", SETTING, {"spec": {"value": "true"}}, content_type="application/merge-patch+json")
         assert wait_for(lambda: crash_looping(cluster)), "no replica crash-looped"
-        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "60s")
+        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "2m")
         assert code == 1, out + err         # ends at once on a confirmed rejection, not at the timeout
         assert "REJECTED" in out
         assert f"recover sgl-fp8 -n {NS}" in out + err
@@ -93,7 +94,7 @@ def test_the_change_window_end_to_end(fresh_cluster):
         # 4. the escape: the Setting off renders nothing, and every replica rolls back to running
         code, out, err = plugin(cluster, "setting", "off", "--yes")
         assert code == 0, out + err
-        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "90s")
+        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "2m")
         assert code == 0, out + err
         assert not crash_looping(cluster)
 
@@ -109,11 +110,11 @@ def test_the_change_window_end_to_end(fresh_cluster):
 
         # 6. the Setting on again (recover may already have done it: then this is a no-op)
         if cluster.request_ok("GET", SETTING)["spec"]["value"] != "true":
-            code, out, err = plugin(cluster, "setting", "on", "--yes")
+            code, out, err = plugin(cluster, "setting", "on", "--yes", "--wait")
             assert code == 0, out + err
 
         # 7. the end state: every replica runs its Binding's dtype, and check is clean
-        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "120s", "-o", "json")
+        code, out, err = plugin(cluster, "verify", "-n", NS, "--wait", "--timeout", "2m", "-o", "json")
         assert code == 0, err
         report = json.loads(out.strip().splitlines()[0] if out.strip().startswith("{\"") else out)
         assert report["summary"]["total"] == report["summary"]["OK"] == 3, report["summary"]
