@@ -210,3 +210,25 @@ def only_pod(report):
     rows = [i for i in report.items if i.pod]
     assert len(rows) == 1
     return rows[0]
+
+
+def test_check_does_not_call_a_binding_rejected_by_a_deployment_without_a_store():
+    # DTYPE_TEST "a point-to-point leg without a store renders no flag": a vLLM deployment whose
+    # Pods have no store is never handed the Binding's dtype, so `bf16` (which vLLM rejects) breaks nothing
+    from kubectl_kvcache.operator import records
+
+    def report(command, env=None):
+        s = records.Snapshot(source="file")
+        s.setting = records.default_setting()
+        s.pods.append(records.pod_record(o.md_pod("md-server-0", "md", None, containers=[
+            o.container("main", command=command, env=env)])))
+        s.deployments[("team", "md")] = records.deployment_record(o.deployment("md"))
+        s.bindings[("team", "b1")] = records.binding_record(o.binding("b1", "bf16"))
+        return checks.check(s)
+
+    no_store = report(["vllm", "serve", "m", "--kv-transfer-config", P2P_PREFILL])
+    assert not [f for f in no_store.findings if f.code == "binding-dtype-rejected"]
+    assert no_store.bindings[0].uses[0].renders is False
+    with_store = report(["vllm", "serve", "m", "--kv-transfer-config", STORE],
+                        [{"name": "MOONCAKE_CONFIG_PATH", "value": "/x"}])
+    assert [f for f in with_store.findings if f.code == "binding-dtype-rejected"]
