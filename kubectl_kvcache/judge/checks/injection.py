@@ -34,7 +34,16 @@ def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
         return [(f"container {name} has no command and no args", "write the engine's command and args into "
                                                                    "the container spec")]
     problems = []
-    why, fix = model.program_refusal(command + args, api.INJECT_LABEL)
+    forwarded = optin.annotation("launch-args-forwarded")
+    why, fix = model.program_refusal(command + args, api.INJECT_LABEL, forwarded == "true")
+    if why:
+        problems.append((f"container {name}: {why}", fix))
+    engine = model.normalise_engine(optin.annotation("engine"))
+    if engine == "vllm" and (optin.annotation("manufacturer") or "").lower() == "ascend":
+        engine = "vllm-ascend"
+    # pod_kv_cache_inject.go: checkLaunchArgs (args without a command, an unidentified program,
+    # another engine than the annotations select), unless the Pod declares launch-args-forwarded
+    why, fix = model.launch_refusal(command, args, engine, forwarded, api.ANNOTATION_PREFIX + "launch-args-forwarded")
     if why:
         problems.append((f"container {name}: {why}", fix))
     at = injected_engine(optin.annotations, container)
