@@ -19,10 +19,10 @@ from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, IMAGE_
                                              SPEC_IMAGE, SPEC_VERSION, Profile, Version, is_ascend_image,
                                              minimum_version, normalise_engine, parse_version, profile,
                                              resolve_versions)
-from kubectl_kvcache.engine.webhook import program_refusal
+from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 
 __all__ = ["ACCEPTED_VALUES", "AMBIGUOUS", "CachedPredict", "DISPLAY_NAMES", "DTYPE_OPTION", "IMAGE_TAG",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",
-           "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal",
+           "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
            "resolve_versions"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, setting as setting_mod
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
@@ -317,6 +317,14 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
     if binding.dtype is None:
         item.reason = f"Binding {binding.name} has no spec.domain.dtype"
         return item
+    store = renderer.store_view(container, pred.engine) if not cand.takeover else None
+    if store is not None and store.rendered is False:
+        # No store rendered: the operator writes no --kv-cache-dtype for this replica, so none is
+        # expected, and rolling will not bring one (inject/vllm.go:renderVLLM, hasStore).
+        item.expected = None
+        item.status = OK
+        item.reason = f"{store.reason}: {renderer.NO_STORE_RULE}; the engine starts ({pred.reason})" + note
+        return item
     if not pred.occurrences:
         item.status = MISSING
         item.reason = _missing_reason(cand, binding, pred) + note
@@ -475,8 +483,12 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
                 f"(kubectl kvcache check -o describe names the entries)" + hint), False
     if not cand.owner:
         args = list(spec.get("args") or ())
-        tail = 2 if pod.annotations.get(api.ANNOTATION_PREFIX + "injected") and len(args) >= 2 else 0
-        positions = _own_positions([o for o in own if o["source"] == "args"], args, 0, len(args) - tail)
+        # The webhook's own pair is not the Pod's: it sits after the Pod's args and before the
+        # defaulted ones (pod_kv_cache_inject.go:injectPod), not necessarily at the end.
+        webhook = (set(renderer.webhook_dtype_positions(args, item.engine))
+                   if pod.annotations.get(api.ANNOTATION_PREFIX + "injected") else set())
+        positions = [j for j in _own_positions([o for o in own if o["source"] == "args" and o["index"] not in webhook],
+                                               args) if j not in webhook]
         if positions:
             return (f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
                     f"template: the webhook appends the Binding's dtype" + hint), False

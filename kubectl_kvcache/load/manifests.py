@@ -37,6 +37,11 @@ def _add_object(obj, scope, result, ignored, intern):
         record = records.binding_record(obj)
         result.bindings[(record.namespace, record.name)] = record
     elif kind == api.SETTING_KIND and group == api.SETTING.group:
+        meta = obj.get("metadata")
+        if meta.__class__ is not dict or meta.get("name").__class__ is not str or not meta.get("name"):
+            # A Setting whose metadata (or name) is missing or malformed is bad input, not "some other
+            # Setting": setting_record raises, naming the object and the field.
+            records.setting_record(obj, "file")
         if records.is_setting(obj):
             result.setting = records.setting_record(obj, "file")
     elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:

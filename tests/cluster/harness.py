@@ -20,6 +20,7 @@ uses it too.
 import atexit
 import base64
 import ctypes
+import importlib.util
 import itertools
 import json
 import os
@@ -1016,6 +1017,20 @@ class Cluster:
             objs.append(obj)
         self.apply(objs)
         return mapping
+
+    # ------------------------------------------------- the operator's stand-in
+    def operator_standin(self, namespaces=None, interval=0.2):
+        """A StandInOperator (tests/cluster/operator_standin.py) on this cluster: a small controller
+        that plays the GPUStack Operator's dtype behaviour. Not started: use `with` (a thread), or
+        call reconcile()/settle() to step it."""
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "operator_standin.py")
+        mod = sys.modules.get("kvcache_operator_standin")
+        if mod is None:
+            spec = importlib.util.spec_from_file_location("kvcache_operator_standin", path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules["kvcache_operator_standin"] = mod
+            spec.loader.exec_module(mod)
+        return mod.StandInOperator(self, namespaces, interval)
 
     # ---------------------------------------------------------------- misc
     def state(self):

@@ -294,10 +294,14 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
         assert items["Pod"]["status"]["phase"] == "Running"
         st = run("status")
         assert st.returncode == 0 and st.stdout.strip() == line, st.stderr
+        assert "operator: stand-in controller, pid" in st.stderr      # the operator stand-in runs beside it
+        standin = int(st.stderr.split("stand-in controller, pid ", 1)[1].split()[0])
         again = run("up")  # idempotent
         assert again.returncode == 0 and again.stdout.strip() == line
     finally:
         down = run("down")
     assert down.returncode == 0, down.stderr
     assert not (tmp_path / "kubectl-kvcache-demo").exists()
+    assert not os.path.exists(f"/proc/{standin}/cmdline") or b"operator_standin" not in open(
+        f"/proc/{standin}/cmdline", "rb").read()          # down stopped the stand-in it started
     assert run("status").returncode == 3

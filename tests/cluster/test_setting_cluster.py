@@ -54,9 +54,9 @@ def _get(cluster):
 
 
 def play_operator(cluster):
-    """What the operator does: report spec.value in status.value."""
-    obj = _get(cluster)
-    cluster.set_status("settings.gpustack.ai", NAME, namespace=NS, status={"value": obj["spec"]["value"]})
+    """What the operator does: report spec.value in status.value (one pass of the operator
+    stand-in, tests/cluster/operator_standin.py, over the Setting alone)."""
+    cluster.operator_standin(namespaces=[]).reconcile()
 
 
 def plugin(cluster, *args, kubeconfig=None, stdin=subprocess.DEVNULL, timeout=120):

@@ -42,6 +42,11 @@ def container(name="engine", image="vllm/vllm-openai:v0.29.0", command=None, arg
                        args=list(args) if args is not None else None, image=image)
 
 
+# An args-only container is refused unless the Pod declares that its image's ENTRYPOINT forwards
+# appended arguments (pod_kv_cache_inject.go: checkLaunchArgs); tests of other rules declare it.
+FORWARDED = {"kvcache.gpustack.ai/launch-args-forwarded": "true"}
+
+
 def workload(name, containers, kind="Deployment", binding_name="b", engine="vLLM", annotations=None, ns=NS,
              inject=True):
     return records.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
@@ -446,7 +451,7 @@ def test_the_flag_in_command_in_vllm_spellings_and_abbreviations():
 
 
 def test_skip_layers_and_other_engines_spellings_are_not_refused():
-    tpl = workload("w", [container(args=["m", "--kv-cache-dtype-skip-layers", "2"])])
+    tpl = workload("w", [container(args=["m", "--kv-cache-dtype-skip-layers", "2"])], annotations=FORWARDED)
     assert not refused(run(binding("b", "fp8"), tpl), "Deployment", "w")
     tpl = workload("w", [container(image="lmsysorg/sglang:v0.5.18", command=["python3", "-m", "sglang.launch_server",
                                                                              "--kv_cache_dtype", "fp8"])],
@@ -487,7 +492,7 @@ def test_no_command_and_no_args_and_container_choice():
     tpl = workload("w", two, annotations={"kvcache.gpustack.ai/container": "c"})
     assert "'c'" in refused(run(binding("b", "fp8"), tpl), "Deployment", "w")[0].message
     tpl = workload("w", [container("side", args=["--kv-cache-dtype=fp8"]), container("eng", args=["m"])],
-                   annotations={"kvcache.gpustack.ai/container": "eng"})
+                   annotations={"kvcache.gpustack.ai/container": "eng", **FORWARDED})
     assert not refused(run(binding("b", "fp8"), tpl), "Deployment", "w")
 
 
@@ -501,7 +506,7 @@ def test_existing_pod_and_its_template_are_both_reported_with_distinct_messages(
 
 
 def test_the_webhooks_own_appended_pair_is_not_the_pods_flag():
-    injected = {"kvcache.gpustack.ai/injected": '{"binding":"b"}'}
+    injected = {"kvcache.gpustack.ai/injected": '{"binding":"b"}', **FORWARDED}
     c = container(args=["m", "--kv-cache-dtype", "fp8"])
     assert not codes(run(binding("b", "fp8"), injected_pod("p", [c], annotations=injected)), "injection-refused")
     # without the injected record the pair is the Pod's own
@@ -594,3 +599,16 @@ def test_the_bindings_exit_code_follows_the_registry():
     failing = {c.code for c in checks.CODES.values() if c.fails_bindings}
     assert failing == set(checks.BINDING_FAILURES) and failing <= {c for c, r in checks.CODES.items()
                                                                   if r.severity == checks.ERROR}
+
+
+def test_the_launch_the_webhook_cannot_see_is_refused_unless_declared():
+    # pod_kv_cache_inject.go: checkLaunchArgs -- args without a command hide the image's ENTRYPOINT
+    f, = refused(run(binding("b", "fp8"), workload("w", [container(args=["m"])])), "Deployment", "w")
+    assert "args but no command" in f.message and "launch-args-forwarded" in f.fix
+    assert not refused(run(binding("b", "fp8"), workload("w", [container(args=["m"])], annotations=FORWARDED)),
+                       "Deployment", "w")
+    # launchEngine knows `vllm` and `python3 -m sglang.launch_server`; launchMatchesEngine the rest
+    tpl = workload("w", [container(command=["vllm", "serve", "m"])], engine="SGLang")
+    assert "the annotations select sglang" in refused(run(binding("b", "bf16"), tpl), "Deployment", "w")[0].message
+    tpl = workload("w", [container(command=["python", "-m", "vllm.entrypoints.openai.api_server"])])
+    assert "cannot identify" in refused(run(binding("b", "fp8"), tpl), "Deployment", "w")[0].message

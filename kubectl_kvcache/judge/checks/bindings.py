@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.operator import records
+from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.judge.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
                                                   injected_engine, plain, suggest_dtype)
 from kubectl_kvcache.judge import fixes
@@ -86,6 +86,8 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> dict[tuple[
         ats = deployment_engines(md, pods.images(md))
         problem = "" if ats else f"engine {md.engine!r} is not vLLM or SGLang"
         renders = not md.roles or any(not r.command for r in md.roles)
+        if renders and _without_store(md, pods):
+            renders = False     # the operator renders the dtype only beside a store (inject/vllm.go)
         uses.setdefault((md.namespace, md.binding), []).append(
             Use("ModelDeployment", md.namespace, md.name, ats, renders, problem))
     for o in optins:
@@ -98,6 +100,15 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> dict[tuple[
         uses.setdefault((o.namespace, name), []).append(
             Use(o.kind, o.namespace, o.name, (at,) if at else (), True, problem))
     return uses
+
+
+def _without_store(md, pods: EnginePods) -> bool:
+    """Every Pod of every role the operator renders shows a render without a store (see
+    operator/renderer.py: store_view), so the Binding's dtype reaches none of them."""
+    engine = model.normalise_engine(md.engine)
+    cands = [c for r in md.roles if not r.command for c in pods.of(md, r.name)]
+    return bool(cands) and all(
+        renderer.store_view(c.pod.container(api.ENGINE_CONTAINER) or {}, engine).rendered is False for c in cands)
 
 
 def judge_binding(entry: BindingEntry, on: bool, claimed_by: records.Binding | None = None,

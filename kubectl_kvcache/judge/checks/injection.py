@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.operator import api
+from kubectl_kvcache.operator import api, renderer
 from kubectl_kvcache.judge.checks.engines import flag_tokens, injected_engine
 from kubectl_kvcache.judge.checks.findings import Finding, finding
 from kubectl_kvcache.judge.checks.inputs import OptIn, target_container, unique
-from kubectl_kvcache.engine import DTYPE_OPTION, Token
+from kubectl_kvcache.engine import Token
 
 
 def _without_webhook_tail(container, optin):
-    """An admitted Pod's args end with the webhook's own `--kv-cache-dtype <dtype>`: not the Pod's."""
+    """An admitted Pod's args hold the webhook's own `--kv-cache-dtype <dtype>`, followed only by
+    the defaulted arguments (SGLang's --enable-hierarchical-cache, ...): that pair is not the Pod's
+    (pod_kv_cache_inject.go:injectPod appends the rendered arguments, then the defaulted ones)."""
     args = list(container.get("args") or ())
-    if optin.existing_pod and optin.annotation("injected") and len(args) >= 2 and args[-2] == DTYPE_OPTION:
-        return dict(container, args=args[:-2])
+    if optin.existing_pod and optin.annotation("injected"):
+        at = renderer.webhook_dtype_positions(args, model.normalise_engine(optin.annotation("engine")))
+        if at:
+            return dict(container, args=args[:at[0]] + args[at[1] + 1:])
     return container
 
 
@@ -30,7 +34,16 @@ def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
         return [(f"container {name} has no command and no args", "write the engine's command and args into "
                                                                    "the container spec")]
     problems = []
-    why, fix = model.program_refusal(command + args, api.INJECT_LABEL)
+    forwarded = optin.annotation("launch-args-forwarded")
+    why, fix = model.program_refusal(command + args, api.INJECT_LABEL, forwarded == "true")
+    if why:
+        problems.append((f"container {name}: {why}", fix))
+    engine = model.normalise_engine(optin.annotation("engine"))
+    if engine == "vllm" and (optin.annotation("manufacturer") or "").lower() == "ascend":
+        engine = "vllm-ascend"
+    # pod_kv_cache_inject.go: checkLaunchArgs (args without a command, an unidentified program,
+    # another engine than the annotations select), unless the Pod declares launch-args-forwarded
+    why, fix = model.launch_refusal(command, args, engine, forwarded, api.ANNOTATION_PREFIX + "launch-args-forwarded")
     if why:
         problems.append((f"container {name}: {why}", fix))
     at = injected_engine(optin.annotations, container)

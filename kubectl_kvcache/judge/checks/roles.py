@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, verify
-from kubectl_kvcache.operator import api
+from kubectl_kvcache.operator import api, renderer
 from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens,
                                                   operator_tokens, plain)
 from kubectl_kvcache.judge.checks.findings import ERROR, INFO, WARNING, Finding, finding
@@ -77,6 +77,14 @@ def _today_from_pods(cands, snapshot, on) -> str | None:
 _OPERATOR_FIRST = "the operator's --kv-cache-dtype, which comes before the role's"
 
 
+def _no_store(cands, engine) -> str:
+    """Why the role's Pods carry no store (every one of them a render without one), else ''."""
+    views = [renderer.store_view(c.pod.container(api.ENGINE_CONTAINER) or {}, engine) for c in cands]
+    if views and all(v.rendered is False for v in views):
+        return views[0].reason
+    return ""
+
+
 def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding] | None:
     tokens = [Token(a, EXTRA_ARGS, j) for j, a in enumerate(role.extra_args)]
     flags = flag_tokens(tokens, at.profile)
@@ -84,7 +92,11 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
         return None
     dtype = binding.dtype if binding else None
     own = model.parse(tokens, at.profile)
-    after = model.parse(operator_tokens(dtype) + tokens, at.profile) if dtype else own
+    no_store = _no_store(pods.of(md, role.name), at.engine)
+    # The rendered order is base command, connector arguments (the dtype among them), then the
+    # role's extraArgs (controllers/worker/model_deployment_kv_cache_dtype_test.go, "a stored role's
+    # own value stays after the rendered one"); without a store the operator renders no dtype.
+    after = model.parse(operator_tokens(dtype) + tokens, at.profile) if dtype and not no_store else own
     own_value = next((f.value for f in reversed(flags) if not f.ambiguous), None)
     predicted_today = after if on else own
     today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
@@ -101,6 +113,10 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
     elif dtype is None:
         verdict, severity = "UNKNOWN", WARNING
         why = f"Binding {md.binding} {snapshot.absent(md.namespace)}, so its dtype is unknown"
+    elif no_store:
+        verdict, severity = "NO-STORE", WARNING
+        why = (f"Its Pods have no store ({no_store}): the operator renders no --kv-cache-dtype beside them, so "
+               f"the role's own value is what runs")
     elif after.effective == dtype:
         verdict, severity = "SAME", WARNING
         why = "It sets the Binding's own value, so only the deployment's next edit is refused"

@@ -1,0 +1,442 @@
+"""A STAND-IN for the GPUStack Operator, for the test cluster and scripts/demo-cluster only.
+
+It is not the operator and not part of the plugin: a small controller that does, against the real
+API server the harness starts (no kubelet, no controller-manager), what the operator's code and
+tests say it does about the KV cache dtype, so the upgrade guide's change window can be walked end
+to end. It uses the plugin's own models of the operator (kubectl_kvcache/operator/renderer.py and
+webhooks.py, each citing the Go code it follows) and of the engines (kubectl_kvcache.engine), so
+what it renders is what `check` predicts.
+
+Each pass (`reconcile()`), for the objects in its namespaces:
+- the Setting: status.value mirrors a valid spec.value (Go's strconv.ParseBool); missing or
+  unreadable reads on, as the operator reads it (no 30 s cache here: a change applies at once);
+- what is there at its first pass counts as stored before it started: admitted as it is, as the
+  upgrade finds it (a webhook judges writes, never what is stored);
+- KVCachePoolBindings: a finalizer while a ModelDeployment names one, released once none does;
+  status.phase Bound and status.usedBy; a Binding the webhook would refuse (dtype missing or not
+  lowercase, `auto` created while the Setting is on, a changed domain) is marked
+  `Admitted=False` with the webhook's message and serves no deployment;
+- ModelDeployments: each role's Pods rendered as the renderer builds them (base command, the
+  rendered arguments -- the Binding's dtype only beside a store and with the Setting on -- then
+  extraArgs; a take-over role's command alone), ONE replica per role replaced or created per
+  pass, and only while the role's current replicas are ready (a crash-looping replica stalls the
+  role, as a rollout stalls); a spec the webhook would refuse (a role passing the flag itself,
+  the Setting on) is marked `Admitted=False` and not rolled to; status.kvCache.domain.dtype,
+  status.roles and the Available condition as the operator reports them;
+- Pods: status written as a kubelet would: an engine container the plugin's engine model says
+  REJECTS its argv last exited with code 2 and waits in CrashLoopBackOff; the rest run ready.
+  A Pod whose ModelDeployment is gone is deleted (the garbage collector's part).
+
+Not played: the injection webhook (a controller cannot mutate a Pod at creation), quotas, routers.
+
+    python tests/cluster/operator_standin.py --state-dir DIR [--interval 1.0]
+runs it against the cluster whose harness state is in DIR until SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from kubectl_kvcache.engine import predict  # noqa: E402
+from kubectl_kvcache.operator import renderer, webhooks  # noqa: E402
+from kubectl_kvcache.operator.api import GROUP, VERSION  # noqa: E402
+
+API = f"/apis/{GROUP}/{VERSION}"
+SETTING = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings/model-deployment-kv-cache-dtype-owned"
+FINALIZER = "worker.gpustack.ai/binding-in-use"
+MERGE = "application/merge-patch+json"
+PREFIX = "standin.kvcache.test/"
+HASH = PREFIX + "spec-hash"
+ADMITTED = PREFIX + "admitted"            # the generation (ModelDeployment) / fields (Binding) admitted
+NO_STORE = PREFIX + "no-store"            # on a Binding: its pool published no endpoint (no store)
+TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+NOW = "2026-01-01T00:00:00Z"
+
+
+def parse_bool(value):
+    """Go's strconv.ParseBool, None for anything else."""
+    return True if value in TRUE else False if value in FALSE else None
+
+
+def engine_of(md):
+    name = ((md.get("spec") or {}).get("engine") or {}).get("name") or ""
+    return {"vllm": "vllm", "sglang": "sglang"}.get(name.lower())
+
+
+class StandInOperator:
+    """The stand-in controller (see the module docstring). `namespaces` None: all of them."""
+
+    def __init__(self, cluster, namespaces=None, interval=0.2):
+        self.cluster = cluster
+        self.namespaces = None if namespaces is None else set(namespaces)
+        self.interval = interval
+        self.errors = []
+        self.passes = 0
+        self._stop = threading.Event()
+        self._thread = None
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name="operator-standin", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                self.reconcile()
+            except Exception as exc:  # noqa: BLE001 - kept for the test to report
+                self.errors.append(repr(exc))
+            self._stop.wait(self.interval)
+
+    def settle(self, timeout=60, quiet=2):
+        """Reconcile until `quiet` passes in a row change nothing (or `timeout`); True when settled."""
+        deadline, calm = time.monotonic() + timeout, 0
+        while time.monotonic() < deadline:
+            calm = calm + 1 if self.reconcile() == 0 else 0
+            if calm >= quiet:
+                return True
+            time.sleep(self.interval)
+        return False
+
+    # -- API ---------------------------------------------------------------------------------------
+
+    def req(self, method, path, body=None, content_type=None):
+        return self.cluster.request(method, path, body, content_type=content_type)
+
+    def ok(self, method, path, body=None, content_type=None):
+        status, out = self.req(method, path, body, content_type)
+        if status >= 300 and status not in (404, 409):    # gone, or changed under us: the next pass sees it
+            raise RuntimeError(f"{method} {path}: HTTP {status}: {out}")
+        return status, out
+
+    def _in_scope(self, obj):
+        return self.namespaces is None or obj["metadata"].get("namespace") in self.namespaces
+
+    def _list(self, path):
+        status, out = self.req("GET", path)
+        return [o for o in (out.get("items") or []) if self._in_scope(o)] if status == 200 else []
+
+    # -- one pass -----------------------------------------------------------------------------------
+
+    def reconcile(self) -> int:
+        """One pass over everything in scope; returns how many changes it made."""
+        self.passes += 1
+        # Objects already there at the first pass were stored before the stand-in started: admitted
+        # as they are (a webhook judges writes, never what is stored), as the operator upgrade finds them.
+        self._stored = self.passes == 1
+        changes = 0
+        on, n = self._setting()
+        changes += n
+        mds = self._list(f"{API}/modeldeployments")
+        bindings, n = self._bindings(mds, on)
+        changes += n
+        pods = self._list("/api/v1/pods")
+        by_owner = {}
+        for pod in pods:
+            owner = next((r for r in pod["metadata"].get("ownerReferences") or () if r.get("controller")), None)
+            if owner and owner.get("kind") == "ModelDeployment":
+                by_owner.setdefault((pod["metadata"]["namespace"], owner["name"]), []).append(pod)
+        names = {(m["metadata"]["namespace"], m["metadata"]["name"]) for m in mds}
+        for pod in pods:                    # the kubelet's part: a Pod told to stop has stopped
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and not meta.get("finalizers") and meta.get("deletionGracePeriodSeconds"):
+                self._delete(pod)
+                changes += 1
+        for key, owned in by_owner.items():
+            if key not in names:            # the garbage collector: the owner is gone
+                for pod in owned:
+                    if not pod["metadata"].get("deletionTimestamp"):
+                        self._delete(pod)
+                        changes += 1
+        for md in mds:
+            if md["metadata"].get("deletionTimestamp"):
+                continue
+            ns = md["metadata"]["namespace"]
+            changes += self._deployment(md, bindings.get(ns, {}), on, by_owner.get((ns, md["metadata"]["name"]), []))
+        return changes
+
+    def _setting(self):
+        status, setting = self.req("GET", SETTING)
+        if status != 200:
+            return True, 0                  # unset or unreadable: the operator reads its default, on
+        spec_value = (setting.get("spec") or {}).get("value")
+        current = (setting.get("status") or {}).get("value")
+        changes = 0
+        if spec_value is not None and parse_bool(spec_value) is not None and spec_value != current:
+            self.ok("PATCH", SETTING + "/status", {"status": {"value": spec_value}}, MERGE)
+            current, changes = spec_value, 1
+        value = parse_bool(current) if current is not None else True
+        return (True if value is None else value), changes
+
+    def _bindings(self, mds, on):
+        """Keep each Binding's finalizer and status; {namespace: {name: fields}} of the admitted ones."""
+        usable, changes = {}, 0
+        for b in self._list(f"{API}/kvcachepoolbindings"):
+            meta, ns, name = b["metadata"], b["metadata"]["namespace"], b["metadata"]["name"]
+            path = f"{API}/namespaces/{ns}/kvcachepoolbindings/{name}"
+            users = sorted(m["metadata"]["name"] for m in mds if m["metadata"]["namespace"] == ns
+                           and ((m["spec"].get("kvCache") or {}).get("poolRef") or {}).get("name") == name)
+            finalizers = meta.get("finalizers") or []
+            if meta.get("deletionTimestamp"):
+                if not users and FINALIZER in finalizers:
+                    self.ok("PATCH", path, {"metadata": {"finalizers": [f for f in finalizers if f != FINALIZER],
+                                                         "resourceVersion": meta["resourceVersion"]}}, MERGE)
+                    changes += 1
+                continue
+            fields = webhooks.binding_fields(b)
+            old = _admitted(meta)
+            errors = [] if (self._stored and old is None) else webhooks.binding_refusals(fields, on, old)
+            st = b.get("status") or {}
+            if errors:
+                message = "; ".join(str(e) for e in errors)
+                if not _condition_is(st, "Admitted", "False", message):
+                    self.ok("PATCH", path + "/status", {"status": {"conditions": [_condition(
+                        "Admitted", "False", "WebhookWouldRefuse",
+                        f'admission webhook "validate.worker.gpustack.ai.v1alpha1.kvcachepoolbinding" would '
+                        f'deny it: {message}')]}}, MERGE)
+                    changes += 1
+                if old is None:
+                    continue                # never admitted: it serves nothing
+                fields = old                # the stored, admitted domain stays in force
+            if (not errors and old is None) or FINALIZER not in finalizers:
+                patch = {"resourceVersion": meta["resourceVersion"]}
+                if not errors and old is None:
+                    patch["annotations"] = {ADMITTED: json.dumps({"uid": meta["uid"], "fields": fields})}
+                if FINALIZER not in finalizers:
+                    patch["finalizers"] = finalizers + [FINALIZER]
+                self.ok("PATCH", path, {"metadata": patch}, MERGE)
+                changes += 1
+            used_by = [{"kind": "ModelDeployment", "namespace": ns, "name": u} for u in users]
+            if st.get("phase") != "Bound" or (st.get("usedBy") or []) != used_by or (
+                    not errors and _condition_is(st, "Admitted", "False")):
+                self.ok("PATCH", path + "/status", {"status": {"phase": "Bound", "usedBy": used_by,
+                                                               "conditions": None if not errors else
+                                                               st.get("conditions")}}, MERGE)
+                changes += 1
+            fields = dict(fields, store=(meta.get("annotations") or {}).get(NO_STORE) != "true")
+            usable.setdefault(ns, {})[name] = fields
+        return usable, changes
+
+    # -- a ModelDeployment ----------------------------------------------------------------------
+
+    def _deployment(self, md, bindings, on, pods):
+        meta, spec = md["metadata"], md.get("spec") or {}
+        ns, name = meta["namespace"], meta["name"]
+        path = f"{API}/namespaces/{ns}/modeldeployments/{name}"
+        engine = engine_of(md)
+        if engine is None:
+            return 0
+        roles = spec.get("roles") or []
+        kv_cache = bool(spec.get("kvCache"))
+        generation = meta.get("generation") or 1
+        admitted = _admitted(meta) or 0
+        changes = 0
+        if generation > admitted:
+            errors = [] if self._stored else webhooks.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
+                                          on)
+            if errors:
+                message = "; ".join(str(e) for e in errors)
+                st = md.get("status") or {}
+                if not _condition_is(st, "Admitted", "False", message):
+                    self.ok("PATCH", path + "/status", {"status": {"conditions": [_condition(
+                        "Admitted", "False", "WebhookWouldRefuse",
+                        f'admission webhook "validate.worker.gpustack.ai.v1alpha1.modeldeployment" would deny '
+                        f'generation {generation}: {message}')]}}, MERGE)
+                    return 1
+                return 0
+            self.ok("PATCH", path, {"metadata": {"annotations": {
+                ADMITTED: json.dumps({"uid": meta["uid"], "generation": generation})}}}, MERGE)
+            changes += 1
+        binding = bindings.get(((spec.get("kvCache") or {}).get("poolRef") or {}).get("name")) if kv_cache else None
+        dtype = binding["dtype"] if (binding and on) else None
+        store = bool(binding and binding.get("store"))
+        version = (spec.get("engine") or {}).get("version") or renderer.MINIMUMS[engine]
+        role_status, all_ready = [], True
+        for role in roles:
+            rname = role.get("name") or "server"
+            want = 1 if role.get("replicas") is None else max(0, int(role["replicas"]))
+            container = self._container(md, engine, version, role, dtype, store, bool(spec.get("kvTransfer")))
+            mine = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == rname]
+            live = [p for p in mine if not p["metadata"].get("deletionTimestamp")]
+            if container is None:           # the renderer refuses: nothing to roll to
+                role_status.append({"name": rname, "replicas": len(live), "readyReplicas": 0, "updatedReplicas": 0})
+                all_ready = False
+                continue
+            digest = hashlib.sha256(json.dumps(container, sort_keys=True).encode()).hexdigest()[:10]
+            current = [p for p in live if (p["metadata"].get("annotations") or {}).get(HASH) == digest]
+            old = sorted((p for p in live if p not in current), key=_ready)   # a failing one goes first
+            ready = [p for p in current if _ready(p)]
+            if len(current) < want and len(ready) == len(current):
+                if old:
+                    self._delete(old[0])
+                self._create(md, rname, role.get("kind") or "server", container, digest, engine, version)
+                changes += 1
+            elif len(live) > want and len(ready) == len(current):
+                self._delete((old or current)[0])
+                changes += 1
+            role_status.append({"name": rname, "replicas": len(live), "readyReplicas": len(ready),
+                                "updatedReplicas": len(current)})
+            all_ready = all_ready and len(ready) >= want and not old
+        status = {"observedGeneration": generation, "roles": role_status,
+                  "conditions": [_condition("Available", "True" if all_ready else "False",
+                                            "MinimumReplicasAvailable" if all_ready else "RollingOut",
+                                            "every role has its minimum replicas ready" if all_ready else
+                                            "replicas are being created or replaced", generation)]}
+        if binding is not None:
+            status["kvCache"] = {"domain": {"name": binding.get("name"), "dtype": binding.get("dtype")}}
+        if not _subset(status, md.get("status") or {}):
+            self.ok("PATCH", path + "/status", {"status": status}, MERGE)
+            changes += 1
+        return changes
+
+    def _container(self, md, engine, version, role, dtype, store, p2p):
+        """The engine container the renderer builds for one role, or None when it refuses to render."""
+        spec = md.get("spec") or {}
+        model = (spec.get("model") or {}).get("name") or md["metadata"]["name"]
+        image = (spec.get("engine") or {}).get("image") or (
+            f"gpustack/runner:cuda12.9-vllm{version}" if engine == "vllm" else f"lmsysorg/sglang:v{version}")
+        env = list(role.get("env") or [])
+        if role.get("command"):            # take-over: the role's command alone, nothing added
+            return {"name": "main", "image": image, "command": list(role["command"]), "env": env}
+        kind = (role.get("kind") or "server").lower()
+        rendered = []
+        if spec.get("kvCache"):
+            if not store and (engine != "vllm" or not (p2p and kind in ("prefill", "decode"))):
+                return None                 # inject.go:Render: no store and nothing else to render
+            rendered = renderer.rendered_args(engine, dtype, store=store, kind=kind,
+                                              p2p=p2p and kind in ("prefill", "decode"))
+            env = renderer.rendered_env(engine, store) + env
+        base = ["vllm", "serve", model] if engine == "vllm" else \
+            ["python3", "-m", "sglang.launch_server", "--model-path", model]
+        port = "8000" if engine == "vllm" else "30000"
+        command = renderer.deployment_command(base, rendered, role.get("extraArgs") or []) + \
+            ["--host", "0.0.0.0", "--port", port]
+        return {"name": "main", "image": image, "command": command, "env": env}
+
+    def _create(self, md, role, kind, container, digest, engine, version):
+        meta = md["metadata"]
+        ns = meta["namespace"]
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"generateName": f"{meta['name']}-{role}-", "namespace": ns,
+                            "labels": {"app.kubernetes.io/name": "model-deployment",
+                                       "app.kubernetes.io/instance": meta["name"],
+                                       "app.kubernetes.io/component": role,
+                                       "modeldeployment.gpustack.ai/role-kind": kind.lower()},
+                            "annotations": {HASH: digest},
+                            "ownerReferences": [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
+                                                 "name": meta["name"], "uid": meta["uid"], "controller": True,
+                                                 "blockOwnerDeletion": True}]},
+               "spec": {"containers": [container]}}
+        _, created = self.ok("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+        self.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{created['metadata']['name']}/status",
+                {"status": kubelet_status(container, engine, version)}, MERGE)
+
+    def _delete(self, pod):
+        # gracePeriodSeconds 0: there is no kubelet to confirm a graceful stop of a Pod bound to a node
+        self.ok("DELETE", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}",
+                {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+
+
+def kubelet_status(container, engine, version):
+    """The status a kubelet would report: CrashLoopBackOff after exit code 2 when the engine model
+    says the engine rejects its argv, else running and ready."""
+    verdict = predict(container, engine, version)
+    cs = {"name": "main", "image": container["image"], "imageID": "", "restartCount": 0, "ready": True,
+          "started": True, "state": {"running": {"startedAt": NOW}}}
+    if verdict.outcome == "rejected":
+        cs.update(ready=False, started=False, restartCount=3,
+                  state={"waiting": {"reason": "CrashLoopBackOff",
+                                     "message": "back-off restarting failed container main"}},
+                  lastState={"terminated": {"exitCode": 2, "reason": "Error", "startedAt": NOW, "finishedAt": NOW}})
+    return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if cs["ready"] else "False"}],
+            "containerStatuses": [cs]}
+
+
+def _admitted(meta):
+    """What was admitted of THIS object (its uid: a copy made by recover carries the annotation of
+    the object it was copied from, which says nothing about the copy): the generation or fields."""
+    try:
+        record = json.loads((meta.get("annotations") or {}).get(ADMITTED) or "null")
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("uid") != meta.get("uid"):
+        return None
+    return record.get("generation", record.get("fields"))
+
+
+def _subset(want, have):
+    """Whether a merge patch of `want` would leave `have` as it is."""
+    if isinstance(want, dict) and isinstance(have, dict):
+        return all(_subset(v, have.get(k)) for k, v in want.items())
+    return want == have
+
+
+def _ready(pod):
+    return any(c.get("ready") for c in (pod.get("status") or {}).get("containerStatuses") or ())
+
+
+def _condition(type_, status, reason, message, generation=None):
+    c = {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": NOW}
+    if generation is not None:
+        c["observedGeneration"] = generation
+    return c
+
+
+def _condition_is(status, type_, value, message=None):
+    return any(c.get("type") == type_ and c.get("status") == value and (message is None or message in c.get("message", ""))
+               for c in status.get("conditions") or ())
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Run the operator stand-in against a harness cluster.")
+    ap.add_argument("--state-dir", required=True, help="the harness state directory (scripts/demo-cluster's)")
+    ap.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import harness
+
+    standin = StandInOperator(harness.Cluster.attach(args.state_dir), interval=args.interval)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"operator stand-in: reconciling every {args.interval}s (not the GPUStack Operator)", file=sys.stderr,
+          flush=True)
+    while not stop.is_set():
+        try:
+            changes = standin.reconcile()
+            if changes:
+                print(f"operator stand-in: pass {standin.passes}: {changes} changes", file=sys.stderr, flush=True)
+        except Exception as exc:  # noqa: BLE001 - a controller keeps going; the log says why
+            print(f"operator stand-in: pass {standin.passes} failed: {exc!r}", file=sys.stderr, flush=True)
+        stop.wait(args.interval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

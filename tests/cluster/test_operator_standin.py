@@ -1,0 +1,108 @@
+"""The operator stand-in (operator_standin.py) against the real API server: it renders what the
+plugin's renderer model says the operator renders, and the plugin judges it the way it judges the
+operator's Pods. Each test names the operator behaviour (Go test) it plays."""
+
+import json
+import os
+import subprocess
+import sys
+
+import objects as o
+from kubectl_kvcache.operator.api import GROUP, VERSION
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+API = f"/apis/{GROUP}/{VERSION}"
+SETTING = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings/model-deployment-kv-cache-dtype-owned"
+
+
+def set_setting(cluster, value):
+    cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                   "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+                   "spec": {"value": value}}, with_status=False)
+
+
+def plugin(cluster, *args):
+    p = subprocess.run([sys.executable, "-m", "kubectl_kvcache", *args, "--kubeconfig", cluster.admin_kubeconfig],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    return p.returncode, p.stdout, p.stderr
+
+
+def pods(cluster, ns):
+    return sorted(cluster.request_ok("GET", f"/api/v1/namespaces/{ns}/pods")["items"],
+                  key=lambda p: p["metadata"]["creationTimestamp"] + p["metadata"]["name"])
+
+
+def test_it_renders_the_dtype_beside_the_store_and_crash_loops_what_the_engine_rejects(cluster):
+    # model_deployment_kv_cache_dtype_test.go: the Binding's dtype on every replica, the role's
+    # extraArgs after it; an SGLang release that rejects `fp8` exits with code 2.
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("standin")
+    cluster.apply([o.binding("vl", "fp8_e4m3", ns=ns), o.binding("sg", "fp8", ns=ns),
+                   o.deployment("chat", ns=ns, binding_name="vl",
+                                roles=[o.role(extra_args=["--max-model-len", "4096"], replicas=2)]),
+                   o.deployment("sgl", ns=ns, engine="SGLang", version="0.5.18", binding_name="sg")],
+                  with_status=False)
+    standin = cluster.operator_standin([ns])
+    assert standin.settle(timeout=60)
+    chat = [p for p in pods(cluster, ns) if p["metadata"]["labels"]["app.kubernetes.io/instance"] == "chat"]
+    assert len(chat) == 2
+    command = chat[0]["spec"]["containers"][0]["command"]
+    flags = [a for a in command if a.startswith("--")]
+    assert flags[:3] == ["--kv-transfer-config", "--kv-cache-dtype", "--max-model-len"]
+    assert command[command.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
+    assert {"name": "MOONCAKE_CONFIG_PATH"}.items() <= chat[0]["spec"]["containers"][0]["env"][0].items()
+    sgl = [p for p in pods(cluster, ns) if p["metadata"]["labels"]["app.kubernetes.io/instance"] == "sgl"]
+    assert len(sgl) == 1
+    cs = sgl[0]["status"]["containerStatuses"][0]
+    assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff" and cs["lastState"]["terminated"]["exitCode"] == 2
+    md = cluster.request_ok("GET", f"{API}/namespaces/{ns}/modeldeployments/chat")
+    assert md["status"]["kvCache"]["domain"]["dtype"] == "fp8_e4m3"
+    assert md["status"]["conditions"][0]["status"] == "True"
+    code, out, err = plugin(cluster, "verify", "-n", ns, "-o", "json")
+    report = json.loads(out)
+    statuses = sorted((i["pod"].split("-")[0], i["status"]) for i in report["items"])
+    assert statuses == [("chat", "OK"), ("chat", "OK"), ("sgl", "REJECTED")], err
+
+
+def test_it_replaces_one_replica_per_role_per_pass(cluster):
+    # docs/reference/settings.md: flipping the Setting recreates every pool-attached replica
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("standin")
+    cluster.apply([o.binding("b1", "fp8", ns=ns), o.deployment("chat", ns=ns, roles=[o.role(replicas=3)])],
+                  with_status=False)
+    standin = cluster.operator_standin([ns])
+    assert standin.settle(timeout=60)
+    set_setting(cluster, "false")
+    standin.reconcile()                     # mirrors the Setting and replaces one replica
+    rendered = [("--kv-cache-dtype" in p["spec"]["containers"][0]["command"]) for p in pods(cluster, ns)]
+    assert sorted(rendered) == [False, True, True]
+    assert standin.settle(timeout=60)
+    assert not any("--kv-cache-dtype" in p["spec"]["containers"][0]["command"] for p in pods(cluster, ns))
+    assert cluster.request_ok("GET", SETTING)["status"]["value"] == "false"
+
+
+def test_it_marks_what_the_webhooks_refuse(cluster):
+    # kv_cache_pool_binding_test.go: `auto` refused on create with the Setting on;
+    # model_deployment_kv_cache_dtype_test.go: a role passing the flag itself refused while owned
+    set_setting(cluster, "false")
+    ns = cluster.new_namespace("standin")
+    standin = cluster.operator_standin([ns])
+    standin.reconcile()                     # what it finds at its first pass counts as stored
+    cluster.apply([o.binding("stored-auto", "auto", ns=ns)], with_status=False)   # admitted: the Setting off
+    standin.reconcile()
+    set_setting(cluster, "true")
+    cluster.apply([o.binding("auto", "auto", ns=ns), o.binding("b1", "fp8", ns=ns),
+                   o.deployment("own", ns=ns, roles=[o.role(extra_args=["--kv-cache-dtype=fp8"])]),
+                   o.deployment("on-auto", ns=ns, binding_name="auto")], with_status=False)
+    assert standin.settle(timeout=60)
+    auto = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/auto")
+    assert auto["status"]["conditions"][0]["status"] == "False"
+    assert '"auto" lets each engine' in auto["status"]["conditions"][0]["message"]
+    own = cluster.request_ok("GET", f"{API}/namespaces/{ns}/modeldeployments/own")
+    assert '"--kv-cache-dtype" is set by the operator' in own["status"]["conditions"][0]["message"]
+    assert pods(cluster, ns) == []          # neither is rendered
+    # a stored `auto` Binding stays usable and updatable (AutoDtypeIsJudgedAtCreationWhileOwned)
+    stored = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/stored-auto")
+    assert stored["status"]["phase"] == "Bound" and not stored["status"].get("conditions")
+    assert standin.errors == []
