@@ -32,7 +32,7 @@ def _commands():
             if lang not in ("sh", "bash"):
                 continue
             for line in block.splitlines():
-                line = line.split(" #", 1)[0].strip()
+                line = line.split(" #", 1)[0].split(" > ", 1)[0].strip()     # no comment, no redirect
                 if not line.startswith("kubectl kvcache ") or "..." in line or "[" in line:
                     continue
                 found.append(pytest.param(shlex.split(line)[2:], id=f"{page}: {line}"))
