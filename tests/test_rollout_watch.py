@@ -63,6 +63,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._json({"resources": [{"name": "modeldeployments"}, {"name": "kvcachepoolbindings"}]})
         if path == "/apis/gpustack.ai":
             return self._json({"kind": "Status", "code": 404, "message": "not found"}, 404)
+        if path.startswith("/api/v1/namespaces/") and path.count("/") == 4:
+            return self._json({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": path.split("/")[-1]}})
         if query.get("watch") == "true":
             return self._watch(path, query)
         if path.endswith("/modeldeployments"):
