@@ -8,7 +8,8 @@ import os
 import threading
 import time
 
-from kubectl_kvcache import exitcodes, label_selector, render
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import live, rollout
 from kubectl_kvcache.judge import verify
 from kubectl_kvcache.load import cluster as cluster_lists, reader, scope as load_scope
@@ -179,7 +180,7 @@ def selection(options: VerifyOptions) -> live.Selection:
 def namespace_missing(client, namespace) -> bool:
     """Whether the namespace asked for does not exist (False when it cannot be told: not allowed
     to read namespaces)."""
-    from kubectl_kvcache.kube import object_path
+    from kubectl_kvcache.kube.client import object_path
 
     if not namespace:
         return False
