@@ -291,6 +291,8 @@ class LiveJudge:
     def _judge_everything(self):
         """Every row judged again (the start, or the Setting turned on or off)."""
         shown = {}
+        for key in [k for k in self.items if k not in self.pods]:
+            self._judge_pod(key)    # gone: its row goes too
         for key in list(self.pods):
             item = self._judge_pod(key)
             if item is not None and self._shown(item, self._pod_md(key)):

@@ -42,23 +42,26 @@ class VerifyOptions(Record):
         self.deployments = deployments  # --wait/--watch md/NAME: only these ModelDeployments
 
 
-# TYPE/NAME as kubectl spells a ModelDeployment: its kind, plural and the CRD's short name
-# (tests/cluster/crds: shortNames [md]), each also with the group
-MD_TYPES = {t for base in ("md", "modeldeployment", "modeldeployments")
-            for t in (base, base + ".worker.gpustack.ai")} - {"md.worker.gpustack.ai"}
+def md_types() -> set[str]:
+    """TYPE of TYPE/NAME as kubectl spells a ModelDeployment: the CRD's short name (md, in
+    tests/cluster/crds), its kind and its plural, the last two also with the group."""
+    from kubectl_kvcache.operator import api
+
+    md = api.MODEL_DEPLOYMENT
+    return {"md"} | {t for base in (md.kind.lower(), md.plural) for t in (base, f"{base}.{md.group}")}
 
 
 def deployment_names(words) -> tuple[str, ...]:
     """The NAMEs of `md/NAME` words (kubectl's TYPE/NAME); a plain name or another type is refused."""
     from kubectl_kvcache.kube import names
 
-    found = []
+    found, types = [], md_types()
     for word in words:
         kind, slash, name = word.partition("/")
         if not slash:
             raise PluginError(f"--watch/--wait follow deployments, not Pods: name one as md/{word} "
                               f"(or leave names out to follow every deployment in scope)")
-        if kind.lower() not in MD_TYPES:
+        if kind.lower() not in types:
             raise PluginError(f"{word}: --watch/--wait follow ModelDeployments: use md/NAME, not {kind}/")
         if not name or "/" in name:
             raise PluginError(f"{word}: name one ModelDeployment as md/NAME")
