@@ -394,7 +394,7 @@ def _abbreviations(argv, profile):
     return sorted(set(positions))
 
 
-def extra_args_start(role, command):
+def _extra_args_start(role, command):
     """Where the role's extraArgs sit in the rendered command (the operator appends them after its
     own arguments), or None when this Pod was rendered from another spec."""
     extra = list(role.extra_args)
@@ -458,7 +458,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
     own = [o for o in item.occurrences if o["source"] != "command" or not cand.owner]
     if role is not None:
         command = list(spec.get("command") or ())
-        start = extra_args_start(role, command)
+        start = _extra_args_start(role, command)
         positions = (_own_positions(item.occurrences, command, start, len(role.extra_args))
                      if start is not None else []) or _abbreviations(role.extra_args, profile)
         if positions:
@@ -594,6 +594,9 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
         progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck))
     items = sorted(items + extra, key=row_order)
     return items, progress
+
+
+extra_args_start = _extra_args_start      # rollout.settled asks the same of a Pod
 
 
 def row_order(item):
