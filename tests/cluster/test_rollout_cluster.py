@@ -183,12 +183,12 @@ def test_wait_follows_the_rollout_to_the_end(cluster):
 
 def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     set_setting(cluster, "true")
-    ns = seed(cluster, dtype="bf16", replicas=1)                          # vLLM rejects bf16
+    ns = seed(cluster, dtype="bf16", replicas=2)                          # vLLM rejects bf16
     create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "bf16"))
     p = start(cluster, "verify", "-n", ns, "--wait", "--timeout", "90s")
     try:
         seen = first_progress(p)
-        assert still_running(p)       # REJECTED by the prediction, but it has not crashed yet
+        assert still_running(p)       # REJECTED by the prediction, not crashed yet; the other replica may come
         pod_status(cluster, ns, "chat-server-0", running(ready=False, exit_code=2, waiting="CrashLoopBackOff",
                                                          restarts=3))
         code, out, err = finish(p, seen=seen)
@@ -198,7 +198,7 @@ def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     assert code == 1, err
     assert "REJECTED" in out and "chat-server-0" in out
     assert f"kubectl kvcache recover b1 -n {ns}" in err
-    assert f"deployment {ns}/chat: 0/1 replica runs 'bf16', 0 to roll, 1 crash-looping" in err
+    assert f"deployment {ns}/chat: 0/2 replicas run 'bf16', 1 to roll, 1 crash-looping" in err
 
 
 def test_wait_times_out_listing_what_is_left(cluster):
@@ -530,6 +530,13 @@ def test_wait_ends_at_once_when_rolling_changes_nothing_left(cluster):
     assert time.monotonic() - started < 30
     assert "rolling will not change the 1 replica left (1 MISMATCH" in err, err
     assert [r.split()[-1] for r in out.splitlines()[1:]] == ["MISMATCH"]
+    # REJECTED as rendered from the spec as it is: its successor is rejected too; the fix is recover
+    bad = cluster.new_namespace("settled")
+    cluster.apply([o.binding("b1", "bf16", ns=bad), o.deployment("chat", ns=bad)], with_status=False)
+    create_pod(cluster, md_pod(bad, "chat-server-0", "chat", "bf16", running()))
+    code, out, err = run(cluster, "verify", "-n", bad, "--wait", "--timeout", "60s", timeout=90)
+    assert code == 1 and "rolling will not change the 1 replica left (1 REJECTED" in err, err
+    assert f"next: kubectl kvcache recover b1 -n {bad}" in err
     # the role's flag removed: the Pod is of the old spec now, its successor will differ: keep waiting
     cluster.apply(o.deployment("chat", ns=ns, roles=[o.role("server")]), with_status=False)
     code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "3s", timeout=60)

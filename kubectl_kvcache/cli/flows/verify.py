@@ -222,7 +222,7 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         w.start()
     line = view.ProgressLine(io.stderr) if options.wait else None
     try:
-        return _follow(options, io, snapshot, targets, events, clock, line)
+        return _follow(options, io, snapshot, targets, events, clock, line, scope)
     except BaseException:
         if line:
             line.done()      # the error line (or "interrupted") starts on a line of its own
@@ -231,7 +231,7 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         stop.set()
 
 
-def _follow(options, io, snapshot, targets, events, clock, line):
+def _follow(options, io, snapshot, targets, events, clock, line, scope):
     import queue
 
     judge = live.LiveJudge(snapshot, selection(options), CachedPredict())
@@ -250,13 +250,13 @@ def _follow(options, io, snapshot, targets, events, clock, line):
         if line:
             line.show(view.progress_line(now, clock() - start))
         if options.wait and now.outcome:
-            return _end(options, io, judge.report(), now, now.outcome, clock() - start, line)
+            return _end(options, io, judge.report(), now, now.outcome, clock() - start, line, scope)
         # wait for the next events (the live line's clock ticks meanwhile)
         batch = []
         while not batch:
             remaining = None if deadline is None else deadline - clock()
             if remaining is not None and remaining <= 0:
-                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line)
+                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope)
             step = TICK if remaining is None else min(TICK, remaining)
             try:
                 batch.append(events.get(timeout=max(0.01, step)))
@@ -286,7 +286,7 @@ def _follow(options, io, snapshot, targets, events, clock, line):
         changed = judge.apply(updates)
 
 
-def _end(options, io, report, now, outcome, elapsed, line):
+def _end(options, io, report, now, outcome, elapsed, line, scope):
     if line:
         line.done()
     if options.output.structured:
@@ -306,6 +306,9 @@ def _end(options, io, report, now, outcome, elapsed, line):
         return exitcodes.FINDINGS
     if outcome == rollout.SETTLED:
         view.wait_settled(now, elapsed, io.stderr)
+        step = view.next_step(_Rows(now.left), scope)
+        if step:
+            render.line(io.stderr, step)
         return exitcodes.FINDINGS
     if options.wait:
         view.wait_timeout(elapsed, now, io.stderr)
