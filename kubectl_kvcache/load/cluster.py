@@ -73,7 +73,7 @@ class _Lists:
         }
         if setting_version is not None:
             lists["setting"] = (lambda: _get_setting(client, setting_version)) if self.versions is None else \
-                (lambda: _listed_setting(self.listed("setting"), client))
+                (lambda: _listed_setting(self.listed("setting"), client, setting_version))
         found = _run_all(lists)
         found["setting_version"] = setting_version
         return found
@@ -213,12 +213,16 @@ def _setting_record(obj):
     return records.setting_record(obj, "cluster")
 
 
-def _listed_setting(list_versioned, client):
+def _listed_setting(list_versioned, client, version):
     """The Setting as a watch will follow it: listed by name (the list's resourceVersion is where
-    the watch starts), its default when the list is empty."""
-    found = list_versioned(api.collection_path(client, api.SETTING, api.SETTING_NAMESPACE), _setting_record,
-                           fields=SETTING_FIELDS, chunk=None,
-                           what=f"list {api.SETTING.name} {api.setting_ref()}")
+    the watch starts), its default when the list is empty. A user who may get it but not list
+    it gets it as a plain read does (no resourceVersion: it is not watched)."""
+    try:
+        found = list_versioned(api.collection_path(client, api.SETTING, api.SETTING_NAMESPACE), _setting_record,
+                               fields=SETTING_FIELDS, chunk=None,
+                               what=f"list {api.SETTING.name} {api.setting_ref()}")
+    except Forbidden:
+        return _get_setting(client, version)
     return found[0] if found else records.default_setting()
 
 

@@ -548,3 +548,30 @@ def test_wait_on_a_namespace_that_does_not_exist_says_so(cluster):
     code, out, err = run(cluster, "verify", "-n", "no-such-namespace-22", "--wait", "--timeout", "30s")
     assert code == 1 and out == ""
     assert err.strip() == "namespace no-such-namespace-22 does not exist: nothing to wait for", err
+
+
+def test_a_user_who_may_only_get_the_setting_still_follows_the_rollout(cluster):
+    """The Setting is listed and watched by name; a user whose Role grants only `get` on it (by
+    resourceNames) is told it is not watched, and the wait goes on with the value read."""
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    user = "kvcache-setting-getter"
+    config = cluster.add_user(user)
+    cluster.apply([
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": user},
+         "rules": [{"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": [GROUP], "resources": ["*"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["gpustack.ai"], "resources": ["settings"], "verbs": ["get"],
+                    "resourceNames": ["model-deployment-kv-cache-dtype-owned"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": user},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}])
+    deadline = time.monotonic() + 20        # RBAC reaches the authorizer's cache
+    while True:
+        code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "30s", kubeconfig=config)
+        if code == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert code == 0, err
+    assert "is not watched (list on settings is not allowed)" in err and "rollout complete" in err

@@ -215,6 +215,10 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
                                f"nothing to {'wait for' if options.wait else 'watch'}")
         return exitcodes.FINDINGS
     targets = {t.key: t for t in cluster_lists.watch_targets(client, scope)}
+    if "setting" in targets and "setting" not in versions:      # it could be read, not listed
+        del targets["setting"]
+        render.note(io.stderr, f"the Setting {api.setting_ref()} is not watched (list on settings is not allowed): "
+                               f"rows are judged with its value as read at the start")
     events, stop = queue.Queue(), threading.Event()
     watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds(), options.connection.chunk_size)
                 for t in targets.values()]
