@@ -156,3 +156,26 @@ def test_a_selector_picks_deployments_by_their_pods_labels_and_keeps_them():
     judge.apply([judge_event(objects, ("delpod", ("a", 0)))])
     assert [d.name for d in judge.report().deployments] == ["a"]     # still followed, its replicas NO-POD
     assert {i.status for i in judge.report().items} == {verify.NO_POD}
+
+
+def test_a_batch_judges_only_the_pods_it_touches(monkeypatch):
+    """Proportional: a Pod event judges that Pod once; a Binding event the Pods of the
+    deployments naming it; a Setting left as it was judges nothing (timings: bench/rejudge.py)."""
+    objects = {("B", "b1"): o.binding("b1", "fp8"), ("B", "b2"): o.binding("b2", "fp8"), ("S", ""): o.setting("true")}
+    for d in range(20):
+        objects[("MD", f"m{d}")] = md_obj(f"m{d}", "b1" if d < 5 else "b2", 10)
+        for n in range(10):
+            objects[("Pod", f"m{d}-server-{n}")] = pod_obj(f"m{d}-server-{n}", f"m{d}", "fp8", "Running")
+    judge = live.LiveJudge(snapshot(objects))
+    judged = []
+    real = verify.judge_candidate
+    monkeypatch.setattr(verify, "judge_candidate", lambda cand, *a, **kw: judged.append(cand.pod.name) or
+                        real(cand, *a, **kw))
+    changed = judge.apply([judge_event(objects, ("pod", ("m7", 3, "fp8", "Pending")))])
+    assert judged == ["m7-server-3"] and [i.pod for i in changed] == ["m7-server-3"]
+    judged.clear()
+    judge.apply([judge_event(objects, ("binding", ("b1", "fp8")))])
+    assert sorted(judged) == sorted(f"m{d}-server-{n}" for d in range(5) for n in range(10))
+    judged.clear()
+    assert judge.apply([judge_event(objects, ("setting", "true"))]) == [] and judged == []
+    same(judge.report(), verify.verify(snapshot(objects)))
