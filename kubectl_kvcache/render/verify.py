@@ -246,8 +246,8 @@ def wait_settled(p, elapsed, err):
     which = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     n = len(p.left)
     line(err, f"stopped waiting after {_clock(elapsed)}: rolling will not change the {n} "
-              f"{'replica' if n == 1 else 'replicas'} left ({which}; each runs what its deployment's spec "
-              f"renders now), listed on stdout; -o wide has the fix for each")
+              f"{'replica' if n == 1 else 'replicas'} left ({which}: rendered from the spec as it is now), "
+              f"listed on stdout")
 
 
 def wait_timeout(timeout, p, err):
