@@ -13,7 +13,7 @@ import pytest
 
 import objects as o
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.cli.flows import verify as verify_cmd
+from kubectl_kvcache.kube import watch as kube_watch
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 
@@ -106,7 +106,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def serve(tmp_path, monkeypatch):
-    monkeypatch.setattr(verify_cmd, "BACKOFF", 0.01)
+    monkeypatch.setattr(kube_watch, "BACKOFF", 0.01)
     servers = []
 
     def start(pod_watch):
@@ -144,7 +144,7 @@ def test_dropped_watches_are_reconnected_and_the_rollout_completes(serve):
 
 
 def test_reconnects_are_bounded(serve, monkeypatch):
-    monkeypatch.setattr(verify_cmd, "MAX_RECONNECTS", 3)
+    monkeypatch.setattr(kube_watch, "MAX_RECONNECTS", 3)
     server, config = serve(lambda n: "drop")
     code, out, err = wait_verify(config)
     assert code == 2 and out == ""
@@ -154,7 +154,7 @@ def test_reconnects_are_bounded(serve, monkeypatch):
 
 
 def test_a_watch_the_server_ends_at_once_backs_off_and_is_bounded(serve, monkeypatch):
-    monkeypatch.setattr(verify_cmd, "MAX_RECONNECTS", 2)
+    monkeypatch.setattr(kube_watch, "MAX_RECONNECTS", 2)
     server, config = serve(lambda n: "empty")
     code, out, err = wait_verify(config)
     assert code == 2
