@@ -111,9 +111,9 @@ def options(ns) -> VerifyOptions:
                           "them")
     if deployments and ns.all_namespaces:
         raise PluginError("md/NAME names a deployment in one namespace: use -n, not -A")
-    if not (ns.watch or ns.wait) and any("/" in p for p in ns.pods):
-        raise PluginError(f"{next(p for p in ns.pods if '/' in p)}: TYPE/NAME needs --watch or --wait (without, "
-                          f"verify takes Pod names)")
+    typed = [p for p in ns.pods if p.partition("/")[0].lower() in md_types() and "/" in p]
+    if typed and not (ns.watch or ns.wait):
+        raise PluginError(f"{typed[0]}: md/NAME needs --watch or --wait (without, verify takes Pod names)")
     if ns.watch and ns.output in ("json", "yaml"):
         raise PluginError("--watch prints table rows: use -o table or -o wide (--wait -o json prints the "
                           "final report)")
