@@ -438,7 +438,13 @@ class Lines:
 
 
 def row(pod):
-    return lambda line: line.split()[1:2] == [pod]
+    return lambda line: pod in line.split()
+
+
+def cells(header, line):
+    """A table row by column, cut where the header's words start (the columns line up)."""
+    starts = [i for i, ch in enumerate(header) if ch != " " and (i == 0 or header[i - 1] == " ")]
+    return {header[a:b].strip(): line[a:b].strip() for a, b in zip(starts, starts[1:] + [None])}
 
 
 def test_watch_judges_a_binding_created_later_and_the_setting_turned_off(cluster):
@@ -448,17 +454,18 @@ def test_watch_judges_a_binding_created_later_and_the_setting_turned_off(cluster
     ns = cluster.new_namespace("livetruth")
     cluster.apply(o.deployment("chat", ns=ns, binding_name="b2"), with_status=False)
     create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
-    p = start(cluster, "verify", "-n", ns, "--watch", "-o", "wide", "--timeout", "90s")
+    p = start(cluster, "verify", "-n", ns, "--watch", "--timeout", "90s")
     lines = Lines(p)
     try:
         first = lines.until("out", row("chat-server-0"))
-        assert "UNKNOWN" in first and "create KVCachePoolBinding b2" in first
+        header = lines.seen["out"][0]
+        assert cells(header, first)["STATUS"] == "UNKNOWN", (header, first)     # Binding b2 not found
         cluster.apply(o.binding("b2", "fp8", ns=ns), with_status=False)
-        again = lines.until("out", row("chat-server-0"))
-        assert again.split()[7] == "OK" and "not found" not in again, again
+        again = cells(header, lines.until("out", row("chat-server-0")))
+        assert (again["EXPECTED"], again["STATUS"]) == ("fp8", "OK"), again
         set_setting(cluster, "false")
-        off = lines.until("out", row("chat-server-0"))
-        assert off.split()[5:8] == ["<none>", "fp8", "OK"] and "the Setting is off" in off, off
+        off = cells(header, lines.until("out", row("chat-server-0")))
+        assert (off["EXPECTED"], off["EFFECTIVE"], off["STATUS"]) == ("<none>", "fp8", "OK"), off
     finally:
         set_setting(cluster, "true")
         p.kill()
