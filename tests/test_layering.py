@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "kubectl_kvcache")
 PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.judge.verify", "kubectl_kvcache.judge.checks",
         "kubectl_kvcache.judge.setting", "kubectl_kvcache.judge.recover", "kubectl_kvcache.judge.rollout",
+        "kubectl_kvcache.judge.live",
         "kubectl_kvcache.operator.records"]
 HTTP_MODULES = ("kubernetes", "urllib3", "requests", "http", "socket", "ssl", "urllib.request")
 

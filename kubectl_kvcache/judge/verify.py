@@ -208,16 +208,20 @@ class Candidate(Record):
 def candidates(snapshot: records.Snapshot) -> list[Candidate]:
     found = []
     for pod in snapshot.pods:
-        if pod.md_controlled:
-            cand = _deployment_candidate(pod, snapshot)
-        elif pod.opted_in:
-            cand = _injected_candidate(pod)
-        else:
-            cand = None
+        cand = candidate(pod, snapshot)
         if cand is not None:
             found.append(cand)
     found.sort(key=lambda c: (c.pod.namespace, c.pod.name))
     return found
+
+
+def candidate(pod: records.Pod, snapshot: records.Snapshot) -> Candidate | None:
+    """The engine container of one Pod to judge, or None (not a pool-attached engine replica)."""
+    if pod.md_controlled:
+        return _deployment_candidate(pod, snapshot)
+    if pod.opted_in:
+        return _injected_candidate(pod)
+    return None
 
 
 def _deployment_candidate(pod, snapshot):
@@ -608,11 +612,15 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
             if row.progress == STUCK:
                 stuck[row.status] = stuck.get(row.status, 0) + 1
         progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck))
-    items = sorted(items + extra, key=_row_order)
+    items = sorted(items + extra, key=row_order)
     return items, progress
 
 
-def _row_order(item):
+extra_args_start = _extra_args_start      # rollout.settled asks the same of a Pod
+
+
+def row_order(item):
+    """Where a row sits in the table: by namespace and Pod, a deployment's NO-POD rows after its Pods."""
     if item.pod is not None:
         return (item.namespace, item.pod)
     return (item.namespace, f"{item.deployment}-{item.role}-\uffff{item.slot:09d}")

@@ -2,6 +2,7 @@
 
 Inside: connection (the flags as given), kubeconfig and kubeconfig_v1 (where and as whom, with
 kubectl's rules; goyaml, gourl and proxyenv are the Go rules those depend on), client (paged
-lists, watches, patches), transport (HTTP/1.1 framing held to Go's net/http), selector (label
+lists, watches, patches), watch (a collection followed in a thread: resumed, relisted,
+reconnected), transport (HTTP/1.1 framing held to Go's net/http), selector (label
 selectors, as apimachinery parses them) and names (object names, as the API server validates them).
 """

@@ -602,9 +602,10 @@ class Client:
         return self.list_versioned(path, convert, selector, chunk, what, need_version=False)[0]
 
     def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
-                       what=None, need_version=True) -> tuple[list, str | None]:
+                       what=None, need_version=True, fields=None) -> tuple[list, str | None]:
         """Every item of a list, converted, and the list's resourceVersion (where a watch of the
-        same collection starts, so that it misses nothing and repeats nothing). A continue token
+        same collection starts, so that it misses nothing and repeats nothing; `fields`: a field
+        selector, e.g. metadata.name=NAME). A continue token
         that repeats, empty pages that never end or too many pages stop with an error.
 
         While one page is decoded and converted, the next is already being requested: its
@@ -614,7 +615,7 @@ class Client:
         what = what or f"list {path}"
 
         def fetch(token):
-            return self.request("GET", path, query=_list_query(selector, chunk, token), what=what, raw=True)
+            return self.request("GET", path, query=_list_query(selector, chunk, token, fields), what=what, raw=True)
 
         for _attempt in range(MAX_LIST_RESTARTS + 1):
             records, token, pending, version = [], None, None, None
@@ -670,7 +671,7 @@ class Client:
                 raise
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
-    def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None):
+    def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None, fields=None):
         """The events of a watch from `resource_version`, as (type, object) with type ADDED,
         MODIFIED, DELETED or BOOKMARK (bookmarks are asked for), read from the streamed JSON lines
         until the server ends the watch after `timeout_seconds`. Errors map as `request` maps them;
@@ -681,6 +682,8 @@ class Client:
                  "timeoutSeconds": str(int(timeout_seconds))}
         if selector:
             query["labelSelector"] = selector
+        if fields:
+            query["fieldSelector"] = fields
         url = self._transport.prefix + _safe_path(path) + "?" + urlencode(query)
         with self._lock:
             self.requests += 1
@@ -825,11 +828,13 @@ def _watch_event(line: bytes, what):
     return kind, obj
 
 
-def _list_query(selector, chunk, token):
-    """A list page's query: the label selector, the page size, where the last page ended."""
+def _list_query(selector, chunk, token, fields=None):
+    """A list page's query: the label and field selectors, the page size, where the last page ended."""
     query = {}
     if selector:
         query["labelSelector"] = selector
+    if fields:
+        query["fieldSelector"] = fields
     if chunk:
         query["limit"] = str(chunk)
     if token:

@@ -90,11 +90,12 @@ class _Lists:
         lists = {
             "deployments": lambda: self.listed("deployments")(
                 md_path, records.deployment_record, chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} {where}"),
-            "bindings": lambda: client.list(binding_path, records.binding_record, chunk=chunk,
-                                            what=f"list {api.BINDING.name} {where}"),
+            "bindings": lambda: self.listed("bindings")(binding_path, records.binding_record, chunk=chunk,
+                                                        what=f"list {api.BINDING.name} {where}"),
         }
         if setting_version is not None:
-            lists["setting"] = lambda: _get_setting(client, setting_version)
+            lists["setting"] = (lambda: _get_setting(client, setting_version)) if self.versions is None else \
+                (lambda: _listed_setting(self.listed("setting"), client, setting_version))
         found = _run_all(lists)
         found["setting_version"] = setting_version
         return found
@@ -185,19 +186,22 @@ def _skippable(list_workloads, flag):
 class WatchTarget(Record):
     """A collection `verify --watch/--wait` follows: what load_cluster listed under `key`."""
 
-    __slots__ = ("key", "path", "selector", "convert", "what")
+    __slots__ = ("key", "path", "selector", "convert", "what", "fields")
 
-    def __init__(self, key: str, path: str, selector: str | None, convert: Callable[[dict], object], what: str):
+    def __init__(self, key: str, path: str, selector: str | None, convert: Callable[[dict], object], what: str,
+                 fields: str | None = None):
         self.key = key
         self.path = path
         self.selector = selector
         self.convert = convert
         self.what = what
+        self.fields = fields        # a field selector (the Setting: its name)
 
 
 def watch_targets(client, scope: Scope):
-    """The lists of load_cluster that a rollout changes: ModelDeployments and the two Pod lists,
-    with the same paths and selectors (a watch starts from the list's resourceVersion)."""
+    """The lists of load_cluster that a rollout or a recovery changes: ModelDeployments, Bindings,
+    the two Pod lists and the Setting (unless assumed or not served), with the same paths and
+    selectors (a watch starts from the list's resourceVersion)."""
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
     intern = records.Interner()
@@ -206,12 +210,45 @@ def watch_targets(client, scope: Scope):
         return records.pod_record(obj, intern)
 
     pods = api.collection_path(client, api.POD, ns)
-    return (WatchTarget("deployments", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), None,
-                        records.deployment_record, f"watch {api.MODEL_DEPLOYMENT.name} {where}"),
-            WatchTarget("md_pods", pods, _and("=".join(api.MD_NAME_LABEL), scope.selector), pod_record,
-                        f"watch pods {where}"),
-            WatchTarget("injected_pods", pods, _and(f"{api.INJECT_LABEL}=true", scope.selector), pod_record,
-                        f"watch pods {where}"))
+    targets = [WatchTarget("deployments", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), None,
+                           records.deployment_record, f"watch {api.MODEL_DEPLOYMENT.name} {where}"),
+               WatchTarget("bindings", api.collection_path(client, api.BINDING, ns), None,
+                           records.binding_record, f"watch {api.BINDING.name} {where}"),
+               WatchTarget("md_pods", pods, _and("=".join(api.MD_NAME_LABEL), scope.selector), pod_record,
+                           f"watch pods {where}"),
+               WatchTarget("injected_pods", pods, _and(f"{api.INJECT_LABEL}=true", scope.selector), pod_record,
+                           f"watch pods {where}")]
+    if scope.assume_setting is None:
+        try:
+            path = api.collection_path(client, api.SETTING, api.SETTING_NAMESPACE)
+        except NotFound:        # not served yet (before the upgrade): nothing to follow
+            path = None
+        if path is not None:
+            targets.append(WatchTarget("setting", path, None, _setting_record,
+                                       f"watch {api.SETTING.name} {api.setting_ref()}", SETTING_FIELDS))
+    return tuple(targets)
+
+
+# one object is watched as kubectl watches it: by this field selector (kubernetes/cli-runtime
+# pkg/resource/helper.go:WatchSingle, FieldSelector metadata.name=NAME); the list is selected alike
+SETTING_FIELDS = f"metadata.name={api.SETTING_NAME}"
+
+
+def _setting_record(obj):
+    return records.setting_record(obj, "cluster")
+
+
+def _listed_setting(list_versioned, client, version):
+    """The Setting as a watch will follow it: listed by name (the list's resourceVersion is where
+    the watch starts), its default when the list is empty. A user who may get it but not list
+    it gets it as a plain read does (no resourceVersion: it is not watched)."""
+    try:
+        found = list_versioned(api.collection_path(client, api.SETTING, api.SETTING_NAMESPACE), _setting_record,
+                               fields=SETTING_FIELDS, chunk=None,
+                               what=f"list {api.SETTING.name} {api.setting_ref()}")
+    except Forbidden:
+        return _get_setting(client, version)
+    return found[0] if found else records.default_setting()
 
 
 def _opted_in(workload):

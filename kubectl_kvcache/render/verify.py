@@ -261,6 +261,18 @@ def wait_rejected(items, err):
                   f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}")
 
 
+def wait_settled(p, elapsed, err):
+    """Every replica left is one rolling will not change: the wait ends, it would only time out."""
+    counts = {}
+    for item in p.left:
+        counts[item.status] = counts.get(item.status, 0) + 1
+    which = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    n = len(p.left)
+    line(err, f"stopped waiting after {_clock(elapsed)}: rolling will not change the {n} "
+              f"{'replica' if n == 1 else 'replicas'} left ({which}: rendered from the spec as it is now), "
+              f"listed on stdout")
+
+
 def wait_timeout(timeout, p, err):
     line(err, f"timed out after {_clock(timeout)}: {len(p.left)} "
               f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "

@@ -18,7 +18,6 @@ import pytest
 import objects as o
 from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.cli.flows import verify as verify_cmd
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -184,12 +183,12 @@ def test_wait_follows_the_rollout_to_the_end(cluster):
 
 def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     set_setting(cluster, "true")
-    ns = seed(cluster, dtype="bf16", replicas=1)                          # vLLM rejects bf16
+    ns = seed(cluster, dtype="bf16", replicas=2)                          # vLLM rejects bf16
     create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "bf16"))
     p = start(cluster, "verify", "-n", ns, "--wait", "--timeout", "90s")
     try:
         seen = first_progress(p)
-        assert still_running(p)       # REJECTED by the prediction, but it has not crashed yet
+        assert still_running(p)       # REJECTED by the prediction, not crashed yet; the other replica may come
         pod_status(cluster, ns, "chat-server-0", running(ready=False, exit_code=2, waiting="CrashLoopBackOff",
                                                          restarts=3))
         code, out, err = finish(p, seen=seen)
@@ -199,7 +198,7 @@ def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     assert code == 1, err
     assert "REJECTED" in out and "chat-server-0" in out
     assert f"kubectl kvcache recover b1 -n {ns}" in err
-    assert f"deployment {ns}/chat: 0/1 replica runs 'bf16', 0 to roll, 1 crash-looping" in err
+    assert f"deployment {ns}/chat: 0/2 replicas run 'bf16', 1 to roll, 1 crash-looping" in err
 
 
 def test_wait_times_out_listing_what_is_left(cluster):
@@ -402,3 +401,184 @@ def test_progress_line_is_live_on_a_terminal(cluster):
     assert len(live) >= 3 and live[0].startswith("rollout: 1 NO-POD | deployments 0/1 done | 0m00s")
     assert any("| 0m02s" in part for part in live)          # the clock ticks without events
     assert "timed out after 0m03s" in err and "NO-POD" in out
+
+
+# -- live truth, scoped waits, interrupts (issue 22) -----------------------------------------------
+
+class Lines:
+    """A running plugin's stdout and stderr read line by line as they come (a thread each)."""
+
+    def __init__(self, p):
+        import queue
+
+        self.p, self.out, self.err = p, queue.Queue(), queue.Queue()
+        self.seen = {"out": [], "err": []}
+        for stream, q in ((p.stdout, self.out), (p.stderr, self.err)):
+            threading.Thread(target=lambda s=stream, q=q: [q.put(x) for x in iter(s.readline, "")], daemon=True).start()
+
+    def until(self, which, found, timeout=30):
+        """The first new line of stdout/stderr for which found(line) holds."""
+        import queue
+
+        q = self.out if which == "out" else self.err
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = q.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no such line on std{which} after {timeout}s; so far: {self.seen}") from None
+            self.seen[which].append(line)
+            if found(line):
+                return line
+
+    def rest(self, which):
+        q = self.out if which == "out" else self.err
+        while not q.empty():
+            self.seen[which].append(q.get())
+        return "".join(self.seen[which])
+
+
+def row(pod):
+    return lambda line: pod in line.split()
+
+
+def cells(header, line):
+    """A table row by column, cut where the header's words start (the columns line up)."""
+    starts = [i for i, ch in enumerate(header) if ch != " " and (i == 0 or header[i - 1] == " ")]
+    return {header[a:b].strip(): line[a:b].strip() for a, b in zip(starts, starts[1:] + [None])}
+
+
+def test_watch_judges_a_binding_created_later_and_the_setting_turned_off(cluster):
+    """Before: Bindings and the Setting were read once, so a Binding created mid-watch (as
+    recover creates one) kept `Binding b2 not found` and a Setting turned off was never seen."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("livetruth")
+    cluster.apply(o.deployment("chat", ns=ns, binding_name="b2"), with_status=False)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    p = start(cluster, "verify", "-n", ns, "--watch", "--timeout", "90s")
+    lines = Lines(p)
+    try:
+        first = lines.until("out", row("chat-server-0"))
+        header = lines.seen["out"][0]
+        assert cells(header, first)["STATUS"] == "UNKNOWN", (header, first)     # Binding b2 not found
+        cluster.apply(o.binding("b2", "fp8", ns=ns), with_status=False)
+        again = cells(header, lines.until("out", row("chat-server-0")))
+        assert (again["EXPECTED"], again["STATUS"]) == ("fp8", "OK"), again
+        set_setting(cluster, "false")
+        off = cells(header, lines.until("out", row("chat-server-0")))
+        assert (off["EXPECTED"], off["EFFECTIVE"], off["STATUS"]) == ("<none>", "fp8", "OK"), off
+    finally:
+        set_setting(cluster, "true")
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("flags", [("--watch",), ("--wait",), ("--wait", "--watch")])
+def test_ctrl_c_is_exit_130_with_one_line_and_no_traceback(cluster, flags):
+    """Before: Ctrl-C printed `Exception in thread watch-md_pods` tracebacks (one a watch)."""
+    import signal
+
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=2)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    p = start(cluster, "verify", "-n", ns, *flags, "--timeout", "90s")
+    lines = Lines(p)
+    try:
+        if "--watch" in flags:
+            lines.until("out", row("chat-server-0"))
+        else:
+            lines.until("err", lambda line: line.startswith("rollout: "))
+        time.sleep(0.5)                 # every watch is open by now
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+        time.sleep(0.2)                 # the readers have the last lines
+        err = lines.rest("err")
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "Exception" not in err, err
+    lines = [x for x in err.splitlines() if not x.startswith("rollout: ")]
+    assert lines == ["error: interrupted"], err
+
+
+def test_wait_for_one_deployment_ignores_the_others(cluster):
+    """Before: --wait waited for every deployment in scope and refused -l."""
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    cluster.apply(o.deployment("other", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+                  with_status=False)                                     # never rolls: no Pod
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    for scope in (("md/chat",), ("modeldeployment/chat",), ("-l", "app.kubernetes.io/instance=chat")):
+        code, out, err = run(cluster, "verify", "-n", ns, "--wait", *scope, "--timeout", "30s", timeout=60)
+        assert code == 0, (scope, err)
+        assert f"deployment {ns}/chat: 1/1 replica runs 'fp8'" in err and "other" not in err + out, (scope, err)
+        assert "every replica of 1 pool-attached ModelDeployment runs its expected value" in err
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "md/other", "--timeout", "3s", timeout=60)
+    assert code == 1 and "timed out after 0m03s" in err and "NO-POD" in out
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "md/nothere", "--timeout", "30s", timeout=60)
+    assert code == 1 and err.strip() == f"ModelDeployment nothere was not found in namespace {ns}: nothing to wait for"
+
+
+def test_wait_ends_at_once_when_rolling_changes_nothing_left(cluster):
+    """Before: a replica whose own role flag wins (MISMATCH, rendered from the spec as it is) kept
+    --wait waiting for the whole timeout. A replica of an older spec is still waited for."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("settled")
+    own = ["--kv-cache-dtype", "auto"]
+    cluster.apply([o.binding("b1", "fp8", ns=ns),
+                   o.deployment("chat", ns=ns, roles=[o.role("server", extra_args=own)])], with_status=False)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", None,
+                               running()) | {"spec": {"containers": [o.container(
+                                   "main", command=o.vllm_argv("fp8", extra=own))]}})
+    started = time.monotonic()
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "60s", timeout=90)
+    assert code == 1, err
+    assert time.monotonic() - started < 30
+    assert "rolling will not change the 1 replica left (1 MISMATCH" in err, err
+    assert [r.split()[-1] for r in out.splitlines()[1:]] == ["MISMATCH"]
+    # REJECTED as rendered from the spec as it is: its successor is rejected too; the fix is recover
+    bad = cluster.new_namespace("settled")
+    cluster.apply([o.binding("b1", "bf16", ns=bad), o.deployment("chat", ns=bad)], with_status=False)
+    create_pod(cluster, md_pod(bad, "chat-server-0", "chat", "bf16", running()))
+    code, out, err = run(cluster, "verify", "-n", bad, "--wait", "--timeout", "60s", timeout=90)
+    assert code == 1 and "rolling will not change the 1 replica left (1 REJECTED" in err, err
+    assert f"next: kubectl kvcache recover b1 -n {bad}" in err
+    # the role's flag removed: the Pod is of the old spec now, its successor will differ: keep waiting
+    cluster.apply(o.deployment("chat", ns=ns, roles=[o.role("server")]), with_status=False)
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "3s", timeout=60)
+    assert code == 1 and "timed out after 0m03s" in err, err
+
+
+def test_wait_on_a_namespace_that_does_not_exist_says_so(cluster):
+    """Before: exit 0, "nothing to wait for: no pool-attached ModelDeployment in scope"."""
+    code, out, err = run(cluster, "verify", "-n", "no-such-namespace-22", "--wait", "--timeout", "30s")
+    assert code == 1 and out == ""
+    assert err.strip() == "namespace no-such-namespace-22 does not exist: nothing to wait for", err
+
+
+def test_a_user_who_may_only_get_the_setting_still_follows_the_rollout(cluster):
+    """The Setting is listed and watched by name; a user whose Role grants only `get` on it (by
+    resourceNames) is told it is not watched, and the wait goes on with the value read."""
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+    user = "kvcache-setting-getter"
+    config = cluster.add_user(user)
+    cluster.apply([
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": user},
+         "rules": [{"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": [GROUP], "resources": ["*"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["gpustack.ai"], "resources": ["settings"], "verbs": ["get"],
+                    "resourceNames": ["model-deployment-kv-cache-dtype-owned"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": user},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}])
+    deadline = time.monotonic() + 20        # RBAC reaches the authorizer's cache
+    while True:
+        code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "30s", kubeconfig=config)
+        if code == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert code == 0, err
+    assert "is not watched (list on settings is not allowed)" in err and "rollout complete" in err

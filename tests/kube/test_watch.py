@@ -13,7 +13,7 @@ import pytest
 
 import objects as o
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.cli.flows import verify as verify_cmd
+from kubectl_kvcache.kube import watch as kube_watch
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 
@@ -63,6 +63,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._json({"resources": [{"name": "modeldeployments"}, {"name": "kvcachepoolbindings"}]})
         if path == "/apis/gpustack.ai":
             return self._json({"kind": "Status", "code": 404, "message": "not found"}, 404)
+        if path.startswith("/api/v1/namespaces/") and path.count("/") == 4:
+            return self._json({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": path.split("/")[-1]}})
         if query.get("watch") == "true":
             return self._watch(path, query)
         if path.endswith("/modeldeployments"):
@@ -104,7 +106,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def serve(tmp_path, monkeypatch):
-    monkeypatch.setattr(verify_cmd, "BACKOFF", 0.01)
+    monkeypatch.setattr(kube_watch, "BACKOFF", 0.01)
     servers = []
 
     def start(pod_watch):
@@ -142,7 +144,7 @@ def test_dropped_watches_are_reconnected_and_the_rollout_completes(serve):
 
 
 def test_reconnects_are_bounded(serve, monkeypatch):
-    monkeypatch.setattr(verify_cmd, "MAX_RECONNECTS", 3)
+    monkeypatch.setattr(kube_watch, "MAX_RECONNECTS", 3)
     server, config = serve(lambda n: "drop")
     code, out, err = wait_verify(config)
     assert code == 2 and out == ""
@@ -152,7 +154,7 @@ def test_reconnects_are_bounded(serve, monkeypatch):
 
 
 def test_a_watch_the_server_ends_at_once_backs_off_and_is_bounded(serve, monkeypatch):
-    monkeypatch.setattr(verify_cmd, "MAX_RECONNECTS", 2)
+    monkeypatch.setattr(kube_watch, "MAX_RECONNECTS", 2)
     server, config = serve(lambda n: "empty")
     code, out, err = wait_verify(config)
     assert code == 2

@@ -30,10 +30,11 @@ HELP = dict(
 
 
 class VerifyOptions(Record):
-    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout")
+    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments")
 
     def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
-                 watch: bool = False, wait: bool = False, timeout: float | None = None):
+                 watch: bool = False, wait: bool = False, timeout: float | None = None,
+                 deployments: tuple[str, ...] = ()):
         self.connection = connection
         self.scope = scope
         self.output = output
@@ -41,11 +42,41 @@ class VerifyOptions(Record):
         self.watch = watch          # -w: print a row whenever a replica's verdict changes
         self.wait = wait            # block until every replica runs its expected value
         self.timeout = timeout      # seconds --wait/--watch run; None: no limit
+        self.deployments = deployments  # --wait/--watch md/NAME: only these ModelDeployments
+
+
+def md_types() -> set[str]:
+    """TYPE of TYPE/NAME as kubectl spells a ModelDeployment: the CRD's short name (md, in
+    tests/cluster/crds), its kind and its plural, the last two also with the group."""
+    from kubectl_kvcache.operator import api
+
+    md = api.MODEL_DEPLOYMENT
+    return {"md"} | {t for base in (md.kind.lower(), md.plural) for t in (base, f"{base}.{md.group}")}
+
+
+def deployment_names(words) -> tuple[str, ...]:
+    """The NAMEs of `md/NAME` words (kubectl's TYPE/NAME); a plain name or another type is refused."""
+    from kubectl_kvcache.kube import names
+
+    found, types = [], md_types()
+    for word in words:
+        kind, slash, name = word.partition("/")
+        if not slash:
+            raise PluginError(f"--watch/--wait follow deployments, not Pods: name one as md/{word} "
+                              f"(or leave names out to follow every deployment in scope)")
+        if kind.lower() not in types:
+            raise PluginError(f"{word}: --watch/--wait follow ModelDeployments: use md/NAME, not {kind}/")
+        if not name or "/" in name:
+            raise PluginError(f"{word}: name one ModelDeployment as md/NAME")
+        names.valid_name(name, "ModelDeployment")
+        found.append(name)
+    return tuple(dict.fromkeys(found))
 
 
 def add(sub, commands):
     v = commands[(NAME, None)] = flags.command(sub, NAME, HELP["help"], HELP["description"], HELP["examples"])
-    v.add_argument("pods", nargs="*", metavar="POD", help="only these Pods (in the namespace)")
+    v.add_argument("pods", nargs="*", metavar="POD", help="only these Pods (in the namespace); with --watch/--wait, "
+                                                         "md/NAME: only these ModelDeployments")
     flags.scope_flags(v, selects=SELECTS)
     flags.assume_setting_flag(v)
     flags.output_flags(v)
@@ -53,11 +84,12 @@ def add(sub, commands):
                    help="statuses that make the exit code 1 (default: every status but OK), e.g. "
                         "REJECTED,MISMATCH,UNKNOWN to tolerate replicas that are still rolling")
     v.add_argument("-w", "--watch", action="store_true",
-                   help="after the list, watch Pods and ModelDeployments and print a row whenever a "
-                        "replica's verdict or state changes")
+                   help="after the list, watch Pods, ModelDeployments, Bindings and the Setting and print a "
+                        "row whenever a replica's verdict or state changes")
     v.add_argument("--wait", action="store_true",
-                   help="block until every replica of every pool-attached ModelDeployment in scope runs its "
-                        "expected value (exit 0); exit 1 as soon as one is confirmed REJECTED, or at --timeout")
+                   help="block until every replica of every pool-attached ModelDeployment in scope (md/NAME or "
+                        "-l: those selected) runs its expected value (exit 0); exit 1 as soon as one is confirmed "
+                        "REJECTED, when rolling will not change any replica left, or at --timeout")
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     connection_flags.add(v)
@@ -77,11 +109,15 @@ def options(ns) -> VerifyOptions:
         fail_on = tuple(dict.fromkeys(words))
     if (ns.watch or ns.wait) and ns.filename:
         raise PluginError("--watch/--wait follow a live cluster: they cannot be used with -f/--filename")
-    if (ns.watch or ns.wait) and ns.pods:
-        raise PluginError("--watch/--wait follow every replica in scope: they cannot be used with POD names")
-    if ns.wait and ns.selector:
-        raise PluginError("--wait accounts for every replica of each deployment: it cannot be used with "
-                          "-l/--selector")
+    deployments = deployment_names(ns.pods) if (ns.watch or ns.wait) else ()
+    if deployments and ns.selector:
+        raise PluginError("md/NAME and -l/--selector cannot be used together: name the deployments, or select "
+                          "them")
+    if deployments and ns.all_namespaces:
+        raise PluginError("md/NAME names a deployment in one namespace: use -n, not -A")
+    typed = [p for p in ns.pods if p.partition("/")[0].lower() in md_types() and "/" in p]
+    if typed and not (ns.watch or ns.wait):
+        raise PluginError(f"{typed[0]}: md/NAME needs --watch or --wait (without, verify takes Pod names)")
     if ns.watch and ns.output not in ("table", "wide"):
         raise PluginError(f"--watch prints table rows: use -o table or -o wide (--wait -o {ns.output} prints "
                           f"the final report)")
@@ -89,8 +125,9 @@ def options(ns) -> VerifyOptions:
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else
                              (DEFAULT_ROLLOUT_TIMEOUT if ns.wait else "0"), "--timeout")
-    inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=ns.pods), flags.output(ns),
-                          fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout)
+    pods = () if (ns.watch or ns.wait) else ns.pods
+    inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=pods), flags.output(ns),
+                          fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout, deployments=deployments)
     return contexts.wrap(ns, NAME, inner, (
         (ns.pods, "naming Pods picks them in one cluster"),
         (ns.watch or ns.wait, "--watch/--wait follow one cluster's rollout")))

@@ -1,26 +1,22 @@
 """`kubectl kvcache verify`: what every pool-attached engine container runs with; with
---watch/--wait, followed through the rollout (list, then watch Pods and ModelDeployments)."""
+--watch/--wait, followed through the rollout (list, then watch Pods, ModelDeployments,
+KVCachePoolBindings and the Setting)."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 from kubectl_kvcache import exitcodes, render
-from kubectl_kvcache.kube import selector as label_selector
-from kubectl_kvcache.judge import rollout
+from kubectl_kvcache.kube import selector as label_selector, watch as kube_watch
+from kubectl_kvcache.judge import live, rollout
 from kubectl_kvcache.judge import verify
 from kubectl_kvcache.load import cluster as cluster_lists, reader, scope as load_scope
-from kubectl_kvcache.operator import api
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import CachedPredict
-from kubectl_kvcache.errors import ExpiredContinue, Forbidden, NotFound, PluginError
+from kubectl_kvcache.errors import Forbidden
 from kubectl_kvcache.render import verify as view
 
-WATCH_SECONDS = 300         # the server ends each watch after this long; it is then resumed
-MAX_RECONNECTS = 5          # consecutive failed watch connections before giving up
-MAX_RELISTS = 5             # consecutive 410 Gone (resourceVersion too old) before giving up
-BACKOFF = 0.5               # seconds before the first reconnect; doubled each time, at most 10 s
 TICK = 1.0                  # how often the live progress line's clock moves
 
 
@@ -69,126 +65,87 @@ def run(options: VerifyOptions, io) -> int:
 
 # -- --watch / --wait ----------------------------------------------------------------------------
 
-def _watch_seconds():
-    value = os.environ.get("KVCACHE_WATCH_SECONDS", "")
-    return int(value) if value.isdigit() and int(value) > 0 else WATCH_SECONDS
+_KINDS = {"deployments": live.DEPLOYMENT, "bindings": live.BINDING, "setting": live.SETTING}
 
 
-class Watcher(threading.Thread):
-    """Follows one collection from a list's resourceVersion: events go to `events` as
-    (key, type, record); bookmarks only move the resourceVersion; a watch the server ends is
-    resumed; 410 Gone lists again (a RELIST event with every record); connection failures are
-    retried with backoff, MAX_RECONNECTS in a row at most; a refusal ends it with an error event."""
-
-    def __init__(self, client, target, version, events, stop, seconds, chunk=None):
-        super().__init__(daemon=True, name=f"watch-{target.key}")
-        self.client, self.target, self.version = client, target, version
-        self.events, self.stop, self.seconds, self.chunk = events, stop, seconds, chunk
-
-    def run(self):
-        failures = relists = 0
-        target = self.target
-        while not self.stop.is_set():
-            started, seen = time.monotonic(), 0
-            try:
-                for kind, obj in self.client.watch(target.path, self.version, target.selector, self.seconds,
-                                                   what=target.what):
-                    seen += 1
-                    version = (obj.get("metadata") or {}).get("resourceVersion")
-                    if version:
-                        self.version = version
-                    failures = 0
-                    if kind in ("ADDED", "MODIFIED", "DELETED"):
-                        relists = 0
-                        try:
-                            record = target.convert(obj)
-                        except PluginError as exc:      # a malformed object: no reconnect mends it
-                            self._fail(exc)
-                            return
-                        self.events.put((target.key, kind, record))
-                    if self.stop.is_set():
-                        return
-                if not seen and time.monotonic() - started < 1.0:
-                    # the server ended the watch at once (client-go's "very short watch"): back off
-                    raise PluginError(f"{target.what}: the API server ended the watch at once")
-            except ExpiredContinue:
-                relists += 1
-                if relists > MAX_RELISTS:
-                    self._fail(PluginError(f"{target.what}: the resourceVersion kept expiring (410 Gone "
-                                           f"{MAX_RELISTS} times in a row)"))
-                    return
-                try:
-                    kw = {} if self.chunk is None else {"chunk": self.chunk}
-                    records, self.version = self.client.list_versioned(
-                        target.path, target.convert, selector=target.selector,
-                        what=target.what.replace("watch", "list", 1), **kw)
-                except PluginError as exc:
-                    self._fail(exc)
-                    return
-                self.events.put((target.key, "RELIST", records))
-            except (Forbidden, NotFound) as exc:
-                self._fail(exc)
-                return
-            except PluginError as exc:
-                failures += 1
-                if failures > MAX_RECONNECTS:
-                    self._fail(PluginError(f"{exc} (gave up after {MAX_RECONNECTS} reconnects)"))
-                    return
-                self.events.put((target.key, "RECONNECT", str(exc)))
-                self.stop.wait(min(BACKOFF * 2 ** failures, 10.0))
-
-    def _fail(self, exc):
-        self.events.put((self.target.key, "ERROR", exc))
-
-
-class Live:
-    """The snapshot a watch keeps current: ModelDeployments and Pods replaced as events come."""
-
-    def __init__(self, snapshot):
-        self.snapshot = snapshot
-        self.pods = {(p.namespace, p.name): p for p in snapshot.pods}
-
-    def apply(self, key, kind, record, targets):
-        if key == "deployments":
-            if kind == "RELIST":
-                self.snapshot.deployments = {(d.namespace, d.name): d for d in record}
-            elif kind == "DELETED":
-                self.snapshot.deployments.pop((record.namespace, record.name), None)
-            else:
-                self.snapshot.deployments[(record.namespace, record.name)] = record
-            return
-        if kind == "RELIST":
+def judge_events(judge: live.LiveJudge, key, kind, payload, targets):
+    """One watch event as the judge's events: (kind, key, record or None when deleted)."""
+    what = _KINDS.get(key, live.POD)
+    if what == live.SETTING:
+        found = (payload[:1] or [None])[0] if kind == "RELIST" else (None if kind == "DELETED" else payload)
+        return [(live.SETTING, None, found or records.default_setting())]
+    if kind == "RELIST":
+        if what == live.POD:
             selector = targets[key].selector
-            self.pods = {k: p for k, p in self.pods.items() if not label_selector.matches(p.labels, selector)}
-            self.pods.update({(p.namespace, p.name): p for p in record})
-        elif kind == "DELETED":
-            self.pods.pop((record.namespace, record.name), None)
+            had = [k for k, p in judge.pods.items() if label_selector.matches(p.labels, selector)]
         else:
-            self.pods[(record.namespace, record.name)] = record
-        self.snapshot.pods = sorted(self.pods.values(), key=lambda p: (p.namespace, p.name))
+            had = list(judge.snapshot.deployments if what == live.DEPLOYMENT else judge.snapshot.bindings)
+        now = {(r.namespace, r.name): r for r in payload}
+        return [(what, k, None) for k in had if k not in now] + [(what, k, r) for k, r in now.items()]
+    return [(what, (payload.namespace, payload.name), None if kind == "DELETED" else payload)]
+
+
+def selection(options: VerifyOptions) -> live.Selection:
+    """The deployments followed: those named (md/NAME), those -l selects, or every one."""
+    if options.deployments:
+        return live.Selection(names=frozenset(options.deployments))
+    selector = options.scope.selector
+    if selector:
+        return live.Selection(matches=lambda labels: label_selector.matches(labels, selector))
+    return live.Selection()
+
+
+def namespace_missing(client, namespace) -> bool:
+    """Whether the namespace asked for does not exist (False when it cannot be told: not allowed
+    to read namespaces)."""
+    from kubectl_kvcache.kube.client import object_path
+
+    if not namespace:
+        return False
+    try:
+        return client.get_or_none(object_path("", "v1", "namespaces", None, namespace),
+                                  what=f"get namespace {namespace}") is None
+    except Forbidden:
+        return False
 
 
 def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     """List, then watch; print changed rows (--watch) and the progress (--wait) until the rollout
-    completes, a replica is confirmed REJECTED (--wait), or --timeout passes."""
+    completes, a replica is confirmed REJECTED or every replica left is settled (--wait), or
+    --timeout passes. Pods, ModelDeployments, Bindings and the Setting are all watched: a row is
+    judged again whenever what it depends on changes (judge/live.py)."""
     import queue    # here: a plain verify does not pay for it
 
     client = reader.open_client(options.connection, render.tracer(io.stderr))
     scope = options.scope.replace(namespace=load_scope.resolve_namespace(options.scope, client))
+    if options.deployments or scope.selector:
+        scope = scope.replace(selector=None)    # every replica of a selected deployment counts: selected here
+    if options.wait and namespace_missing(client, scope.namespace):
+        render.line(io.stderr, f"namespace {scope.namespace} does not exist: nothing to wait for")
+        return exitcodes.FINDINGS
     versions = {}
     snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
     snapshot.namespace = scope.namespace
     render.notes(snapshot, io.stderr)
     options = options.replace(output=about(options, snapshot))
+    missing = [n for n in options.deployments if (scope.namespace, n) not in snapshot.deployments]
+    if missing:
+        render.line(io.stderr, f"ModelDeployment {missing[0]} was not found in namespace {scope.namespace}: "
+                               f"nothing to {'wait for' if options.wait else 'watch'}")
+        return exitcodes.FINDINGS
     targets = {t.key: t for t in cluster_lists.watch_targets(client, scope)}
+    if "setting" in targets and "setting" not in versions:      # it could be read, not listed
+        del targets["setting"]
+        render.note(io.stderr, f"the Setting {api.setting_ref()} is not watched (list on settings is not allowed): "
+                               f"rows are judged with its value as read at the start")
     events, stop = queue.Queue(), threading.Event()
-    watchers = [Watcher(client, t, versions[t.key], events, stop, _watch_seconds(), options.connection.chunk_size)
-                for t in targets.values()]
+    watchers = [kube_watch.Watcher(client, t, versions[t.key], events, stop, kube_watch.watch_seconds(),
+                                   options.connection.chunk_size) for t in targets.values()]
     for w in watchers:
         w.start()
     line = view.ProgressLine(io.stderr) if options.wait else None
     try:
-        return _follow(options, io, snapshot, targets, events, clock, line)
+        return _follow(options, io, snapshot, targets, events, clock, line, scope)
     except BaseException:
         if line:
             line.done()      # the error line (or "interrupted") starts on a line of its own
@@ -197,24 +154,18 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         stop.set()
 
 
-def _follow(options, io, snapshot, targets, events, clock, line):
+def _follow(options, io, snapshot, targets, events, clock, line, scope):
     import queue
 
-    live = Live(snapshot)
-    predictor = CachedPredict()
-    account = looks_for_podless_replicas(options)
-    changes = rollout.Changes()
+    judge = live.LiveJudge(snapshot, selection(options), CachedPredict())
+    changed = judge.first
     rows = view.RowPrinter(io.stdout, options.output, options.output.headers) if options.watch else None
     start = clock()
     deadline = None if options.timeout is None else start + options.timeout
-    first = True
+    if rows is not None and not changed:
+        render.nothing_found(snapshot, view.VIEW.empty + " (yet: watching)", io.stderr)
     while True:
-        report = verify.verify(live.snapshot, account=account, predictor=predictor)
-        changed = changes.update(report)
-        now = rollout.progress(report)
-        if first and rows is not None and not report.items:
-            render.nothing_found(live.snapshot, view.VIEW.empty + " (yet: watching)", io.stderr)
-        first = False
+        now = judge.progress()
         if rows is not None and changed:
             if line:
                 line.clear()
@@ -222,13 +173,13 @@ def _follow(options, io, snapshot, targets, events, clock, line):
         if line:
             line.show(view.progress_line(now, clock() - start))
         if options.wait and now.outcome:
-            return _end(options, io, report, now, now.outcome, clock() - start, line)
+            return _end(options, io, judge.report(), now, now.outcome, clock() - start, line, scope)
         # wait for the next events (the live line's clock ticks meanwhile)
         batch = []
         while not batch:
             remaining = None if deadline is None else deadline - clock()
             if remaining is not None and remaining <= 0:
-                return _end(options, io, report, now, rollout.TIMEOUT, options.timeout, line)
+                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope)
             step = TICK if remaining is None else min(TICK, remaining)
             try:
                 batch.append(events.get(timeout=max(0.01, step)))
@@ -241,6 +192,7 @@ def _follow(options, io, snapshot, targets, events, clock, line):
                     batch.append(events.get_nowait())
                 except queue.Empty:
                     break
+        updates = []
         for key, kind, payload in batch:
             if kind == "ERROR":
                 raise payload
@@ -253,10 +205,11 @@ def _follow(options, io, snapshot, targets, events, clock, line):
                 if line:
                     line.clear()
                 view.watch_relist(targets[key].what, io.stderr)
-            live.apply(key, kind, payload, targets)
+            updates.extend(judge_events(judge, key, kind, payload, targets))
+        changed = judge.apply(updates)
 
 
-def _end(options, io, report, now, outcome, elapsed, line):
+def _end(options, io, report, now, outcome, elapsed, line, scope):
     if line:
         line.done()
     if options.output.structured:
@@ -272,6 +225,12 @@ def _end(options, io, report, now, outcome, elapsed, line):
         return exitcodes.OK
     if outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
+        return exitcodes.FINDINGS
+    if outcome == rollout.SETTLED:
+        view.wait_settled(now, elapsed, io.stderr)
+        step = view.next_step(_Rows(now.left), scope)
+        if step:
+            render.line(io.stderr, step)
         return exitcodes.FINDINGS
     if options.wait:
         view.wait_timeout(elapsed, now, io.stderr)
