@@ -247,6 +247,15 @@ def profile(engine: str, version: Version) -> Profile:
     )
 
 
+def image_pythons(engine, version) -> tuple[str, ...]:
+    """The CPython minor releases (`3.12`) the images of this engine release may run."""
+    found = ()
+    for since, minors in data.IMAGE_PYTHONS.get(engine, ()):
+        if _at(version, since) or not found:
+            found = minors
+    return tuple(found)
+
+
 def minimum_version(engine) -> Version:
     return parse_version(data.OPERATOR_MINIMUM[engine])
 
