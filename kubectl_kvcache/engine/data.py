@@ -44,15 +44,23 @@ ACCEPTED_VALUES = {
 # generated from the released wheels' own parsers (scripts/engine-data) into parsers.py, loaded
 # on first use so that importing the plugin stays fast. ACCEPTED_VALUES above must equal what
 # those parsers accept (tests/conformance checks it).
+# Releases a user added without a new plugin release (`--engine-data FILE`, KVCACHE_ENGINE_DATA,
+# ~/.local/share/kubectl-kvcache/engines/*.json: files `scripts/engine-data --release` writes)
+# are merged in by releases.add_releases; parsers() then answers with them.
 def parsers():
     global _PARSERS
     if _PARSERS is None:
         from kubectl_kvcache.engine.parsers import PARSERS
         _PARSERS = PARSERS
-    return _PARSERS
+    return _MERGED if _MERGED is not None else _PARSERS
 
 
 _PARSERS = None
+_MERGED = None
+
+# The version of the engine data's format (parsers.py and the files of added releases): bumped
+# by whoever changes what scripts/engine-data writes, so that an older file is refused, not misread.
+ENGINE_DATA_SCHEMA = 1
 
 # Parser behaviours that change with the release: (feature, first release).
 FEATURES = {

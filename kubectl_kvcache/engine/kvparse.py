@@ -74,6 +74,19 @@ def _answered(answer):
     return f"stores {detail}" if verdict == "ok" else f"fails ({detail})"
 
 
+def differences_met(texts, table):
+    """[(difference, index of the first word that meets it)] for prepared argv words, over the
+    differences measured (engine/pythons.py) that have a detector here."""
+    from kubectl_kvcache.engine.pythons import PYTHON_DIFFERENCES
+    found = []
+    for key, detect in _DETECTORS.items():
+        if key in PYTHON_DIFFERENCES:
+            index = next((k for k, t in enumerate(texts) if t and t.startswith("-") and detect(t, table)), None)
+            if index is not None:
+                found.append((key, index))
+    return found
+
+
 def python_dependence(items, table, profile):
     """Why the answer for these prepared argv items depends on which CPython the image runs, or ''."""
     from kubectl_kvcache.engine import data
@@ -82,13 +95,8 @@ def python_dependence(items, table, profile):
 
     minors = image_pythons(profile.engine, profile.version)
     plausible = [v for v in MEASURED if v.rsplit(".", 1)[0] in minors] or list(MEASURED)
-    for key, detect in _DETECTORS.items():
-        difference = PYTHON_DIFFERENCES.get(key)
-        if difference is None:
-            continue
-        hit = next((it for it in items if it.text and it.text.startswith("-") and detect(it.text, table)), None)
-        if hit is None:
-            continue
+    for key, index in differences_met([it.text for it in items], table):
+        difference, hit = PYTHON_DIFFERENCES[key], items[index]
         groups = difference["alike"]
         mine = next(g for g in groups if any(v.rsplit(".", 1)[0] == data.ARGPARSE_PYTHON for v in g))
         touched = [g for g in groups if set(g) & set(plausible)]

@@ -114,12 +114,16 @@ class Interpreter:
 
     def run(self, request):
         """argparse_probe's answer ({"python", "results"}) for a request (dict, or None: BEHAVIOURS)."""
-        text = json.dumps(request) if request is not None else ""
-        if self.native:
-            argv = [self.native, PROBE]
-        else:
-            argv = ["node", RUNNER, pyodide_dir(self.pyodide), PROBE]
-        out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=600)
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write(json.dumps(request) if request is not None else "")
+            f.flush()
+            if self.native:
+                with open(f.name) as stdin:
+                    out = subprocess.run([self.native, PROBE], stdin=stdin, capture_output=True, text=True,
+                                         timeout=600)
+            else:
+                out = subprocess.run(["node", RUNNER, pyodide_dir(self.pyodide), PROBE, f.name],
+                                     stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             raise RuntimeError(f"{self.label}: the probe failed: {out.stderr.strip()[-400:]}")
         return json.loads(out.stdout)
@@ -206,6 +210,93 @@ def differences(results):
             out[key] = {"alike": parts, "example": " ".join(argparse_probe.BEHAVIOURS[example]),
                         "answers": [answer_class(results[part[0]][names.index(example)]) for part in parts]}
     return out, stray
+
+
+# --- the conformance cases that meet argparse behaviours, per release -----------------------
+
+def _touches(argv):
+    """A prepared argv that meets a behaviour Pythons could differ on: `--`, explicit `=` values,
+    negative-number-like words, words with spaces."""
+    return any(a == "--" or (a.startswith("-") and ("=" in a or a[1:2].isdigit() or a[1:3].startswith(".")
+                                                     or " " in a)) for a in argv if a)
+
+
+# argv tails added for every release: the differences found, on the real option tables
+TARGETED = [["--kv-cache-dtype=--"], ["--kv-cache-dtype=--", "--kv-cache-dtype", "auto"],
+            ["--kv-cache-dtype", "auto", "--kv-cache-dtype=--"], ["--kv-cache-dt=--"],
+            ["--kv-cache-dtype=--", "--kv-cache-dtype", "bogus"], ["--host=--", "--kv-cache-dtype", "auto"],
+            ["--port=--", "--kv-cache-dtype", "auto"], ["--host", "-1e5", "--kv-cache-dtype", "auto"],
+            ["--kv-cache-dtype", "-1_0"], ["-1e5", "--kv-cache-dtype", "auto"], ["--host", "-1x", "--", "m"]]
+
+
+class Case:
+    __slots__ = ("engine", "version", "entry", "argv", "prepared")
+
+    def __init__(self, engine, version, entry, argv, prepared):
+        self.engine, self.version, self.entry, self.argv, self.prepared = engine, version, entry, argv, prepared
+
+
+def parser_spec(prof, entry):
+    """A release's parser as argparse_probe builds it: every option with its arity, the dtype's
+    choices where the release checks them while parsing, other options' string choices."""
+    choices = dict(prof.choices)
+    options = []
+    for name, arity in sorted(prof.options_for(entry).items()):
+        if name == "--kv-cache-dtype":
+            found = None if prof.final_value_only else sorted(prof.accepted)
+        else:
+            found = list(choices[name]) if name in choices else None
+        options.append([[name], arity, found])
+    return {"options": options, "positionals": list(prof.positionals(entry) or ())}
+
+
+def conformance_cases(sample_every=10):
+    """(parsers, [Case]): the conformance tier's table and generated cases of every release, after
+    the engine's own preparation (kvparse replays it; argparse gets its output), that meet a
+    behaviour in _touches, every `sample_every`-th of the others, and TARGETED."""
+    from kubectl_kvcache.engine import kvparse
+    from kubectl_kvcache.engine.argv import Token
+    from kubectl_kvcache.engine.releases import parse_version, profile
+    import test_conformance as tc
+    from releases import RELEASES
+
+    files = {k: f"/nonexistent/{k}.yaml" for k in ("dash", "under", "bad", "other")}
+    parsers, cases, seen, others = {}, [], set(), 0
+    for engine, versions in RELEASES.items():
+        for version in versions:
+            prof = profile(engine, parse_version(version))
+            extra = [(entry, tc.MODEL[entry] + tail) for entry in tc.ENTRIES[engine] for tail in TARGETED]
+            for entry, argv in extra + tc.table(engine, version, files) + tc.generated(engine, files):
+                tokens = [Token(a, "args", i) for i, a in enumerate(argv)]
+                try:
+                    items, _ = kvparse._prepare(tokens, prof, entry)
+                except kvparse._Stop:
+                    continue   # the engine refuses it before argparse runs
+                prepared = [it.text for it in items]
+                key = (engine, version, entry, tuple(prepared))
+                if key in seen:
+                    continue
+                seen.add(key)
+                if (entry, argv) not in extra and not _touches(prepared):
+                    others += 1
+                    if others % sample_every:
+                        continue
+                pid = f"{engine} {version} {entry}"
+                if pid not in parsers:
+                    parsers[pid] = parser_spec(prof, entry)
+                cases.append(Case(engine, version, entry, argv, prepared))
+    return parsers, cases
+
+
+def verdict(answer, prof):
+    """What a probe answer means for the engine: ("ok", value), ("ok", []) for argparse's dropped
+    `--`, or ("dies",). vLLM 0.33 checks the stored value at start-up, not while parsing."""
+    if answer.startswith("dies "):
+        return ("dies",)
+    value = json.loads(answer[3:])
+    if isinstance(value, str) and prof.final_value_only and value not in prof.accepted:
+        return ("dies",)
+    return ("ok", json.dumps(value))
 
 
 HEADER = '''"""How argparse differs between the CPythons engine images may run. Generated: do not edit;
