@@ -352,11 +352,14 @@ def _check_document(name, doc):
 
 
 def add_releases(documents):
-    """Merge added releases into the engine data: `documents` is [(file name, decoded JSON)].
-    Raises EngineDataError naming the file and field of the first bad one; then nothing is added."""
+    """The engine data becomes the built-in data with these added releases merged in, in order (a
+    later file wins for the same release); `documents` is [(file name, decoded JSON)], [] for the
+    built-in data alone. Raises EngineDataError naming the file and field of the first bad one;
+    then the data is left as it was."""
     global _ADDED
-    merged = {e: dict(data.parsers()[e]) for e in ENGINES}
-    added = {e: dict(_ADDED.get(e, {})) for e in ENGINES}
+    data.parsers()
+    merged = {e: dict(data._PARSERS[e]) for e in ENGINES}
+    added = {e: {} for e in ENGINES}
     for name, doc in documents:
         engine, body = _check_document(name, doc)
         try:
@@ -366,7 +369,7 @@ def add_releases(documents):
         for release in body["releases"]:
             added[engine][release] = name
     previous = (data._MERGED, _ADDED)
-    data._MERGED, _ADDED = merged, added
+    data._MERGED, _ADDED = (merged, added) if documents else (None, {})
     profile.cache_clear()
     for engine, releases in added.items():
         for release, name in releases.items():
