@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from kubectl_kvcache.engine.argv import Token
+from kubectl_kvcache.engine.pythons import MEASURED, PYTHON_DIFFERENCES
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 from kubectl_kvcache.record import Record
 
@@ -77,7 +78,6 @@ def _answered(answer):
 def differences_met(texts, table):
     """[(difference, index of the first word that meets it)] for prepared argv words, over the
     differences measured (engine/pythons.py) that have a detector here."""
-    from kubectl_kvcache.engine.pythons import PYTHON_DIFFERENCES
     found = []
     for key, detect in _DETECTORS.items():
         if key in PYTHON_DIFFERENCES:
@@ -90,7 +90,6 @@ def differences_met(texts, table):
 def python_dependence(items, table, profile):
     """Why the answer for these prepared argv items depends on which CPython the image runs, or ''."""
     from kubectl_kvcache.engine import data
-    from kubectl_kvcache.engine.pythons import MEASURED, PYTHON_DIFFERENCES
     from kubectl_kvcache.engine.releases import image_pythons
 
     minors = image_pythons(profile.engine, profile.version)

@@ -14,43 +14,13 @@ MEASURED = ["3.10.2", "3.11.2", "3.11.3", "3.12.1", "3.12.7", "3.13.2", "3.14.2"
 
 PYTHON_DIFFERENCES = {
     "explicit-double-dash": {
-        "alike": [
-            [
-                "3.10.2",
-                "3.11.2",
-                "3.11.3",
-                "3.12.1"
-            ],
-            [
-                "3.12.7",
-                "3.13.2",
-                "3.14.2"
-            ]
-        ],
-        "answers": [
-            "ok []",
-            "dies invalid-choice"
-        ],
-        "example": "m --kv-cache-dtype=--"
+        "alike": [["3.10.2", "3.11.2", "3.11.3", "3.12.1"], ["3.12.7", "3.13.2", "3.14.2"]],
+        "answers": ["ok []", "dies invalid-choice"],
+        "example": "m --kv-cache-dtype=--",
     },
     "negative-number-forms": {
-        "alike": [
-            [
-                "3.10.2",
-                "3.11.2",
-                "3.11.3",
-                "3.12.1",
-                "3.12.7",
-                "3.13.2"
-            ],
-            [
-                "3.14.2"
-            ]
-        ],
-        "answers": [
-            "dies missing-value",
-            "ok \"x\""
-        ],
-        "example": "m --kv-canary -1e5 --kv-cache-dtype x"
-    }
+        "alike": [["3.10.2", "3.11.2", "3.11.3", "3.12.1", "3.12.7", "3.13.2"], ["3.14.2"]],
+        "answers": ["dies missing-value", "ok \"x\""],
+        "example": "m --kv-canary -1e5 --kv-cache-dtype x",
+    },
 }

@@ -315,8 +315,12 @@ one group.
 
 
 def render(results, diffs):
-    return (HEADER + "MEASURED = " + json.dumps(list(results)) + "\n\n"
-            + "PYTHON_DIFFERENCES = " + json.dumps(diffs, indent=4, sort_keys=True) + "\n")
+    lines = [HEADER + "MEASURED = " + json.dumps(list(results)), "", "PYTHON_DIFFERENCES = {"]
+    for key in sorted(diffs):
+        lines.append(f"    {json.dumps(key)}: {{")
+        lines += [f"        {json.dumps(field)}: {json.dumps(diffs[key][field])}," for field in sorted(diffs[key])]
+        lines.append("    },")
+    return "\n".join(lines + ["}"]) + "\n"
 
 
 def main(argv):
