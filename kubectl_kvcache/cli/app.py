@@ -242,7 +242,7 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
         return EXIT_OK
     try:
         module = command_module(ns.command)
-        if hasattr(ns, "engine_data"):     # added engine releases, before anything is judged
+        if ns.command not in ("completion", "version"):   # added engine releases, before anything is judged
             from kubectl_kvcache.cli.flags import load_engine_data
 
             load_engine_data(ns)

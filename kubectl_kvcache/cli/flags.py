@@ -58,11 +58,16 @@ def engine_data_flag(p):
 def load_engine_data(ns):
     """Merge the added engine releases (files, $KVCACHE_ENGINE_DATA, the user data directory) into
     the engine model before anything is judged; a bad file is a PluginError naming it."""
-    from kubectl_kvcache import engine
+    import sys
+
     from kubectl_kvcache.errors import PluginError
     from kubectl_kvcache.load import engine_data
 
     documents = engine_data.read(getattr(ns, "engine_data", None) or ())
+    if not documents and "kubectl_kvcache.engine" not in sys.modules:
+        return      # nothing added, and no earlier run in this process added any: the engine loads when used
+    from kubectl_kvcache import engine
+
     try:
         engine.add_releases(documents)
     except engine.EngineDataError as exc:

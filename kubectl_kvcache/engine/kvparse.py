@@ -50,8 +50,8 @@ _DIFFERENCE_NAMES = {"explicit-double-dash": "an explicit `--` value",
 
 
 def _explicit_double_dash(text, table):
-    """`--name=--` (or an abbreviation of it) or `-x--` for a value-taking option `-x`."""
-    if text.startswith("--") and "=" in text:
+    """`--name=--`, `-name=--` (or an abbreviation of it) or `-x--` for a value-taking option `-x`."""
+    if "=" in text:
         name, explicit = text.split("=", 1)
         return explicit == "--" and any(option.startswith(name) for option in table)
     return (not text.startswith("--") and text[2:] == "--" and table.get(text[:2], "0") != "0")
