@@ -52,6 +52,7 @@ BEHAVIOURS = {
     "nargs-plus-dd": ["m", "--kv-cache-dtype-skip-layers", "0", "--", "1", "--kv-cache-dtype", "x"],
     "short-attached": ["m", "-tp2", "--kv-cache-dtype", "x"],
     "short-equals": ["m", "-tp=2", "--kv-cache-dtype", "x"],
+    "short-equals-dd": ["m", "-tp=--", "--kv-cache-dtype", "x"],
     "single-dash-long-prefix": ["m", "-t", "2", "--kv-cache-dtype", "x"],
     "single-dash-abbrev-equals": ["m", "-kv-c=x"],
     "empty-equals": ["m", "--kv-cache-dtype="],

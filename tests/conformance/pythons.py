@@ -52,7 +52,7 @@ GROUPS = {
     # `--name=--`: before CPython 3.12.7 / 3.13.0 argparse drops a `--` even from an explicit
     # value, stores [] and skips the choices check (python/cpython Lib/argparse.py: _get_values)
     "explicit-double-dash": ("equals-dd", "equals-dd-then-value", "equals-dd-after-value", "abbrev-equals-dd",
-                             "equals-dd-plus", "equals-dd-other"),
+                             "equals-dd-plus", "equals-dd-other", "short-equals-dd"),
     # `-1e5`, `-1_000`, `-1x`: from CPython 3.14 anything starting `-<digit>` or `-.<digit>` is a
     # negative number (a value), not an option, when the parser has no option that looks like one
     # (Lib/argparse.py: _negative_number_matcher)
