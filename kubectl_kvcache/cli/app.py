@@ -21,7 +21,7 @@ from kubectl_kvcache.errors import PluginError
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
 
 # The registry: one line per command, in the order `--help` lists them (cli/commands/<name>.py).
-COMMANDS = ("verify", "check", "bindings", "roles", "setting", "recover", "completion", "version")
+COMMANDS = ("verify", "check", "bindings", "roles", "setting", "recover", "engines", "completion", "version")
 
 DESCRIPTION = """\
 What --kv-cache-dtype every vLLM and SGLang engine of the GPUStack Operator will really run
@@ -243,6 +243,10 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
     ns.argv = args      # the command line as typed: the document formats print it (flags.command_line)
     try:
         module = command_module(ns.command)
+        if ns.command not in ("completion", "version"):   # added engine releases, before anything is judged
+            from kubectl_kvcache.cli.flags import load_engine_data
+
+            load_engine_data(ns)
         options = module.options(ns)       # Complete and Validate, before anything is sent
         if connect_ahead:
             connect_early(module, options, stderr)

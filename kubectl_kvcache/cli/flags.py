@@ -37,6 +37,7 @@ def command(sub, name, help, description, examples_, **extra):
 
 
 def scope_flags(p, files=True, selects="objects"):
+    engine_data_flag(p)
     p.add_argument("-n", "--namespace", help="namespace (default: the context's, else 'default')")
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (wins over -n)")
     p.add_argument("-l", "--selector", help=f"label selector: only {selects} with these labels "
@@ -45,6 +46,32 @@ def scope_flags(p, files=True, selects="objects"):
         p.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
                        help="read saved objects (JSON or YAML; a file, a directory or '-') "
                             "instead of a cluster; repeatable")
+
+
+def engine_data_flag(p):
+    p.add_argument("--engine-data", action="append", default=[], metavar="FILE",
+                   help="engine data of a release the plugin does not have (written by scripts/engine-data "
+                        "--release); repeatable; also read: $KVCACHE_ENGINE_DATA and "
+                        "~/.local/share/kubectl-kvcache/engines/*.json")
+
+
+def load_engine_data(ns):
+    """Merge the added engine releases (files, $KVCACHE_ENGINE_DATA, the user data directory) into
+    the engine model before anything is judged; a bad file is a PluginError naming it."""
+    import sys
+
+    from kubectl_kvcache.errors import PluginError
+    from kubectl_kvcache.load import engine_data
+
+    documents = engine_data.read(getattr(ns, "engine_data", None) or ())
+    if not documents and "kubectl_kvcache.engine" not in sys.modules:
+        return      # nothing added, and no earlier run in this process added any: the engine loads when used
+    from kubectl_kvcache import engine
+
+    try:
+        engine.add_releases(documents)
+    except engine.EngineDataError as exc:
+        raise PluginError(str(exc))
 
 
 def assume_setting_flag(p):

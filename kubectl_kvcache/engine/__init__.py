@@ -15,13 +15,15 @@ from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.data import ACCEPTED_VALUES, SAME_FORMAT
 from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, UNKNOWN, Parse, parse
 from kubectl_kvcache.engine.predict import CachedPredict, Prediction, predict
-from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, IMAGE_TAG, MINIMUM, POD_IMAGE,
-                                             SPEC_IMAGE, SPEC_VERSION, Profile, Version, is_ascend_image,
+from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINES, IMAGE_TAG, MINIMUM,
+                                             POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, EngineDataError, Profile,
+                                             Version, add_releases, is_ascend_image, known_releases,
                                              minimum_version, normalise_engine, parse_version, profile,
                                              resolve_versions)
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 
-__all__ = ["ACCEPTED_VALUES", "AMBIGUOUS", "CachedPredict", "DISPLAY_NAMES", "DTYPE_OPTION", "IMAGE_TAG",
+__all__ = ["ACCEPTED_VALUES", "AMBIGUOUS", "CachedPredict", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
+           "EngineDataError", "IMAGE_TAG", "add_releases", "known_releases",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",

@@ -44,15 +44,23 @@ ACCEPTED_VALUES = {
 # generated from the released wheels' own parsers (scripts/engine-data) into parsers.py, loaded
 # on first use so that importing the plugin stays fast. ACCEPTED_VALUES above must equal what
 # those parsers accept (tests/conformance checks it).
+# Releases a user added without a new plugin release (`--engine-data FILE`, KVCACHE_ENGINE_DATA,
+# ~/.local/share/kubectl-kvcache/engines/*.json: files `scripts/engine-data --release` writes)
+# are merged in by releases.add_releases; parsers() then answers with them.
 def parsers():
     global _PARSERS
     if _PARSERS is None:
         from kubectl_kvcache.engine.parsers import PARSERS
         _PARSERS = PARSERS
-    return _PARSERS
+    return _MERGED if _MERGED is not None else _PARSERS
 
 
 _PARSERS = None
+_MERGED = None
+
+# The version of the engine data's format (parsers.py and the files of added releases): bumped
+# by whoever changes what scripts/engine-data writes, so that an older file is refused, not misread.
+ENGINE_DATA_SCHEMA = 1
 
 # Parser behaviours that change with the release: (feature, first release).
 FEATURES = {
@@ -73,8 +81,19 @@ FEATURES = {
 }
 
 # The CPython whose argparse the model replays (kvparse): the conformance tier's oracle runs the
-# real parsers on it. See PYTHON_DIFFERENCES in kvparse for what other Pythons do differently.
+# real parsers on it. engine/pythons.py (generated) says what other Pythons do differently.
 ARGPARSE_PYTHON = "3.11"
+
+# The CPython minor releases an engine's official images run, as (first release, minors) rows.
+# The patch level is never pinned (vLLM and gpustack/runner: 3.12 from deadsnakes, a vLLM 0.20
+# image was seen with Ubuntu's 3.12.3; SGLang: 3.10 or 3.12), so every measured patch of a
+# minor is a Python the image may run. vLLM's Dockerfile moved from 3.10 to 3.12 during 0.6.x
+# (vllm-project/vllm Dockerfile: ARG PYTHON_VERSION); where the release is not pinned down both
+# are listed: more Pythons can only mean UNKNOWN more often, never a wrong definite answer.
+IMAGE_PYTHONS = {
+    "vllm": [("0.3.3", ("3.10", "3.12")), ("0.7.0", ("3.12",))],
+    "sglang": [("0.2.14", ("3.10", "3.12"))],
+}
 
 # Keys a --config YAML file may use for the dtype (informational: the file itself is not read).
 CONFIG_KEYS = {"vllm": ("kv_cache_dtype", "kv-cache-dtype"), "sglang": ("kv-cache-dtype",)}

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from kubectl_kvcache.engine.argv import Token
+from kubectl_kvcache.engine.pythons import MEASURED, PYTHON_DIFFERENCES
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 from kubectl_kvcache.record import Record
 
@@ -36,12 +37,77 @@ IGNORED_VALUE = "ignored-explicit-argument"
 CONFIG_ERROR = "config-file"
 REQUIRED = "required-argument"
 
-# argparse behaviours this model relies on that differ between CPython releases. None among the
-# CPythons that could be run here (3.10.13, 3.11.2, 3.11.7, 3.12.1, 3.13.0;
-# tests/conformance/test_python_versions.py runs the probe on each). Later patch releases
-# (3.12.7+, 3.13.1+) reworked `--` and intermixed positionals and are not verified: the model
-# answers as ARGPARSE_PYTHON does.
-PYTHON_DIFFERENCES = {}
+# --- Python differences -----------------------------------------------------------------------
+# argparse behaviours this model relies on that differ between CPython releases, measured by
+# tests/conformance/pythons.py under every CPython it obtains (engine/pythons.py, generated). The
+# model replays data.ARGPARSE_PYTHON; where an argv meets a difference and the Pythons the
+# engine's images may run (data.IMAGE_PYTHONS) do not all behave as that one, it answers UNKNOWN
+# naming the versions, never what one plausible Python contradicts.
+_OLD_NEGATIVE = _NEGATIVE_NUMBER
+_NEW_NEGATIVE = re.compile(r"^-\.?\d")   # CPython 3.14 Lib/argparse.py: _negative_number_matcher
+_DIFFERENCE_NAMES = {"explicit-double-dash": "an explicit `--` value",
+                     "negative-number-forms": "a negative-number-like value"}
+
+
+def _explicit_double_dash(text, table):
+    """`--name=--`, `-name=--` (or an abbreviation of it) or `-x--` for a value-taking option `-x`."""
+    if "=" in text:
+        name, explicit = text.split("=", 1)
+        return explicit == "--" and any(option.startswith(name) for option in table)
+    return (not text.startswith("--") and text[2:] == "--" and table.get(text[:2], "0") != "0")
+
+
+def _negative_number_form(text, table):
+    """A token only CPython 3.14 reads as a negative number (`-1e5`, `-1_000`, `-1x`)."""
+    return (bool(_NEW_NEGATIVE.match(text)) and not _OLD_NEGATIVE.match(text) and " " not in text
+            and text not in table and not any(_NEW_NEGATIVE.match(option) for option in table))
+
+
+_DETECTORS = {"explicit-double-dash": _explicit_double_dash, "negative-number-forms": _negative_number_form}
+
+
+def _versions(versions):
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def _answered(answer):
+    verdict, _, detail = answer.partition(" ")
+    return f"stores {detail}" if verdict == "ok" else f"fails ({detail})"
+
+
+def differences_met(texts, table):
+    """[(difference, index of the first word that meets it)] for prepared argv words, over the
+    differences measured (engine/pythons.py) that have a detector here."""
+    found = []
+    for key, detect in _DETECTORS.items():
+        if key in PYTHON_DIFFERENCES:
+            index = next((k for k, t in enumerate(texts) if t and t.startswith("-") and detect(t, table)), None)
+            if index is not None:
+                found.append((key, index))
+    return found
+
+
+def python_dependence(items, table, profile):
+    """Why the answer for these prepared argv items depends on which CPython the image runs, or ''."""
+    from kubectl_kvcache.engine import data
+    from kubectl_kvcache.engine.releases import image_pythons
+
+    minors = image_pythons(profile.engine, profile.version)
+    plausible = [v for v in MEASURED if v.rsplit(".", 1)[0] in minors] or list(MEASURED)
+    for key, index in differences_met([it.text for it in items], table):
+        difference, hit = PYTHON_DIFFERENCES[key], items[index]
+        groups = difference["alike"]
+        mine = next(g for g in groups if any(v.rsplit(".", 1)[0] == data.ARGPARSE_PYTHON for v in g))
+        touched = [g for g in groups if set(g) & set(plausible)]
+        if touched == [mine]:
+            continue
+        behaviours = ", ".join(f"{_versions(g)} {_answered(a)}" for g, a in zip(groups, difference["answers"]))
+        versions = sorted(set(v for g in touched for v in g) & set(plausible))
+        shown = ", ".join(versions[:-1]) + " or " + versions[-1] if len(versions) > 1 else versions[0]
+        return (f"{hit.text!r} ({hit.tok.where()}): what argparse does with {_DIFFERENCE_NAMES[key]} depends on "
+                f"the Python ({behaviours}); {profile.label} images may run {shown} "
+                f"(Python {' or '.join(minors)}, patch not pinned)")
+    return ""
 
 
 class Occurrence(Record):
@@ -337,6 +403,9 @@ def _parse(tokens, profile, platform_may_extend, entry):
             if why:
                 return Parse(UNKNOWN, None, None, why)
     items, config_file = _prepare(tokens, profile, entry)
+    why = python_dependence(items, parser.table, profile)
+    if why:
+        return Parse(UNKNOWN, None, None, why)
     for it in items:
         if it.text is None and it.tok.prefix.startswith("--"):
             it.text = it.tok.prefix.split("=", 1)[0] + "=\0unknown"

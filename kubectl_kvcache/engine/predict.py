@@ -13,11 +13,12 @@ from kubectl_kvcache.record import Record
 
 class Prediction(Record):
     __slots__ = ("outcome", "effective", "error", "reason", "engine", "version", "version_source",
-                 "occurrences", "winner", "via")
+                 "occurrences", "winner", "via", "judged_with", "newer_than_data")
 
     def __init__(self, outcome: str, effective: str | None, error: str | None, reason: str,
                  engine: str | None, version: str | None, version_source: str | None,
-                 occurrences: tuple[kvparse.Occurrence, ...] = (), winner: int | None = None, via: str = ""):
+                 occurrences: tuple[kvparse.Occurrence, ...] = (), winner: int | None = None, via: str = "",
+                 judged_with: str | None = None, newer_than_data: bool = False):
         self.outcome = outcome                # ok | rejected | unknown
         self.effective = effective
         self.error = error
@@ -28,6 +29,8 @@ class Prediction(Record):
         self.occurrences = occurrences
         self.winner = winner
         self.via = via
+        self.judged_with = judged_with        # the release whose parser judged it (engine data)
+        self.newer_than_data = newer_than_data  # the release is newer than every one the data has
 
 
 def _version(engine, declared_version, image):
@@ -64,9 +67,11 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     profile = engines.profile(engine, version)
     ascend = (manufacturer or "").lower() == "ascend" or engines.is_ascend_image(image)
     result = kvparse.parse(launch.args, profile, platform_may_extend=ascend, entry=launch.entry)
+    if profile.newer_than_data:
+        note += ("; " if note else "") + profile.beyond_data
     reason = result.reason + (f"; {note}" if note else "")
     return Prediction(result.outcome, result.effective, result.error, reason, engine, str(version), source,
-                      result.occurrences, result.winner, launch.via)
+                      result.occurrences, result.winner, launch.via, profile.judged_with, profile.newer_than_data)
 
 
 class CachedPredict:

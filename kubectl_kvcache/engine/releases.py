@@ -111,7 +111,8 @@ class Profile(Record):
     __slots__ = ("engine", "version", "has_flag", "accepted", "options", "underscores", "config_file",
                  "dotted_json", "final_value_only", "platform_values", "serve_model_option",
                  "serve_model_refused", "dotted_single_dash", "serve_model_alias", "required_options",
-                 "choices", "table", "entry_tables", "entry_positionals", "sampled")
+                 "choices", "table", "entry_tables", "entry_positionals", "sampled", "judged_with",
+                 "newer_than_data", "added")
 
     def __init__(self, engine: str, version: Version, has_flag: bool, accepted: frozenset,
                  options: tuple[KvOption, ...], underscores: bool, config_file: bool, dotted_json: bool,
@@ -120,7 +121,8 @@ class Profile(Record):
                  serve_model_alias: bool = False, required_options: tuple[str, ...] = (),
                  choices: tuple[tuple[str, tuple[str, ...]], ...] = (), table: tuple[tuple[str, str], ...] = (),
                  entry_tables: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (),
-                 entry_positionals: tuple[tuple[str, tuple[str, ...]], ...] = (), sampled: bool = False):
+                 entry_positionals: tuple[tuple[str, tuple[str, ...]], ...] = (), sampled: bool = False,
+                 judged_with: str = "", newer_than_data: bool = False, added: bool = False):
         self.engine = engine
         self.version = version
         self.has_flag = has_flag
@@ -141,6 +143,9 @@ class Profile(Record):
         self.entry_tables = entry_tables                # entry -> differing rows
         self.entry_positionals = entry_positionals      # entry -> positional arities
         self.sampled = sampled                          # this release's own parser was read
+        self.judged_with = judged_with                  # the release whose parser stands for this one
+        self.newer_than_data = newer_than_data          # later than every release the data has
+        self.added = added                              # judged_with comes from an added release file
 
     def options_for(self, entry=None):
         """{option name: arity} of the parser `entry` runs (the primary entry's when None)."""
@@ -159,6 +164,14 @@ class Profile(Record):
     @property
     def label(self):
         return f"{DISPLAY_NAMES[self.engine]} {self.version}"
+
+    @property
+    def beyond_data(self):
+        """Why this release is judged with another one's parser when it is newer than the data, or ''."""
+        if not self.newer_than_data:
+            return ""
+        return (f"{self.label} is newer than the engine data: judged with {DISPLAY_NAMES[self.engine]} "
+                f"{self.judged_with}'s parser (add its release: scripts/engine-data --release)")
 
     def option(self, name) -> KvOption | None:
         return next((o for o in self.options if o.name == name), None)
@@ -199,6 +212,9 @@ def profile(engine: str, version: Version) -> Profile:
             accepted -= set(removed)
     real = data.parsers()[engine]
     at = _sample(engine, version)
+    from_file = str(at) in _ADDED.get(engine, ())
+    if from_file:   # an added release: its own parser's values (ACCEPTED_VALUES ends at the built-in data)
+        accepted = {value for value, rows in real["values"].items() if _in_spans(at, [[True] + r for r in rows])}
     table = tuple(sorted((name, arity) for name, rows in real["options"].items()
                          for arity in [_in_spans(at, rows)] if arity is not None))
     differs = {}
@@ -244,7 +260,140 @@ def profile(engine: str, version: Version) -> Profile:
         entry_tables=tuple((e, tuple(rows)) for e, rows in sorted(differs.items())),
         entry_positionals=tuple(positionals),
         sampled=str(at) == str(version) or at == version,
+        judged_with=str(at),
+        newer_than_data=version > parse_version(real["releases"][-1]) if real["releases"] else False,
+        added=from_file,
     )
+
+
+# --- releases added from files ------------------------------------------------------------
+
+class EngineDataError(ValueError):
+    """An added release file the plugin cannot use: the message names the file and the field."""
+
+
+_ADDED: dict[str, dict[str, str]] = {}   # engine -> {release: the file it came from}
+
+
+def _is_rows(value):
+    """Spans as parsers.py stores them: [[value, first, until], ...] or [[first, until], ...]."""
+    return isinstance(value, list) and all(
+        isinstance(r, list) and len(r) >= 2 and isinstance(r[-2], str) and (r[-1] is None or isinstance(r[-1], str))
+        for r in value)
+
+
+def _rows_at(rows, release):
+    for row in rows:
+        first, until = row[-2], row[-1]
+        if _at(release, first) and (until is None or not _at(release, until)):
+            return row[0] if len(row) > 2 else True
+    return None
+
+
+def _merge_rows(old_rows, old_releases, new_rows, new_releases, union):
+    presence = any(len(r) == 2 for r in list(old_rows) + list(new_rows))
+    per = {r: _rows_at(old_rows, parse_version(r)) for r in old_releases}
+    per.update({r: _rows_at(new_rows, parse_version(r)) for r in new_releases})
+    rows, current = [], None
+    for release in union:
+        value = per.get(release)
+        if current is not None and current[0] != value:
+            current[2], current = release, None
+        if value is not None and current is None:
+            current = [value, release, None]
+            rows.append(current)
+    return [r[1:] for r in rows] if presence else rows
+
+
+def _merge(builtin, added):
+    """One engine's data with an added release's merged in, key by key, whatever keys the
+    generator writes: {name: spans} tables and span lists are re-spanned over the union of the
+    releases (the added release's own facts win for it); other values stay the built-in ones."""
+    old_releases, new_releases = list(builtin["releases"]), list(added["releases"])
+    union = sorted(set(old_releases) | set(new_releases), key=parse_version)
+    out = {"releases": union}
+    for key in sorted(set(builtin) | set(added)):
+        if key == "releases":
+            continue
+        old, new = builtin.get(key), added.get(key)
+        if isinstance(old, dict) or isinstance(new, dict):
+            old, new = old or {}, new or {}
+            out[key] = {name: merged for name in sorted(set(old) | set(new))
+                        for merged in [_merge_rows(old.get(name, []), old_releases, new.get(name, []),
+                                                   new_releases, union)] if merged}
+        elif _is_rows(old) or _is_rows(new):
+            out[key] = _merge_rows(old or [], old_releases, new or [], new_releases, union)
+        else:
+            out[key] = old if key in builtin else new
+    return out
+
+
+def _check_document(name, doc):
+    """The engine and the engine data of one added release file, or EngineDataError."""
+    if not isinstance(doc, dict):
+        raise EngineDataError(f"{name}: not a JSON object (write it with scripts/engine-data --release)")
+    if doc.get("schema") != data.ENGINE_DATA_SCHEMA:
+        raise EngineDataError(f"{name}: schema: {doc.get('schema')!r}, this plugin reads schema "
+                              f"{data.ENGINE_DATA_SCHEMA} (write it again with this plugin's scripts/engine-data)")
+    engine = doc.get("engine")
+    if engine not in ENGINES:
+        raise EngineDataError(f"{name}: engine: {engine!r} is not one of {', '.join(ENGINES)}")
+    body = doc.get("data")
+    if not isinstance(body, dict):
+        raise EngineDataError(f"{name}: data: not an object")
+    found = body.get("releases")
+    if not isinstance(found, list) or not found or not all(isinstance(r, str) and parse_version(r) for r in found):
+        raise EngineDataError(f"{name}: data.releases: not a list of release numbers")
+    for key, value in body.items():
+        if key != "releases" and not (isinstance(value, dict) and all(_is_rows(v) for v in value.values())
+                                      or _is_rows(value)):
+            raise EngineDataError(f"{name}: data.{key}: not spans of releases as scripts/engine-data writes them")
+    return engine, body
+
+
+def add_releases(documents):
+    """The engine data becomes the built-in data with these added releases merged in, in order (a
+    later file wins for the same release); `documents` is [(file name, decoded JSON)], [] for the
+    built-in data alone. Raises EngineDataError naming the file and field of the first bad one;
+    then the data is left as it was."""
+    global _ADDED
+    data.parsers()
+    merged = {e: dict(data._PARSERS[e]) for e in ENGINES}
+    added = {e: {} for e in ENGINES}
+    for name, doc in documents:
+        engine, body = _check_document(name, doc)
+        try:
+            merged[engine] = _merge(merged[engine], body)
+        except (TypeError, KeyError, AttributeError, IndexError) as exc:
+            raise EngineDataError(f"{name}: data: not what scripts/engine-data writes ({exc.__class__.__name__})")
+        for release in body["releases"]:
+            added[engine][release] = name
+    previous = (data._MERGED, _ADDED)
+    data._MERGED, _ADDED = (merged, added) if documents else (None, {})
+    profile.cache_clear()
+    for engine, releases in added.items():
+        for release, name in releases.items():
+            try:
+                profile(engine, parse_version(release))
+            except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+                data._MERGED, _ADDED = previous
+                profile.cache_clear()
+                raise EngineDataError(f"{name}: data: release {release} cannot be judged with it "
+                                      f"({exc.__class__.__name__}: {exc})")
+
+
+def known_releases(engine):
+    """[(release, the file it was added from, or '' when built in)] in release order."""
+    return [(r, _ADDED.get(engine, {}).get(r, "")) for r in data.parsers()[engine]["releases"]]
+
+
+def image_pythons(engine, version) -> tuple[str, ...]:
+    """The CPython minor releases (`3.12`) the images of this engine release may run."""
+    found = ()
+    for since, minors in data.IMAGE_PYTHONS.get(engine, ()):
+        if _at(version, since) or not found:
+            found = minors
+    return tuple(found)
 
 
 def minimum_version(engine) -> Version:

@@ -31,7 +31,7 @@ STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a
 class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
-                 "container_spec", "fix", "recover", "state", "takeover", "slot")
+                 "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data")
     __hash__ = None     # mutable: judged field by field
 
     def __init__(self, namespace: str, pod: str, container: str | None, owner: dict | None, role: str | None,
@@ -39,7 +39,7 @@ class Item(Record):
                  effective: str | None, status: str, reason: str, occurrences: list[dict] | None = None,
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
-                 slot: int | None = None):
+                 slot: int | None = None, engine_data: dict | None = None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -61,6 +61,7 @@ class Item(Record):
         self.state = state                      # the Pod's state (None: no Pod); see pod_state()
         self.takeover = takeover
         self.slot = slot                        # NO-POD rows: which missing replica of the role
+        self.engine_data = engine_data          # set when the release is newer than the engine data
 
     def to_dict(self):
         return {
@@ -69,7 +70,7 @@ class Item(Record):
             "binding": self.binding, "expected": self.expected, "effective": self.effective,
             "status": self.status, "reason": self.reason, "fix": self.fix, "occurrences": self.occurrences,
             "state": self.state,
-        }
+        } | ({"engineData": self.engine_data} if self.engine_data else {})
 
     @property
     def key(self):
@@ -297,6 +298,8 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
     item.engine = pred.engine
     item.engine_version = pred.version
     item.version_source = pred.version_source
+    if pred.newer_than_data:
+        item.engine_data = {"judgedWith": pred.judged_with, "newerThanData": True}
     item.occurrences = _occurrences(pred)
     item.winner = pred.winner
     exit_code = pod.exit_codes.get(container["name"])

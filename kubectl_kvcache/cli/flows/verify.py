@@ -43,6 +43,7 @@ def run(options: VerifyOptions, io) -> int:
     render.notes(snapshot, io.stderr)
     report = verify.verify(snapshot, account=looks_for_podless_replicas(options))
     render.show(view.VIEW, report, about(options, snapshot), io.stdout, io.stderr)
+    newer_than_data(report, io.stderr)
     names = options.scope.names
     if not options.output.structured:
         if names and not options.output.describe:     # -o describe has printed each one's block
@@ -61,6 +62,17 @@ def run(options: VerifyOptions, io) -> int:
             render.note(io.stderr, f"pod {name} is neither controlled by a pool-attached ModelDeployment role nor "
                                    f"labelled {api.INJECT_LABEL}=true")
     return exit_code(options, report)
+
+
+def newer_than_data(report, err):
+    """One note per engine release newer than the engine data, naming the release that judged it."""
+    from kubectl_kvcache.engine import DISPLAY_NAMES
+
+    for engine, version, judged in sorted({(i.engine, i.engine_version, i.engine_data["judgedWith"])
+                                           for i in report.items if i.engine_data}):
+        name = DISPLAY_NAMES.get(engine, engine)
+        render.note(err, f"{name} {version} is newer than the engine data: judged with {name} {judged}'s parser "
+                         f"(add its release: scripts/engine-data --release {engine}=={version}, see docs/engines.md)")
 
 
 # -- --watch / --wait ----------------------------------------------------------------------------

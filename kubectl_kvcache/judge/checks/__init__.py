@@ -9,7 +9,8 @@ The checks, in the upgrade guide's order:
   2. roles that pass --kv-cache-dtype themselves in extraArgs (refused at their next edit);
   3. take-over roles (`command` set) attached to a pool: the operator renders nothing for them;
   4. injection opt-ins (Pods and workload Pod templates) the webhook will refuse;
-  5. the Setting itself.
+  5. the Setting itself;
+  6. engine releases newer than the engine data (judged with the latest release it has).
 
 One module per check; `check` runs them all and is the face the commands use.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from kubectl_kvcache.judge import setting as setting_mod
 from kubectl_kvcache.operator import records
 from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindings
+from kubectl_kvcache.judge.checks.engine_data import check_engine_data
 from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
 from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
                                                    Finding, Report, finding)
@@ -52,6 +54,7 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     roles, role_findings = check_roles(snapshot, deployments, pods, on)
     found += role_findings
     found += check_injection(optins)
+    found += check_engine_data(deployments, optins, pods)
     if skipped_workloads:
         found.append(finding("unchecked", (snapshot.namespace, "Workloads", "--skip-workloads"),
                              "the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "

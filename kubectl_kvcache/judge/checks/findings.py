@@ -50,6 +50,9 @@ CODES = {c.code: c for c in (
          "dtype, error when the engine rejects it)"),
     Code("injection-refused", ERROR, "Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob",
          "an injection opt-in (Pod or workload template) the webhook refuses", with_setting_on=True),
+    Code("engine-newer-than-data", WARNING, "ModelDeployment, Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, "
+         "Job, CronJob", "an engine release newer than the plugin's engine data: judged with the latest release "
+         "the data has"),
     Code("unchecked", WARNING, "any", "something the check needs is not in the input or not decidable"),
     Code("setting", INFO, "Setting", "the Setting's current value"),
 )}
