@@ -50,8 +50,8 @@ def scope_flags(p, files=True, selects="objects"):
 
 def engine_data_flag(p):
     p.add_argument("--engine-data", action="append", default=[], metavar="FILE",
-                   help="engine data of a release the plugin does not have (written by scripts/engine-data "
-                        "--release); repeatable; also read: $KVCACHE_ENGINE_DATA and "
+                   help="engine data of a release the plugin does not have (the file scripts/engine-data writes "
+                        "for one release); repeatable; also read: $KVCACHE_ENGINE_DATA and "
                         "~/.local/share/kubectl-kvcache/engines/*.json")
 
 

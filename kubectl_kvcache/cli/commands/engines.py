@@ -61,5 +61,5 @@ def run(options, io) -> int:
         return exitcodes.OK
     render.table(["engine", "release", "source", "kv-cache-dtype"],
                  [[r["engine"], r["release"], r["source"], ",".join(r["kvCacheDtypes"])] for r in rows],
-                 io.stdout, fit=(3,))
+                 io.stdout, text=(3,))     # the comma-joined list is whole, last, as kubectl's free text
     return exitcodes.OK
