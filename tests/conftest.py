@@ -9,6 +9,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fakeserver import fake_server  # noqa: E402,F401  (the one fake API server's fixture, for every test)
+
 
 def _no_skips():
     return os.environ.get("KVCACHE_NO_SKIPS", "") not in ("", "0", "false", "no")

@@ -1,7 +1,7 @@
 """The in-process fake API behind the real kube.Client: discovery, paging, merge patches and error
 mapping are the plugin's own code; only the HTTP round trip is replaced (FakeClient.request). For
 command flows whose cluster state is easier to script than to create; faults on the wire are the
-loopback server's job (tests/kube/test_faults.py)."""
+loopback fake server's job (tests/fakeserver.py)."""
 
 import io
 import json

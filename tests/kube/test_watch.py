@@ -1,13 +1,11 @@
 """Watch faults the real API server cannot be made to produce on demand: connections that drop
-(reconnects are bounded, with backoff) and a watch the server ends at once. A small loopback
-HTTP server speaks just enough of the API (discovery, lists with a resourceVersion, streamed
-watch lines); the real kube.Client and the real command run against it."""
+(reconnects are bounded, with backoff) and a watch the server ends at once. The one fake server
+(tests/fakeserver.py) speaks just enough of the API (discovery, lists with a resourceVersion,
+streamed watch lines); the real kube client and the real command run against it."""
 
-import http.server
 import io
 import json
 import threading
-import urllib.parse
 
 import pytest
 
@@ -15,16 +13,6 @@ import objects as o
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.kube import watch as kube_watch
 from kubectl_kvcache.operator.api import GROUP, VERSION
-
-
-class FakeServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, pod_watch):
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.pod_watch = pod_watch       # callable(n) -> "drop" | "empty" | list of events, n = 1, 2, ...
-        self.pod_watches = 0
-        self.lock = threading.Lock()
 
 
 def listing(items):
@@ -39,92 +27,63 @@ def running_pod():
     return pod
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Cluster:
+    """Just enough of the API on the one fake server (tests/fakeserver.py): discovery, lists with a
+    resourceVersion, and the Pods' watch as `pod_watch(n)` says for its n-th request ("drop": the
+    connection breaks before an answer, "empty": the server ends it at once, else the events);
+    other watches stay quiet until their timeout."""
 
-    def log_message(self, *args):
-        pass
+    def __init__(self, pod_watch, deployments=True):
+        self.pod_watch = pod_watch
+        self.deployments = deployments
+        self.pod_watches = 0
+        self.lock = threading.Lock()
 
-    def _json(self, body, status=200):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        url = urllib.parse.urlparse(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query))
-        path = url.path
+    def route(self, req):
+        path, query = req["path"], req["query"]
         if path == "/apis/worker.gpustack.ai":
-            return self._json({"versions": [{"version": VERSION}], "preferredVersion": {"version": VERSION}})
+            return 200, {}, {"versions": [{"version": VERSION}], "preferredVersion": {"version": VERSION}}
         if path == f"/apis/{GROUP}/{VERSION}":
-            return self._json({"resources": [{"name": "modeldeployments"}, {"name": "kvcachepoolbindings"}]})
+            return 200, {}, {"resources": [{"name": "modeldeployments"}, {"name": "kvcachepoolbindings"}]}
         if path == "/apis/gpustack.ai":
-            return self._json({"kind": "Status", "code": 404, "message": "not found"}, 404)
+            return 404, {}, {"kind": "Status", "code": 404, "message": "not found"}
         if path.startswith("/api/v1/namespaces/") and path.count("/") == 4:
-            return self._json({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": path.split("/")[-1]}})
+            return 200, {}, {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": path.split("/")[-1]}}
         if query.get("watch") == "true":
-            return self._watch(path, query)
+            return self.watch(path, query)
         if path.endswith("/modeldeployments"):
-            return self._json(listing([o.deployment("md")]))
+            return 200, {}, listing([o.deployment("md")] if self.deployments else [])
         if path.endswith("/kvcachepoolbindings"):
-            return self._json(listing([o.binding("b1", "fp8")]))
+            return 200, {}, listing([o.binding("b1", "fp8")])
         if path.endswith("/pods"):
-            return self._json(listing([]))
-        return self._json({"kind": "Status", "code": 404, "message": path}, 404)
+            return 200, {}, listing([])
+        return 404, {}, {"kind": "Status", "code": 404, "message": path}
 
-    def _watch(self, path, query):
+    def watch(self, path, query):
         if not (path.endswith("/pods") and "model-deployment" in query.get("labelSelector", "")):
-            self.send_response(200)          # other watches: quiet until the server's timeout
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            threading.Event().wait(min(float(query.get("timeoutSeconds", "1")), 5))
-            self.wfile.write(b"0\r\n\r\n")
-            return
-        with self.server.lock:
-            self.server.pod_watches += 1
-            n = self.server.pod_watches
-        what = self.server.pod_watch(n)
-        if what == "drop":                   # the connection breaks before an answer
-            self.close_connection = True
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in ([] if what == "empty" else what):
-            line = json.dumps(event).encode() + b"\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-            self.wfile.flush()
-        if what != "empty":
-            threading.Event().wait(2)
-        self.wfile.write(b"0\r\n\r\n")
+            return 200, {}, ((None, min(float(query.get("timeoutSeconds", "1")), 5)),)    # (a tuple: streamed)
+        with self.lock:
+            self.pod_watches += 1
+            n = self.pod_watches
+        what = self.pod_watch(n)
+        if what == "drop":
+            return None, {}, None
+        if what == "empty":
+            return 200, {}, ()
+        return 200, {}, tuple((json.dumps(event).encode() + b"\n", 0) for event in what) + ((None, 2),)
 
 
 @pytest.fixture
-def serve(tmp_path, monkeypatch):
+def serve(fake_server, monkeypatch):
+    """start(pod_watch, deployments=True) -> (the Cluster, its kubeconfig), namespace `team`."""
     monkeypatch.setattr(kube_watch, "BACKOFF", 0.01)
-    servers = []
 
-    def start(pod_watch):
-        server = FakeServer(pod_watch)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        config = tmp_path / "kubeconfig"
-        config.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
-            "users": [{"name": "u", "user": {}}],
-            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "u", "namespace": "team"}}]}))
-        return server, str(config)
+    def start(pod_watch, deployments=True):
+        cluster = Cluster(pod_watch, deployments)
+        fake = fake_server(cluster.route, raw=True, namespace="team", token=None)
+        return cluster, fake.kubeconfig
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    return start
 
 
 def wait_verify(kubeconfig, *extra):
@@ -172,25 +131,15 @@ def test_an_error_event_410_lists_again(serve):
     assert "its resourceVersion expired (410 Gone); listed again" in err and server.pod_watches == 2
 
 
-def test_nothing_to_wait_for(serve, monkeypatch):
-    server, config = serve(lambda n: "drop")
-    monkeypatch.setattr(Handler, "do_GET", _without_deployments(Handler.do_GET))
+def test_nothing_to_wait_for(serve):
+    server, config = serve(lambda n: "drop", deployments=False)
     code, out, err = wait_verify(config)
     assert code == 0, err
     assert err.strip().splitlines()[-1] == "nothing to wait for: no pool-attached ModelDeployment in scope"
 
 
-def _without_deployments(do_get):
-    def do_GET(self):
-        if self.path.split("?")[0].endswith("/modeldeployments") and "watch=true" not in self.path:
-            return self._json(listing([]))
-        return do_get(self)
-    return do_GET
-
-
-def test_watch_with_nothing_yet_says_so_and_ends_at_its_timeout(serve, monkeypatch):
-    server, config = serve(lambda n: [])
-    monkeypatch.setattr(Handler, "do_GET", _without_deployments(Handler.do_GET))
+def test_watch_with_nothing_yet_says_so_and_ends_at_its_timeout(serve):
+    server, config = serve(lambda n: [], deployments=False)
     out, err = io.StringIO(), io.StringIO()
     code = main(["verify", "--watch", "--timeout", "2s", "--kubeconfig", config], stdin=io.StringIO(""),
                 stdout=out, stderr=err)
