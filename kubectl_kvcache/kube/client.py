@@ -618,57 +618,21 @@ class Client:
             return self.request("GET", path, query=_list_query(selector, chunk, token, fields), what=what, raw=True)
 
         for _attempt in range(MAX_LIST_RESTARTS + 1):
-            records, token, pending, version = [], None, None, None
-            seen, pages, empty = set(), 0, 0
+            records, version, more = [], None, False
             try:
-                while True:
-                    pages += 1
-                    if pages > MAX_PAGES:
-                        raise PluginError(f"{what}: the API server kept sending pages ({MAX_PAGES:,} so far); "
-                                          f"stopped")
-                    data = pending.result() if pending is not None else fetch(token)
-                    raw = isinstance(data, (bytes, bytearray))
-                    early = _continue_token(data) if chunk and raw else None
-                    pending = _Ahead(fetch, early) if early else None
-                    page = _decode(data, what) if raw else data
-                    del data
-                    items = page.get("items")
-                    if not isinstance(items, list):
-                        raise PluginError(f"the API server answered {what} without a list of items")
+                for items, page_version, more in _pages(fetch, chunk, what):
                     for item in items:
                         record = convert(item)
                         if record is not None:
                             records.append(record)
-                    meta = page.get("metadata") or {}
-                    version = version or meta.get("resourceVersion")
-                    token = meta.get("continue") if chunk else None
-                    empty = 0 if items else empty + 1
-                    del page, items
-                    if token and token in seen:
-                        raise PluginError(f"{what}: the API server sent the same continue token twice; "
-                                          f"stopped (the list would never end)")
-                    if token and empty >= MAX_EMPTY_PAGES:
-                        raise PluginError(f"{what}: the API server sent {empty} empty pages in a row and "
-                                          f"still a continue token; stopped")
-                    if token:
-                        seen.add(token)
-                    if token != early and pending is not None:
-                        _settle(pending)
-                        pending = None
-                    if not token:
-                        if need_version and not version:
-                            raise PluginError(f"the API server answered {what} without a resourceVersion")
-                        return records, version
+                    version = version or page_version
             except ExpiredContinue:
-                if pending is not None:
-                    _settle(pending)
-                if token:
+                if more:            # a later page's token expired: the list starts again
                     continue
                 raise
-            except PluginError:
-                if pending is not None:
-                    _settle(pending)
-                raise
+            if need_version and not version:
+                raise PluginError(f"the API server answered {what} without a resourceVersion")
+            return records, version
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
     def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None, fields=None):
@@ -853,6 +817,51 @@ _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 _HEAD = 16384
 
+
+
+def _pages(fetch, chunk, what):
+    """The pages of one list, in order, each as (items, its resourceVersion, whether a continue
+    token follows). While the caller converts a page, the next is already being requested: its
+    continue token is read from the head of the raw page (_continue_token) and confirmed against
+    the decoded page; when they differ, or the head cannot tell, it is requested afterwards. A
+    token that repeats, empty pages that never end or too many pages stop with an error."""
+    token, pending = None, None
+    seen, pages, empty = set(), 0, 0
+    try:
+        while True:
+            pages += 1
+            if pages > MAX_PAGES:
+                raise PluginError(f"{what}: the API server kept sending pages ({MAX_PAGES:,} so far); stopped")
+            data = pending.result() if pending is not None else fetch(token)
+            raw = isinstance(data, (bytes, bytearray))
+            early = _continue_token(data) if chunk and raw else None
+            pending = _Ahead(fetch, early) if early else None
+            page = _decode(data, what) if raw else data
+            del data
+            items = page.get("items")
+            if not isinstance(items, list):
+                raise PluginError(f"the API server answered {what} without a list of items")
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") if chunk else None
+            empty = 0 if items else empty + 1
+            if token and token in seen:
+                raise PluginError(f"{what}: the API server sent the same continue token twice; "
+                                  f"stopped (the list would never end)")
+            if token and empty >= MAX_EMPTY_PAGES:
+                raise PluginError(f"{what}: the API server sent {empty} empty pages in a row and "
+                                  f"still a continue token; stopped")
+            if token:
+                seen.add(token)
+            if token != early and pending is not None:
+                _settle(pending)
+                pending = None
+            yield items, meta.get("resourceVersion"), bool(token)
+            del page, items
+            if not token:
+                return
+    finally:
+        if pending is not None:
+            _settle(pending)
 
 def _continue_token(data: bytes) -> str | None:
     """The continue token in the head of a raw list page when its `metadata` comes before its

@@ -81,9 +81,9 @@ def _from_files(scope, binding_name, stdin) -> Recovery:
     def of(res):
         return [o for o in full if o.get("kind") == res.kind and api.group_of(o) == res.group]
     bindings = of(api.BINDING)
-    workloads = [dict(o) for res in api.WORKLOADS for o in of(res) if _ns(o) == namespace and _template_opted_in(o)]
+    workloads = [dict(o) for res in api.WORKLOADS for o in of(res) if _namespace_or_default(o) == namespace and _template_opted_in(o)]
     return Recovery(namespace, binding_name, _named(bindings, namespace, binding_name), bindings,
-                    [o for o in of(api.MODEL_DEPLOYMENT) if _ns(o) == namespace], workloads, snapshot)
+                    [o for o in of(api.MODEL_DEPLOYMENT) if _namespace_or_default(o) == namespace], workloads, snapshot)
 
 
 def _from_cluster(client, connection, scope, binding_name) -> Recovery:
@@ -115,12 +115,12 @@ def _from_cluster(client, connection, scope, binding_name) -> Recovery:
 
 
 def _named(bindings, namespace, name):
-    return next((b for b in bindings if _ns(b) == namespace and b["metadata"].get("name") == name), None)
+    return next((b for b in bindings if _namespace_or_default(b) == namespace and b["metadata"].get("name") == name), None)
 
 
 def _from_backup(found: Recovery):
     """The old Binding deleted by an earlier run: planned from its backup, and judged as if present."""
-    saved = [o for o in found.backups if o.get("kind") == api.BINDING_KIND and _ns(o) == found.namespace
+    saved = [o for o in found.backups if o.get("kind") == api.BINDING_KIND and _namespace_or_default(o) == found.namespace
              and (o.get("metadata") or {}).get("name") == found.binding_name]
     if saved:
         found.binding, found.binding_gone = saved[-1], True
@@ -130,7 +130,7 @@ def _from_backup(found: Recovery):
 def _namespace_of(objects, binding_name):
     """Files without -n: the namespace of the one Binding of that name in them ('default' when
     none is); several is an error."""
-    found = sorted({_ns(o) for o, _, _ in objects if o.get("kind") == api.BINDING_KIND
+    found = sorted({_namespace_or_default(o) for o, _, _ in objects if o.get("kind") == api.BINDING_KIND
                     and (o.get("metadata") or {}).get("name") == binding_name})
     if len(found) > 1:
         raise PluginError(f"KVCachePoolBinding {binding_name!r} is in several namespaces of the input "
@@ -147,7 +147,7 @@ def _typed(res, version):
     return convert
 
 
-def _ns(obj):
+def _namespace_or_default(obj):
     return (obj.get("metadata") or {}).get("namespace") or "default"
 
 

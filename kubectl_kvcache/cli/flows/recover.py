@@ -122,7 +122,7 @@ class Executor:
         self.namespace = plan.target["namespace"]
         self.new_binding = plan.target["name"]
         self.backup_dir = options.backup_dir or default_backup_dir(self.namespace, plan.binding["name"])
-        self.originals = {(o.get("kind"), _ns(o), _name(o)): o for o in inputs.deployments + inputs.workloads
+        self.originals = {(o.get("kind"), _object_namespace(o), _name(o)): o for o in inputs.deployments + inputs.workloads
                           + ([inputs.binding] if inputs.binding and not inputs.binding_gone else [])}
         self.journal = None if client is None else Journal(
             client, self.namespace, plan.binding["name"], inputs.record, _state(plan, inputs),
@@ -160,7 +160,7 @@ class Executor:
             return f"already done (spec.value {record.spec_value!r})" if asked == step.value else None
         if action == "create":
             obj = step.object
-            kind, ns, name = obj["kind"], _ns(obj), _name(obj)
+            kind, ns, name = obj["kind"], _object_namespace(obj), _name(obj)
             existing = self.get(kind, ns, name)
             if existing is None:
                 return None
@@ -223,7 +223,7 @@ class Executor:
                        f"{{\"metadata\":{{\"resourceVersion\":<as read>}},\"spec\":{{\"value\":\"{word}\"}}}}")
             elif action == "create":
                 obj = step.object
-                yield f"{n}. POST {self.path(obj['kind'], _ns(obj))}?{fm} ({obj['kind']} {_name(obj)})"
+                yield f"{n}. POST {self.path(obj['kind'], _object_namespace(obj))}?{fm} ({obj['kind']} {_name(obj)})"
             elif action == "patch":
                 t = step.target
                 yield (f"{n}. PATCH {self.path(t.kind, t.namespace, t.name)}?{fm} merge patch "
@@ -271,7 +271,7 @@ class Executor:
             return "accepted"
         if action == "create":
             obj = copy.deepcopy(step.object)
-            kind, ns, name = obj["kind"], _ns(obj), _name(obj)
+            kind, ns, name = obj["kind"], _object_namespace(obj), _name(obj)
             note = "accepted"
             if self.get(kind, ns, name) is not None:      # replace: the old one still holds the name
                 meta = obj["metadata"]
@@ -374,7 +374,7 @@ class Executor:
         return f"done (spec.value {st.WORD[value]!r})"
 
     def _create(self, obj):
-        kind, ns, name = obj["kind"], _ns(obj), _name(obj)
+        kind, ns, name = obj["kind"], _object_namespace(obj), _name(obj)
         try:
             created = self.client.create(self.path(kind, ns), obj, field_manager=self.options.field_manager,
                                          what=f"create {_resource(kind)} {name} in namespace {ns}")
@@ -435,7 +435,7 @@ class Executor:
         if create is None:
             return
         new = create.object
-        current = self.get(recover.MD_KIND, _ns(new), _name(new))
+        current = self.get(recover.MD_KIND, _object_namespace(new), _name(new))
         if current is None or not _available(current) or recover.binding_named(current) != self.new_binding:
             raise PluginError(f"refusing to delete ModelDeployment {target.namespace}/{target.name}: its "
                               f"replacement {_name(new)} is not available")
@@ -568,7 +568,7 @@ def _guarded(patch, current) -> dict:
     return body
 
 
-def _ns(obj):
+def _object_namespace(obj):
     return (obj.get("metadata") or {}).get("namespace")
 
 
