@@ -1,4 +1,4 @@
-"""The exit-code contract, defined once (README "Exit codes").
+"""The exit-code contract, defined once (README "Exit codes"; docs/input.md "Exit codes in full").
 
 0: all good. 1: findings (something is not OK; for check, an error finding, or a warning with
 --strict). 2: the plugin could not do its job (bad flags or input, the API refused or was

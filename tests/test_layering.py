@@ -1,7 +1,7 @@
 """The architecture, enforced. The pipeline's packages, each allowed what LAYERS says: load/ reads
 (never imports judge/), judge/ and engine/ are pure (no requests, files, printing), only render/
-prints, only cli/ sees argparse; only the kube transport modules (kube.py, transport.py) import
-http, socket or ssl, and a command on files loads neither http.client nor email; the operator's
+prints, only cli/ sees argparse; only kube/ talks HTTP (its client and transport modules import
+http, socket or ssl), and a command on files loads neither http.client nor email; the operator's
 API is spelled in operator/api.py only; no import cycles, function-level imports included; the
 judges never load the kubernetes client; `--help`/`version` pay for none of kubernetes, yaml,
 tabulate."""
@@ -73,19 +73,21 @@ def outside(prefix):
 
 def test_the_walk_sees_the_layout():
     assert {"kubectl_kvcache.cli", "kubectl_kvcache.cli.app", "kubectl_kvcache.cli.commands.verify",
-            "kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.kube", "kubectl_kvcache.render.core",
+            "kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.kube.client", "kubectl_kvcache.render.core",
             "kubectl_kvcache.render.formats.json", "kubectl_kvcache.engine.kvparse", "kubectl_kvcache.load.cluster",
             "kubectl_kvcache.judge.checks.roles", "kubectl_kvcache.operator.api"} <= set(MODULES)
 
 
 P = "kubectl_kvcache."
-LEAVES = {P + "errors", P + "record", P + "names", P + "label_selector", P + "exitcodes"}
+# (and the package itself: its __init__ holds only __version__)
+LEAVES = {P + "errors", P + "record", P + "kube.names", P + "kube.selector", P + "exitcodes"}
 # package -> the plugin's modules (or packages) it may import besides itself and LEAVES
 LAYERS = {
     P + "engine": set(),
+    P + "kube": set(),
     P + "operator": {P + "kube"},                    # api.py's paths: kube.collection_path, imported when asked
     P + "judge": {P + "engine", P + "operator"},
-    P + "load": {P + "operator", P + "kube", P + "options"},
+    P + "load": {P + "operator", P + "kube"},
     P + "render": {P + "engine", P + "operator", P + "judge"},
 }
 
@@ -103,7 +105,7 @@ def _plugin_imports(package):
 @pytest.mark.parametrize("package", sorted(LAYERS))
 def test_each_layer_imports_only_what_it_may(package):
     allowed = LAYERS[package] | LEAVES
-    offenders = {m: sorted(i for i in found if not any(_inside(i, a) for a in allowed))
+    offenders = {m: sorted(i for i in found if i != P[:-1] and not any(_inside(i, a) for a in allowed))
                  for m, found in _plugin_imports(package).items()}
     assert {m: i for m, i in offenders.items() if i} == {}
 
@@ -140,30 +142,30 @@ def test_only_render_prints():
     assert offenders == []
 
 
-TRANSPORT = ("kubectl_kvcache.kube", "kubectl_kvcache.transport")
+TRANSPORT = ("kubectl_kvcache.kube.client", "kubectl_kvcache.kube.transport")
 
 
-def test_only_the_kube_transport_modules_talk_http():
+def test_only_kube_talks_http():
     offenders = {m: sorted(i for i in imports(tree) if i.split(".")[0] in HTTP_MODULES or i in HTTP_MODULES)
                  for m, (_, tree) in MODULES.items() if m not in TRANSPORT}
     assert {m: i for m, i in offenders.items() if i} == {}
-    assert all(imports(MODULES[m][1]) & {"http.client", "socket", "ssl"} for m in ("kubectl_kvcache.transport",))
+    assert all(imports(MODULES[m][1]) & {"http.client", "socket", "ssl"} for m in ("kubectl_kvcache.kube.transport",))
 
 
 def test_only_kube_uses_the_connections():
-    users = {m for m, (_, tree) in MODULES.items() if "kubectl_kvcache.transport" in imports(tree)}
-    assert users == {"kubectl_kvcache.kube"}
+    users = {m for m, (_, tree) in MODULES.items() if "kubectl_kvcache.kube.transport" in imports(tree)}
+    assert users == {"kubectl_kvcache.kube.client"}
 
 
 def test_kube_loads_its_connections_only_when_it_talks_to_a_cluster():
-    """transport.py (http.client, and with it the email package) is imported inside kube's
-    functions, never at the top of a module."""
+    """kube/transport.py (http.client, and with it the email package) is imported inside the
+    client's functions, never at the top of a module."""
     for m, (_, tree) in MODULES.items():
         top = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names} | \
               {f"{n.module}.{a.name}" for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
                for a in n.names} | {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
-        if m != "kubectl_kvcache.transport":
-            assert not top & {"kubectl_kvcache.transport", "http.client", "http", "urllib.parse"}, m
+        if m != "kubectl_kvcache.kube.transport":
+            assert not top & {"kubectl_kvcache.kube.transport", "http.client", "http", "urllib.parse"}, m
 
 
 def test_engine_imports_nothing_outside_itself():
@@ -244,7 +246,7 @@ START_UP_FORBIDDEN = {
     "dataclasses": "record.Record instead (~1 ms a class, plus inspect)",
     "typing": "builtin annotations under `from __future__ import annotations`",
     "inspect": "pulled in by dataclasses",
-    "http.client": "only when a command talks to a cluster (kube imports transport.py then; it imports email)",
+    "http.client": "only when a command talks to a cluster (kube/client.py imports kube/transport.py then; it imports email)",
     "email": "pulled in by http.client",
     "concurrent.futures": "threads (it imports logging)",
     "logging": "pulled in by concurrent.futures",
@@ -261,7 +263,7 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
     transport), without a cluster: what is imported is the same either way."""
     modules = loaded_after(
         "import kubectl_kvcache.cli, kubectl_kvcache.load.reader, kubectl_kvcache.load.recovery\n"
-        "import kubectl_kvcache.kube, kubectl_kvcache.kubeconfig\n"
+        "import kubectl_kvcache.kube.client, kubectl_kvcache.kube.kubeconfig\n"
         f"import kubectl_kvcache.cli.flows.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
         "import kubectl_kvcache.render.verify, kubectl_kvcache.render.checks, kubectl_kvcache.engine.shell\n"
         "import kubectl_kvcache.judge.nearest_dtype, kubectl_kvcache.engine.parsers\n"
@@ -285,7 +287,7 @@ def test_a_command_on_files_loads_neither_http_client_nor_email(argv):
     -> pathlib; not ours.)"""
     modules = loaded_after(RUN.format(argv=argv), site=False)
     assert "kubectl_kvcache.judge.verify" in modules or "kubectl_kvcache.judge.checks" in modules
-    ours = {"kubectl_kvcache.transport", "http", "http.client"} | ({"urllib.parse"} if "json" in argv else set())
+    ours = {"kubectl_kvcache.kube.transport", "http", "http.client"} | ({"urllib.parse"} if "json" in argv else set())
     ours &= modules
     email = {m for m in modules if m.split(".")[0] == "email"} if "json" in argv else set()
     assert not ours | email
@@ -305,7 +307,7 @@ def test_a_command_on_a_cluster_may_load_them(tmp_path):
                       f'"clusters": [{{"name": "c", "cluster": {{"server": "http://127.0.0.1:{port}"}}}}], '
                       '"contexts": [{"name": "c", "context": {"cluster": "c"}}]}')
     modules = loaded_after(RUN.format(argv=["verify", "-n", "x", "--kubeconfig", str(config)]), site=False)
-    assert {"kubectl_kvcache.transport", "http.client", "email"} <= modules
+    assert {"kubectl_kvcache.kube.transport", "http.client", "email"} <= modules
 
 
 OPERATOR_API = "kubectl_kvcache.operator.api"
@@ -317,13 +319,13 @@ def _literals(tree):
 
 def test_the_operators_api_is_spelled_in_operator_api_only():
     """Its groups, versions and resources: a new API version or resource is an edit of
-    operator/api.py (kube.py builds paths from what it is given)."""
+    operator/api.py (kube/client.py builds paths from what it is given)."""
     from kubectl_kvcache.operator import api
 
     words = {*api.OPERATOR_GROUPS, *api.VERSIONS, *(r.plural for r in api.RESOURCES.values() if r.operators)}
     words |= {f"{g}/{v}" for g in api.OPERATOR_GROUPS for v in api.VERSIONS}
     offenders = sorted(f"{m}:{c.lineno}:{c.value}" for m, (_, tree) in MODULES.items()
-                       if m not in (OPERATOR_API, "kubectl_kvcache.kube")
+                       if m not in (OPERATOR_API, "kubectl_kvcache.kube.client")
                        for c in _literals(tree) if c.value in words or "/apis/" in c.value)
     assert offenders == []
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.options import DEFAULT_CHUNK_SIZE, Connection
+from kubectl_kvcache.kube.connection import DEFAULT_CHUNK_SIZE, Connection
 
 
 def add(p):

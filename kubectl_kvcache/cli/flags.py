@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from kubectl_kvcache import label_selector, names
+from kubectl_kvcache.kube import selector as label_selector
+from kubectl_kvcache.kube import names
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render.formats import FORMATS
 from kubectl_kvcache.render.output import Output

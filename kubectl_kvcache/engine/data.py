@@ -1,6 +1,6 @@
 """What each engine release accepts for --kv-cache-dtype and which `--kv...` options it has.
 
-Pure data, read from the released engine packages (see docs in README "Engine knowledge").
+Pure data, read from the released engine packages (see docs/architecture.md, "Where engine knowledge comes from").
 A new engine release is an edit here, never a code change. Each table is a list of
 (first release, change) rows in release order; a release between two rows behaves like the
 earlier row.

@@ -3,7 +3,7 @@
 Pure: no cluster, no files, no printing. `plan(inputs, request)` turns the full objects read for
 one Binding (load/recovery.py) into an ordered list of typed steps (SetSetting, Create, Patch,
 Delete, Wait, their targets Refs), each written by to_dict() as the stable `RecoveryPlan`
-contract (README "recover"):
+contract (docs/recover.md):
 
   {"action": "setting", "value": false}
   {"action": "create", "object": {...}}
@@ -19,7 +19,8 @@ from __future__ import annotations
 import copy
 import re
 
-from kubectl_kvcache import engine as model, names
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.kube import names
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.judge.checks.engines import dtype_outcome, plain
 from kubectl_kvcache.errors import PluginError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from kubectl_kvcache import label_selector
+from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.errors import InvalidObject, PluginError
 from kubectl_kvcache.load.files import MAX_DEPTH_MESSAGE, read_objects
 from kubectl_kvcache.load.scope import Scope

@@ -8,12 +8,12 @@ from kubectl_kvcache.load import cluster
 from kubectl_kvcache.load.manifests import load_files
 from kubectl_kvcache.load.scope import Scope, resolve_namespace
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.options import Connection
+from kubectl_kvcache.kube.connection import Connection
 
 def open_client(connection: Connection, trace=None):
     """The API client for these connection flags (the one warm() started, if any); `trace` prints
     KVCACHE_TRACE lines."""
-    from kubectl_kvcache.kube import Client, claim
+    from kubectl_kvcache.kube.client import Client, claim
 
     return claim(connection) or Client(connection, trace=trace)
 
@@ -23,7 +23,7 @@ def warm(connection: Connection, trace=None, scope: Scope | None = None):
     are imported meanwhile. `scope`: the snapshot the command will load first, loaded meanwhile
     too (read() takes it, or raises what loading it raised). Only the command line's own run
     calls this."""
-    from kubectl_kvcache.kube import warm as start
+    from kubectl_kvcache.kube.client import warm as start
 
     then = None
     if scope is not None and not scope.files:

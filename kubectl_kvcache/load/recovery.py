@@ -11,7 +11,7 @@ from kubectl_kvcache.load.manifests import snapshot_of
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.load.scope import Scope, resolve_namespace
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.options import Connection
+from kubectl_kvcache.kube.connection import Connection
 from kubectl_kvcache.record import Record
 
 # -- recovery: the FULL objects around one Binding -----------------------------------------

@@ -88,20 +88,20 @@ def version_for(client, res: Resource) -> str:
 
 
 def collection_path(client, res: Resource, namespace: str | None = None) -> str:
-    from kubectl_kvcache.kube import collection_path as path
+    from kubectl_kvcache.kube.client import collection_path as path
 
     return path(res.group, version_for(client, res), res.plural, namespace)
 
 
 def object_path(client, res: Resource, namespace: str, name: str) -> str:
-    from kubectl_kvcache.kube import object_path as path
+    from kubectl_kvcache.kube.client import object_path as path
 
     return path(res.group, version_for(client, res), res.plural, namespace, name)
 
 
 def setting_path(version: str) -> str:
     """The Setting's path at a served version, every segment quoted (kube.object_path)."""
-    from kubectl_kvcache.kube import object_path as path
+    from kubectl_kvcache.kube.client import object_path as path
 
     return path(SETTING_GROUP, version, SETTING.plural, SETTING_NAMESPACE, SETTING_NAME)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the malformed-input corpus (files/ and manifest.json) that tests/test_badinput.py runs
+"""Writes the malformed-input corpus (files/ and manifest.json) that tests/load/test_files.py runs
 through `verify -f` and `check -f`. Every case must end in exit 2 with exactly one `error:` line
 naming what the manifest says, nothing on stdout, never "internal error".
 

@@ -16,7 +16,7 @@ import time
 import pytest
 
 import objects as o
-from kubectl_kvcache import kube
+from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.cli.flows import verify as verify_cmd
 from kubectl_kvcache.operator.api import GROUP, VERSION

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from kubectl_kvcache import cli, kube
+from kubectl_kvcache import cli
+from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -272,7 +273,7 @@ def test_a_stale_resource_version_is_a_conflict(fresh):
     from kubectl_kvcache.judge import setting
     from kubectl_kvcache.cli.flows import setting as setting_cmd
     from kubectl_kvcache.errors import Conflict
-    from kubectl_kvcache.options import Connection
+    from kubectl_kvcache.kube.connection import Connection
 
     client = kube.Client(Connection(kubeconfig=fresh.admin_kubeconfig))
     path = setting_cmd.setting_path(client)

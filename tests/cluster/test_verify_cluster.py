@@ -14,10 +14,10 @@ import urllib.request
 
 import pytest
 
-from kubectl_kvcache import kube
+from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.errors import ExpiredContinue
-from kubectl_kvcache.options import Connection
+from kubectl_kvcache.kube.connection import Connection
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

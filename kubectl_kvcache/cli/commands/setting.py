@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from kubectl_kvcache.cli import connection_flags, flags
-from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER, Connection, parse_duration
+from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection, parse_duration
 from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.record import Record
 

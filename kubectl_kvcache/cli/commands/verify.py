@@ -5,7 +5,7 @@ from __future__ import annotations
 from kubectl_kvcache.cli import connection_flags, flags
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.options import Connection, parse_duration
+from kubectl_kvcache.kube.connection import Connection, parse_duration
 from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.record import Record
 

@@ -7,7 +7,8 @@ an error role.
 
 from __future__ import annotations
 
-from kubectl_kvcache import exitcodes, label_selector, render
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import checks
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views

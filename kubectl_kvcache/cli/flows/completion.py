@@ -41,7 +41,7 @@ def _names(data):
 
 def cluster_names(kind, given):
     """Names of `kind` (namespaces, pods, bindings, contexts, clusters, users) for these flags."""
-    from kubectl_kvcache import kube
+    from kubectl_kvcache.kube import client as kube
 
     conn = connection_flags.from_completion(given, f"{_timeout():g}s")
     if kind in ("contexts", "clusters", "users"):

@@ -25,7 +25,7 @@ from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.cli.flows.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
-from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER
+from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER
 from kubectl_kvcache.render import recover as view
 
 POLL_SECONDS = 1.0

@@ -15,7 +15,7 @@ from kubectl_kvcache.load import cluster as cluster_lists, reader
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
-from kubectl_kvcache.options import DEFAULT_FIELD_MANAGER, Connection
+from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection
 from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import setting as view

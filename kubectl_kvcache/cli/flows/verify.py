@@ -7,7 +7,8 @@ import os
 import threading
 import time
 
-from kubectl_kvcache import exitcodes, label_selector, render
+from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import rollout
 from kubectl_kvcache.judge import verify
 from kubectl_kvcache.load import cluster as cluster_lists, reader, scope as load_scope

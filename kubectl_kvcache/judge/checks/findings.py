@@ -1,4 +1,4 @@
-"""What a check reports: severities, the registry of finding codes (README "Finding codes" is
+"""What a check reports: severities, the registry of finding codes (docs/check.md "Finding codes" is
 tested against it), one finding, and the whole report."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITIES = (ERROR, WARNING, INFO)
 
 class Code(Record):
-    """One finding code's row: its usual severity, the kind of object it is about (as the README's
+    """One finding code's row: its usual severity, the kind of object it is about (as docs/check.md's
     table names it), what it means, and whether it makes `bindings` exit 1. `check` exits 1 on an
     error finding (a warning too with --strict), whatever its code."""
 
@@ -24,7 +24,7 @@ class Code(Record):
         self.fails_bindings = fails_bindings
 
 
-# The registry: one row per finding code (README "Finding codes" is held to it by a test). A new
+# The registry: one row per finding code (docs/check.md "Finding codes" is held to it by a test). A new
 # finding is a row here and the judge module that emits it (finding(code, ...)).
 CODES = {c.code: c for c in (
     Code("binding-dtype-rejected", ERROR, "KVCachePoolBinding",

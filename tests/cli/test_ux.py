@@ -1,0 +1,351 @@
+"""Issue 16, "feels like kubectl": scope flags (-A wins, -l on check/bindings/roles), help, the
+fix of a verify row and the next command, fixes that name every entry to delete, near-miss
+spellings, a Binding reusing a claimed domain, the wording of setting and of absent objects, and
+tables fitted to a terminal. Through cli.main on files written by the test, and the pure parts."""
+
+import io
+import json
+import os
+
+import objects as o
+import pytest
+from runcli import kvcache
+
+from kubectl_kvcache import cli
+from kubectl_kvcache.judge import checks
+from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.load.scope import Scope
+from kubectl_kvcache.render import core
+from kubectl_kvcache.render import verify as verify_view
+from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
+
+
+@pytest.fixture
+def write(tmp_path):
+    def _write(*objs):
+        path = tmp_path / "objs.json"
+        path.write_text(json.dumps(o.as_list(*objs)))
+        return str(path)
+    return _write
+
+
+def labelled(obj, **labels):
+    obj["metadata"].setdefault("labels", {}).update(labels)
+    return obj
+
+
+def check_json(*argv):
+    code, out, err = kvcache(*argv, "-o", "json")
+    return code, json.loads(out), err
+
+
+def only(report, code):
+    found = [f for f in report["findings"] if f["code"] == code]
+    assert len(found) == 1, report["findings"]
+    return found[0]
+
+
+# -- scope -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["verify", "check", "bindings", "roles"])
+def test_all_namespaces_wins_over_namespace_as_in_kubectl(command):
+    code_a, out_a, _ = kvcache(command, "-A", "-f", EXAMPLE, "-o", "json")
+    code_b, out_b, _ = kvcache(command, "-n", "llm-research", "-A", "-f", EXAMPLE, "-o", "json")
+    _, out_n, _ = kvcache(command, "-n", "llm-research", "-f", EXAMPLE, "-o", "json")
+    assert code_a == code_b and out_a == out_b and out_n != out_a
+
+
+def _team_objects():
+    return [labelled(o.binding("b1", "fp8"), team="a"), o.binding("b2", "fp8", domain="two"),
+            labelled(o.deployment("md-a", binding_name="b2",
+                                  roles=[{"name": "server", "kind": "server",
+                                          "extraArgs": ["--kv-cache-dtype", "fp8_e5m2"]}]), team="a"),
+            o.deployment("md-b", binding_name="b1",
+                         roles=[{"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype=fp8_e5m2"]}]),
+            o.setting("true")]
+
+
+def test_selector_on_bindings_keeps_the_verdict_of_every_user(write):
+    path = write(*_team_objects())
+    code, out, err = kvcache("bindings", "-A", "-l", "team=a", "-f", path, "-o", "json")
+    items = json.loads(out)["items"]
+    # b1 is selected; its user md-b is not labelled, yet it is read and counted: b1 is not UNUSED
+    assert [i["name"] for i in items] == ["b1"] and [u["name"] for u in items[0]["usedBy"]] == ["md-b"]
+    assert items[0]["verdict"] == "OK" and code == 0
+
+
+def test_selector_on_roles_selects_deployments(write):
+    path = write(*_team_objects())
+    _, out, _ = kvcache("roles", "-A", "-l", "team=a", "-f", path, "-o", "json")
+    assert [i["deployment"] for i in json.loads(out)["items"]] == ["md-a"]
+    _, out, _ = kvcache("roles", "-A", "-l", "team!=a", "-f", path, "-o", "json")
+    assert [i["deployment"] for i in json.loads(out)["items"]] == ["md-b"]
+
+
+def test_selector_on_check_keeps_findings_about_selected_objects_and_the_setting(write):
+    path = write(*_team_objects())
+    code, report, _ = check_json("check", "-A", "-l", "team=a", "-f", path)
+    assert sorted((f["kind"], f["name"]) for f in report["findings"]) == [
+        ("ModelDeployment", "md-a"), ("Setting", api.SETTING_NAME)]
+    assert code == 1    # md-a's own flag differs from its Binding: an error, and it was selected
+    code, report, _ = check_json("check", "-A", "-l", "team=nobody", "-f", path)
+    assert [f["code"] for f in report["findings"]] == ["setting"] and code == 0
+
+
+@pytest.mark.parametrize("command", ["check", "verify"])
+@pytest.mark.parametrize("selector", ["a,,b", "a=b=c", "k in (a", "=v", "a b"])
+def test_a_malformed_selector_is_one_error_line(write, selector, command):
+    code, out, err = kvcache(command, "-A", "-l", selector, "-f", write(*_team_objects()))
+    assert code == 2 and out == "" and err.startswith("error: invalid label selector") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("selector", ["team", "!team", "team=a", "team==a", "team!=a", "team in (a, b)",
+                                      "team notin (c),app.kubernetes.io/name=x", "example.com/team=a-1"])
+def test_well_formed_selectors_are_accepted(write, selector):
+    code, _, err = kvcache("roles", "-A", "-l", selector, "-f", write(*_team_objects()))
+    assert code in (0, 1) and "error" not in err
+
+
+# -- help ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["verify", "check", "bindings", "roles", "setting", "completion", "version"])
+def test_every_command_has_a_description_and_examples(command):
+    code, out, _ = kvcache(command, "--help")
+    assert code == 0
+    usage, _, rest = out.partition("\n\n")
+    assert rest.strip() and not rest.startswith("positional") and not rest.startswith("options")
+    assert "Examples:\n  kubectl kvcache " + command in out
+
+
+def test_the_top_level_help_lists_each_command_once():
+    _, out, _ = kvcache("--help")
+    for command in ("verify", "check", "bindings", "roles", "setting", "recover", "completion", "version"):
+        assert sum(1 for line in out.splitlines() if line.split()[:1] == [command]) == 1, command
+    assert "Examples:" in out
+
+
+@pytest.mark.parametrize("argv, help_of", [
+    (["check", "--bogus"], "kubectl kvcache check"),
+    (["bindings", "-A", "--nope=1"], "kubectl kvcache bindings"),
+    (["setting", "on", "--forse"], "kubectl kvcache setting on"),
+    (["verify", "-A", "--chunk-size", "5", "--x"], "kubectl kvcache verify"),
+])
+def test_an_unknown_flag_points_at_the_subcommands_help(argv, help_of):
+    code, out, err = kvcache(*argv)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [f"error: unknown flag: {argv[-1]}", f"See '{help_of} --help' for usage."]
+
+
+# -- verify: the fix and the next step ---------------------------------------------------------
+
+def _verify_objects():
+    return [o.binding("b1", "fp8"), o.binding("bad", "fp8", domain="sgl"),
+            o.deployment("own", binding_name="b1",
+                         roles=[{"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dt", "fp8_e5m2"]}]),
+            o.md_pod("own-server-0", "own", o.vllm_argv("fp8", extra=["--kv-cache-dt", "fp8_e5m2"])),
+            o.deployment("sgl", engine="SGLang", version="0.5.18", binding_name="bad"),
+            o.md_pod("sgl-server-0", "sgl", o.sglang_argv("fp8"), image="lmsysorg/sglang:v0.5.18"),
+            o.deployment("fine", binding_name="b1"), o.md_pod("fine-server-0", "fine", o.vllm_argv("fp8")),
+            o.injected_pod("nb", "b1", containers=[o.container("main", command=["vllm", "serve", "m"],
+                                                               args=["--kv-cache-dtype", "fp8_e5m2", "--port", "1"])]),
+            o.setting("true")]
+
+
+def test_every_non_ok_item_has_a_fix_and_ok_items_none(write):
+    code, out, _ = kvcache("verify", "-A", "-f", write(*_verify_objects()), "-o", "json")
+    items = {i["pod"]: i for i in json.loads(out)["items"]}
+    assert items["fine-server-0"]["fix"] == ""
+    # an ambiguous abbreviation: the word after it goes too, or it stays a stray positional
+    assert items["own-server-0"]["fix"].startswith(
+        "remove spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1] from ModelDeployment own")
+    assert items["sgl-server-0"]["fix"].endswith("recover with kubectl kvcache recover bad -n team")
+    assert items["nb"]["fix"].startswith("remove args[0] and args[1] of container main")
+    assert code == 1
+
+
+def test_wide_has_a_fix_column_and_the_summary_names_the_next_command(write):
+    path = write(*_verify_objects())
+    _, out, err = kvcache("verify", "-A", "-f", path, "-o", "wide")
+    assert out.splitlines()[0].split()[-1] == "FIX"
+    assert err.splitlines()[-1] == (f"next: kubectl kvcache check -A -f {path} -o wide   (the fix for each finding)")
+    _, _, err = kvcache("verify", "-n", "team", "-f", path, "fine-server-0")
+    assert "next:" not in err       # all OK: nothing to do next
+
+
+def test_next_step_on_a_cluster_is_the_recovery_of_the_one_rejected_binding(write):
+    from kubectl_kvcache.judge import verify
+    from kubectl_kvcache.load import manifests
+
+    snapshot = manifests.load_files([write(*_verify_objects())], Scope())
+    report = verify.verify(snapshot)
+    assert verify_view.next_step(report, Scope(namespace="team")) == (
+        "next: kubectl kvcache recover bad -n team   (the guide's recovery for Binding bad)")
+    two = [i for i in report.items if i.recover][0]
+    report.items.append(two.replace(binding="other"))
+    assert verify_view.next_step(report, Scope(all_namespaces=True)).startswith(
+        "next: kubectl kvcache check -A -o wide")
+
+
+# -- check: fixes that leave no stray value, near misses, claimed domains -----------------------
+
+@pytest.mark.parametrize("extra, removed", [
+    (["--kv-cache-dt", "fp8_e5m2"], "spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1]"),
+    (["--max-model-len", "8192", "--kv-cache-dtype", "fp8_e5m2"],
+     "spec.roles[0].extraArgs[2] and spec.roles[0].extraArgs[3]"),
+    (["--kv_cache_dtype", "fp8_e5m2", "--port", "1"], "spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1]"),
+    (["--kv-cache-dtype=fp8_e5m2", "x"], "spec.roles[0].extraArgs[0] from"),
+])
+def test_role_own_flag_fix_names_the_value_too(write, extra, removed):
+    _, report, _ = check_json("check", "-A", "-f", write(
+        o.binding("b1", "fp8"), o.deployment("md", binding_name="b1",
+                                             roles=[{"name": "server", "kind": "server", "extraArgs": extra}])))
+    f = only(report, "role-own-flag")
+    assert f["fix"].startswith("remove " + removed)
+
+
+def test_injected_pod_and_template_fixes_name_the_value_too(write):
+    tmpl = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "dep", "namespace": "team"},
+            "spec": {"template": {"metadata": {"labels": {"kvcache.gpustack.ai/inject": "true"},
+                                               "annotations": {"kvcache.gpustack.ai/binding": "b1",
+                                                               "kvcache.gpustack.ai/engine": "vLLM"}},
+                                  "spec": {"containers": [o.container("main", command=["vllm", "serve", "m"],
+                                                                      args=["--kv-cache-dt", "fp8"])]}}}}
+    pod = o.injected_pod("nb", "b1", containers=[o.container("main", command=["vllm", "serve", "m"],
+                                                             args=["--port", "1", "--kv-cache-dtype", "fp8"])])
+    _, report, _ = check_json("check", "-A", "-f", write(o.binding("b1", "fp8"), tmpl, pod))
+    fixes = {f["name"]: f["fix"] for f in report["findings"] if f["code"] == "injection-refused"}
+    assert fixes["nb"].startswith("remove args[2] and args[3] `--kv-cache-dtype fp8`")
+    assert fixes["dep"].startswith("remove args[0] and args[1] `--kv-cache-dt fp8`")
+
+
+@pytest.mark.parametrize("value, accepted, nearest", [
+    ("FP8", {"fp8", "fp8_e4m3", "bfloat16"}, "fp8"),
+    ("fp8_e4m3fn", {"fp8_e4m3", "fp8_e5m2"}, "fp8_e4m3"),
+    ("float8_e5m2", {"fp8_e4m3", "fp8_e5m2"}, "fp8_e5m2"),
+    ("FP8", {"fp8_e4m3", "bf16"}, "fp8_e4m3"),         # SGLang: fp8 is spelled fp8_e4m3
+    ("BF16", {"bfloat16", "float16"}, "bfloat16"),
+    ("float16", {"bfloat16", "bf16", "fp8_e4m3"}, None),  # one letter from bfloat16, another format
+    ("fp8", {"fp8", "auto"}, None),                       # already accepted
+    ("int3", {"fp8", "auto"}, None),
+])
+def test_nearest_spelling_keeps_the_format(value, accepted, nearest):
+    assert nearest_spelling(value, accepted) == nearest
+
+
+def test_a_near_miss_binding_gets_one_spelling_not_the_list(write):
+    _, report, _ = check_json("check", "-A", "-f", write(
+        o.binding("b1", "fp8_e4m3fn"), o.deployment("s", engine="SGLang", version="0.5.18", binding_name="b1")))
+    fix = only(report, "binding-dtype-rejected")["fix"]
+    assert "the nearest accepted spelling is 'fp8_e4m3'" in fix and "one of" not in fix
+    _, report, _ = check_json("check", "-A", "-f", write(
+        o.binding("b1", "float16"), o.deployment("s", engine="SGLang", version="0.5.18", binding_name="b1")))
+    assert "one of bf16, bfloat16" in only(report, "binding-dtype-rejected")["fix"]
+
+
+def test_a_near_miss_own_flag_gets_the_nearest_spelling(write):
+    _, report, _ = check_json("check", "-A", "-f", write(o.binding("b1", "fp8"), o.deployment(
+        "md", binding_name="b1", roles=[{"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype=FP8"]}])))
+    assert only(report, "role-own-flag")["fix"].endswith(
+        "(its value 'FP8' is not a spelling vLLM 0.29.0 accepts; the nearest is 'fp8')")
+
+
+def _claimed(old_status="Bound", new_status="Pending", old_ts="2026-01-01T00:00:00Z",
+             new_ts="2026-02-01T00:00:00Z", new_pool="pool-a", new_domain="sgl"):
+    old = o.binding("sgl-fp8", "fp8", domain="sgl", ns="prod")
+    new = o.binding("sgl-fp8-e4m3", "fp8_e4m3", domain=new_domain, ns="prod", pool=new_pool)
+    for b, status, ts in ((old, old_status, old_ts), (new, new_status, new_ts)):
+        b["status"] = {"phase": status} if status else {}
+        if ts:
+            b["metadata"]["creationTimestamp"] = ts
+    return [old, new, o.deployment("ds", engine="SGLang", version="0.5.18", binding_name="sgl-fp8-e4m3", ns="prod")]
+
+
+def test_a_binding_reusing_a_claimed_domain_is_an_error_not_just_unused(write):
+    path = write(*_claimed())
+    code, report, _ = check_json("check", "-A", "-f", path)
+    f = only(report, "binding-domain-claimed")
+    assert (f["severity"], f["name"]) == ("error", "sgl-fp8-e4m3") and "operator will not bind" in f["message"]
+    assert "KVCachePoolBinding prod/sgl-fp8 (reported Bound" in f["message"] and code == 1
+    code, out, _ = kvcache("bindings", "-A", "-f", path, "-o", "json")
+    verdicts = {i["name"]: i["verdict"] for i in json.loads(out)["items"]}
+    assert verdicts["sgl-fp8-e4m3"] == "DOMAIN CLAIMED by prod/sgl-fp8" and code == 1
+
+
+@pytest.mark.parametrize("kw", [
+    dict(new_pool="pool-b"), dict(new_domain="sgl-v2"),
+    dict(new_status="Bound"),                               # the operator bound it: its status wins
+    dict(old_status="", new_status="", old_ts="", new_ts=""),  # no evidence either way: say nothing
+])
+def test_no_claim_without_a_shared_domain_or_evidence(write, kw):
+    _, report, _ = check_json("check", "-A", "-f", write(*_claimed(**kw)))
+    assert not [f for f in report["findings"] if f["code"] == "binding-domain-claimed"]
+
+
+def test_the_older_binding_claims_when_neither_is_bound(write):
+    _, report, _ = check_json("check", "-A", "-f", write(*_claimed(old_status="", new_status="")))
+    assert "(created earlier;" in only(report, "binding-domain-claimed")["message"]
+
+
+# -- wording -------------------------------------------------------------------------------------
+
+def test_absent_objects_are_not_in_the_input_only_for_files():
+
+    def report(source):
+        s = records.Snapshot(source=source)
+        s.setting = records.default_setting()
+        md = records.deployment_record(o.deployment("md", binding_name="gone", roles=[
+            {"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype", "fp8"]}]))
+        s.deployments[(md.namespace, md.name)] = md
+        return checks.check(s)
+    assert "Binding gone is not in the input" in report("file").roles[0].reason
+    assert "Binding gone was not found in namespace team" in report("cluster").roles[0].reason
+
+
+def test_setting_status_takes_table_like_every_command_and_text_still_works():
+    from kubectl_kvcache.cli import build_parser, options_for
+
+    for word in ("table", "text"):
+        opts = options_for(build_parser().parse_args(["setting", "status", "-o", word]))
+        assert opts.output.format == "table"
+    code, _, err = kvcache("setting", "status", "-o", "toml")
+    assert code == 2 and "invalid choice" in err
+
+
+# -- tables that fit a terminal -----------------------------------------------------------------
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_fit_shortens_only_the_free_text_column_to_the_width():
+    headers = ["namespace", "name", "message"]
+    rows = [["team", "a-very-long-object-name-indeed", "x" * 300], ["team", "b", "short"]]
+    fitted = core.fit_to_width(headers, rows, 100, shortenable={2})
+    assert [r[:2] for r in fitted] == [r[:2] for r in rows]              # names are never cut
+    assert fitted[0][2].endswith(core.ELLIPSIS) and fitted[1][2] == "short"
+    out = Terminal()
+    core.table(headers, fitted, out)
+    assert max(len(line) for line in out.getvalue().splitlines()) == 100
+
+
+def test_fit_never_goes_below_a_readable_minimum():
+    fitted = core.fit_to_width(["message"], [["y" * 50]], 5, shortenable={0})
+    assert len(fitted[0][0]) == 12 and fitted[0][0].endswith(core.ELLIPSIS)
+
+
+def test_check_on_a_terminal_fits_and_says_so_and_piped_output_is_untouched(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "150")
+    out, err = Terminal(), io.StringIO()
+    code = cli.main(["check", "-A", "-f", EXAMPLE], io.StringIO(""), out, err)
+    lines = out.getvalue().splitlines()
+    assert code == 1 and max(len(line) for line in lines) <= 150 and any(core.ELLIPSIS in line for line in lines)
+    assert "note: long cells are shortened to fit the terminal" in err.getvalue()
+    _, piped, piped_err = kvcache("check", "-A", "-f", EXAMPLE)
+    assert max(len(line) for line in piped.splitlines()) > 300 and "shortened" not in piped_err
+    wide = Terminal()
+    cli.main(["check", "-A", "-f", EXAMPLE, "-o", "wide"], io.StringIO(""), wide, io.StringIO())
+    assert core.ELLIPSIS not in wide.getvalue()                         # -o wide is the full text

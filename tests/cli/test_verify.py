@@ -1,0 +1,138 @@
+"""The real entry point on saved files: outputs, exit codes, and one-line errors for bad input."""
+
+import io
+import json
+import os
+
+import pytest
+import yaml
+
+import objects as o
+from kubectl_kvcache.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
+
+
+def run(*argv, stdin=""):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_example_cluster_table():
+    code, out, err = run("verify", "-f", EXAMPLE)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "POD", "ROLE", "ENGINE", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]
+    status = {line.split()[1]: line.split()[-1] for line in lines[1:]}
+    assert status == {
+        "deepseek-sgl-server-0": "REJECTED", "embed-takeover-embed-0": "MISMATCH",
+        "llama-long-server-0": "MISMATCH", "mistral-legacy-server-0": "MISSING",
+        "qwen-chat-server-0": "OK", "qwen-chat-server-1": "OK", "qwen-pd-decode-0": "OK",
+        "qwen-pd-prefill-0": "OK", "notebook-vllm-6c8d9b7f5-x2kqp": "OK", "sgl-batch-7b5d4c9f8-m4vzt": "OK"}
+    assert "10 pods: 6 OK, 2 MISMATCH, 1 MISSING, 1 REJECTED" in err
+    assert "Traceback" not in err
+
+
+def test_example_json_is_the_documented_contract():
+    code, out, _ = run("verify", "-f", EXAMPLE, "-o", "json")
+    data = json.loads(out)
+    assert code == 1 and data["kind"] == "VerifyReport"
+    assert data["summary"]["total"] == 10 and data["summary"]["REJECTED"] == 1
+    rejected = [i for i in data["items"] if i["status"] == "REJECTED"][0]
+    assert rejected["effective"] is None and "confirmed" in rejected["reason"]
+
+
+def test_yaml_is_the_same_data_as_json():
+    _, as_json, _ = run("verify", "-f", EXAMPLE, "-o", "json")
+    _, as_yaml, _ = run("verify", "-f", EXAMPLE, "-o", "yaml")
+    assert yaml.safe_load(as_yaml) == json.loads(as_json)
+
+
+def test_wide_and_no_headers():
+    _, out, _ = run("verify", "-f", EXAMPLE, "-o", "wide", "--no-headers")
+    first = out.splitlines()[0]
+    assert not first.startswith("NAMESPACE")
+    assert "SGLang 0.5.18 (spec)" in first and "ModelDeployment/deepseek-sgl" in first
+
+
+def test_namespace_filter_and_named_pod_details():
+    code, out, _ = run("verify", "-f", EXAMPLE, "-n", "llm-prod", "llama-long-server-0")
+    assert code == 1
+    assert "Pod llm-prod/llama-long-server-0, container main: MISMATCH" in out
+    assert "<- kv-cache-dtype #2 = 'fp8_e5m2'  (wins)" in out
+    code, out, _ = run("verify", "-f", EXAMPLE, "-n", "llm-research")
+    assert code == 0 and "llm-prod" not in out
+
+
+def test_all_ok_exits_zero_and_nothing_found_exits_zero(tmp_path):
+    path = write(tmp_path, "ok.yaml", yaml.safe_dump_all([
+        o.binding("b1", "fp8"), o.deployment("md"), o.md_pod("a", "md", o.vllm_argv("fp8"))]))
+    code, out, err = run("verify", "-f", path)
+    assert code == 0 and "1 pod: 1 OK" in err
+    code, out, err = run("verify", "-f", path, "-n", "elsewhere")
+    assert code == 0 and out == "" and "No pool-attached engine pods found" in err
+
+
+def test_stdin_directory_and_label_selector(tmp_path):
+    data = json.dumps(o.as_list(o.binding("b1", "fp8"), o.deployment("md"),
+                                o.md_pod("a", "md", o.vllm_argv("fp8")), o.md_pod("b", "md", o.vllm_argv(None))))
+    code, out, _ = run("verify", "-f", "-", "-o", "json", stdin=data)
+    assert code == 1 and json.loads(out)["summary"]["MISSING"] == 1
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "a.json").write_text(data)
+    (folder / "notes.txt").write_text("ignored: not .json/.yaml")
+    code, out, _ = run("verify", "-f", str(folder), "-l", "app.kubernetes.io/instance in (md),!nope", "-o", "json")
+    assert json.loads(out)["summary"]["total"] == 2
+    code, out, _ = run("verify", "-f", str(folder), "-l", "app.kubernetes.io/instance=other", "-o", "json")
+    assert json.loads(out)["summary"]["total"] == 0 and code == 0
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("bad.json", '{"kind": "List", "items": [', "not valid JSON"),
+    ("bad.yaml", "kind: Pod\n  metadata: : :\n", "not valid YAML"),
+    ("nokind.json", '{"metadata": {"name": "x"}}', "an object without a kind"),
+    ("noname.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {"containers": []}}',
+     "missing metadata.name"),
+    ("nocontainers.json", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}',
+     "missing spec.containers"),
+    ("scalar.yaml", "just a string\n", "expected Kubernetes objects"),
+    ("badroles.json", json.dumps(o.deployment("md", roles=[{"kind": "server"}])), "has no name"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, name, text, message):
+    code, out, err = run("verify", "-f", write(tmp_path, name, text))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and message in err, err
+
+
+def test_missing_file_and_bad_flags(tmp_path):
+    code, _, err = run("verify", "-f", str(tmp_path / "nope.json"))
+    assert code == 2 and "no such file or directory" in err and len(err.splitlines()) == 1
+    code, _, err = run("verify", "-o", "toml")
+    assert code == 2 and "invalid choice" in err
+    # -A wins over -n, as in kubectl: every namespace is read
+    code, out, _ = run("verify", "-f", EXAMPLE, "-n", "x", "-A")
+    assert code == 1 and "llm-prod" in out and "llm-research" in out
+
+
+def test_help_and_version_speak_of_kubectl_kvcache():
+    code, out, _ = run("--help")
+    assert code == 0 and "kubectl kvcache" in out and "verify" in out and "setting" in out
+    code, out, _ = run("version")
+    assert code == 0 and out.startswith("kubectl-kvcache ")
+
+
+def test_assume_setting_overrides_the_input():
+    _, out, _ = run("verify", "-f", EXAMPLE, "--assume-setting", "off", "-o", "json")
+    data = json.loads(out)
+    assert data["setting"] == {"value": False, "source": "flag"}
+    assert all(i["expected"] is None for i in data["items"])
+    assert data["summary"]["MISSING"] == 0 and data["summary"]["REJECTED"] == 1
