@@ -372,19 +372,12 @@ def _prepare(tokens, profile, entry):
     if entry == "serve" and "served_name_before_model_refused" in behaviours:
         # vllm@0.18/vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args: after the --model
         # move, an argv whose first word is an option, with --served-model-name and no --config, dies
-        texts = [it.text for it in items]
-        if items and (texts[0] is None or texts[0].startswith("-")) and not any(
-                t is not None and re.match(r"^--config(=.+|$)", t) for t in texts):
-            named = [it for it in items if it.text is not None and re.match(r"^--served[-_]model[-_]name(=.+|$)", it.text)]
-            if named and texts[0] is not None and all(t is not None for t in texts):
-                _fail(REQUIRED, f"{profile.label}: `vllm serve` with {named[0].text.split('=')[0]} "
-                                f"({named[0].tok.where()}) needs the model as the first positional argument")
-            if named or any(t is None for t in texts):
-                if not named:
-                    pass
-                elif texts[0] is None:
-                    _unknown(f"the first argument ({items[0].tok.where()}) is not known from the spec, and "
-                             f"{profile.label} refuses --served-model-name before the model")
+        # (a word not known from the spec is `--name=...` with its name known, or not an option)
+        texts = [it.text if it.text is not None else it.tok.prefix for it in items]
+        named = [it for it, t in zip(items, texts) if re.match(r"^--served[-_]model[-_]name(=.+|$)", t)]
+        if named and texts[0].startswith("-") and not any(re.match(r"^--config(=.+|$)", t) for t in texts):
+            _fail(REQUIRED, f"{profile.label}: `vllm serve` with {named[0].tok.text.split('=')[0]} "
+                            f"({named[0].tok.where()}) needs the model as the first positional argument")
     items, config = _config(items, profile, entry)
     for it in items:
         if it.text is not None:

@@ -15,6 +15,7 @@ debugging over the argv, asking the real parser again) and printed.
 """
 
 import argparse
+import json
 import os
 import random
 import sys
@@ -211,7 +212,27 @@ class Result:
                 f"{len(self.failures)} definite disagreements ({self.seconds:.1f} s)")
 
 
+def judge(result, engine, version, cases, answers):
+    """Count and collect the plugin's answers against the real ones."""
+    for (entry, argv), res in zip(cases, answers):
+        if res["outcome"] == "absent":
+            result.absent += 1
+            continue
+        real = real_answer(res)
+        if real[0] not in ("ok", "dies"):
+            raise RuntimeError(f"{engine} {version} {entry} {argv}: the harness failed: {res}")
+        mine, pred = model_answer(engine, version, entry, argv)
+        result.cases += 1
+        if mine[0] == "unknown":
+            result.unknown += 1
+        elif differs(mine, real):
+            result.failures.append([entry, argv, None, mine, pred.reason, real, res.get("error", "")])
+        else:
+            result.agree += 1
+
+
 MINIMIZE = int(os.environ.get("KVCACHE_FUZZ_MINIMIZE", "12"))
+SAVE = None   # {release: [[entry, argv, real answer], ...]} when --save is given
 
 
 def fuzz_release(engine, version, count, seed, files, minimize_at_most=None):
@@ -233,21 +254,9 @@ def fuzz_release(engine, version, count, seed, files, minimize_at_most=None):
         cases = [(entries[k % len(entries)], None) for k in range(count)]
         cases = [(e, draw(rng, engine, e, tables[e], files)) for e, _ in cases]
         answers = oracle.ask_many([{"entry": e, "argv": a} for e, a in cases])
-        for (entry, argv), res in zip(cases, answers):
-            if res["outcome"] == "absent":
-                result.absent += 1
-                continue
-            real = real_answer(res)
-            if real[0] not in ("ok", "dies"):
-                raise RuntimeError(f"{engine} {version} {entry} {argv}: the harness failed: {res}")
-            mine, pred = model_answer(engine, version, entry, argv)
-            result.cases += 1
-            if mine[0] == "unknown":
-                result.unknown += 1
-            elif differs(mine, real):
-                result.failures.append([entry, argv, None, mine, pred.reason, real, res.get("error", "")])
-            else:
-                result.agree += 1
+        if SAVE is not None:
+            SAVE[f"{engine}=={version}"] = [[e, a, r] for (e, a), r in zip(cases, answers)]
+        judge(result, engine, version, cases, answers)
         for failure in result.failures[:MINIMIZE if minimize_at_most is None else minimize_at_most]:
             entry, argv, _, mine, _, real, _ = failure
 
@@ -309,7 +318,15 @@ def main(argv=None):
     ap.add_argument("--release", type=parse_release, action="append", help="ENGINE==VERSION (repeatable)")
     ap.add_argument("--all", action="store_true", help="every conformance release (default: the CI set)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--save", metavar="FILE", help="also write the cases and the real answers to FILE (JSON)")
+    ap.add_argument("--replay", metavar="FILE", help="judge the plugin on the cases and answers saved in FILE, "
+                                                     "without running the real parsers")
     args = ap.parse_args(argv)
+    if args.replay:
+        return replay(args.replay)
+    global SAVE
+    if args.save:
+        SAVE = {}
     releases = args.release or ([(e, v) for e in RELEASES for v in RELEASES[e]] if args.all else ci_releases())
     results = run_all(releases, args.count, args.seed, args.jobs)
     cases = sum(r.cases for r in results)
@@ -317,6 +334,23 @@ def main(argv=None):
     unknown = sum(r.unknown for r in results)
     print(f"total: {len(results)} releases, {cases} cases, {unknown} UNKNOWN, {wrong} definite disagreements "
           f"(seed {args.seed})")
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(SAVE, f)
+    return 1 if wrong else 0
+
+
+def replay(path):
+    with open(path) as f:
+        saved = json.load(f)
+    cases = unknown = wrong = 0
+    for release, rows in saved.items():
+        engine, version = release.split("==")
+        result = Result(engine, version)
+        judge(result, engine, version, [(e, a) for e, a, _ in rows], [r for _, _, r in rows])
+        report(result)
+        cases, unknown, wrong = cases + result.cases, unknown + result.unknown, wrong + len(result.failures)
+    print(f"total: {len(saved)} releases, {cases} cases, {unknown} UNKNOWN, {wrong} definite disagreements")
     return 1 if wrong else 0
 
 
