@@ -124,12 +124,38 @@ def type_accepts(name, value, probes=()):
         answers = name[len("opaque:"):]
         if value in probes:
             return answers[list(probes).index(value)] == "1"
+        # a JSON object equal to a probed one: these callables read the value as JSON first
+        # (vllm@0.10/vllm/engine/arg_utils.py:parse_dataclass: TypeAdapter(...).validate_json)
+        # (only for a callable that refused every probe that is not JSON, but optional_type's None)
+        try:
+            loaded = json.loads(value)
+        except ValueError:
+            return None
+        if not _json_first(answers, probes):
+            return None
+        for k, probe in enumerate(probes):
+            if isinstance(loaded, dict) and probe.lstrip().startswith("{"):
+                try:
+                    if json.loads(probe) == loaded:
+                        return answers[k] == "1"
+                except ValueError:
+                    continue
         return None
     try:
         TYPES[name](value)
         return True
     except (ValueError, TypeError, OverflowError):
         return False
+
+
+def _json_first(answers, probes):
+    for answer, probe in zip(answers, probes):
+        if answer == "1" and probe not in ("", "None"):   # optional_type's None
+            try:
+                json.loads(probe)
+            except ValueError:
+                return False
+    return True
 
 
 def classify_type(answers, probes):

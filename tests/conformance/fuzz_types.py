@@ -26,7 +26,15 @@ PROBES = ["", " ", "0", "1", "-1", "7", " 7 ", "+3", "1_000", "08", "0x10", "1.5
           "auto", "AUTO", "Auto", "none", "None", "null", "true", "false", "True", "yes", "no", "on", "off",
           "abc", "x y", "{", "}", "{}", "[]", "[1]", "[1, 2]", '{"a": 1}', '{"x": null}', " {} ", "{'a': 1}",
           '"s"', "1,2", "a,b", "-", "--", "fp8", "bf16", "\u0661", "0.0", "-0", "1.", "1/2", "/dev/null",
-          "m", "org/model", "8000", "65536", "99999999999999999999"]
+          "m", "org/model", "8000", "65536", "99999999999999999999",
+          # what the operator renders for vLLM's connector options (its pkg/worker/kvcache/inject/vllm.go)
+          '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}',
+          '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}',
+          '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}',
+          '{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer"}',
+          '{"kv_connector":"NixlConnector","kv_role":"kv_both"}',
+          '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","topic":"kv-events"}',
+          '{"kv_connector":"X"}', '{"level": 3}', '{"mode": 3}']
 
 _KINDS = [("_StoreTrueAction", "store_true"), ("_StoreFalseAction", "store_false"),
           ("_StoreConstAction", "store_const"), ("_AppendConstAction", "append_const"),
@@ -35,7 +43,7 @@ _KINDS = [("_StoreTrueAction", "store_true"), ("_StoreFalseAction", "store_false
 _FILE_HELP = re.compile(r"\bfile\b|\bfilename\b|\.json\b|\.jinja\b|\bjson file\b", re.I)
 
 
-def action_kind(action):
+def action_kind(action, parser=None):
     """The vocabulary word of an action's class: the argparse class whose __call__ it runs."""
     cls = type(action)
     call = cls.__call__
@@ -47,11 +55,11 @@ def action_kind(action):
     if boolean is not None and isinstance(action, boolean) and call is boolean.__call__:
         return "boolean"
     if action.nargs == 0:
-        return _flag_kind(action)
+        return _flag_kind(action, parser)
     return "custom"
 
 
-def _flag_kind(action):
+def _flag_kind(action, parser):
     """A custom action that takes no value: "flag" when, for each of its option strings, it sets
     only its own dest and raises nothing (vLLM's EnableDisableAction); "fails" when it raises for
     every one (SGLang's DeprecatedAction: the engine dies at that token); else "custom"."""
@@ -59,7 +67,7 @@ def _flag_kind(action):
     for name in action.option_strings:
         ns = argparse.Namespace()
         try:
-            action(None, ns, [], name)
+            action(parser, ns, [], name)
         except BaseException:  # noqa: BLE001
             raised += 1
             continue
@@ -97,7 +105,7 @@ def describe_actions(parser):
     for action in parser._actions:
         if not action.option_strings or isinstance(action, argparse._SubParsersAction):
             continue
-        kind = action_kind(action)
+        kind = action_kind(action, parser)
         row = {"action": kind, "dest": action.dest, "type": _type_name(action.type),
                "file": bool(_FILE_HELP.search(str(action.help or "")))}
         if kind in ("store", "append", "extend", "custom") and action.nargs not in (0, "0"):
@@ -149,7 +157,7 @@ def start_up_probes(run, parser, model_argv, reads):
     for action in parser._actions:
         if action.option_strings:
             by_dest.setdefault(action.dest, []).extend(action.option_strings)
-    kinds = {name: action_kind(a) for a in parser._actions for name in a.option_strings}
+    kinds = {name: action_kind(a, parser) for a in parser._actions for name in a.option_strings}
     seen, todo, solo = set(), [d for d in reads if d in by_dest], {}
     while todo:
         dest = todo.pop()
