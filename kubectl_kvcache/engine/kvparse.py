@@ -699,7 +699,7 @@ def _replay_value(name, values, item, known, state, occurrences):
     if kind == "custom":
         _unknown(f"{name} ({where}) runs the release's own argparse Action, which this plugin does not replay",
                  occurrences)
-    if "file" in rest:
+    if "file" in rest and name != "--config":   # --config FILE: see _config
         state.setdefault("file", f"{name} ({where}) names a file in the image, which the engine reads at "
                                  f"start-up (not in the Pod spec)")
     type_name = rest[0] if rest and rest[0] != "file" else "str"
