@@ -74,6 +74,11 @@ class Oracle:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         self.standins = standins.install(refuse=(engine,) + PLATFORM_PROBES)
         self.tolerant = standins.install_tolerant([engine], CRITICAL[engine], CRITICAL_PREFIXES[engine])
+        # argparse's error() and the help action format the usage or help of several hundred
+        # options before exiting (~0.1-0.4 s a time); the outcome (the error line, the exit) is
+        # the same without that text, so the oracle skips printing it
+        argparse.ArgumentParser.print_usage = lambda self, file=None: None
+        argparse.ArgumentParser.print_help = lambda self, file=None: None
         self.parsers = []
         self.reads = fuzz_types.ReadRecorder()
         self.post_parse = None
@@ -195,8 +200,10 @@ class Oracle:
             self.stop_after_parse = False
 
     def _run_vllm_api_server(self, argv):
-        module, code = self._main_block("vllm.entrypoints.openai.api_server")
-        self.post_parse = _post_parse_check(module, code)
+        if getattr(self, "_api_server", None) is None:   # parsing the module's source is slow: once
+            module, code = self._main_block("vllm.entrypoints.openai.api_server")
+            self._api_server = (module, code, _post_parse_check(module, code))
+        module, code, self.post_parse = self._api_server
         namespace = dict(vars(module))
         namespace["__name__"] = "__main__"
 
