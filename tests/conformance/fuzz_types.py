@@ -40,7 +40,7 @@ _KINDS = [("_StoreTrueAction", "store_true"), ("_StoreFalseAction", "store_false
           ("_StoreConstAction", "store_const"), ("_AppendConstAction", "append_const"),
           ("_AppendAction", "append"), ("_ExtendAction", "extend"), ("_CountAction", "count"),
           ("_HelpAction", "help"), ("_VersionAction", "version"), ("_StoreAction", "store")]
-_FILE_HELP = re.compile(r"\bfile\b|\bfilename\b|\.json\b|\.jinja\b|\bjson file\b", re.I)
+_FILE_HELP = re.compile(r"(?=.*\bpath\b)(?=.*\bfile\b)", re.I | re.S)   # "the path of the ... file"
 
 
 def action_kind(action, parser=None):
@@ -107,7 +107,7 @@ def describe_actions(parser):
             continue
         kind = action_kind(action, parser)
         row = {"action": kind, "dest": action.dest, "type": _type_name(action.type),
-               "file": bool(_FILE_HELP.search(str(action.help or "")))}
+               "file": bool(_FILE_HELP.match(str(action.help or "")))}
         if kind in ("store", "append", "extend", "custom") and action.nargs not in (0, "0"):
             row["probes"] = probe(action.type)
         if action.choices is not None:
