@@ -9,6 +9,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,7 +40,12 @@ def behaviours(oracle, engine):
     return {n: a.get("outcome") == p[3] for (n, p), a in zip(probes, answers) if a.get("outcome") != "absent"}
 
 
-def descriptor(row):
+# An option names a file in the image when its help speaks of a path and a file AND its own name
+# says so (SGLang's --hicache-storage-backend help mentions its `file` backend and a module path).
+_FILE_NAME = re.compile(r"(file|template|certs|path)(-|$)")
+
+
+def descriptor(name, row):
     """An option's action and value type as the model's vocabulary says it (kvparse.TYPES), or
     "" where the model need not know more (a no-value flag, or a value any string satisfies)."""
     from kubectl_kvcache.engine.kvparse import classify_type
@@ -49,7 +55,7 @@ def descriptor(row):
     words = [kind]
     if "probes" in row:
         words.append(classify_type(row["probes"], PROBES))
-    if row.get("file"):
+    if row.get("file") and _FILE_NAME.search(name):
         words.append("file")
     text = " ".join(words)
     return "" if text in ("store str", "append str", "extend str") else text
@@ -97,7 +103,7 @@ def build(described):
         for version in releases:
             main = per[version][primary]
             for name, row in main.get("actions", {}).items():
-                word = descriptor(row)
+                word = descriptor(name, row)
                 if word:
                     kinds.setdefault(name, {})[version] = word
                 if row.get("choices") and not name.startswith("--kv"):
