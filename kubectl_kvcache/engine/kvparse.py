@@ -410,6 +410,13 @@ def _prepare(tokens, profile, entry):
             it.text = _underscores(it.text, profile)
     if profile.dotted_json:
         items = _dotted(items, profile)
+    if "-O" in profile.options_for(entry):
+        # vllm@0.11/vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args rewrites -O<level>,
+        # -O=<level> and -O <digit> into other options before argparse: not replayed
+        hit = next((it for it in items if it.text is not None and it.text.startswith("-O")), None)
+        if hit is not None:
+            _unknown(f"{hit.text} ({hit.tok.where()}): {profile.label} rewrites -O options before parsing, "
+                     f"which this plugin does not replay")
     return items, config
 
 
@@ -602,7 +609,14 @@ def _parse(tokens, profile, platform_may_extend, entry):
             take_dtype(item, values[0] if values else None, value_item)
         elif opt.action in choices:
             for value in values:
-                if value is not None and "\0" not in value and value not in choices[opt.action]:
+                if value is None or "\0" in value:
+                    continue
+                if value in ("", "None"):
+                    # vLLM's optional_type turns these into None before the choices check, and the
+                    # recorded (string) choices cannot say whether None itself is among them
+                    state.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} may be read as None, "
+                                               f"which the choices {profile.label} had here may not hold")
+                elif value not in choices[opt.action]:
                     if opt.action.startswith("--kv"):
                         _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} "
                                              f"({item.tok.where()})", occurrences)
@@ -706,6 +720,11 @@ def _replay_value(name, values, item, known, state, occurrences):
     if type_name == "str":
         return
     for value in values:
+        if value == "--":
+            # `--opt=--`: CPython 3.10-3.12 drop the `--` (nothing is converted), later ones do not
+            # (see PYTHON_DIFFERENCES)
+            _unknown(f"{name}=-- ({where}): what argparse does with a `--` value differs between CPython "
+                     f"releases", occurrences)
         if value is None or "\0" in value:
             _unknown(f"the value of {name} ({where}) is not known from the spec, and the release converts it "
                      f"({type_name.split(':')[0]})", occurrences)
