@@ -34,7 +34,8 @@ from releases import LISTED, RELEASES  # noqa: E402
 
 from kubectl_kvcache.engine import kvparse, predict  # noqa: E402
 
-ENTRIES = {"vllm": ("serve", "api_server"), "sglang": ("launch_server", "sglang_serve")}
+# in the order engine_data and the tier ask (the oracle memoizes make_arg_parser across entry points)
+ENTRIES = {"vllm": ("api_server", "serve"), "sglang": ("launch_server", "sglang_serve")}
 COMMAND = {"serve": ["vllm", "serve"], "api_server": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
            "launch_server": ["python3", "-m", "sglang.launch_server"], "sglang_serve": ["sglang", "serve"]}
 DEFAULT_SEED = 20261201
