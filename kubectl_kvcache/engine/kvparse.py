@@ -10,8 +10,15 @@ Two steps, both from the release's real code:
    every token first (an ambiguous abbreviation fails here, wherever it stands), then options and
    positionals consumed alternately left to right (a missing value, or where the release checks
    `choices` an invalid value, fails at that point), required positionals, then unrecognized
-   arguments. What is not replayed: the `type=` conversion of other options' values (`--port x`),
-   mutually exclusive groups, and the contents of a `--config` file (not in the Pod spec).
+   arguments. Each option's value is converted as its `type=` does, from a small vocabulary
+   (TYPES) that engine-data matched to the release's real callable; what the real callable does
+   beyond it ("opaque" types, the engine's own Action classes) is known only for the values it
+   was asked about, else UNKNOWN naming the option;
+3. the checks the entry point runs on the parsed argv before starting (vLLM's
+   validate_parsed_serve_args): an option they read is replayed when it is alone and was run
+   alone through the real entry point, else UNKNOWN naming it.
+Not replayed: mutually exclusive groups, files the argv names (`--chat-template`: UNKNOWN), and
+the contents of a `--config` file (not in the Pod spec: UNKNOWN).
 """
 
 from __future__ import annotations
@@ -36,6 +43,157 @@ UNRECOGNIZED = "unrecognized-argument"
 IGNORED_VALUE = "ignored-explicit-argument"
 CONFIG_ERROR = "config-file"
 REQUIRED = "required-argument"
+EXITS = "exits-without-serving"
+START_UP = "start-up-check"
+
+# --- option value types: the vocabulary engine-data matches each real `type=` callable to -------
+# Each says which strings argparse lets through (the callable returns) and which it refuses
+# (ArgumentTypeError/TypeError/ValueError: "invalid ... value", or another exception: a traceback).
+# These are this plugin's statements of the behaviour of the callables named in comments; engine-data
+# records a name only where the real callable agrees with it on every value of the probe list.
+
+_HRINT_VLLM = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_HRINT_VLLM_OLD = re.compile(r"(\d+(?:\.\d+)?)([kKmMgG])")
+_HRINT_SGLANG = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
+_BRACES = re.compile(r"(?s)^\s*{.*}\s*$")
+
+
+def _int(v):
+    int(v)
+
+
+def _float(v):
+    float(v)
+
+
+def _json(v):
+    json.loads(v)
+
+
+def _hrint(pattern, binary):
+    # vllm@0.16/vllm/utils/argparse_utils.py:human_readable_int (0.10: kKmMgG only), and
+    # sglang@0.5.12/sglang/srt/utils/common.py:human_readable_int (SI k M G T, IEC Ki Mi Gi Ti)
+    def check(v):
+        v = v.strip()
+        m = pattern.fullmatch(v)
+        if not m:
+            int(v)
+            return
+        number, suffix = m.groups()
+        if suffix in binary and "." in number:
+            raise ValueError(v)
+        float(number)
+    return check
+
+
+def _or_auto(inner):
+    # vllm@0.16/vllm/utils/argparse_utils.py:human_readable_int_or_auto
+    def check(v):
+        if v.strip() == "-1" or v.strip().lower() == "auto":
+            return
+        inner(v)
+    return check
+
+
+def _optional(inner):
+    # vllm@0.10/vllm/engine/arg_utils.py:optional_type: "" and "None" are None
+    def check(v):
+        if v in ("", "None"):
+            return
+        inner(v)
+    return check
+
+
+def _dict_or_str(v):
+    # vllm@0.10/vllm/engine/arg_utils.py:union_dict_and_str
+    if _BRACES.match(v):
+        _optional(_json)(v)
+
+
+_BASE = {"str": lambda v: None, "int": _int, "float": _float, "json": _json,
+         "hrint": _hrint(_HRINT_VLLM, "KMGT"), "hrint-kmg": _hrint(_HRINT_VLLM_OLD, "KMG"),
+         "hrint-iec": _hrint(_HRINT_SGLANG, ("Ki", "Mi", "Gi", "Ti"))}
+TYPES = dict(_BASE)
+TYPES.update({f"auto|{k}": _or_auto(f) for k, f in _BASE.items() if k.startswith("hrint")})
+TYPES.update({f"optional|{k}": _optional(f) for k, f in list(TYPES.items()) if k != "str"})
+TYPES["dict-or-str"] = _dict_or_str
+
+
+def type_accepts(name, value, probes=()):
+    """True/False: the release's `type=` lets `value` through; None: not known (opaque, unprobed)."""
+    if name.startswith("opaque:"):
+        answers = name[len("opaque:"):]
+        if value in probes:
+            return answers[list(probes).index(value)] == "1"
+        # a JSON object equal to a probed one: these callables read the value as JSON first
+        # (vllm@0.10/vllm/engine/arg_utils.py:parse_dataclass: TypeAdapter(...).validate_json)
+        # (only for a callable that refused every probe that is not JSON, but optional_type's None)
+        try:
+            loaded = json.loads(value)
+        except ValueError:
+            return None
+        if not _json_first(answers, probes):
+            return None
+        for k, probe in enumerate(probes):
+            if isinstance(loaded, dict) and probe.lstrip().startswith("{"):
+                try:
+                    if json.loads(probe) == loaded:
+                        return answers[k] == "1"
+                except ValueError:
+                    continue
+        return None
+    try:
+        TYPES[name](value)
+        return True
+    except (ValueError, TypeError, OverflowError):
+        return False
+
+
+def _json_first(answers, probes):
+    for answer, probe in zip(answers, probes):
+        if answer == "1" and probe not in ("", "None"):   # optional_type's None
+            try:
+                json.loads(probe)
+            except ValueError:
+                return False
+    return True
+
+
+def classify_type(answers, probes):
+    """The TYPES name that answers like the real callable on every probe, else "opaque:<answers>"."""
+    for name in TYPES:
+        if "".join("1" if type_accepts(name, v) else "0" for v in probes) == answers:
+            return name
+    return "opaque:" + answers
+
+
+class Facts(Record):
+    """What one release's generated data says about its options beyond their arity."""
+    __slots__ = ("kinds", "start_up", "behaviours", "probes")
+
+    def __init__(self, kinds, start_up, behaviours, probes):
+        self.kinds = kinds            # option -> "action [type] [file]"
+        self.start_up = start_up      # (entry, option) -> "ok" | "dies: ..." | "reads"
+        self.behaviours = behaviours  # names of the entry points' argv preparations it has
+        self.probes = probes
+
+
+_FACTS = {}
+
+
+def facts(profile) -> Facts:
+    key = (profile.engine, profile.version)
+    if key not in _FACTS:
+        from kubectl_kvcache.engine import data
+        from kubectl_kvcache.engine.releases import _in_spans, _sample
+        real = data.parsers()[profile.engine]
+        at = _sample(profile.engine, profile.version)
+        kinds = {n: k for n, rows in real.get("kinds", {}).items() for k in [_in_spans(at, rows)] if k}
+        start_up = {tuple(key.split(" ", 1)): k for key, rows in real.get("start_up", {}).items()
+                    for k in [_in_spans(at, rows)] if k}
+        behaviours = {n for n, rows in real.get("behaviours", {}).items() if _in_spans(at, [[True] + r for r in rows])}
+        _FACTS[key] = Facts(kinds, start_up, frozenset(behaviours), tuple(real.get("probes", ())))
+    return _FACTS[key]
 
 # --- Python differences -----------------------------------------------------------------------
 # argparse behaviours this model relies on that differ between CPython releases, measured by
@@ -270,8 +428,23 @@ def _merge(original, update):
 
 def _prepare(tokens, profile, entry):
     items = [_Item(t.text, t, t.reason) for t in tokens]
+    behaviours = facts(profile).behaviours
     if profile.engine == "sglang":
         if entry == "sglang_serve":
+            # sglang@0.5.18/sglang/cli/serve.py:serve: -h/--help anywhere prints help; --model-type
+            # picks a serve backend (installed packages can add backends); a first word that is not
+            # an option is the model path (the "serve_positional_model" behaviour)
+            hit = next((it for it in items if it.text in ("-h", "--help")), None)
+            if hit is not None:
+                _fail(EXITS, f"`sglang serve` prints its help for {hit.text} ({hit.tok.where()}) and exits")
+            hit = next((it for it in items if it.text is not None and
+                        (it.text == "--model-type" or it.text.startswith("--model-type="))), None)
+            if hit is not None:
+                _unknown(f"--model-type ({hit.tok.where()}) selects a serve backend, which installed packages "
+                         f"can add: not replayed")
+            if ("serve_positional_model" in behaviours and items and items[0].text is not None
+                    and not items[0].text.startswith("-")):
+                items = [_Item("--model-path", items[0].tok)] + items
             texts = [it.text or "" for it in items]
             names = ("--model-path", "--model") if profile.serve_model_alias else ("--model-path",)
             if not any((t in names and k + 1 < len(texts)) or t.startswith(tuple(n + "=" for n in names))
@@ -288,12 +461,28 @@ def _prepare(tokens, profile, entry):
                             f"be the positional argument")
     if entry == "serve" and profile.serve_model_option:
         items = _vllm_model_option(items)
+    if entry == "serve" and "served_name_before_model_refused" in behaviours:
+        # vllm@0.18/vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args: after the --model
+        # move, an argv whose first word is an option, with --served-model-name and no --config, dies
+        # (a word not known from the spec is `--name=...` with its name known, or not an option)
+        texts = [it.text if it.text is not None else it.tok.prefix for it in items]
+        named = [it for it, t in zip(items, texts) if re.match(r"^--served[-_]model[-_]name(=.+|$)", t)]
+        if named and texts[0].startswith("-") and not any(re.match(r"^--config(=.+|$)", t) for t in texts):
+            _fail(REQUIRED, f"{profile.label}: `vllm serve` with {named[0].tok.text.split('=')[0]} "
+                            f"({named[0].tok.where()}) needs the model as the first positional argument")
     items, config = _config(items, profile, entry)
     for it in items:
         if it.text is not None:
             it.text = _underscores(it.text, profile)
     if profile.dotted_json:
         items = _dotted(items, profile)
+    if "-O" in profile.options_for(entry):
+        # vllm@0.11/vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args rewrites -O<level>,
+        # -O=<level> and -O <digit> into other options before argparse: not replayed
+        hit = next((it for it in items if it.text is not None and it.text.startswith("-O")), None)
+        if hit is not None:
+            _unknown(f"{hit.text} ({hit.tok.where()}): {profile.label} rewrites -O options before parsing, "
+                     f"which this plugin does not replay")
     return items, config
 
 
@@ -390,7 +579,10 @@ def _unsafe_unknown(tok, parser):
     if prefix.startswith("--") and "=" in prefix:
         name = prefix.split("=", 1)[0]
         cls = parser.classify(_Item(name, tok)) if name in parser.table else None
-        if isinstance(cls, _Opt) and cls.action and cls.action != DTYPE_OPTION and cls.arity == "1":
+        known = facts(parser.profile)
+        plain = not known.kinds.get(getattr(cls, "action", None) or "") and not any(
+            option == getattr(cls, "action", None) for _, option in known.start_up)
+        if isinstance(cls, _Opt) and cls.action and cls.action != DTYPE_OPTION and cls.arity == "1" and plain:
             return ""
     return f"{tok.where()} is not known from the spec ({tok.reason})"
 
@@ -432,6 +624,7 @@ def _parse(tokens, profile, platform_may_extend, entry):
     state = {"stray": None}
     seen = set()
     choices = dict(profile.choices)
+    known = facts(profile)
 
     def take_dtype(item, value, value_item=None):
         known = value is not None and "\0" not in value
@@ -479,11 +672,20 @@ def _parse(tokens, profile, platform_may_extend, entry):
             values, stop = [it.text for it in items[start + 1:start + 1 + count]], start + 1 + count
         seen.add(opt.action)
         value_item = items[start + 1] if opt.explicit is None and stop > start + 1 else None
+        if opt.action != DTYPE_OPTION:
+            _replay_value(opt.action, values, item, known, state, occurrences)
         if opt.action == DTYPE_OPTION:
             take_dtype(item, values[0] if values else None, value_item)
         elif opt.action in choices:
             for value in values:
-                if value is not None and "\0" not in value and value not in choices[opt.action]:
+                if value is None or "\0" in value:
+                    continue
+                if value in ("", "None"):
+                    # vLLM's optional_type turns these into None before the choices check, and the
+                    # recorded (string) choices cannot say whether None itself is among them
+                    state.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} may be read as None, "
+                                               f"which the choices {profile.label} had here may not hold")
+                elif value not in choices[opt.action]:
                     if opt.action.startswith("--kv"):
                         _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} "
                                              f"({item.tok.where()})", occurrences)
@@ -544,7 +746,19 @@ def _parse(tokens, profile, platform_may_extend, entry):
         shown = " ".join(it.text if it.text is not None and "\0" not in it.text else "..." for it in extras[:4])
         shown += " ..." if len(extras) > 4 else ""
         _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({extras[0].tok.where()})", occurrences)
+    uncertain = None
+    if entry:
+        try:
+            _start_up(seen, entry, known, occurrences)
+        except _Stop as stop:
+            if stop.parse.outcome == REJECTED and not config_file:
+                raise
+            uncertain = stop.parse.reason if stop.parse.outcome == UNKNOWN else (
+                stop.parse.reason + ", unless the --config file changes that")
     result = _conclude(tuple(occurrences), config_file, profile, platform_may_extend, state.get("unknown_value"))
+    for why in (uncertain, state.get("file")):
+        if result.outcome == OK and why:
+            return Parse(UNKNOWN, None, None, why, result.occurrences, result.winner)
     if result.outcome == OK and state.get("choice"):
         return Parse(UNKNOWN, None, None, state["choice"], result.occurrences, result.winner)
     if result.outcome == OK and state["stray"] is not None:
@@ -553,6 +767,57 @@ def _parse(tokens, profile, platform_may_extend, entry):
                      f"{stray.tok.where()} ({stray.text!r}) is a positional argument, which this entry point "
                      f"may reject", result.occurrences, result.winner)
     return result
+
+
+def _replay_value(name, values, item, known, state, occurrences):
+    """What the option's action and `type=` do with its values, at the token, as argparse runs them."""
+    kind, *rest = (known.kinds.get(name) or "store str").split(" ")
+    where = item.tok.where()
+    if kind in ("help", "version"):
+        _fail(EXITS, f"{name} ({where}) prints {'the help' if kind == 'help' else 'the version'} and exits: the "
+                     f"engine does not start", occurrences)
+    if kind == "fails":
+        _fail(START_UP, f"{name} ({where}) is refused by the release's own parser action (an option it no "
+                        f"longer supports)", occurrences)
+    if kind == "custom":
+        _unknown(f"{name} ({where}) runs the release's own argparse Action, which this plugin does not replay",
+                 occurrences)
+    if "file" in rest and name != "--config":   # --config FILE: see _config
+        state.setdefault("file", f"{name} ({where}) names a file in the image, which the engine reads at "
+                                 f"start-up (not in the Pod spec)")
+    type_name = rest[0] if rest and rest[0] != "file" else "str"
+    if type_name == "str":
+        return
+    for value in values:
+        if value == "--":
+            # `--opt=--`: CPython 3.10-3.12 drop the `--` (nothing is converted), later ones do not
+            # (see PYTHON_DIFFERENCES)
+            _unknown(f"{name}=-- ({where}): what argparse does with a `--` value differs between CPython "
+                     f"releases", occurrences)
+        if value is None or "\0" in value:
+            _unknown(f"the value of {name} ({where}) is not known from the spec, and the release converts it "
+                     f"({type_name.split(':')[0]})", occurrences)
+        ok = type_accepts(type_name, value, known.probes)
+        if ok is None:
+            _unknown(f"{name} {value!r} ({where}): the release checks this value with its own code (for "
+                     f"example a pydantic config), which this plugin does not replay", occurrences)
+        if not ok:
+            _fail(INVALID_VALUE, f"argument {name}: invalid {type_name.split('|')[-1]} value: {value!r} ({where})",
+                  occurrences)
+
+
+def _start_up(seen, entry, known, occurrences):
+    """The entry point's checks after the parse: '' when none applies, else raises."""
+    read = sorted(name for name in seen if (entry, name) in known.start_up)
+    if not read:
+        return
+    if len(read) == 1 and known.start_up[(entry, read[0])] != "reads":
+        outcome = known.start_up[(entry, read[0])]
+        if outcome.startswith("dies"):
+            _fail(START_UP, f"{read[0]}: the start-up check refuses it: {outcome[len('dies: '):]}", occurrences)
+        return
+    _unknown(f"the checks the release runs after parsing read {', '.join(read)}, in a combination this plugin "
+             f"does not replay", occurrences)
 
 
 def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_value=None):
@@ -570,11 +835,12 @@ def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_va
                              f"{final.value!r} is not a {profile.label} value, but a platform "
                              f"plugin (e.g. vLLM-Ascend) may register it", occurrences, winner)
             return Parse(REJECTED, None, INVALID_VALUE, _invalid(final.value, profile, final), occurrences, winner)
-        if config_file and not profile.final_value_only:
+        if config_file:
             return Parse(UNKNOWN, None, None,
                          f"--config FILE is read before the command line and {profile.label} "
-                         f"validates every value, so a dtype in that file (not in the spec) could still be fatal; "
-                         f"the command line says {final.value!r}", occurrences, winner)
+                         f"checks every value in it, so that file (not in the spec: it may be missing, empty or "
+                         f"hold a value the engine refuses) could still be fatal; the command line says "
+                         f"{final.value!r}", occurrences, winner)
         return Parse(OK, final.value, None, _winning(final, len(occurrences)), occurrences, winner)
     if config_file:
         return Parse(UNKNOWN, None, None,

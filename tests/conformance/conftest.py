@@ -63,9 +63,13 @@ def pytest_terminal_summary(terminalreporter):
         return
     tr = terminalreporter
     tr.section("engine conformance")
-    tr.write_line(f"releases: {len(RELEASES_SEEN)} ({', '.join(sorted(RELEASES_SEEN))})")
-    tr.write_line(f"cases: {STATS['cases']}  agreements: {STATS['agree']}  UNKNOWN: {STATS['unknown']}  "
-                  f"definite disagreements: {STATS['disagree']}  (entry point absent in that release: "
-                  f"{STATS['absent']})")
+    if STATS["cases"]:
+        tr.write_line(f"releases: {len(RELEASES_SEEN)} ({', '.join(sorted(RELEASES_SEEN))})")
+        tr.write_line(f"cases: {STATS['cases']}  agreements: {STATS['agree']}  UNKNOWN: {STATS['unknown']}  "
+                      f"definite disagreements: {STATS['disagree']}  (entry point absent in that release: "
+                      f"{STATS['absent']})")
+    if STATS["fuzz cases"]:
+        tr.write_line(f"fuzzed: {STATS['fuzz cases']} cases, {STATS['fuzz unknown']} UNKNOWN, "
+                      f"{STATS['fuzz disagree']} definite disagreements")
     for reason, count in UNKNOWN_REASONS.most_common(8):
         tr.write_line(f"  UNKNOWN x{count}: {reason}")

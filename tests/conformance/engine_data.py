@@ -9,23 +9,63 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(os.path.dirname(HERE)))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TARGET = os.path.join(ROOT, "kubectl_kvcache", "engine", "parsers.py")
 
 from client import OracleProcess  # noqa: E402
 from releases import RELEASES  # noqa: E402
+from fuzz_types import PROBES  # noqa: E402
 
 ENTRIES = {"vllm": ("api_server", "serve"), "sglang": ("launch_server", "sglang_serve")}
+
+# Behaviours of an entry point's own argv preparation, each decided by running one argv through
+# the real entry point: (engine, entry, argv, the answer that means "has it").
+BEHAVIOUR_PROBES = {
+    # sglang serve MODEL ...: a first word that is not an option is the model path
+    "serve_positional_model": ("sglang", "sglang_serve", ["m"], "ok"),
+    # vllm serve --served-model-name x m: "`model` should be provided as the first positional argument"
+    "served_name_before_model_refused": ("vllm", "serve", ["--served-model-name", "x", "--port", "8000", "m"], "dies"),
+}
+
+
+def behaviours(oracle, engine):
+    probes = [(n, p) for n, p in sorted(BEHAVIOUR_PROBES.items()) if p[0] == engine]
+    answers = oracle.ask_many([{"entry": p[1], "argv": p[2]} for _, p in probes])
+    return {n: a.get("outcome") == p[3] for (n, p), a in zip(probes, answers) if a.get("outcome") != "absent"}
+
+
+# An option names a file in the image when its help speaks of a path and a file AND its own name
+# says so (SGLang's --hicache-storage-backend help mentions its `file` backend and a module path).
+_FILE_NAME = re.compile(r"(file|template|certs|path)(-|$)")
+
+
+def descriptor(name, row):
+    """An option's action and value type as the model's vocabulary says it (kvparse.TYPES), or
+    "" where the model need not know more (a no-value flag, or a value any string satisfies)."""
+    from kubectl_kvcache.engine.kvparse import classify_type
+    kind = row["action"]
+    if kind in ("store_true", "store_false", "store_const", "append_const", "count", "boolean", "flag"):
+        return ""
+    words = [kind]
+    if "probes" in row:
+        words.append(classify_type(row["probes"], PROBES))
+    if row.get("file") and _FILE_NAME.search(name):
+        words.append("file")
+    text = " ".join(words)
+    return "" if text in ("store str", "append str", "extend str") else text
 
 
 def describe_release(engine, version):
     oracle = OracleProcess(engine, version)
     try:
         answers = oracle.ask_many([{"describe": entry} for entry in ENTRIES[engine]])
+        found = behaviours(oracle, engine)
     finally:
         oracle.close()
     out = {}
@@ -35,6 +75,7 @@ def describe_release(engine, version):
         if "options" not in answer:
             raise RuntimeError(f"{engine} {version} {entry}: {answer}")
         out[entry] = answer
+    out["_behaviours"] = found
     return out
 
 
@@ -58,8 +99,28 @@ def build(described):
         per = described[engine]
         primary = ENTRIES[engine][0]
         values, options, positionals, checks, differs, required, option_choices = {}, {}, {}, {}, {}, {}, {}
+        kinds, start_up, found = {}, {}, {}
         for version in releases:
             main = per[version][primary]
+            for name, row in main.get("actions", {}).items():
+                word = descriptor(name, row)
+                if word:
+                    kinds.setdefault(name, {})[version] = word
+                if row.get("choices") and not name.startswith("--kv"):
+                    option_choices.setdefault(name, {})[version] = " ".join(row["choices"])
+            for name, has in (per[version].get("_behaviours") or {}).items():
+                if has:
+                    found.setdefault(name, {})[version] = True
+            for entry, desc in per[version].items():
+                if entry.startswith("_"):
+                    continue
+                alone = desc.get("start_up_alone", {})
+                for dest, names in desc.get("start_up_reads", {}).items():
+                    for name in names:
+                        outcome = alone.get(name, "reads") if name in alone else "reads"
+                        if name in alone:
+                            outcome = "ok" if alone[name] is None else "dies: " + str(alone[name])[:160]
+                        start_up.setdefault(f"{entry} {name}", {})[version] = outcome
             accepted = main["choices"] if main["choices"] is not None else main["validator"]
             if main["choices"] is not None:
                 checks[version] = "parse"
@@ -74,6 +135,8 @@ def build(described):
             for name, values_of in main["option_choices"].items():
                 option_choices.setdefault(name, {})[version] = " ".join(values_of)
             for entry, desc in per[version].items():
+                if entry.startswith("_"):
+                    continue
                 positionals.setdefault(entry, {})[version] = " ".join(desc["positionals"]) or "-"
                 if entry == primary:
                     continue
@@ -92,6 +155,10 @@ def build(described):
             "positionals": {e: spans(releases, p) for e, p in sorted(positionals.items())},
             "entry_options": {f"{e} {o}": spans(releases, p) for e in sorted(differs)
                               for o, p in sorted(differs[e].items())},
+            "probes": PROBES,
+            "kinds": {o: spans(releases, p) for o, p in sorted(kinds.items())},
+            "start_up": {k: spans(releases, p) for k, p in sorted(start_up.items())},
+            "behaviours": {b: [s[1:] for s in spans(releases, p)] for b, p in sorted(found.items())},
         }
     return data
 
@@ -118,6 +185,16 @@ def dump(data):
              'no value, "1" one, or argparse nargs "?", "*", "+"); the required options; the string choices',
              'of other options (space-separated); the positionals of each entry point; and',
              'where an entry point\'s parser differs from the first one ("-": absent there).',
+             '',
+             'What the model needs to replay the other options (issue 23; format in docs/engines.md):',
+             '"probes", the values each option\'s `type=` was asked about; "kinds", for each option whose',
+             'value is not just any string: "<action> [<type>] [file]", action one of store, append, extend,',
+             'custom (the engine\'s own Action: not replayed), fails (raises at the token), help, version;',
+             'type one of kvparse.TYPES, or "opaque:<one 1/0 per probe>" (only the probed answers are',
+             'known); "file": its value names a file. "start_up": "<entry> <option>" -> what the entry',
+             'point\'s checks after the parse do when that option is given alone ("ok", "dies: message")',
+             'or "reads" (they read its value; not replayed). "behaviours": argv preparation of the',
+             'entry points, each decided by running one argv through the real entry point.',
              '"""',
              "",
              "PARSERS = {"]
@@ -144,7 +221,7 @@ def dump(data):
     return "\n".join(lines) + "\n"
 
 
-def generate(jobs=2):
+def generate(jobs=2, save=None):
     described = {e: {} for e in RELEASES}
     errors = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
@@ -157,6 +234,9 @@ def generate(jobs=2):
                 errors.append(f"{e} {v}: {str(exc)[:300]}")
     if errors:
         raise RuntimeError("engine-data: releases whose parser could not be read:\n" + "\n".join(sorted(errors)))
+    if save:
+        with open(save, "w") as f:
+            json.dump(described, f)
     return dump(build(described))
 
 
@@ -164,8 +244,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="write parsers.py instead of checking it")
     ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--described", help="read (or, with --save, write) the parsers' descriptions from/to this "
+                                        "JSON file instead of asking every release again")
+    ap.add_argument("--save", action="store_true")
     args = ap.parse_args(argv)
-    text = generate(args.jobs)
+    if args.described and not args.save:
+        with open(args.described) as f:
+            text = dump(build(json.load(f)))
+    else:
+        text = generate(args.jobs, args.described)
     if args.write:
         with open(TARGET + ".tmp", "w") as f:
             f.write(text)

@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import standins  # noqa: E402
+import fuzz_types  # noqa: E402
 
 
 class Captured(BaseException):
@@ -73,7 +74,14 @@ class Oracle:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         self.standins = standins.install(refuse=(engine,) + PLATFORM_PROBES)
         self.tolerant = standins.install_tolerant([engine], CRITICAL[engine], CRITICAL_PREFIXES[engine])
+        # argparse's error() and the help action format the usage or help of several hundred
+        # options before exiting (~0.1-0.4 s a time); the outcome (the error line, the exit) is
+        # the same without that text, so the oracle skips printing it
+        argparse.ArgumentParser.print_usage = lambda self, file=None: None
+        argparse.ArgumentParser.print_help = lambda self, file=None: None
         self.parsers = []
+        self.reads = fuzz_types.ReadRecorder()
+        self.post_parse = None
         self._record_parsers()
 
     # --- speed: build each parser's options once -------------------------------------------
@@ -131,10 +139,14 @@ class Oracle:
         def parse_args(parser, args=None, namespace=None):
             result = real_parse_args(parser, args, namespace)
             if hasattr(result, "kv_cache_dtype"):
-                oracle.last_namespace = result
+                oracle.last_namespace = oracle.reads.watch(result)
+                oracle.reads.on = True   # what start-up code reads from here on (describe)
                 if oracle.stop_after_parse:
                     # python -m ...api_server: what runs after the parse starts the server (and
-                    # in old releases builds it inline); the parse is what is being judged
+                    # in old releases builds it inline); the parse, and the argv checks the
+                    # release runs right after it (validate_parsed_serve_args), are judged
+                    if oracle.post_parse is not None:
+                        oracle.post_parse(result)
                     raise Captured(result)
             return result
 
@@ -188,7 +200,10 @@ class Oracle:
             self.stop_after_parse = False
 
     def _run_vllm_api_server(self, argv):
-        module, code = self._main_block("vllm.entrypoints.openai.api_server")
+        if getattr(self, "_api_server", None) is None:   # parsing the module's source is slow: once
+            module, code = self._main_block("vllm.entrypoints.openai.api_server")
+            self._api_server = (module, code, _post_parse_check(module, code))
+        module, code, self.post_parse = self._api_server
         namespace = dict(vars(module))
         namespace["__name__"] = "__main__"
 
@@ -230,16 +245,21 @@ class Oracle:
     def _call(self, fn):
         err = io.StringIO()
         self.last_namespace = None
+        self.reads.on = False
+        self.reads.reads.clear()
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
                 fn()
         except Captured as cap:
+            self.reads.on = False
             return self._value(cap.namespace)
         except SystemExit as exc:
+            self.reads.on = False
             if exc.code in (0, None):
                 return {"outcome": "exit0"}
             return {"outcome": "dies", "error": _last_line(err.getvalue()) or f"exit {exc.code}"}
         except Exception as exc:  # noqa: BLE001 - the engine dies with a traceback
+            self.reads.on = False
             return {"outcome": "dies", "error": f"{type(exc).__name__}: {exc}"[:300],
                     "traceback": traceback.format_exc()[-1500:]}
         if self.last_namespace is not None:
@@ -291,6 +311,7 @@ class Oracle:
         if not self.parsers:
             return {"error": f"no parser reads --kv-cache-dtype: {result}"}
         parser = self.parsers[-1]
+        start_up_reads = sorted(self.reads.reads)
         options, positionals, choices, required, option_choices = {}, [], None, [], {}
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
@@ -325,7 +346,44 @@ class Oracle:
             validator = sorted(str(v) for v in known)
         return {"options": dict(sorted(options.items())), "positionals": positionals, "choices": choices,
                 "validator": validator, "allow_abbrev": parser.allow_abbrev, "required": sorted(required),
-                "option_choices": dict(sorted(option_choices.items()))}
+                "option_choices": dict(sorted(option_choices.items())),
+                "actions": fuzz_types.describe_actions(parser), **self._start_up(entry, argv, start_up_reads)}
+
+    def _start_up(self, entry, model_argv, reads):
+        def run(argv):
+            answer = self.run(entry, argv)
+            return answer, sorted(self.reads.reads)
+        parser = self.parsers[-1]
+        read, solo = fuzz_types.start_up_probes(run, parser, model_argv, reads)
+        return {"start_up_reads": read, "start_up_alone": solo}
+
+
+def _post_parse_check(module, code):
+    """validate_parsed_serve_args when the api_server's main path calls it right after parsing
+    (its __main__ block, or the `main` that block imports), else None."""
+    import inspect
+    blocks = [node for node in ast.parse(inspect.getsource(module)).body
+              if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
+    if not blocks:
+        return None
+    if "validate_parsed_serve_args(" in ast.unparse(blocks[0]):
+        return vars(module).get("validate_parsed_serve_args")
+    for node in ast.walk(blocks[0]):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "main" for a in node.names):
+            main = __import__(node.module, fromlist=["main"]).main
+            source = inspect.getsource(main)
+            if "validate_parsed_serve_args(" not in source:
+                return None
+            found = main.__globals__.get("validate_parsed_serve_args")
+            for inner in ast.walk(ast.parse(source.lstrip())):
+                if found is None and isinstance(inner, ast.ImportFrom) and any(
+                        a.name == "validate_parsed_serve_args" for a in inner.names):
+                    import importlib
+                    package = main.__module__.rsplit(".", 1)[0]
+                    name = "." * inner.level + (inner.module or "")
+                    found = importlib.import_module(name, package if inner.level else None).validate_parsed_serve_args
+            return found
+    return None
 
 
 def _memoized(func, is_classmethod):

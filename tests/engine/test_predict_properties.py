@@ -139,7 +139,8 @@ def test_predict_never_raises(engine, declared, version, argv, env, env_from, im
         assert p.effective is None
     if p.outcome == kvparse.REJECTED:
         assert p.error in (kvparse.INVALID_VALUE, kvparse.AMBIGUOUS, kvparse.MISSING_VALUE, kvparse.UNRECOGNIZED,
-                           kvparse.IGNORED_VALUE, kvparse.REQUIRED, kvparse.CONFIG_ERROR)
+                           kvparse.IGNORED_VALUE, kvparse.REQUIRED, kvparse.CONFIG_ERROR, kvparse.EXITS,
+                           kvparse.START_UP)
     if p.outcome == kvparse.UNKNOWN:
         assert p.error is None
     if p.version is not None:
@@ -166,25 +167,45 @@ class _Parser(argparse.ArgumentParser):
         raise ArgparseError(message)
 
 
+def _checker(type_name):
+    def convert(value):
+        if not kvparse.type_accepts(type_name, value):
+            raise argparse.ArgumentTypeError(f"invalid {type_name} value")
+        return value
+    return convert
+
+
+ENTRY = {"vllm": "serve", "sglang": "launch_server"}
+
+
 def reference_parser(engine, version):
     """argparse configured like ENGINE at VERSION: every option of the release's real parser with its
-    arity (parsers.py), the dtype with `choices=`."""
+    arity (parsers.py) and its value type (the model's vocabulary), the dtype with `choices=`.
+    Options whose fate the model does not take from argparse (the engine's own actions, opaque
+    types, start-up checks) are collected in `parser.unmodelled`."""
     v = parse_version(version)
     prof = engines.profile(engine, v)
+    known = kvparse.facts(prof)
     parser = _Parser(prog=engine, add_help=False, allow_abbrev=True, exit_on_error=False)
+    parser.unmodelled = {name for entry, name in known.start_up if entry == ENTRY[engine]}
     for k, (name, arity) in enumerate(prof.table):
         if not name.startswith("-"):
             continue
+        kind, *rest = (known.kinds.get(name) or "store str").split(" ")
+        type_name = rest[0] if rest and rest[0] != "file" else "str"
+        if kind not in ("store", "append", "extend") or type_name.startswith("opaque") or "file" in rest:
+            parser.unmodelled.add(name)
+        typed = {} if type_name == "str" or type_name.startswith("opaque") else {"type": _checker(type_name)}
         if name == engines.DTYPE_OPTION:
             parser.add_argument(name, dest="kv_cache_dtype", choices=sorted(prof.accepted))
         elif arity == "0":
             parser.add_argument(name, dest=f"o{k}", action="store_true")
         elif arity in ("?", "*", "+"):
-            parser.add_argument(name, dest=f"o{k}", nargs=arity)
+            parser.add_argument(name, dest=f"o{k}", nargs=arity, **typed)
         elif arity.isdigit() and arity != "1":
-            parser.add_argument(name, dest=f"o{k}", nargs=int(arity))
+            parser.add_argument(name, dest=f"o{k}", nargs=int(arity), **typed)
         else:
-            parser.add_argument(name, dest=f"o{k}")
+            parser.add_argument(name, dest=f"o{k}", **typed)
     return parser
 
 
@@ -206,6 +227,18 @@ def reference(engine, version, tokens):
         tokens = vllm_rewrite(tokens)
     if "--" in tokens and tokens.index("--") == len(tokens) - 1:
         return None  # a trailing `--`: see the module docstring
+    for t in tokens:
+        if t == "--":
+            break
+        if t.startswith("-") and not t.startswith("---"):
+            try:
+                found = parser._parse_optional(t)
+            except (ArgparseError, argparse.ArgumentError):
+                found = None
+            for hit in (found if isinstance(found, list) else [found]):
+                action = hit[0] if isinstance(hit, tuple) else None
+                if action is not None and set(action.option_strings) & parser.unmodelled:
+                    return None  # decided by the engine's own code (see reference_parser)
     try:
         namespace, extras = parser.parse_known_args(tokens)
     except (ArgparseError, argparse.ArgumentError) as e:
