@@ -148,5 +148,22 @@ def setting(value, spec_value=None, editable=True):
     return obj
 
 
+def hostile(evil):
+    """A small cluster with `evil` (markup, control characters) in every field a report prints:
+    a Binding's dtype, a role's extraArgs, Pod names, argv, an injected Pod's Binding."""
+    return [
+        binding("b1", "fp8"),
+        binding("b2", evil, domain="evil"),
+        deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 1,
+                                 "extraArgs": [f"--kv-cache-dtype={evil}"]}]),
+        md_pod("pod-" + evil, "md", vllm_argv("fp8", extra=[f"--kv-cache-dtype={evil}"])),
+        deployment("md2", binding_name="b2"),
+        md_pod("md2-0", "md2", vllm_argv(evil)),
+        injected_pod("inj-" + evil, "missing-" + evil,
+                     containers=[container("vllm", args=["vllm", "serve", "m", "--note", evil])]),
+        setting("true"),
+    ]
+
+
 def as_list(*objs):
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(objs)}

@@ -33,25 +33,10 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
-def hostile_objects():
-    return [
-        o.binding("b1", "fp8"),
-        o.binding("b2", EVIL, domain="evil"),
-        o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 1,
-                                   "extraArgs": [f"--kv-cache-dtype={EVIL}"]}]),
-        o.md_pod("pod-" + EVIL, "md", o.vllm_argv("fp8", extra=[f"--kv-cache-dtype={EVIL}"])),
-        o.deployment("md2", binding_name="b2"),
-        o.md_pod("md2-0", "md2", o.vllm_argv(EVIL)),
-        o.injected_pod("inj-" + EVIL, "missing-" + EVIL,
-                       containers=[o.container("vllm", args=["vllm", "serve", "m", "--note", EVIL])]),
-        o.setting("true"),
-    ]
-
-
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     path = tmp_path_factory.mktemp("markdown") / "cluster.json"
-    path.write_text(json.dumps(o.as_list(*hostile_objects())))
+    path.write_text(json.dumps(o.as_list(*o.hostile(EVIL))))
     return str(path)
 
 
