@@ -31,6 +31,8 @@ def release_slice(engine, release, as_release=None):
                 row = _rows_at(rows, release)
                 if row is not None:
                     body[key][name] = [row[:-2] + [label, None]]
+        elif value and not isinstance(value[0], list):     # a plain list (the probes): every release's
+            body[key] = list(value)
         else:
             row = _rows_at(value, release)
             body[key] = [row[:-2] + [label, None]] if row is not None else []

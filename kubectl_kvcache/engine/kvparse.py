@@ -617,37 +617,50 @@ def _parse(tokens, profile, platform_may_extend, entry):
             pattern.append("O")
     pattern = "".join(pattern)
 
-    positional_arities = profile.positionals(entry) if entry else None
-    positionals = list(positional_arities) if positional_arities is not None else None
-    occurrences: list[Occurrence] = []
-    extras: list[_Item] = []
-    state = {"stray": None}
-    seen = set()
-    choices = dict(profile.choices)
-    known = facts(profile)
+    return _Run(profile, entry, items, pattern, opts).run(config_file, platform_may_extend)
 
-    def take_dtype(item, value, value_item=None):
+
+class _Run:
+    """One replay of argparse's parse over classified items: the walk (consume_optional,
+    consume_positionals, as argparse's _parse_known_args), the --kv-cache-dtype occurrences it
+    meets, and `notes`: what may still turn an OK into UNKNOWN (a stray positional, a value not
+    known from the spec, a choice or a file the image decides)."""
+
+    def __init__(self, profile, entry, items, pattern, opts):
+        self.profile, self.entry = profile, entry
+        self.items, self.pattern, self.opts = items, pattern, opts
+        positional_arities = profile.positionals(entry) if entry else None
+        self.positionals = list(positional_arities) if positional_arities is not None else None
+        self.occurrences: list[Occurrence] = []
+        self.extras: list[_Item] = []
+        self.notes = {"stray": None}
+        self.seen = set()
+        self.choices = dict(profile.choices)
+        self.known = facts(profile)
+
+    def take_dtype(self, item, value, value_item=None):
         known = value is not None and "\0" not in value
-        valid = known and value in profile.accepted
+        valid = known and value in self.profile.accepted
         shown = value_item.shown if value_item is not None and value_item.shown else value
-        occurrences.append(Occurrence(item.tok.source, item.tok.index, item.tok.text or item.text,
-                                      shown if known else None, valid))
+        self.occurrences.append(Occurrence(item.tok.source, item.tok.index, item.tok.text or item.text,
+                                           shown if known else None, valid))
         if not known:
             source = value_item.tok if value_item is not None else item.tok
             why = source.reason or item.tok.reason
-            state["unknown_value"] = (f"the value of {DTYPE_OPTION} at {item.tok.where()}, {source.where()}, is not "
-                                      f"known from the spec ({why})")
-            if not profile.final_value_only:
-                _unknown(state["unknown_value"], occurrences, len(occurrences) - 1)
+            self.notes["unknown_value"] = (f"the value of {DTYPE_OPTION} at {item.tok.where()}, {source.where()}, "
+                                           f"is not known from the spec ({why})")
+            if not self.profile.final_value_only:
+                _unknown(self.notes["unknown_value"], self.occurrences, len(self.occurrences) - 1)
             return
-        if not valid and not profile.final_value_only:
-            _fail(INVALID_VALUE, _invalid(shown, profile, item.tok), occurrences, len(occurrences) - 1)
+        if not valid and not self.profile.final_value_only:
+            _fail(INVALID_VALUE, _invalid(shown, self.profile, item.tok), self.occurrences,
+                  len(self.occurrences) - 1)
 
-    def consume_optional(start):
-        opt = opts[start]
-        item = items[start]
+    def consume_optional(self, start):
+        opt = self.opts[start]
+        item = self.items[start]
         if opt.action is None:
-            extras.append(item)
+            self.extras.append(item)
             return start + 1
         arity = opt.arity
         if opt.explicit is not None:
@@ -656,117 +669,123 @@ def _parse(tokens, profile, platform_may_extend, entry):
                 _unknown(f"{item.text} ({item.tok.where()}) combines short options, which this plugin does not replay")
             if arity.isdigit() and int(arity) > 1:
                 _fail(MISSING_VALUE, f"argument {opt.action}: expected {arity} arguments ({item.tok.where()})",
-                      occurrences)
+                      self.occurrences)
             if arity != "0":
                 values, stop = [opt.explicit], start + 1
             else:
                 _fail(IGNORED_VALUE, f"argument {opt.action}: ignored explicit argument {opt.explicit!r} "
-                                     f"({item.tok.where()})", occurrences)
+                                     f"({item.tok.where()})", self.occurrences)
         else:
-            rest = pattern[start + 1:]
+            rest = self.pattern[start + 1:]
             m = re.match(_nargs_pattern(arity, True), rest)
             if not m:
                 expected = _EXPECTED.get(arity) or f"expected {arity} arguments"
-                _fail(MISSING_VALUE, f"argument {opt.action}: {expected} ({item.tok.where()})", occurrences)
+                _fail(MISSING_VALUE, f"argument {opt.action}: {expected} ({item.tok.where()})", self.occurrences)
             count = len(m.group(1))
-            values, stop = [it.text for it in items[start + 1:start + 1 + count]], start + 1 + count
-        seen.add(opt.action)
-        value_item = items[start + 1] if opt.explicit is None and stop > start + 1 else None
+            values, stop = [it.text for it in self.items[start + 1:start + 1 + count]], start + 1 + count
+        self.seen.add(opt.action)
+        value_item = self.items[start + 1] if opt.explicit is None and stop > start + 1 else None
         if opt.action != DTYPE_OPTION:
-            _replay_value(opt.action, values, item, known, state, occurrences)
+            _replay_value(opt.action, values, item, self.known, self.notes, self.occurrences)
         if opt.action == DTYPE_OPTION:
-            take_dtype(item, values[0] if values else None, value_item)
-        elif opt.action in choices:
+            self.take_dtype(item, values[0] if values else None, value_item)
+        elif opt.action in self.choices:
             for value in values:
                 if value is None or "\0" in value:
                     continue
                 if value in ("", "None"):
                     # vLLM's optional_type turns these into None before the choices check, and the
                     # recorded (string) choices cannot say whether None itself is among them
-                    state.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} may be read as None, "
-                                               f"which the choices {profile.label} had here may not hold")
-                elif value not in choices[opt.action]:
+                    self.notes.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} may be read as "
+                                                    f"None, which the choices {self.profile.label} had here may "
+                                                    f"not hold")
+                elif value not in self.choices[opt.action]:
                     if opt.action.startswith("--kv"):
                         _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} "
-                                             f"({item.tok.where()})", occurrences)
+                                             f"({item.tok.where()})", self.occurrences)
                     # other options' choices can depend on what the image has installed
-                    state.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} is outside the "
-                                               f"choices {profile.label} had where they were read (they can "
-                                               f"depend on what the image installs)")
+                    self.notes.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} is outside the "
+                                                    f"choices {self.profile.label} had where they were read (they "
+                                                    f"can depend on what the image installs)")
         return stop
 
-    def consume_positionals(start):
-        if positionals is None:
+    def consume_positionals(self, start):
+        if self.positionals is None:
             # the parser's positionals are not known: a positional here may be refused
-            if start < len(items) and pattern[start] == "A" and state["stray"] is None:
-                state["stray"] = items[start]
+            if start < len(self.items) and self.pattern[start] == "A" and self.notes["stray"] is None:
+                self.notes["stray"] = self.items[start]
             n = 0
-            while start + n < len(pattern) and pattern[start + n] == "A":
+            while start + n < len(self.pattern) and self.pattern[start + n] == "A":
                 n += 1
             return start + n
-        selected = pattern[start:]
+        selected = self.pattern[start:]
         counts = []
-        for i in range(len(positionals), 0, -1):
-            regex = "".join(_nargs_pattern(a, False) for a in positionals[:i])
+        for i in range(len(self.positionals), 0, -1):
+            regex = "".join(_nargs_pattern(a, False) for a in self.positionals[:i])
             m = re.match(regex, selected)
             if m:
                 counts = [len(g) for g in m.groups()]
                 break
         for count in counts:
             start += count
-        del positionals[:len(counts)]
+        del self.positionals[:len(counts)]
         return start
 
-    indices = sorted(opts)
-    max_index = indices[-1] if indices else -1
-    start = 0
-    while start <= max_index:
-        nxt = min(i for i in indices if i >= start)
-        if start != nxt:
-            end = consume_positionals(start)
-            if end > start:
+    def run(self, config_file, platform_may_extend):
+        indices = sorted(self.opts)
+        max_index = indices[-1] if indices else -1
+        start = 0
+        while start <= max_index:
+            nxt = min(i for i in indices if i >= start)
+            if start != nxt:
+                end = self.consume_positionals(start)
+                if end > start:
+                    start = end
+                    continue
                 start = end
-                continue
-            start = end
-        if start not in opts:
-            extras.extend(items[start:nxt])
-            start = nxt
-        start = consume_optional(start)
-    stop = consume_positionals(start)
-    extras.extend(items[stop:])
+            if start not in self.opts:
+                self.extras.extend(self.items[start:nxt])
+                start = nxt
+            start = self.consume_optional(start)
+        stop = self.consume_positionals(start)
+        self.extras.extend(self.items[stop:])
 
-    if positionals:
-        required = [a for a in positionals if a in ("1", "+") or a.isdigit()]
-        if required:
-            _fail(REQUIRED, "the following arguments are required: the model (a positional)", occurrences)
-    for names in (profile.required_options if entry else ()):   # a fragment (entry None) is not a whole argv
-        if not seen & set(names.split("/")) and not config_file:
-            _fail(REQUIRED, f"the following arguments are required: {names}", occurrences)
-    if extras:
-        shown = " ".join(it.text if it.text is not None and "\0" not in it.text else "..." for it in extras[:4])
-        shown += " ..." if len(extras) > 4 else ""
-        _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({extras[0].tok.where()})", occurrences)
-    uncertain = None
-    if entry:
-        try:
-            _start_up(seen, entry, known, occurrences)
-        except _Stop as stop:
-            if stop.parse.outcome == REJECTED and not config_file:
-                raise
-            uncertain = stop.parse.reason if stop.parse.outcome == UNKNOWN else (
-                stop.parse.reason + ", unless the --config file changes that")
-    result = _conclude(tuple(occurrences), config_file, profile, platform_may_extend, state.get("unknown_value"))
-    for why in (uncertain, state.get("file")):
-        if result.outcome == OK and why:
-            return Parse(UNKNOWN, None, None, why, result.occurrences, result.winner)
-    if result.outcome == OK and state.get("choice"):
-        return Parse(UNKNOWN, None, None, state["choice"], result.occurrences, result.winner)
-    if result.outcome == OK and state["stray"] is not None:
-        stray = state["stray"]
-        return Parse(UNKNOWN, None, None,
-                     f"{stray.tok.where()} ({stray.text!r}) is a positional argument, which this entry point "
-                     f"may reject", result.occurrences, result.winner)
-    return result
+        if self.positionals:
+            required = [a for a in self.positionals if a in ("1", "+") or a.isdigit()]
+            if required:
+                _fail(REQUIRED, "the following arguments are required: the model (a positional)",
+                      self.occurrences)
+        for names in (self.profile.required_options if self.entry else ()):   # a fragment is not a whole argv
+            if not self.seen & set(names.split("/")) and not config_file:
+                _fail(REQUIRED, f"the following arguments are required: {names}", self.occurrences)
+        if self.extras:
+            shown = " ".join(it.text if it.text is not None and "\0" not in it.text else "..."
+                             for it in self.extras[:4])
+            shown += " ..." if len(self.extras) > 4 else ""
+            _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({self.extras[0].tok.where()})",
+                  self.occurrences)
+        uncertain = None
+        if self.entry:
+            try:
+                _start_up(self.seen, self.entry, self.known, self.occurrences)
+            except _Stop as stop:
+                if stop.parse.outcome == REJECTED and not config_file:
+                    raise
+                uncertain = stop.parse.reason if stop.parse.outcome == UNKNOWN else (
+                    stop.parse.reason + ", unless the --config file changes that")
+        result = _conclude(tuple(self.occurrences), config_file, self.profile, platform_may_extend,
+                           self.notes.get("unknown_value"))
+        for why in (uncertain, self.notes.get("file")):
+            if result.outcome == OK and why:
+                return Parse(UNKNOWN, None, None, why, result.occurrences, result.winner)
+        if result.outcome == OK and self.notes.get("choice"):
+            return Parse(UNKNOWN, None, None, self.notes["choice"], result.occurrences, result.winner)
+        if result.outcome == OK and self.notes["stray"] is not None:
+            stray = self.notes["stray"]
+            return Parse(UNKNOWN, None, None,
+                         f"{stray.tok.where()} ({stray.text!r}) is a positional argument, which this entry point "
+                         f"may reject", result.occurrences, result.winner)
+        return result
 
 
 def _replay_value(name, values, item, known, state, occurrences):

@@ -345,6 +345,13 @@ def _check_document(name, doc):
     if not isinstance(found, list) or not found or not all(isinstance(r, str) and parse_version(r) for r in found):
         raise EngineDataError(f"{name}: data.releases: not a list of release numbers")
     for key, value in body.items():
+        if key == "probes":
+            # the values each option's type answers were probed with (kinds' answers index into
+            # them): the same list as the built-in data's, or the answers would be misread
+            if value != list(data.parsers()[engine].get("probes", ())):
+                raise EngineDataError(f"{name}: data.probes: not the values this plugin's data was probed with "
+                                      f"(write it again with this plugin's scripts/engine-data)")
+            continue
         if key != "releases" and not (isinstance(value, dict) and all(_is_rows(v) for v in value.values())
                                       or _is_rows(value)):
             raise EngineDataError(f"{name}: data.{key}: not spans of releases as scripts/engine-data writes them")
