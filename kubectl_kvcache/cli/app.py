@@ -156,7 +156,11 @@ def run(entry=None):
     import atexit
     import threading
 
-    code = (entry or command_line)()
+    try:
+        code = (entry or command_line)()
+    except KeyboardInterrupt:       # before main() could catch it (imports, completion): as main() says it
+        sys.stderr.write("error: interrupted\n")
+        code = exitcodes.INTERRUPTED
     try:
         sys.stdout.flush()
         sys.stderr.flush()

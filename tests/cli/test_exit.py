@@ -52,3 +52,12 @@ def test_a_reader_that_went_away_is_exit_2_without_a_traceback():
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 2
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_ctrl_c_before_main_handles_it_is_one_line_and_130():
+    """Ctrl-C while the command's modules import, or during completion, reaches run() itself."""
+    probe = ("from kubectl_kvcache.cli import app\n"
+             "def entry():\n    raise KeyboardInterrupt\n"
+             "app.run(entry)\n")
+    p = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 130 and p.stdout == "" and p.stderr == "error: interrupted\n", p.stderr
