@@ -105,7 +105,7 @@ def test_namespaces_contexts_subcommands_and_flags(cluster, completion_namespace
     names, directive = kubectl_complete(cluster, tmp_path, "ver")
     assert names == ["verify", "version"] and directive == ":4"
     names, _ = kubectl_complete(cluster, tmp_path, "bindings", "--all")
-    assert names == ["--all-namespaces"]
+    assert names == ["--all-namespaces", "--all-contexts"]       # both flags bindings takes
     names, _ = kubectl_complete(cluster, tmp_path, "setting", "")
     assert names == ["status", "on", "off"]
 
