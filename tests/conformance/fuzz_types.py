@@ -27,7 +27,8 @@ PROBES = ["", " ", "0", "1", "-1", "7", " 7 ", "+3", "1_000", "08", "0x10", "1.5
           "abc", "x y", "{", "}", "{}", "[]", "[1]", "[1, 2]", '{"a": 1}', '{"x": null}', " {} ", "{'a': 1}",
           '"s"', "1,2", "a,b", "-", "--", "fp8", "bf16", "\u0661", "0.0", "-0", "1.", "1/2", "/dev/null",
           "m", "org/model", "8000", "65536", "99999999999999999999",
-          # what the operator renders for vLLM's connector options (its pkg/worker/kvcache/inject/vllm.go)
+          # what the operator renders for vLLM's connector options (its pkg/worker/kvcache/inject/vllm.go;
+          # every document operator/renderer.py writes is added below)
           '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}',
           '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}',
           '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}',
@@ -35,6 +36,28 @@ PROBES = ["", " ", "0", "1", "-1", "7", " 7 ", "+3", "1_000", "08", "0x10", "1.5
           '{"kv_connector":"NixlConnector","kv_role":"kv_both"}',
           '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","topic":"kv-events"}',
           '{"kv_connector":"X"}', '{"level": 3}', '{"mode": 3}']
+
+
+def _rendered_documents():
+    """Every --kv-transfer-config and --kv-events-config document the operator's renderer writes
+    (operator/renderer.py, from inject/vllm.go: renderVLLM), and the point-to-point document with
+    the extra config its tests use: a Pod the operator rendered is judged on probed values only."""
+    from kubectl_kvcache.operator import renderer
+
+    docs = [renderer.KV_EVENTS_DOC,
+            '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer",'
+            '"kv_connector_extra_config":{"mooncake_protocol":"tcp"}}']
+    for engine in renderer.STORE_CONNECTORS:
+        for kind in renderer.VLLM_KV_ROLES:
+            for store in (True, False):
+                for p2p in (True, False):
+                    doc = renderer.vllm_transfer_config(engine, kind, store, p2p)
+                    if doc is not None:
+                        docs.append(doc)
+    return docs
+
+
+PROBES += [d for d in dict.fromkeys(_rendered_documents()) if d not in PROBES]
 
 _KINDS = [("_StoreTrueAction", "store_true"), ("_StoreFalseAction", "store_false"),
           ("_StoreConstAction", "store_const"), ("_AppendConstAction", "append_const"),
