@@ -159,7 +159,9 @@ def run(entry=None):
     try:
         code = (entry or command_line)()
     except KeyboardInterrupt:       # before main() could catch it (imports, completion): as main() says it
-        sys.stderr.write("error: interrupted\n")
+        from kubectl_kvcache import render
+
+        render.error(sys.stderr, "interrupted")
         code = exitcodes.INTERRUPTED
     try:
         sys.stdout.flush()
