@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from runcli import kvcache as run
 from kubectl_kvcache import exitcodes
-from kubectl_kvcache.cli import main
 from kubectl_kvcache.cli.flows import fleet
 from kubectl_kvcache.render import fleet as view
 from kubectl_kvcache.render.core import Column, View
@@ -34,12 +34,6 @@ def kubeconfig(tmp_path, monkeypatch):
     path.write_text(KUBECONFIG)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     return str(path)
-
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("argv,says", [

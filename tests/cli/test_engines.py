@@ -1,7 +1,6 @@
 """`kubectl kvcache engines`, --engine-data FILE / $KVCACHE_ENGINE_DATA / the user data directory,
 and a deployment on a release newer than the engine data, through the real entry point."""
 
-import io
 import json
 
 import pytest
@@ -9,7 +8,7 @@ import yaml
 
 import enginefiles
 import objects as o
-from kubectl_kvcache.cli import main
+from runcli import kvcache as run
 from kubectl_kvcache.engine import add_releases
 
 
@@ -19,12 +18,6 @@ def no_user_files(tmp_path, monkeypatch):
     monkeypatch.delenv("KVCACHE_ENGINE_DATA", raising=False)
     yield
     add_releases([])
-
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def newer_file(path):

@@ -5,7 +5,6 @@ with a strict XML parser; one testcase per replica (verify) or object judged (ch
 (bindings), per role (roles); failures carry the reason and the fix; hostile cluster data (markup,
 control characters, XML's non-characters) stays text."""
 
-import io
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -15,7 +14,7 @@ import pytest
 
 import junit_schema
 import objects as o
-from kubectl_kvcache.cli import main
+from runcli import kvcache as run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "cluster.json")
@@ -24,12 +23,6 @@ EVIL = ("</failure><x>&amp;]]><![CDATA[ \"quoted\" 'single' <img src=x>"
 # what XML 1.0 cannot carry at all (Char production)
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 COMMANDS = ("verify", "check", "bindings", "roles")
-
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

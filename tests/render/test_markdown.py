@@ -3,7 +3,6 @@ linkify, as a ticket system renders it) must find no link, image, HTML or emphas
 cluster data, and tables with one row per item; pymarkdown (a GFM linter) must pass the
 document; as plain text every control character stays visible and the tables line up."""
 
-import io
 import json
 import os
 import re
@@ -14,7 +13,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 import objects as o
-from kubectl_kvcache.cli import main
+from runcli import kvcache as run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -25,12 +24,6 @@ EVIL = ("<img src=x onerror=alert(1)>[click](https://evil.example/a) https://evi
         "\x1b]0;pwned\x07\r\nNEXT\tcol\x9b31m\u202eend\ufffe")
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 COMMANDS = ("verify", "check", "bindings", "roles")
-
-
-def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdin=io.StringIO(""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
