@@ -114,9 +114,11 @@ def tree_at(rev, workdir):
 
 
 def micro(repeat=7):
-    """snapshot.pod_record per Pod, this checkout vs --before, in process (the cluster path);
+    """decode.pod_record per Pod, this checkout vs --before, in process (the cluster path);
     CPU time (process_time), so that other load on the machine counts less."""
-    return ("import json,sys,time;sys.path.insert(0,sys.argv[1]);from kubectl_kvcache.operator import records as s;"
+    return ("import json,sys,time;sys.path.insert(0,sys.argv[1])\n"
+            "try: from kubectl_kvcache.operator import decode as s\n"           # the decoders' home since issue 31
+            "except ImportError: from kubectl_kvcache.operator import records as s\n"
             "pods=json.load(open(sys.argv[2]));best=1e9\n"
             f"for _ in range({repeat}):\n"
             " i=s.Interner();t=time.process_time()\n"

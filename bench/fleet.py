@@ -11,9 +11,19 @@ times, in fresh processes, runs interleaved, after one warm-up of each:
   fleet        kubectl-kvcache CMD --all-contexts -A -o json        (one process, N contexts)
   one by one   kubectl-kvcache CMD --context cI -A -o json, for I in 0..N-1, one after another
   slowest one  the slowest context's run alone (the median of each context's runs, the largest)
+  fleet (threads)  the fleet run with every context in a thread of one process
+                   (KVCACHE_FLEET_WORKERS=threads: how it ran before issue #32)
 for CMD in verify and check. The plugin runs from this checkout (python -m kubectl_kvcache), so
-every row pays the same start-up. Wall time from start to exit; CPU s is user + system. The
-fleet's items are checked to be the sum of the single runs' items.
+every row pays the same start-up. Wall time from start to exit; CPU s is the plugin's user +
+system time, its worker processes included (wait4's rusage covers the children it reaped), never
+the API servers'. "CPU per context" is a row's CPU over its contexts, against the single runs'
+mean (the goal: the fleet within 1.1x).
+
+--pin (default where the machine has 2 or more CPUs and taskset is there): the same runs again
+with the API servers' CPU kept apart: every etcd and kube-apiserver (all their threads) pinned to
+CPU 0, the plugin (and its workers) to CPU 1, so the plugin's figures are what the plugin costs
+on one core, not what the loopback servers cost beside it. Without 2 CPUs or taskset it says so
+and times only the shared runs.
 """
 
 import argparse
@@ -29,6 +39,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+
+import shutil  # noqa: E402
 
 import seed as seeding  # noqa: E402
 from run import _harness, log  # noqa: E402
@@ -70,6 +82,23 @@ def kubeconfig(clusters, path):
     return path
 
 
+def pin_servers(clusters, cpu):
+    """Every etcd and kube-apiserver thread onto `cpu` (taskset -a -p)."""
+    for c in clusters:
+        for p in c._procs.values():
+            subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(p.pid)], check=True,
+                           stdout=subprocess.DEVNULL)
+
+
+def can_pin():
+    """(True, "") or (False, why not)."""
+    if (os.cpu_count() or 1) < 2:
+        return False, f"{os.cpu_count()} CPU: nothing to keep the servers apart on"
+    if shutil.which("taskset") is None:
+        return False, "no taskset on this machine"
+    return True, ""
+
+
 def timed(argvs, env):
     """(wall s, cpu s, [(code, stdout)]): the argvs run one after another."""
     t0 = time.perf_counter()
@@ -85,44 +114,62 @@ def timed(argvs, env):
     return time.perf_counter() - t0, cpu, outs
 
 
-def bench(names, env, runs):
-    plugin = [sys.executable, "-m", "kubectl_kvcache"]
+def bench(names, env, runs, prefix=(), mode="shared"):
+    plugin = list(prefix) + [sys.executable, "-m", "kubectl_kvcache"]
+    threads_env = dict(env, KVCACHE_FLEET_WORKERS="threads")
     rows = []
     for command, key in COMMANDS:
         fleet = [plugin + [command, "--all-contexts", "-A", "-o", "json"]]
         singles = {n: [plugin + [command, "--context", n, "-A", "-o", "json"]] for n in names}
         one_by_one = [argv[0] for argv in singles.values()]
-        variants = {"fleet": fleet, "one by one": one_by_one, **{f"alone {n}": a for n, a in singles.items()}}
+        variants = {"fleet": (fleet, env), "fleet (threads)": (fleet, threads_env), "one by one": (one_by_one, env),
+                    **{f"alone {n}": (a, env) for n, a in singles.items()}}
         times = {v: [] for v in variants}
         cpus = {v: [] for v in variants}
         # warm-up, and the check that the fleet's items are the single runs' items
         _, _, (fleet_out,) = timed(fleet, env)
         data = json.loads(fleet_out[1])
+        _, _, (threads_out,) = timed(fleet, threads_env)
+        assert threads_out == fleet_out, (command, "threads and processes differ")
         alone = sum(len(json.loads(timed(a, env)[2][0][1])[key]) for a in singles.values())
         assert fleet_out[0] in (0, 1) and len(data[key]) == alone, (command, fleet_out[0], len(data[key]), alone)
         for _ in range(runs):
-            for v, argvs in variants.items():
-                wall, cpu, outs = timed(argvs, env)
+            for v, (argvs, e) in variants.items():
+                wall, cpu, outs = timed(argvs, e)
                 assert all(code in (0, 1) for code, _ in outs), (v, [c for c, _ in outs])
                 times[v].append(wall)
                 cpus[v].append(cpu)
         med = {v: statistics.median(t) for v, t in times.items()}
-        slowest = max((v for v in variants if v.startswith("alone")), key=med.get)
-        for v in ("fleet", "one by one", slowest):
-            rows.append({"command": command, "variant": "slowest one (" + v.split()[1] + ")" if v == slowest else v,
+        cpu_med = {v: statistics.median(c) for v, c in cpus.items()}
+        alones = [v for v in variants if v.startswith("alone")]
+        slowest = max(alones, key=med.get)
+        single_cpu = statistics.mean(cpu_med[v] for v in alones)
+        for v in ("fleet", "fleet (threads)", "one by one", slowest):
+            per = cpu_med[v] / (1 if v == slowest else len(names))
+            rows.append({"mode": mode, "command": command,
+                         "variant": "slowest one (" + v.split()[1] + ")" if v == slowest else v,
                          "median": med[v], "range": (min(times[v]), max(times[v])),
-                         "cpu": statistics.median(cpus[v]), "vs_slowest": med[v] / med[slowest],
+                         "cpu": cpu_med[v], "cpu_per_context": per,
+                         "cpu_vs_single": per / (cpu_med[v] if v == slowest else single_cpu),
+                         "vs_slowest": med[v] / med[slowest],
                          "items": len(data[key]) if v != slowest else None})
     return rows
 
 
-def markdown(rows, clusters, pods, runs):
+def markdown(rows, clusters, pods, runs, pinned_note):
+    load = os.getloadavg()
     lines = [f"{clusters} API servers, {pods:,} engine Pods each ({clusters * pods:,} in all), {runs} runs; "
-             f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}.", "",
-             "| command | run | median s | range s | CPU s | vs slowest one | items |", "|---|---|---|---|---|---|---|"]
+             f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the "
+             f"end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}.", ""]
+    if pinned_note:
+        lines += [pinned_note, ""]
+    lines += ["| CPUs | command | run | median s | range s | CPU s | CPU per context | vs one run's CPU | vs slowest one "
+              "| items |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['command']} | {r['variant']} | {r['median']:.2f} | {r['range'][0]:.2f}-{r['range'][1]:.2f} "
-                     f"| {r['cpu']:.2f} | {r['vs_slowest']:.2f}x | {r['items'] if r['items'] is not None else ''} |")
+        lines.append(f"| {r['mode']} | {r['command']} | {r['variant']} | {r['median']:.2f} "
+                     f"| {r['range'][0]:.2f}-{r['range'][1]:.2f} | {r['cpu']:.2f} | {r['cpu_per_context']:.2f} "
+                     f"| {r['cpu_vs_single']:.2f}x | {r['vs_slowest']:.2f}x "
+                     f"| {r['items'] if r['items'] is not None else ''} |")
     return "\n".join(lines) + "\n"
 
 
@@ -132,18 +179,29 @@ def main(argv=None):
     p.add_argument("--pods", type=int, default=1000, help="engine Pods seeded into each (default 1000)")
     p.add_argument("--runs", type=int, default=5, help="timed runs of each variant (default 5)")
     p.add_argument("--markdown", help="also write the table to this file")
+    p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=None,
+                   help="also time with the servers on CPU 0 and the plugin on CPU 1 (default: where possible)")
     opts = p.parse_args(argv)
+    pinnable, why = can_pin()
+    if opts.pin and not pinnable:
+        p.error(f"--pin: {why}")
+    pin = pinnable if opts.pin is None else opts.pin
+    note = "" if pin else f"Not pinned: {why or '--no-pin'}; the servers' CPU is on the same cores as the plugin's."
     work = tempfile.mkdtemp(prefix="kvcache-fleet-bench-")
     clusters = start_clusters(opts.clusters, opts.pods, work)
     try:
         env = dict(os.environ, KUBECONFIG=kubeconfig(clusters, os.path.join(work, "fleet.kubeconfig")),
                    PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         env.pop("KVCACHE_TRACE", None)
-        rows = bench([f"c{i}" for i in range(opts.clusters)], env, opts.runs)
+        names = [f"c{i}" for i in range(opts.clusters)]
+        rows = bench(names, env, opts.runs, mode="shared")
+        if pin:
+            pin_servers(clusters, 0)
+            rows += bench(names, env, opts.runs, prefix=("taskset", "-c", "1"), mode="apart")
     finally:
         for c in clusters:
             c.stop()
-    text = markdown(rows, opts.clusters, opts.pods, opts.runs)
+    text = markdown(rows, opts.clusters, opts.pods, opts.runs, note)
     print(text)
     if opts.markdown:
         with open(opts.markdown, "w") as f:

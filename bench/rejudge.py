@@ -36,7 +36,7 @@ from kubectl_kvcache.engine import CachedPredict  # noqa: E402
 from kubectl_kvcache.judge import live, rollout, verify  # noqa: E402
 from kubectl_kvcache.load.manifests import snapshot_of  # noqa: E402
 from kubectl_kvcache.load.scope import Scope  # noqa: E402
-from kubectl_kvcache.operator import records  # noqa: E402
+from kubectl_kvcache.operator import decode  # noqa: E402
 
 
 def objects(pods):
@@ -85,7 +85,7 @@ def pod_events(pod_objs, n, turn):
         for cs in obj["status"].get("containerStatuses") or ():
             cs["restartCount"] = cs.get("restartCount", 0) + 1 + turn
             cs["ready"] = bool(turn % 2)
-        record = records.pod_record(obj)
+        record = decode.pod_record(obj)
         events.append((live.POD, (record.namespace, record.name), record))
         if len(events) == n:
             break
@@ -96,11 +96,11 @@ def mixed_events(pod_objs, md_objs, binding_objs, turn):
     events = pod_events(pod_objs, 8, turn)
     md = copy.deepcopy(md_objs[turn % len(md_objs)])
     md["spec"]["roles"][0]["replicas"] = md["spec"]["roles"][0].get("replicas", 1) + 1 + turn % 2
-    record = records.deployment_record(md)
+    record = decode.deployment_record(md)
     events.append((live.DEPLOYMENT, (record.namespace, record.name), record))
     binding = copy.deepcopy(binding_objs[turn % len(binding_objs)])
     binding["metadata"]["annotations"] = {"bench/turn": str(turn)}
-    record = records.binding_record(binding)
+    record = decode.binding_record(binding)
     events.append((live.BINDING, (record.namespace, record.name), record))
     return events
 

@@ -14,8 +14,8 @@ class Record:
     says it is mutable (it then sets `__hash__ = None`). `_uncompared`: fields left out of ==
     and hash (labels read only for selecting, say)."""
 
-    __slots__ = ()
-    _uncompared = ()
+    __slots__: tuple[str, ...] = ()
+    _uncompared: tuple[str, ...] = ()
 
     def _key(self):
         skip = self._uncompared
@@ -26,8 +26,11 @@ class Record:
             return NotImplemented
         return self._key() == other._key()
 
-    def __hash__(self):
+    def _hash(self):
         return hash(self._key())
+
+    # typed as object so that a mutable subclass's `__hash__ = None` type-checks
+    __hash__: object = _hash  # type: ignore[assignment]
 
     def __repr__(self):
         fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)

@@ -9,7 +9,15 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import background  # noqa: E402
 from fakeserver import fake_server  # noqa: E402,F401  (the one fake API server's fixture, for every test)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """With downloads and builds still running (scripts/test on a cold machine), the tests that
+    need none of them first (tests/background.py); after every folder's markers are added."""
+    background.order(items)
 
 
 def _no_skips():

@@ -55,6 +55,7 @@ class FakeAPI:
         self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
         self.pods = list(pods)
+        self.configmaps = []                 # recovery records (`setting` notes a running one)
         self.setting_version = setting_version
         self.served = set(served)
         self.forbidden = set(forbidden)      # e.g. {("PATCH", "settings"), ("GET", "settings")}
@@ -90,6 +91,10 @@ class FakeAPI:
             self._check_forbidden(method, "modeldeployments")
             assert method == "GET" and len(parts) == 4, path  # cluster-wide
             return self._page(self.deployments, query)
+        if path == "/api/v1/configmaps":     # `setting on|off` looks for running recoveries (their records)
+            self._check_forbidden(method, "configmaps")
+            assert method == "GET" and query["labelSelector"] == "app.kubernetes.io/managed-by=kubectl-kvcache"
+            return self._page(self.configmaps, query)
         if path == "/api/v1/pods":
             self._check_forbidden(method, "pods")
             assert method == "GET"
@@ -131,7 +136,8 @@ class FakeAPI:
 
     def _setting_patch(self, query, body, content_type):
         assert content_type == "application/merge-patch+json"
-        assert set(body) == {"metadata", "spec"} and set(body["metadata"]) == {"resourceVersion"}, body
+        assert set(body) == {"metadata", "spec"} and set(body["metadata"]) <= {"resourceVersion", "annotations"}, body
+        assert "resourceVersion" in body["metadata"], body
         assert set(body["spec"]) == {"value"} and body["spec"]["value"] in ("true", "false"), body
         if self.before_patch:
             self.before_patch(self)
@@ -143,6 +149,9 @@ class FakeAPI:
                                              f'"{NAME}": the object has been modified', "reason": "Conflict"})
         result = json.loads(json.dumps(self.setting))
         result["spec"]["value"] = body["spec"]["value"]
+        for k, v in (body["metadata"].get("annotations") or {}).items():       # only recover's mark is removed
+            annotations = result["metadata"].setdefault("annotations", {})
+            annotations.pop(k, None) if v is None else annotations.__setitem__(k, v)
         if query.get("dryRun") == "All":
             return result
         result["metadata"]["resourceVersion"] = str(int(current) + 1)
@@ -180,6 +189,8 @@ class FakeClient(kube.Client):
         self.namespace = "default"
         self.host = "https://fake"
         self._discovery = {}
+        self._undiscovered = {}
+        self._token = None
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
                 accept=None):

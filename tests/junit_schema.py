@@ -13,26 +13,36 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kube
 MEMBER = "testing/example_scripts/junit-10.xsd"
 
 
+def pip_download(requirement: str, into: Path, *options: str) -> None:
+    """`pip download --no-deps` of one distribution from PyPI into a folder (made if need be)."""
+    into.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *options,
+                        "--disable-pip-version-check", requirement, "-d", str(into)],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise AssertionError(f"could not download {requirement} from PyPI: {r.stderr[-2000:]}")
+
+
+def store(target: Path, data: bytes) -> Path:
+    """Write the cached file at once (a rename), so a run stopped half-way leaves no part of it."""
+    tmp = target.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return target
+
+
 def path() -> Path:
     version = metadata.version("pytest")
     xsd = CACHE / f"pytest-{version}" / "junit-10.xsd"
     if xsd.is_file():
         return xsd
     download = xsd.parent / "sdist"
-    download.mkdir(parents=True, exist_ok=True)
     # --no-binary pytest, not :all: (which would build pytest's build dependencies from source too)
-    r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "pytest",
-                        "--disable-pip-version-check", f"pytest=={version}", "-d", str(download)],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        raise AssertionError(f"could not download pytest {version}'s sdist from PyPI: {r.stderr[-2000:]}")
+    pip_download(f"pytest=={version}", download, "--no-binary", "pytest")
     (sdist,) = download.glob("pytest-*.tar.gz")
     with tarfile.open(sdist) as tar:
         data = tar.extractfile(tar.getmember(f"pytest-{version}/{MEMBER}")).read()
-    tmp = xsd.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, xsd)
-    return xsd
+    return store(xsd, data)
 
 
 def schema():

@@ -12,8 +12,9 @@ def _uid(kind, ns, name):
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{ns}/{name}"))
 
 
-def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPERATOR_API_VERSION, used_by=()):
-    spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}}
+def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPERATOR_API_VERSION, used_by=(),
+            ceiling="100Gi"):
+    spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}, "quotaCeiling": ceiling}
     if dtype is not None:
         spec["domain"]["dtype"] = dtype
     if domain:
@@ -24,6 +25,28 @@ def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPER
     return {"apiVersion": api_version, "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns, "uid": _uid("b", ns, name)},
             "spec": spec, "status": status}
+
+
+def pool(name="pool-a", backends=("mooncake",), total="1Ti", ledger=None, endpoint="mc-leader.gpustack-system.svc:50051"):
+    """A KVCachePool as the operator's Go types shape it (api/worker/v1alpha1/kv_cache_pool.go):
+    spec.backends, spec.quota.total, status.clientEndpoint and (ledger: its reason, or "Available")
+    a QuotaLedgerAvailable condition."""
+    status = {"phase": "Ready"}
+    if endpoint:
+        status["clientEndpoint"] = endpoint
+    if ledger is not None:
+        status["conditions"] = [{"type": "QuotaLedgerAvailable", "status": "True" if ledger == "Available" else "False",
+                                 "reason": ledger, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCachePool", "metadata": {"name": name, "uid": _uid("p", "", name)},
+            "spec": {"backends": list(backends), "quota": {"total": total}}, "status": status}
+
+
+def backend(name="mooncake", multi_tenancy=None):
+    """A KVCacheBackend; multi_tenancy not None: a managed one whose leader sets it."""
+    spec = {}
+    if multi_tenancy is not None:
+        spec["connection"] = {"managed": {"leader": {"multiTenancy": multi_tenancy}}}
+    return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCacheBackend", "metadata": {"name": name}, "spec": spec}
 
 
 def role(name="server", extra_args=None, command=None, env=None, replicas=1):

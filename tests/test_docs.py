@@ -93,3 +93,51 @@ def test_the_front_pages_sample_is_what_verify_prints():
     lines = (out + err).splitlines()
     shown = [line for line in sample.splitlines() if line and line != "..."]
     assert shown and all(line in lines for line in shown), "\n".join(set(shown) - set(lines))
+
+
+# -- what help promises of -o wide (issue 30 item 6) --------------------------------------------
+
+def _help(argv):
+    code, out, err = _main(argv + ["--help"])
+    assert code == 0, err
+    return " ".join(out.split())
+
+
+WIDE = [c for c in cli.COMMANDS if "wide" in (cli.build_parser(c)._commands[(c, None)]
+                                             ._option_string_actions.get("-o", None) or object).__dict__
+        .get("choices", ())]
+
+
+def test_the_commands_with_wide_are_found():
+    assert set(WIDE) >= {"verify", "check", "bindings", "roles"}
+
+
+@pytest.mark.parametrize("command", WIDE)
+def test_wide_adds_columns_to_the_plain_table(command):
+    """Every -o wide is the plain table plus columns: the header grows, and each row holds more."""
+    _, plain, _ = _main([command, "-A", "-f", EXAMPLE])
+    _, wide, _ = _main([command, "-A", "-f", EXAMPLE, "-o", "wide"])
+    plain_head, wide_head = plain.splitlines()[0].split(), wide.splitlines()[0].split()
+    assert set(plain_head) < set(wide_head), (plain_head, wide_head)
+    assert len(wide.splitlines()) == len(plain.splitlines())
+
+
+_PROMISE = re.compile(r"(-o wide)\W+(?:adds|with) ([A-Z][A-Z ]*[A-Z]|the fix)")
+
+
+@pytest.mark.parametrize("argv", [[]] + [[c] for c in cli.COMMANDS])
+def test_what_help_says_wide_adds_is_there(argv):
+    """`-o wide adds FIX` (check's help) and `check -A -o wide` "with the fix for each finding" (the
+    top help's example): the column named is in that command's -o wide header."""
+    text = _help(argv)
+    promises = []
+    for m in _PROMISE.finditer(text):
+        promises.append((argv[0] if argv else "check", "FIX" if m.group(2) == "the fix" else m.group(2).split()[0]))
+    top = re.search(r"with the fix for each finding \S+ \S+ (\w+) [^#]*-o wide", text)
+    if top:
+        promises.append((top.group(1), "FIX"))
+    for command, column in promises:
+        _, wide, _ = _main([command, "-A", "-f", EXAMPLE, "-o", "wide"])
+        assert column in wide.splitlines()[0].split(), (argv, command, column)
+    if argv in ([], ["check"]):
+        assert ("check", "FIX") in promises

@@ -12,11 +12,12 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 
 from kubectl_kvcache import __version__, exitcodes
-from kubectl_kvcache.cli.flags import PROG
-from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.cli.flags import PROG, HelpFormatter
+from kubectl_kvcache.errors import AlreadyDone, PluginError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
 
@@ -41,6 +42,7 @@ Examples:
   {PROG} check -A -f saved.json
 
 Exit codes: 0 all good, 1 findings (something is not OK), 2 the plugin could not do its job.
+
 Use "{PROG} COMMAND --help" for more about a command.
 """
 
@@ -50,21 +52,63 @@ def command_module(name):
     return importlib.import_module(f"kubectl_kvcache.cli.commands.{name}")
 
 
+_INVALID_CHOICE = re.compile(r"argument (\S+?): invalid choice: '(.*)' \(choose from (.*)\)$", re.S)
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2, like kubectl, pointing at
     the help of the (sub)command that was being parsed. No abbreviated long flags (pflag has none)."""
+
+    _commands: dict         # the root's: (command, subcommand) -> its parser (build_parser)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
     def error(self, message):
+        from kubectl_kvcache.cli import suggest
+
+        hint = ""
+        if "ignored explicit argument" in message:      # `-AVALUE`: the value may be anything typed
+            message = message.partition(": ignored explicit argument")[0] + ": takes no value"
+        elif message.startswith("unrecognized arguments: "):
+            self.unknown(message[len("unrecognized arguments: "):].split())
+        else:
+            choice = _INVALID_CHOICE.match(message)
+            if choice and choice.group(1) in ("COMMAND", "ACTION"):    # a (sub)command: cobra's words
+                typed, choices = choice.group(2), _QUOTED.findall(choice.group(3))
+                message = f'unknown {"command" if choice.group(1) == "COMMAND" else "action"} "{typed}" for ' \
+                          f'"{self.prog}"'
+                hint = suggest.text(suggest.suggestions(typed, choices))
+        self._fail(message, hint)
+
+    def _fail(self, message, hint=""):
+        from kubectl_kvcache.errors import without_secrets
         from kubectl_kvcache.render.core import escape   # the message may quote an argument
 
-        if message.startswith("unrecognized arguments: "):
-            extra = message[len("unrecognized arguments: "):]
-            message = ("unknown flag: " if extra.startswith("-") else "unexpected argument: ") + extra
-        self.exit(EXIT_ERROR, f"error: {escape(message)}\nSee '{self.prog} --help' for usage.\n")
+        self.exit(EXIT_ERROR, f"error: {escape(without_secrets(message))}{without_secrets(hint)}\n"
+                              f"See '{self.prog} --help' for usage.\n")
+
+    def unknown(self, extra):
+        """Words no flag or argument took, as pflag reports them: the first unknown flag by its
+        name only (`--toke=S3CRET` is `unknown flag: --toke`; pflag also stops there), with cobra's
+        "Did you mean" for a long flag, else the first word left over. A value typed after an
+        unknown flag is never echoed."""
+        from kubectl_kvcache.cli import suggest
+
+        for word in extra:
+            if word.startswith("--"):
+                name = word.partition("=")[0]
+                glued = next((f for f in SECRET_FLAGS if name.startswith(f)), None)
+                if glued:       # `--tokenS3CRET`: the rest of the name may be the value
+                    self._fail(f"unknown flag: {glued}... (a flag that starts with {glued}; its value goes "
+                               f"after {glued}= or a space)")
+                self._fail(f"unknown flag: {name}",
+                           suggest.text(suggest.flag_suggestions(name, self._option_string_actions)))
+            if word.startswith("-") and len(word) > 1:
+                self._fail(f"unknown shorthand flag: {word[1]!r} in -{word[1]}")
+        self._fail(f"unexpected argument: {extra[0]}")
 
     def parse_known_args(self, args=None, namespace=None):
         return super().parse_known_args(self._as_pflag(sys.argv[1:] if args is None else list(args)), namespace)
@@ -75,7 +119,12 @@ class _Parser(argparse.ArgumentParser):
         spf13/pflag bool.go, flag.go parseLongArg), and a flag that takes a value takes the next
         word even when it starts with `-` (`--token -x`: flag.go parseLongArg/parseSingleShortArg).
         Only this parser's own flags are rewritten; a subcommand's parser rewrites its own."""
+        from kubectl_kvcache.errors import secret
+
         flags = self._option_string_actions
+        # a parser with subcommands knows the flags before its subcommand's word; the words after
+        # it are the subcommand's, which checks them itself
+        checking, leaf = True, self._subparsers is None
         out, i = [], 0
         while i < len(args):
             word = args[i]
@@ -83,6 +132,20 @@ class _Parser(argparse.ArgumentParser):
                 out += args[i:]
                 break
             name, eq, value = word.partition("=")
+            if name in SECRET_FLAGS:            # the value is a secret, however it is written
+                secret(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+            if checking and word.startswith("-") and len(word) > 1 and name not in flags \
+                    and word[:2] not in flags and not _negative_number(word):
+                # pflag stops at the first unknown flag, before anything after it is taken for an
+                # argument (a value typed after a typo would be): named alone, never its value
+                self.unknown([word])
+            if checking and not leaf and not word.startswith("-"):
+                checking = False                # the subcommand's word
+            if word in flags and flags[word].nargs is None and not eq and i + 1 < len(args) \
+                    and not args[i + 1].startswith("-"):
+                out += [word, args[i + 1]]      # the flag's value: never a flag, nor the subcommand
+                i += 2
+                continue
             action = flags.get(name) if word.startswith("--") else None
             if action is not None and action.nargs == 0 and eq and isinstance(action, argparse._StoreTrueAction):
                 from kubectl_kvcache.judge.setting import parse_bool     # Go's strconv.ParseBool
@@ -111,18 +174,29 @@ class _Parser(argparse.ArgumentParser):
             commands = getattr(self, "_commands", {})
             target = commands.get((getattr(ns, "command", None), getattr(ns, "action", None))) \
                 or commands.get((getattr(ns, "command", None), None)) or self
-            target.error(f"unrecognized arguments: {' '.join(extra)}")
+            target.unknown(extra)
         return ns
+
+
+SECRET_FLAGS = ("--token", "--password")
+
+
+def _negative_number(word) -> bool:
+    try:
+        float(word)
+        return True
+    except ValueError:
+        return False
 
 
 def build_parser(only=None):
     """The command tree; `only`: just that command's branch. A command line that names its command
     first parses nothing else, and building every branch costs ~10 ms of every start."""
     parser = _Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"kubectl-kvcache {__version__}")
     sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands = {}
+    commands: dict = {}
     for name in COMMANDS:
         if only is None or name == only:
             command_module(name).add(sub, commands)
@@ -212,7 +286,7 @@ def connect_early(module, options, stderr):
     (render included) load. Only with a cluster: -f reads files."""
     first = module.prefetch(options) if hasattr(module, "prefetch") else None
     connection = getattr(options, "connection", None)
-    if connection is None or getattr(getattr(options, "scope", None), "files", ()):
+    if connection is None or getattr(getattr(options, "scope", None), "files", None):
         return
     from kubectl_kvcache.load import reader
 
@@ -224,7 +298,9 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
     command's first snapshot) before the command's modules import, as the executables do
     (command_line); tests that pass their own argv leave it off unless they test it."""
     from kubectl_kvcache.cli.flows import IO
+    from kubectl_kvcache.errors import forget_secrets
 
+    forget_secrets()
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -247,20 +323,37 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
         parser.print_help(stdout)
         return EXIT_OK
     ns.argv = args      # the command line as typed: the document formats print it (flags.command_line)
+    options = None
     try:
         module = command_module(ns.command)
         if ns.command not in ("completion", "version"):   # added engine releases, before anything is judged
             from kubectl_kvcache.cli.flags import load_engine_data
 
-            load_engine_data(ns)
+            added = load_engine_data(ns)
+            if ns.command != "engines":     # engines lists each release's source itself
+                from kubectl_kvcache import render
+
+                for text in added:
+                    render.note(stderr, text)
         options = module.options(ns)       # Complete and Validate, before anything is sent
         if connect_ahead:
             connect_early(module, options, stderr)
         return module.run(options, io)
+    except AlreadyDone as exc:
+        from kubectl_kvcache import render
+
+        render.line(stdout, str(exc))
+        return EXIT_OK
     except PluginError as exc:
         from kubectl_kvcache import render
 
         render.error(stderr, str(exc))
+        output = getattr(options, "output", None)
+        if output is not None:       # -o markdown|junit: the document says the run failed (not a 0-byte file)
+            from kubectl_kvcache.render.report import Subject
+
+            with contextlib.suppress(BrokenPipeError):
+                render.failed_document(ns.command, str(exc), output.replace(subject=Subject(output.command)), stdout)
         return EXIT_ERROR
     except KeyboardInterrupt:
         from kubectl_kvcache import render

@@ -23,7 +23,7 @@ DIRECTIVE_DEFAULT = 0          # the shell falls back to file names
 SHELLS = ("bash", "zsh", "fish", "powershell")
 
 # what a flag's value (by its dest) or a positional (by its metavar) is completed with
-FILE_VALUES = {"kubeconfig", "filename", "certificate_authority", "client_certificate", "client_key"}
+FILE_VALUES = {"kubeconfig", "filename", "policy", "certificate_authority", "client_certificate", "client_key"}
 CLUSTER_VALUES = {"namespace": "namespaces", "context": "contexts", "cluster": "clusters", "user": "users",
                   "contexts": "contexts"}
 LIST_VALUES = {"contexts"}      # comma-separated: the name after the last comma is completed
@@ -106,11 +106,6 @@ def parse_words(spec: Spec, words: Sequence[str]) -> Parsed:
             continue
         p.positionals.append(w)
     return p
-
-
-def _matching(candidates, prefix, prefix_text=""):
-    return [c for c in candidates if c.split("\t", 1)[0].startswith(prefix)] if prefix_text == "" else \
-        [prefix_text + c for c in candidates if c.startswith(prefix)]
 
 
 def _values(flag: Flag, partial: str, given, lister: Lister, keep=""):

@@ -14,18 +14,18 @@ from kubectl_kvcache.kube.connection import DEFAULT_CHUNK_SIZE, Connection
 def add(p):
     """The connection flags, as kubectl names them."""
     g = p.add_argument_group("connection (as kubectl)")
-    g.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    g.add_argument("--kubeconfig", metavar="FILE", help="path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
     g.add_argument("--context", help="the kubeconfig context to use")
     g.add_argument("--cluster", help="the kubeconfig cluster to use")
     g.add_argument("--user", help="the kubeconfig user to use")
     g.add_argument("-s", "--server", help="the address of the Kubernetes API server")
     g.add_argument("--token", help="bearer token for authentication")
-    g.add_argument("--certificate-authority", help="path to a CA file for the server's certificate")
+    g.add_argument("--certificate-authority", metavar="FILE", help="path to a CA file for the server's certificate")
     g.add_argument("--insecure-skip-tls-verify", action="store_true", help="do not verify the server's certificate")
     g.add_argument("--tls-server-name", help="server name to check the server's certificate against "
                                              "(default: the server's host name)")
-    g.add_argument("--client-certificate", help="path to a client certificate file for TLS")
-    g.add_argument("--client-key", help="path to a client key file for TLS")
+    g.add_argument("--client-certificate", metavar="FILE", help="path to a client certificate file for TLS")
+    g.add_argument("--client-key", metavar="FILE", help="path to a client key file for TLS")
     g.add_argument("--username", help="username for basic authentication")
     g.add_argument("--password", help="password for basic authentication")
     g.add_argument("--proxy-url", help="proxy URL for requests to the API server")
@@ -53,7 +53,7 @@ def connection(ns) -> Connection:
                       client_key=ns.client_key, username=ns.username, password=ns.password,
                       proxy_url=ns.proxy_url, disable_compression=ns.disable_compression,
                       request_timeout=ns.request_timeout, chunk_size=ns.chunk_size)
-    conn.timeout  # a bad --request-timeout fails before anything is sent
+    _ = conn.timeout  # a bad --request-timeout fails before anything is sent
     if conn.chunk_size < 0:
         raise PluginError(f"--chunk-size must be 0 or more, not {conn.chunk_size}")
     return conn

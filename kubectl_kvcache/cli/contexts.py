@@ -11,7 +11,6 @@ from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
 
 DEFAULT_PARALLEL = 8        # contexts read at once: I/O-bound, each with its own connections
-OUTPUTS = ("table", "wide", "json", "yaml")     # the -o formats a report of several contexts has
 FLAGS = "--contexts/--all-contexts"
 
 
@@ -68,9 +67,12 @@ def wrap(ns, command, inner, refusals=()):
         raise PluginError(f"--context picks one context: it cannot be used with {FLAGS}")
     if getattr(ns, "filename", None):
         raise PluginError(f"-f/--filename reads saved objects, not clusters: it cannot be used with {FLAGS}")
-    if getattr(ns, "output", "table") not in OUTPUTS:
+    from kubectl_kvcache.render import formats
+
+    allowed = formats.for_fleet(command)      # the format records say which may hold several contexts
+    if getattr(ns, "output", "table") not in allowed:
         raise PluginError(f"-o {ns.output} reports one context: it cannot be used with {FLAGS} (use -o "
-                          f"{', '.join(OUTPUTS)})")
+                          f"{', '.join(allowed)})")
     for bad, message in refusals:
         if bad:
             raise PluginError(f"{message}: it cannot be used with {FLAGS}")

@@ -10,7 +10,7 @@ import textwrap
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.kube import names
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.render.formats import DOCUMENTS, FORMATS
+from kubectl_kvcache.render import formats as format_records
 from kubectl_kvcache.render.output import Output
 
 PROG = "kubectl kvcache"
@@ -21,9 +21,33 @@ kubectl), -f PATH saved objects instead of a cluster (all namespaces unless -n).
 """
 
 
-def wrap(text, width=100):
-    """Each paragraph filled to `width` (the descriptions are raw text: the examples keep their lines)."""
-    return "\n\n".join(textwrap.fill(" ".join(p.split()), width) for p in text.split("\n\n"))
+def wrap(text, width=None):
+    """Each paragraph as one line (HelpFormatter fills it to the terminal when help is printed)."""
+    return "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter (its width: the terminal's, from $COLUMNS or the terminal, through
+    shutil.get_terminal_size) for descriptions and epilogs too: a paragraph of prose is filled to
+    that width at spaces; a paragraph with an indented line (an examples block) keeps its lines
+    as written."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = []
+        for para in text.strip("\n").split("\n\n"):
+            lines = para.split("\n")
+            if any(x[:1].isspace() for x in lines):
+                paragraphs.append("\n".join(indent + x for x in lines))
+            else:
+                paragraphs.append(textwrap.fill(" ".join(para.split()), width, initial_indent=indent,
+                                                subsequent_indent=indent, break_long_words=False,
+                                                break_on_hyphens=False))
+        return "\n\n".join(paragraphs) + "\n"
+
+    def _split_lines(self, text, width):
+        """A flag's help, filled at spaces only: a name such as model-deployment-kv-cache-dtype-owned
+        is never split at its hyphens."""
+        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
 
 
 def examples(lines):
@@ -33,7 +57,7 @@ def examples(lines):
 def command(sub, name, help, description, examples_, **extra):
     """A command's parser with its help, description and examples."""
     return sub.add_parser(name, help=help, description=wrap(description), epilog=examples(examples_),
-                          formatter_class=argparse.RawDescriptionHelpFormatter, **extra)
+                          formatter_class=HelpFormatter, **extra)
 
 
 def scope_flags(p, files=True, selects="objects"):
@@ -55,23 +79,35 @@ def engine_data_flag(p):
                         "~/.local/share/kubectl-kvcache/engines/*.json")
 
 
-def load_engine_data(ns):
+def load_engine_data(ns) -> list[str]:
     """Merge the added engine releases (files, $KVCACHE_ENGINE_DATA, the user data directory) into
-    the engine model before anything is judged; a bad file is a PluginError naming it."""
+    the engine model before anything is judged; a bad file is a PluginError naming it. Returns
+    one note per added release, naming its file and the releases it judges: an added release
+    changes verdicts, and a judging command says so (docs/engines.md)."""
     import sys
 
     from kubectl_kvcache.errors import PluginError
-    from kubectl_kvcache.load import engine_data
+    from kubectl_kvcache.load import added_releases
 
-    documents = engine_data.read(getattr(ns, "engine_data", None) or ())
+    documents = added_releases.read(getattr(ns, "engine_data", None) or ())
     if not documents and "kubectl_kvcache.engine" not in sys.modules:
-        return      # nothing added, and no earlier run in this process added any: the engine loads when used
+        return []   # nothing added, and no earlier run in this process added any: the engine loads when used
     from kubectl_kvcache import engine
 
     try:
         engine.add_releases(documents)
     except engine.EngineDataError as exc:
-        raise PluginError(str(exc))
+        raise PluginError(str(exc)) from exc
+    notes = []
+    for name in engine.ENGINES:
+        known = engine.known_releases(name)
+        for i, (release, source) in enumerate(known):
+            if source:
+                after = next((r for r, _ in known[i + 1:]), None)
+                span = f"before {after}" if after else "every later one"
+                notes.append(f"{engine.DISPLAY_NAMES[name]} {release} (and the releases after it, {span}) is judged "
+                             f"with the engine data added from {source}")
+    return notes
 
 
 def assume_setting_flag(p):
@@ -80,12 +116,56 @@ def assume_setting_flag(p):
                         "let you read settings.gpustack.ai in gpustack-system, or to preview the upgrade)")
 
 
-def output_flags(p, formats=tuple(FORMATS)):
-    p.add_argument("-o", "--output", default="table", choices=formats,
-                   help="output format" + (" (markdown: a report for a change ticket; junit: JUnit XML for a CI's "
-                                           "test reporter)" if "junit" in formats else ""))
-    if "table" in formats:
-        p.add_argument("--no-headers", action="store_true", help="tables without the header row")
+def output_flag(p, command, note="", text=False):
+    """-o of `command`: its choices and their help from the format records (render/formats).
+    `note`: what the command's own table is; `text`: `-o text`, the old name of `table`, is
+    still accepted (the commands that had it)."""
+    choices = format_records.offered(command)
+    p.add_argument("-o", "--output", default="table", choices=choices, metavar="FORMAT",
+                   help=format_records.help_text(command, note), **({"type": human_format} if text else {}))
+
+
+def output_flags(p, command):
+    """-o, and for a table --no-headers and --color."""
+    output_flag(p, command)
+    p.add_argument("--no-headers", action="store_true", help="tables without the header row")
+    color_flag(p)
+
+
+def color_flag(p):
+    p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
+                   help="colour statuses: auto (on a terminal, unless NO_COLOR is set), always, never; "
+                        "never in -o " + "|".join(n for n, f in format_records.FORMATS.items() if f.structured))
+
+
+def policy_flags(p):
+    """--policy, --ignore, --severity (docs/policy.md): what a finding code's severity is, or that it is ignored."""
+    p.add_argument("--policy", metavar="FILE",
+                   help="a policy file (YAML or JSON, docs/policy.md): rules that set a finding code's severity or "
+                        "ignore it, for everything or for namespaces, kinds, names and labels")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                   help="ignore the findings of this code (still counted: -o json lists them under suppressed); "
+                        "repeatable; wins over --policy")
+    p.add_argument("--severity", action="append", default=[], metavar="CODE=LEVEL",
+                   help="give the findings of this code the severity LEVEL (error, warning, info); repeatable; "
+                        "wins over --policy")
+
+
+def policy(ns):
+    """The judge.policy.Policy of --policy FILE (read and checked here, before any request), then
+    --ignore and --severity; None when none of them was given."""
+    path = getattr(ns, "policy", None)
+    ignore, severity = getattr(ns, "ignore", None) or (), getattr(ns, "severity", None) or ()
+    if path is None and not ignore and not severity:
+        return None
+    from kubectl_kvcache.judge import policy as judge_policy
+
+    base = judge_policy.Policy(())
+    if path is not None:
+        from kubectl_kvcache.load import policy as load_policy
+
+        base = judge_policy.from_file(load_policy.read(path))
+    return base.replace(rules=base.rules + judge_policy.from_flags(ignore, severity))
 
 
 def human_format(text):
@@ -122,9 +202,10 @@ def output(ns) -> Output:
     prints it for -A only; its files are one namespace unless they say otherwise)."""
     spans = bool(getattr(ns, "all_namespaces", False)) or (
         bool(getattr(ns, "filename", None)) and getattr(ns, "namespace", None) is None)
-    command = command_line(getattr(ns, "argv", None) or ()) if ns.output in DOCUMENTS else ""
+    command = command_line(getattr(ns, "argv", None) or ()) \
+        if format_records.get(ns.output).kind == format_records.DOCUMENT else ""
     return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), namespaces=spans,
-                  command=command)
+                  command=command, color=getattr(ns, "color", None) or "auto")
 
 
 _SECRET_FLAGS = {"--token": "$KVCACHE_TOKEN", "--password": "$KVCACHE_PASSWORD"}

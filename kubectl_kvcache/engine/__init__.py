@@ -2,29 +2,33 @@
 
 The one face the rest of the plugin imports. `predict` answers for a container (the dtype its
 engine runs with, or why it dies, or why that cannot be known); `profile` is one release's
-knowledge (accepted values, `--kv*` options, parser features); `parse` replays that release's
-parser on tokens; `program_refusal` is what the operator's injection webhook cannot append to.
+knowledge (accepted values, `--kv*` options, parser features); `accepted_since` the first release
+from which a value is accepted; `add_releases` checks and merges releases added from files;
+`parse` replays that release's parser on tokens; `program_refusal` is what the operator's
+injection webhook cannot append to.
 Pure: imports nothing outside this package, reads no files and no cluster.
 
-Inside: data (the releases' facts), releases (versions, profiles, images), argv (Kubernetes
-command/args and $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the
-argparse replay), predict, webhook.
+Inside: data (the releases' facts), releases (versions, profiles, images, added releases),
+releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
+$(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
+predict, webhook.
 """
 
 from kubectl_kvcache.engine.argv import Token
-from kubectl_kvcache.engine.data import ACCEPTED_VALUES, SAME_FORMAT
+from kubectl_kvcache.engine.cause import CODES as CAUSE_CODES, Cause
+from kubectl_kvcache.engine.data import SAME_FORMAT
 from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, UNKNOWN, Parse, parse
 from kubectl_kvcache.engine.predict import CachedPredict, Prediction, predict
 from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINES, IMAGE_TAG, MINIMUM,
-                                             POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, EngineDataError, Profile,
-                                             Version, add_releases, is_ascend_image, known_releases,
-                                             minimum_version, normalise_engine, parse_version, profile,
-                                             resolve_versions)
+                                             POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, Profile, Version, accepted_since,
+                                             is_ascend_image, known_releases, minimum_version, normalise_engine,
+                                             parse_version, profile, release_name, resolve_versions)
+from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 
-__all__ = ["ACCEPTED_VALUES", "AMBIGUOUS", "CachedPredict", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
-           "EngineDataError", "IMAGE_TAG", "add_releases", "known_releases",
+__all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
+           "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
-           "resolve_versions"]
+           "release_name", "resolve_versions"]

@@ -46,7 +46,7 @@ ACCEPTED_VALUES = {
 # those parsers accept (tests/conformance checks it).
 # Releases a user added without a new plugin release (`--engine-data FILE`, KVCACHE_ENGINE_DATA,
 # ~/.local/share/kubectl-kvcache/engines/*.json: files `scripts/engine-data --release` writes)
-# are merged in by releases.add_releases; parsers() then answers with them.
+# are checked and merged in by releasefile.add_releases; parsers() then answers with them.
 def parsers():
     global _PARSERS
     if _PARSERS is None:
@@ -69,6 +69,10 @@ FEATURES = {
         "config_file": "0.6.0",         # exact token `--config FILE` loads YAML placed before argv
         "dotted_json": "0.9.0",         # `--name.key value` becomes JSON for `--name`
         "dotted_single_dash": "0.10.0",  # ... and any `-` token with a `.` (so `-1.5` too)
+        # ... with only the name before the first `.` rewritten (`_` -> `-`) and each value read as
+        # JSON (vllm@0.10.0 vllm/utils/__init__.py FlexibleArgumentParser.parse_args); before it the
+        # whole token's `_` and the value kept a string (vllm@0.9.0 vllm/utils.py)
+        "dotted_typed": "0.10.0",
         "final_value_only": "0.33.0",   # only the final value is validated, at engine start
         "platform_values": "0.33.0",    # platform plugins (vLLM-Ascend) may register more values
         "serve_model_option": "0.11.1",  # `vllm serve ... --model M` becomes the model positional
@@ -100,9 +104,17 @@ CONFIG_KEYS = {"vllm": ("kv_cache_dtype", "kv-cache-dtype"), "sglang": ("kv-cach
 
 # How a container launches when its `command` is empty: the image's ENTRYPOINT, by repository
 # (the last two path segments of the image name). `()` means "execs the argv it is given".
+# `entrypoint_spans`: [first, until) release spans of another ENTRYPOINT (None: not pinned, so an
+# args-only container of such a release is UNKNOWN), from vllm-project/vllm docker/Dockerfile's
+# final stage: ["python3", "-m", "vllm.entrypoints.openai.api_server"] in the 0.8.5 era (commit
+# 0000977eaf873be6a295cf73017976d49ca2fb9d; a maintainer quoting it in vllm#17172, 2025-05-04),
+# ["vllm", "serve"] at dead20baf70df70580ecb093f82b0b7b8676e4f5 (0.11.1 on). The switch between
+# them is not pinned to a release. (This was `vllm serve` from 0.5.3, which the real-command tier
+# found wrong on the aibrix compose files of vllm-openai:v0.6.6.)
 IMAGE_ENTRYPOINTS = {
     "vllm/vllm-openai": {"engine": "vllm", "entrypoint": ("vllm", "serve"),
-                         "entrypoint_before": ("0.5.3", ("python3", "-m", "vllm.entrypoints.openai.api_server"))},
+                         "entrypoint_spans": [(None, "0.9.0", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+                                              ("0.9.0", "0.11.1", None)]},
     "lmsysorg/sglang": {"engine": "sglang", "entrypoint": ()},
     "gpustack/runner": {"engine": None, "entrypoint": ("tini", "--")},
 }

@@ -15,8 +15,11 @@ Two steps, both from the release's real code:
    beyond it ("opaque" types, the engine's own Action classes) is known only for the values it
    was asked about, else UNKNOWN naming the option;
 3. the checks the entry point runs on the parsed argv before starting (vLLM's
-   validate_parsed_serve_args): an option they read is replayed when it is alone and was run
-   alone through the real entry point, else UNKNOWN naming it.
+   validate_parsed_serve_args and validate_api_server_args): replayed from the decision table
+   engine-data probed through the real entry point (groups of options the checks read together,
+   `_combinations`), or where the release has none, an option alone that was run alone; else
+   UNKNOWN naming the options. JSON config documents are judged by the config class's schema
+   read from the release (`judge_document`).
 Not replayed: mutually exclusive groups, files the argv names (`--chat-template`: UNKNOWN), and
 the contents of a `--config` file (not in the Pod spec: UNKNOWN).
 """
@@ -28,9 +31,14 @@ import re
 from collections.abc import Sequence
 
 from kubectl_kvcache.engine.argv import Token
+from kubectl_kvcache.engine.cause import Cause, of_element
 from kubectl_kvcache.engine.pythons import MEASURED, PYTHON_DIFFERENCES
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 from kubectl_kvcache.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _MODEL_OPTION = re.compile(r"^--model(=.+|$)")
@@ -110,7 +118,50 @@ def _dict_or_str(v):
         _optional(_json)(v)
 
 
+def _kvs(v):
+    # vllm@0.8.5/vllm/engine/arg_utils.py:nullable_kvs: "KEY=INT,KEY=INT", keys lowered and stripped,
+    # one key given twice with two values refused
+    out: dict[str, int] = {}
+    for item in v.split(","):
+        parts = [part.lower().strip() for part in item.split("=")]
+        if len(parts) != 2:
+            raise ValueError(item)
+        key, value = parts
+        number = int(value)
+        if key in out and out[key] != number:
+            raise ValueError(key)
+        out[key] = number
+
+
+def _kvs_or_empty(v):
+    # vllm@0.6.5/vllm/engine/arg_utils.py:nullable_kvs: "" is None
+    if len(v):
+        _kvs(v)
+
+
+def _kvs_plain(v):
+    # vllm@0.5.5/vllm/engine/arg_utils.py:nullable_kvs: "" is None, else KEY=INT items, a key
+    # given twice taken (the last one)
+    if len(v):
+        for item in v.split(","):
+            _key, value = item.split("=")
+            int(value)
+
+
+_JSON_BRACES = re.compile("^{.*}$")
+
+
+def _json_or_kvs(v):
+    # vllm@0.9.0/vllm/engine/arg_utils.py:parse_type(json.loads): a value that re.match("^{.*}$")
+    # finds is JSON, any other one is nullable_kvs
+    if _JSON_BRACES.match(v):
+        json.loads(v)
+    else:
+        _kvs(v)
+
+
 _BASE = {"str": lambda v: None, "int": _int, "float": _float, "json": _json,
+         "kvs": _kvs_or_empty, "kvs-strict": _kvs, "json|kvs": _json_or_kvs, "kvs-plain": _kvs_plain,
          "hrint": _hrint(_HRINT_VLLM, "KMGT"), "hrint-kmg": _hrint(_HRINT_VLLM_OLD, "KMG"),
          "hrint-iec": _hrint(_HRINT_SGLANG, ("Ki", "Mi", "Gi", "Ti"))}
 TYPES = dict(_BASE)
@@ -150,7 +201,7 @@ def type_accepts(name, value, probes=()):
 
 
 def _json_first(answers, probes):
-    for answer, probe in zip(answers, probes):
+    for answer, probe in zip(answers, probes, strict=False):
         if answer == "1" and probe not in ("", "None"):   # optional_type's None
             try:
                 json.loads(probe)
@@ -167,18 +218,113 @@ def classify_type(answers, probes):
     return "opaque:" + answers
 
 
+# --- the engines' own argparse Actions: what each does with one item ---------------------------
+# A rule of this vocabulary, matched by engine-data against the real Action called with each probe
+# item (tests/conformance/fuzz_types.py ACTION_PROBES; several items are judged each on its own):
+#   "items any"                 every item is taken (sglang@0.4.1 server_args.py LoRAPathAction)
+#   "items braces REQ"          an item that is `{...}` once stripped must be a JSON object with the
+#                               keys REQ (comma-separated); any other item is taken
+#                               (sglang@0.5.23 sglang/srt/arg_groups/argparse_actions.py LoRAPathAction)
+#   "items pairs SPLIT JSON"    an item with `=` and no `,` is name=path (SPLIT "first": split at the
+#                               first `=`; "exact": exactly one `=`); with JSON "-" every item is;
+#                               else "" is skipped and any other item must be a JSON object whose keys
+#                               hold every REQ and nothing beyond REQ and OPT (JSON = "REQ/OPT")
+#                               (vllm@0.33.0 vllm/entrypoints/common/cli_args.py LoRAParserAction)
+#   "items bool"                an item is taken iff it is `true` or `false` in any case
+#                               (vllm@0.6.5 vllm/utils.py StoreBoolean: values.lower() == "true"/"false",
+#                               else ValueError)
+#   "optional RULE"             "" and "None" are taken (its `type=` makes them None, which the
+#                               Action skips: vllm@0.33.0 vllm/engine/arg_utils.py optional_type), else RULE
+# An Action no rule replays has no entry (its values are UNKNOWN).
+
+
+def action_accepts(rule, item):
+    """True/False: the release's Action takes this one item; None: not known."""
+    if not isinstance(rule, str):   # an added release's file is untrusted
+        return None
+    words = rule.split(" ")
+    if words[0] == "optional":
+        return True if item in ("", "None") else action_accepts(" ".join(words[1:]), item)
+    if words == ["items", "any"]:
+        return True
+    if words == ["items", "bool"]:
+        return item.lower() in ("true", "false")
+    if len(words) == 3 and words[:2] == ["items", "braces"]:
+        text = item.strip()
+        if not (text.startswith("{") and text.endswith("}")):
+            return True
+        doc = _loads(text)
+        return isinstance(doc, dict) and all(k in doc for k in words[2].split(","))
+    if len(words) == 4 and words[:2] == ["items", "pairs"] and words[2] in ("first", "exact"):
+        pair_ok = item.count("=") == 1 if words[2] == "exact" else "=" in item
+        if words[3] == "-":
+            return pair_ok
+        if item == "":
+            return True
+        if "=" in item and "," not in item:
+            return pair_ok
+        required_text, _, optional_text = words[3].partition("/")
+        required = set(filter(None, required_text.split(",")))
+        allowed = required | set(filter(None, optional_text.split(",")))
+        doc = _loads(item)
+        return isinstance(doc, dict) and required <= set(doc) <= allowed
+    return None
+
+
+def _loads(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
+_NOT_JSON = object()
+
+
+def classify_action(answers, items, multi=()):
+    """The rule (above) that answers like the real Action on every probe (items one at a time,
+    then the lists in `multi`, '-' where not asked), else None."""
+    single = answers[:len(items)]
+    accepted = [_loads(v) for v, a in zip(items, single, strict=False) if a == "1"]
+    docs = [d for d in accepted if isinstance(d, dict)]
+    required = sorted(set.intersection(*[set(d) for d in docs])) if docs else []
+    optional = sorted(set().union(*[set(d) for d in docs]) - set(required)) if docs else []
+    candidates = ["items any", "items bool", f"items braces {','.join(required)}" if required else None]
+    for split in ("first", "exact"):
+        candidates.append(f"items pairs {split} -")
+        if required:
+            candidates.append(f"items pairs {split} {','.join(required)}/{','.join(optional)}")
+    rules = [c for c in candidates if c] + [f"optional {c}" for c in candidates if c]
+    for rule in rules:
+        mine = ["1" if action_accepts(rule, v) else "0" for v in items]
+        mine += ["-" if a == "-" else "1" if all(action_accepts(rule, v) for v in values) else "0"
+                 for values, a in zip(multi, answers[len(items):], strict=False)]
+        if "".join(mine) == answers:
+            return rule
+    return None
+
+
 class Facts(Record):
     """What one release's generated data says about its options beyond their arity."""
-    __slots__ = ("kinds", "start_up", "behaviours", "probes")
+    __slots__ = ("kinds", "start_up", "behaviours", "probes", "rewrites", "actions", "combo_classes", "combo_rows",
+                 "registries", "schemas", "start_up_values")
 
-    def __init__(self, kinds, start_up, behaviours, probes):
+    def __init__(self, kinds, start_up, behaviours, probes, rewrites=None, actions=None, combo_classes=None,
+                 combo_rows=None, registries=None, schemas=None, start_up_values=None):
         self.kinds = kinds            # option -> "action [type] [file]"
         self.start_up = start_up      # (entry, option) -> "ok" | "dies: ..." | "reads"
         self.behaviours = behaviours  # names of the entry points' argv preparations it has
         self.probes = probes
+        self.rewrites = rewrites or {}   # token family ("-O") -> REWRITES rule, as engine-data matched it
+        self.actions = actions or {}     # option -> the rule of its engine-own Action (action_accepts)
+        self.combo_classes = combo_classes or {}   # (entry, option) -> (group, dest, class kind)
+        self.combo_rows = combo_rows or {}         # (entry, group, atoms) -> (outcome, dests read)
+        self.registries = registries or {}         # dest -> frozenset of the parser names registered
+        self.schemas = schemas or {}               # option -> its config class's schema (judge_document)
+        self.start_up_values = start_up_values or {}   # (entry, option) -> {value: outcome} of it alone
 
 
-_FACTS = {}
+_FACTS: dict = {}
 
 
 def facts(profile) -> Facts:
@@ -192,8 +338,43 @@ def facts(profile) -> Facts:
         start_up = {tuple(key.split(" ", 1)): k for key, rows in real.get("start_up", {}).items()
                     for k in [_in_spans(at, rows)] if k}
         behaviours = {n for n, rows in real.get("behaviours", {}).items() if _in_spans(at, [[True] + r for r in rows])}
-        _FACTS[key] = Facts(kinds, start_up, frozenset(behaviours), tuple(real.get("probes", ())))
+        rewrites = {n: r for n, rows in real.get("rewrites", {}).items() for r in [_in_spans(at, rows)] if r}
+        actions = {n: r for n, rows in real.get("actions", {}).items() for r in [_in_spans(at, rows)] if r}
+        classes = {tuple(k.split(" ", 1)): tuple(v.split(" ")) for k, rows in real.get("combo_classes", {}).items()
+                   for v in [_in_spans(at, rows)] if v}
+        combo_rows = {}
+        for k, rows in real.get("combo_rows", {}).items():
+            v = _in_spans(at, rows)
+            if v:
+                entry, group, atoms = k.split(" ", 2)
+                outcome, _, read = v.rpartition("|")
+                combo_rows[(entry, group, atoms)] = (outcome, frozenset(read.split(",")) - {""})
+        registries = {d: frozenset(v.split(" ")) for d, rows in real.get("combo_registries", {}).items()
+                      for v in [_in_spans(at, rows)] if v}
+        texts = {n: v for n, rows in real.get("schemas", {}).items() for v in [_in_spans(at, rows)] if v}
+        schemas = {n: json.loads(texts.get(v[1:], "null") if v.startswith("=") else v) for n, v in texts.items()}
+        schemas = {n: v for n, v in schemas.items() if v}
+        _FACTS[key] = Facts(kinds, start_up, frozenset(behaviours), tuple(real.get("probes", ())), rewrites,
+                            actions, classes, combo_rows, registries, schemas,
+                            _start_up_values(real.get("start_up_values", {}), at))
     return _FACTS[key]
+
+def _start_up_values(table, at):
+    """{(entry, option): {value: outcome}} at the sampled release `at`; a row that is not a JSON
+    object of strings (an added release file is untrusted) is left out: its values stay UNKNOWN."""
+    from kubectl_kvcache.engine.releases import _in_spans
+    out = {}
+    for key, rows in table.items():
+        text = _in_spans(at, rows)
+        try:
+            found = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            found = None
+        if (isinstance(found, dict) and " " in key and all(isinstance(v, str) for v in found.values())
+                and all(v == "ok" or v.startswith("dies: ") for v in found.values())):
+            out[tuple(key.split(" ", 1))] = found
+    return out
+
 
 # --- Python differences -----------------------------------------------------------------------
 # argparse behaviours this model relies on that differ between CPython releases, measured by
@@ -253,13 +434,14 @@ def python_dependence(items, table, profile):
     minors = image_pythons(profile.engine, profile.version)
     plausible = [v for v in MEASURED if v.rsplit(".", 1)[0] in minors] or list(MEASURED)
     for key, index in differences_met([it.text for it in items], table):
-        difference, hit = PYTHON_DIFFERENCES[key], items[index]
+        difference: dict = PYTHON_DIFFERENCES[key]
+        hit = items[index]
         groups = difference["alike"]
         mine = next(g for g in groups if any(v.rsplit(".", 1)[0] == data.ARGPARSE_PYTHON for v in g))
         touched = [g for g in groups if set(g) & set(plausible)]
         if touched == [mine]:
             continue
-        behaviours = ", ".join(f"{_versions(g)} {_answered(a)}" for g, a in zip(groups, difference["answers"]))
+        behaviours = ", ".join(f"{_versions(g)} {_answered(a)}" for g, a in zip(groups, difference["answers"], strict=False))
         versions = sorted(set(v for g in touched for v in g) & set(plausible))
         shown = ", ".join(versions[:-1]) + " or " + versions[-1] if len(versions) > 1 else versions[0]
         return (f"{hit.text!r} ({hit.tok.where()}): what argparse does with {_DIFFERENCE_NAMES[key]} depends on "
@@ -280,16 +462,17 @@ class Occurrence(Record):
 
 
 class Parse(Record):
-    __slots__ = ("outcome", "effective", "error", "reason", "occurrences", "winner")
+    __slots__ = ("outcome", "effective", "error", "reason", "occurrences", "winner", "cause")
 
     def __init__(self, outcome: str, effective: str | None, error: str | None, reason: str,
-                 occurrences: tuple[Occurrence, ...] = (), winner: int | None = None):
+                 occurrences: tuple[Occurrence, ...] = (), winner: int | None = None, cause: Cause | None = None):
         self.outcome = outcome          # ok | rejected | unknown
         self.effective = effective      # the value it runs with (ok); None when no flag is given
         self.error = error              # the error class when rejected
         self.reason = reason
         self.occurrences = occurrences
         self.winner = winner            # index into occurrences of the value that wins
+        self.cause = cause              # unknown: what would decide it (engine/cause.py)
 
 
 class _Stop(Exception):
@@ -313,12 +496,15 @@ def _where(item):
     return item.where() if isinstance(item, Token) else f"{item.source}[{item.index}]"
 
 
-def _fail(error, reason, occurrences=(), winner=None):
+def _fail(error, reason, occurrences=(), winner=None) -> NoReturn:
     raise _Stop(Parse(REJECTED, None, error, reason, tuple(occurrences), winner))
 
 
-def _unknown(reason, occurrences=(), winner=None):
-    raise _Stop(Parse(UNKNOWN, None, None, reason, tuple(occurrences), winner))
+def _unknown(reason, cause=None, occurrences=(), winner=None):
+    if cause is not None and not isinstance(cause, Cause):
+        # a call written before the cause existed: _unknown(reason, occurrences[, winner])
+        cause, occurrences, winner = None, cause, (occurrences if isinstance(occurrences, int) else None)
+    raise _Stop(Parse(UNKNOWN, None, None, reason, tuple(occurrences), winner, cause))
 
 
 # --- 1. the engine's preparation --------------------------------------------------------------
@@ -336,7 +522,8 @@ def _config(items, profile, entry):
         _fail(MISSING_VALUE, f"--config has no file after it ({items[index].tok.where()})")
     path = items[index + 1]
     if path.text is None:
-        _unknown(f"the --config file name at {path.tok.where()} is not known from the spec ({path.unknown})")
+        _unknown(f"the --config file name at {path.tok.where()} is not known from the spec ({path.unknown})",
+                 of_element(path.tok.where(), path.unknown))
     suffix = path.text.rsplit(".", 1)[-1] if "." in path.text.rsplit("/", 1)[-1] else ""
     if suffix.lower() not in ("yaml", "yml") or (profile.engine == "vllm" and suffix not in ("yaml", "yml")):
         _fail(CONFIG_ERROR, f"--config {path.text}: {profile.label} reads only .yaml/.yml files "
@@ -362,8 +549,8 @@ def _underscores(text, profile):
     if not (profile.underscores and text.startswith("--")):
         return text
     name, eq, value = text.partition("=")
-    if profile.dotted_json:
-        # vLLM rewrites only between `--` and the first `.` of the name
+    if profile.dotted_json and profile.dotted_typed:
+        # vLLM >= 0.10 rewrites only between `--` and the first `.` of the name
         head, dot, tail = name[2:].partition(".")
         name = "--" + head.replace("_", "-") + dot + tail
     else:
@@ -373,7 +560,9 @@ def _underscores(text, profile):
 
 def _dotted(items, profile):
     """vLLM >= 0.9: `-x.a.b V` / `-x.a.b=V` are removed and `-x '{"a": {"b": V}}'` appended."""
-    out, merged, origin, skip = [], {}, {}, set()
+    out, skip = [], set()
+    merged: dict = {}
+    origin: dict = {}
     for k, it in enumerate(items):
         if k in skip:
             continue
@@ -395,14 +584,19 @@ def _dotted(items, profile):
                 _fail(MISSING_VALUE, f"{text} is the last argument: {profile.label} needs its value "
                                      f"({it.tok.where()})")
             name, value = text, items[k + 1].text
+            if not profile.dotted_typed and value is not None and value.startswith("--") and "." in value:
+                # vLLM 0.9 reads the value token as a dotted token of its own too (it does not skip it)
+                _unknown(f"{text} {value} ({it.tok.where()}): vLLM 0.9 reads a dotted value that is itself a "
+                         f"dotted option twice, which this plugin does not replay", Cause("preprocess", text))
             if value is None:
-                _unknown(f"the value of {text} ({items[k + 1].tok.where()}) is not known from the spec")
+                _unknown(f"the value of {text} ({items[k + 1].tok.where()}) is not known from the spec",
+                         of_element(items[k + 1].tok.where(), items[k + 1].unknown))
             skip.add(k + 1)
-        if name.endswith("+"):
+        if name.endswith("+") and profile.dotted_typed:   # `.x+ a,b` appends, from vLLM 0.10
             name, value = name[:-1], json.dumps(value.split(","))
         key, *keys = name.split(".")
         try:
-            parsed = json.loads(value)
+            parsed = json.loads(value) if profile.dotted_typed else value   # 0.9: the string as given
         except ValueError:
             parsed = value
         nested = parsed
@@ -426,9 +620,70 @@ def _merge(original, update):
             original[k] = v
 
 
-def _prepare(tokens, profile, entry):
+# --- the -O family: what vLLM's FlexibleArgumentParser.parse_args makes of `-O...` tokens -------
+# A rule is a sentence of this vocabulary; engine-data runs probe argv through each release's real
+# parse_args, reads what it hands to argparse, and records the rule whose replay (below) gives the
+# same argv on every probe, or "opaque" (no rule agrees: such a token is UNKNOWN):
+#   "none"                    no rewriting (argparse reads -O as an option, if there is one)
+#   "dotted KEY DIGITS"       -O<x> and -O=<x> (x not starting with ".") become -O.KEY=<x>, and
+#                             `-O <d>` (d one of DIGITS, comma-separated) -O.KEY <d>; then dotted JSON
+#                             (vllm@0.10.0 vllm/utils/__init__.py, 0.11.2 vllm/utils/argparse_utils.py)
+#   "option NAME DIGITS"      -O<x> and -O=<x> become `NAME <x>`, `-O <d>` `NAME <d>`
+#                             (vllm@0.16.0 vllm/utils/argparse_utils.py: --optimization-level)
+REWRITE_FAMILIES = ("-O",)
+
+
+def rewrite_o(items, rule):
+    """The items after the release's -O rewriting (`rule` as above; "opaque": UNKNOWN at an -O token)."""
+    if not rule or rule == "none":
+        return items
+    words = rule.split(" ") if isinstance(rule, str) else []   # an added release's file is untrusted
+    out = []
+    for k, it in enumerate(items):
+        text = it.text
+        if text is None or text.startswith("--") or not text.startswith("-O"):
+            out.append(it)
+            continue
+        if len(words) != 3 or words[0] not in ("dotted", "option"):
+            _unknown(f"{text} ({it.tok.where()}): the release rewrites -O options before parsing in a way this "
+                     f"plugin does not replay", Cause("preprocess", "-O"))
+        kind, target, digits = words
+        if text != "-O":
+            if kind == "dotted" and text[2] == ".":
+                out.append(it)
+                continue
+            rest = text[3:] if text[2] == "=" else text[2:]
+            if kind == "dotted":
+                out.append(_Item(f"-O.{target}={rest}", it.tok))
+            else:
+                out += [_Item(target, it.tok), _Item(rest, it.tok)]
+            continue
+        following = items[k + 1] if k + 1 < len(items) else None
+        if following is not None and following.text is None:
+            _unknown(f"-O ({it.tok.where()}) is rewritten when the next element is one of {digits}, and "
+                     f"{following.tok.where()} is not known from the spec ({following.unknown})",
+                     of_element(following.tok.where(), following.unknown))
+        if following is not None and following.text in digits.split(","):
+            out.append(_Item(f"-O.{target}" if kind == "dotted" else target, it.tok))
+        else:
+            out.append(it)
+    return out
+
+
+def prepared_texts(texts, profile, entry, rewrites=None):
+    """The argv (strings) the release hands to argparse after its own preparation, as this model
+    replays it; raises _Stop where the preparation itself decides (engine-data and the tier compare
+    it with the real preparation)."""
+    tokens = [Token(t, "args", k) for k, t in enumerate(texts)]
+    items, _ = _prepare(tokens, profile, entry, rewrites)
+    return [it.text for it in items]
+
+
+def _prepare(tokens, profile, entry, rewrites=None):
     items = [_Item(t.text, t, t.reason) for t in tokens]
-    behaviours = facts(profile).behaviours
+    known = facts(profile)
+    rewrites = known.rewrites if rewrites is None else rewrites
+    behaviours = known.behaviours
     if profile.engine == "sglang":
         if entry == "sglang_serve":
             # sglang@0.5.18/sglang/cli/serve.py:serve: -h/--help anywhere prints help; --model-type
@@ -441,7 +696,7 @@ def _prepare(tokens, profile, entry):
                         (it.text == "--model-type" or it.text.startswith("--model-type="))), None)
             if hit is not None:
                 _unknown(f"--model-type ({hit.tok.where()}) selects a serve backend, which installed packages "
-                         f"can add: not replayed")
+                         f"can add: not replayed", Cause("preprocess", "--model-type"))
             if ("serve_positional_model" in behaviours and items and items[0].text is not None
                     and not items[0].text.startswith("-")):
                 items = [_Item("--model-path", items[0].tok)] + items
@@ -450,7 +705,9 @@ def _prepare(tokens, profile, entry):
             if not any((t in names and k + 1 < len(texts)) or t.startswith(tuple(n + "=" for n in names))
                        for k, t in enumerate(texts)):
                 if any(it.text is None for it in items):
-                    _unknown("`sglang serve` needs a literal --model-path, and an element is not known from the spec")
+                    hidden = next(it for it in items if it.text is None)
+                    _unknown("`sglang serve` needs a literal --model-path, and an element is not known from the spec",
+                             of_element(hidden.tok.where(), hidden.unknown))
                 _fail(REQUIRED, "`sglang serve` needs a literal `--model-path M` (its own check, before argparse)")
         return _config(items, profile, entry)
     # vLLM's FlexibleArgumentParser.parse_args, in its order
@@ -466,23 +723,32 @@ def _prepare(tokens, profile, entry):
         # move, an argv whose first word is an option, with --served-model-name and no --config, dies
         # (a word not known from the spec is `--name=...` with its name known, or not an option)
         texts = [it.text if it.text is not None else it.tok.prefix for it in items]
-        named = [it for it, t in zip(items, texts) if re.match(r"^--served[-_]model[-_]name(=.+|$)", t)]
+        named = [it for it, t in zip(items, texts, strict=True) if re.match(r"^--served[-_]model[-_]name(=.+|$)", t)]
         if named and texts[0].startswith("-") and not any(re.match(r"^--config(=.+|$)", t) for t in texts):
-            _fail(REQUIRED, f"{profile.label}: `vllm serve` with {named[0].tok.text.split('=')[0]} "
+            _fail(REQUIRED, f"{profile.label}: `vllm serve` with {(named[0].tok.text or named[0].tok.prefix).split('=')[0]} "
                             f"({named[0].tok.where()}) needs the model as the first positional argument")
+        # `--served-model-name=` + a value not known: the check above applies unless it is empty
+        maybe = [it for it, t in zip(items, texts, strict=True) if it.text is None and re.match(r"^--served[-_]model[-_]name=$", t)]
+        if maybe and texts[0].startswith("-") and not any(re.match(r"^--config(=.*|$)", t) for t in texts):
+            _unknown(f"{profile.label}: `vllm serve` with --served-model-name ({maybe[0].tok.where()}) needs the "
+                     f"model as the first positional argument unless its value is empty, and the value is not "
+                     f"known from the spec ({maybe[0].unknown})", of_element(maybe[0].tok.where(), maybe[0].unknown))
     items, config = _config(items, profile, entry)
     for it in items:
         if it.text is not None:
             it.text = _underscores(it.text, profile)
-    if profile.dotted_json:
-        items = _dotted(items, profile)
-    if "-O" in profile.options_for(entry):
-        # vllm@0.11/vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args rewrites -O<level>,
-        # -O=<level> and -O <digit> into other options before argparse: not replayed
+    if "-O" in rewrites:
+        # vllm@0.33.0 vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args: in the same pass
+        # as the `_` rewriting (which only touches `--` tokens), before dotted JSON
+        items = rewrite_o(items, rewrites["-O"])
+    elif "-O" in profile.options_for(entry) or profile.dotted_json:
+        # a release whose -O rewriting engine-data did not record (an added release's older data)
         hit = next((it for it in items if it.text is not None and it.text.startswith("-O")), None)
         if hit is not None:
             _unknown(f"{hit.text} ({hit.tok.where()}): {profile.label} rewrites -O options before parsing, "
-                     f"which this plugin does not replay")
+                     f"which this plugin does not replay", Cause("preprocess", "-O"))
+    if profile.dotted_json:
+        items = _dotted(items, profile)
     return items, config
 
 
@@ -571,20 +837,34 @@ def parse(tokens: Sequence[Token], profile: Profile, platform_may_extend=False, 
         return stop.parse
 
 
+# Options the engine's preparation reads by their value before argparse (_prepare: vLLM moves
+# `--model=M` to the positional, --config cuts a file in, sglang serve wants a literal --model-path,
+# --model-type picks a backend; --served-model-name's check is replayed in _prepare): an unknown value
+# there is never harmless.
+_PREPARED = frozenset({"--model", "--model-path", "--config", "--model-type"})
+
+
 def _unsafe_unknown(tok, parser):
-    """Why an element whose value is unknown could change the result, or '' if it cannot."""
+    """Why an element whose value is unknown could change the result, or '' if it cannot.
+
+    It cannot when argparse classifies it the same whatever its value: one word whose known
+    start is not '-' (or whose source never starts with '-': Token.plain), read as a positional
+    or an option's value; or `--name=...` for an option that takes any string as its value (an
+    explicit value is taken verbatim, for nargs 1, ?, * and + alike), that no check reads."""
     prefix = tok.prefix
-    if prefix and not prefix.startswith("-"):
+    if (prefix and not prefix.startswith("-")) or (not prefix and getattr(tok, "plain", False)):
         return ""
     if prefix.startswith("--") and "=" in prefix:
         name = prefix.split("=", 1)[0]
         cls = parser.classify(_Item(name, tok)) if name in parser.table else None
         known = facts(parser.profile)
-        plain = not known.kinds.get(getattr(cls, "action", None) or "") and not any(
-            option == getattr(cls, "action", None) for _, option in known.start_up)
-        if isinstance(cls, _Opt) and cls.action and cls.action != DTYPE_OPTION and cls.arity == "1" and plain:
+        action = getattr(cls, "action", None)
+        plain = not known.kinds.get(action or "") and not any(option == action for _, option in known.start_up)
+        if (isinstance(cls, _Opt) and action and action != DTYPE_OPTION and cls.arity in ("1", "?", "*", "+")
+                and plain and action not in dict(parser.profile.choices) and not {name, action} & _PREPARED):
             return ""
-    return f"{tok.where()} is not known from the spec ({tok.reason})"
+    return (f"{tok.where()} is not known from the spec ({tok.reason}), and its value decides how the parser "
+            f"reads it (one starting with '-' is an option)")
 
 
 def _parse(tokens, profile, platform_may_extend, entry):
@@ -593,11 +873,11 @@ def _parse(tokens, profile, platform_may_extend, entry):
         if tok.text is None:
             why = _unsafe_unknown(tok, parser)
             if why:
-                return Parse(UNKNOWN, None, None, why)
+                return Parse(UNKNOWN, None, None, why, cause=of_element(tok.where(), tok.reason))
     items, config_file = _prepare(tokens, profile, entry)
     why = python_dependence(items, parser.table, profile)
     if why:
-        return Parse(UNKNOWN, None, None, why)
+        return Parse(UNKNOWN, None, None, why, cause=Cause("python", f"the CPython of the {profile.label} image"))
     for it in items:
         if it.text is None and it.tok.prefix.startswith("--"):
             it.text = it.tok.prefix.split("=", 1)[0] + "=\0unknown"
@@ -615,9 +895,7 @@ def _parse(tokens, profile, platform_may_extend, entry):
         else:
             opts[k] = cls
             pattern.append("O")
-    pattern = "".join(pattern)
-
-    return _Run(profile, entry, items, pattern, opts).run(config_file, platform_may_extend)
+    return _Run(profile, entry, items, "".join(pattern), opts).run(config_file, platform_may_extend)
 
 
 class _Run:
@@ -633,9 +911,11 @@ class _Run:
         self.positionals = list(positional_arities) if positional_arities is not None else None
         self.occurrences: list[Occurrence] = []
         self.extras: list[_Item] = []
-        self.notes = {"stray": None}
+        self.notes: dict = {"stray": None}
         self.seen = set()
+        self.values = {}
         self.choices = dict(profile.choices)
+        self.fixed_choices = profile.fixed_choices
         self.known = facts(profile)
 
     def take_dtype(self, item, value, value_item=None):
@@ -649,8 +929,10 @@ class _Run:
             why = source.reason or item.tok.reason
             self.notes["unknown_value"] = (f"the value of {DTYPE_OPTION} at {item.tok.where()}, {source.where()}, "
                                            f"is not known from the spec ({why})")
+            self.notes["unknown_value_cause"] = of_element(source.where(), why)
             if not self.profile.final_value_only:
-                _unknown(self.notes["unknown_value"], self.occurrences, len(self.occurrences) - 1)
+                _unknown(self.notes["unknown_value"], self.notes["unknown_value_cause"], self.occurrences,
+                         len(self.occurrences) - 1)
             return
         if not valid and not self.profile.final_value_only:
             _fail(INVALID_VALUE, _invalid(shown, self.profile, item.tok), self.occurrences,
@@ -666,7 +948,8 @@ class _Run:
         if opt.explicit is not None:
             if arity == "0" and not opt.action.startswith("--") and opt.explicit != "":
                 # single-dash flags run together (-xyz): not in these engines' argv; not modelled
-                _unknown(f"{item.text} ({item.tok.where()}) combines short options, which this plugin does not replay")
+                _unknown(f"{item.text} ({item.tok.where()}) combines short options, which this plugin does not replay",
+                         Cause("preprocess", item.text))
             if arity.isdigit() and int(arity) > 1:
                 _fail(MISSING_VALUE, f"argument {opt.action}: expected {arity} arguments ({item.tok.where()})",
                       self.occurrences)
@@ -684,14 +967,22 @@ class _Run:
             count = len(m.group(1))
             values, stop = [it.text for it in self.items[start + 1:start + 1 + count]], start + 1 + count
         self.seen.add(opt.action)
+        self.values[opt.action] = values
         value_item = self.items[start + 1] if opt.explicit is None and stop > start + 1 else None
         if opt.action != DTYPE_OPTION:
-            _replay_value(opt.action, values, item, self.known, self.notes, self.occurrences)
+            _replay_value(opt.action, values, item, self.known, self.notes, self.occurrences,
+                          value_item.tok if value_item is not None else item.tok)
         if opt.action == DTYPE_OPTION:
             self.take_dtype(item, values[0] if values else None, value_item)
         elif opt.action in self.choices:
             for value in values:
                 if value is None or "\0" in value:
+                    # only reached through an element _unsafe_unknown lets through: a plain word
+                    value_tok = value_item.tok if value_item is not None else item.tok
+                    self.notes.setdefault("choice", f"the value of {opt.action} ({value_tok.where()}) is not "
+                                                    f"known from the spec ({value_tok.reason}), and "
+                                                    f"{self.profile.label} checks it against its choices")
+                    self.notes.setdefault("choice_cause", of_element(value_tok.where(), value_tok.reason))
                     continue
                 if value in ("", "None"):
                     # vLLM's optional_type turns these into None before the choices check, and the
@@ -699,14 +990,21 @@ class _Run:
                     self.notes.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} may be read as "
                                                     f"None, which the choices {self.profile.label} had here may "
                                                     f"not hold")
+                    self.notes.setdefault("choice_cause", Cause("choices", opt.action))
                 elif value not in self.choices[opt.action]:
-                    if opt.action.startswith("--kv"):
+                    if opt.action.startswith("--kv") or opt.action in self.fixed_choices:
+                        # the --kv options' choices, and those read from a parser registry that
+                        # only the release's own modules fill before the parse or given as
+                        # constants in the code that builds the parser (fixed_choices), are fixed
                         _fail(INVALID_VALUE, f"argument {opt.action}: invalid choice: {value!r} "
                                              f"({item.tok.where()})", self.occurrences)
-                    # other options' choices can depend on what the image has installed
+                    # other options' choices can depend on what the image has installed (plugins
+                    # the release loads before it builds its parser)
                     self.notes.setdefault("choice", f"{item.tok.where()}: {opt.action} {value!r} is outside the "
                                                     f"choices {self.profile.label} had where they were read (they "
-                                                    f"can depend on what the image installs)")
+                                                    f"can depend on what the image installs: plugins the release "
+                                                    f"loads before it parses can add to them)")
+                    self.notes.setdefault("choice_cause", Cause("choices", opt.action))
         return stop
 
     def consume_positionals(self, start):
@@ -764,31 +1062,34 @@ class _Run:
             shown += " ..." if len(self.extras) > 4 else ""
             _fail(UNRECOGNIZED, f"unrecognized arguments: {shown} ({self.extras[0].tok.where()})",
                   self.occurrences)
-        uncertain = None
+        uncertain = uncertain_cause = None
         if self.entry:
             try:
-                _start_up(self.seen, self.entry, self.known, self.occurrences)
+                _start_up(self.seen, self.entry, self.known, self.occurrences, self.values)
             except _Stop as stop:
                 if stop.parse.outcome == REJECTED and not config_file:
                     raise
                 uncertain = stop.parse.reason if stop.parse.outcome == UNKNOWN else (
                     stop.parse.reason + ", unless the --config file changes that")
+                uncertain_cause = stop.parse.cause if stop.parse.outcome == UNKNOWN else Cause("config-file", "--config")
         result = _conclude(tuple(self.occurrences), config_file, self.profile, platform_may_extend,
-                           self.notes.get("unknown_value"))
-        for why in (uncertain, self.notes.get("file")):
+                           self.notes.get("unknown_value"), self.notes.get("unknown_value_cause"))
+        for why, cause in ((uncertain, uncertain and uncertain_cause),
+                           (self.notes.get("file"), self.notes.get("file_cause"))):
             if result.outcome == OK and why:
-                return Parse(UNKNOWN, None, None, why, result.occurrences, result.winner)
+                return Parse(UNKNOWN, None, None, why, result.occurrences, result.winner, cause)
         if result.outcome == OK and self.notes.get("choice"):
-            return Parse(UNKNOWN, None, None, self.notes["choice"], result.occurrences, result.winner)
+            return Parse(UNKNOWN, None, None, self.notes["choice"], result.occurrences, result.winner,
+                         self.notes["choice_cause"])
         if result.outcome == OK and self.notes["stray"] is not None:
             stray = self.notes["stray"]
             return Parse(UNKNOWN, None, None,
                          f"{stray.tok.where()} ({stray.text!r}) is a positional argument, which this entry point "
-                         f"may reject", result.occurrences, result.winner)
+                         f"may reject", result.occurrences, result.winner, Cause("positional", stray.tok.where()))
         return result
 
 
-def _replay_value(name, values, item, known, state, occurrences):
+def _replay_value(name, values, item, known, state, occurrences, value_tok=None):
     """What the option's action and `type=` do with its values, at the token, as argparse runs them."""
     kind, *rest = (known.kinds.get(name) or "store str").split(" ")
     where = item.tok.where()
@@ -799,11 +1100,23 @@ def _replay_value(name, values, item, known, state, occurrences):
         _fail(START_UP, f"{name} ({where}) is refused by the release's own parser action (an option it no "
                         f"longer supports)", occurrences)
     if kind == "custom":
-        _unknown(f"{name} ({where}) runs the release's own argparse Action, which this plugin does not replay",
-                 occurrences)
-    if "file" in rest and name != "--config":   # --config FILE: see _config
+        # the Action takes the values one item at a time, and any item it refuses ends the engine
+        rule = known.actions.get(name)
+        answers = [None if v is None or "\0" in v else action_accepts(rule, v)
+                   for v in values] if rule else [None]
+        refused = next((v for v, ok in zip(values, answers, strict=False) if ok is False), None)
+        if rule and refused is not None:
+            _fail(INVALID_VALUE, f"argument {name}: {refused!r} ({where}) is refused by the release's own "
+                                 f"argparse Action", occurrences)
+        if None in answers:
+            _unknown(f"{name} ({where}) runs the release's own argparse Action, which this plugin does not "
+                     f"replay" + (" for this value" if rule else ""), Cause("action", name), occurrences)
+    inline = any(o == name and c[2] == "inline" for (_, o), c in known.combo_classes.items()) and all(
+        v is not None and any(ch in v for ch in INLINE_CHARS) for v in values)
+    if "file" in rest and name != "--config" and not inline:   # --config FILE: see _config; a template inline
         state.setdefault("file", f"{name} ({where}) names a file in the image, which the engine reads at "
                                  f"start-up (not in the Pod spec)")
+        state.setdefault("file_cause", Cause("file", name))
     type_name = rest[0] if rest and rest[0] != "file" else "str"
     if type_name == "str":
         return
@@ -812,34 +1125,265 @@ def _replay_value(name, values, item, known, state, occurrences):
             # `--opt=--`: CPython 3.10-3.12 drop the `--` (nothing is converted), later ones do not
             # (see PYTHON_DIFFERENCES)
             _unknown(f"{name}=-- ({where}): what argparse does with a `--` value differs between CPython "
-                     f"releases", occurrences)
+                     f"releases", Cause("python", name + "=--"), occurrences)
         if value is None or "\0" in value:
             _unknown(f"the value of {name} ({where}) is not known from the spec, and the release converts it "
-                     f"({type_name.split(':')[0]})", occurrences)
+                     f"({type_name.split(':')[0]})", of_element((value_tok or item.tok).where(),
+                                                               (value_tok or item.tok).reason), occurrences)
         ok = type_accepts(type_name, value, known.probes)
+        why: list[str] = []
+        if ok is None and name in known.schemas:
+            ok = judge_document(known.schemas[name], value, why)
         if ok is None:
-            _unknown(f"{name} {value!r} ({where}): the release checks this value with its own code (for "
-                     f"example a pydantic config), which this plugin does not replay", occurrences)
+            _unknown(f"{name} {value!r} ({where}): the release checks this value with its own code ("
+                     + ("its config class: " + "; ".join(why[:2]) if why else "for example a pydantic config")
+                     + "), which this plugin does not replay", Cause("value-check", name), occurrences)
         if not ok:
             _fail(INVALID_VALUE, f"argument {name}: invalid {type_name.split('|')[-1]} value: {value!r} ({where})",
                   occurrences)
 
 
-def _start_up(seen, entry, known, occurrences):
+def _start_up(seen, entry, known, occurrences, values=None):
     """The entry point's checks after the parse: '' when none applies, else raises."""
     read = sorted(name for name in seen if (entry, name) in known.start_up)
     if not read:
         return
+    if any(e == entry for e, _ in known.combo_classes):
+        _combinations(read, entry, known, occurrences, values or {})
+        return
+    if len(read) == 1 and known.start_up[(entry, read[0])] == "reads" and (entry, read[0]) in known.start_up_values:
+        given = (values or {}).get(read[0])
+        probed = known.start_up_values[(entry, read[0])]
+        if isinstance(given, list) and len(given) == 1 and isinstance(given[0], str) and given[0] in probed:
+            # the release's start-up code run with this option alone and this very value (engine-data)
+            outcome = probed[given[0]]
+            if outcome.startswith("dies"):
+                _fail(START_UP, f"{read[0]} {given[0]!r}: the start-up check refuses it: {outcome[len('dies: '):]}",
+                      occurrences)
+            return
     if len(read) == 1 and known.start_up[(entry, read[0])] != "reads":
         outcome = known.start_up[(entry, read[0])]
         if outcome.startswith("dies"):
             _fail(START_UP, f"{read[0]}: the start-up check refuses it: {outcome[len('dies: '):]}", occurrences)
         return
     _unknown(f"the checks the release runs after parsing read {', '.join(read)}, in a combination this plugin "
-             f"does not replay", occurrences)
+             f"does not replay", Cause("start-up", ", ".join(read)), occurrences)
 
 
-def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_value=None):
+# --- JSON config documents ----------------------------------------------------------------------
+# vLLM's config options validate their document with the config class (vllm@0.33/vllm/engine/
+# arg_utils.py:_compute_kwargs parse_dataclass: pydantic TypeAdapter(cls).validate_json, the
+# class's __post_init__ after it; optional_type around it: "" and "None" are None). engine-data
+# reads each class's fields (tests/conformance/schema_probe.py) and keeps a field's type only where
+# this replay agreed with the real callable on every generated document. Per field, what pydantic
+# does with a JSON value: definite only where its lax mode leaves no doubt (a JSON string for an
+# int field, which lax mode may coerce, is not judged).
+
+def _field_accepts(kind, value):
+    if kind.startswith("?"):
+        if value is None:
+            return True
+        kind = kind[1:]
+    if kind == "any":
+        return None
+    if kind == "free":
+        return True   # the release took every value it was probed with (engine-data: schema_data)
+    if kind == "obj":
+        return None if isinstance(value, dict) else False   # a nested config: judged where probed
+    if value is None or isinstance(value, (list, dict)) and kind != "dict":
+        return False
+    if kind == "dict":
+        return True if isinstance(value, dict) else False
+    if kind == "bool":
+        return True if isinstance(value, bool) else None if isinstance(value, (int, str)) else False
+    if kind == "int":
+        if isinstance(value, bool) or isinstance(value, str):
+            return None
+        if isinstance(value, int):
+            return True
+        return False if value != int(value) else None
+    if kind == "float":
+        if isinstance(value, bool) or isinstance(value, str):
+            return None
+        return True
+    if kind == "str":
+        return isinstance(value, str)
+    if kind.startswith("lit:"):
+        return isinstance(value, str) and value in kind[4:].split("|")
+    return None
+
+
+def _no_constant(name):
+    raise ValueError(name)   # NaN, Infinity: what pydantic's own JSON parser does is not replayed
+
+
+def _unique_keys(pairs):
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("a key twice")   # which one pydantic keeps is not replayed
+    return dict(pairs)
+
+
+def _has_literal(value):
+    """A JSON true, false or null anywhere in a loaded document."""
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, dict):
+        return any(_has_literal(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_literal(v) for v in value)
+    return False
+
+
+def judge_document(schema, value, why=None):
+    """True/False: the release's config class accepts/refuses the document; None: not known (and
+    `why`, a list, gets what left it open)."""
+    why = [] if why is None else why
+    docs = schema.get("d", {})
+    if value in docs:
+        return docs[value] == 1
+    if schema.get("o") and value in ("", "None"):
+        return True
+    try:
+        doc = json.loads(value, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except ValueError:
+        why.append("a document this plugin does not read as JSON")
+        return None
+    if not isinstance(doc, dict):
+        why.append("a value that is no JSON object")
+        return None
+    if schema.get("p"):
+        # read with ast.literal_eval (vLLM 0.6.5-0.8.5's CompilationConfig.from_cli): JSON's true,
+        # false and null are no Python literals; a backslash escape may read otherwise
+        if _has_literal(doc):
+            return False
+        if "\\" in value:
+            why.append("a backslash escape, which ast.literal_eval may read otherwise than JSON")
+            return None
+    fields, coupled = schema["f"], set(schema["c"])
+    ignoring = schema.get("ni") if isinstance(schema.get("ni"), dict) else {}
+    refusing = schema.get("n") if isinstance(schema.get("n"), dict) else {}
+    for key, keep in ignoring.items():
+        # a nested config that drops the keys it does not have (engine-data: schema_data)
+        if isinstance(doc.get(key), dict) and isinstance(keep, list) and fields.get(key) == "obj":
+            doc[key] = {k: v for k, v in doc[key].items() if k in keep}
+    verdict: bool | None = True
+    for key, item in doc.items():
+        if key not in fields:
+            if schema.get("x"):
+                return False   # extra="forbid": a field error whatever else the document holds
+            why.append(f"key {key!r}, no field of the config class (which keeps other keys)")
+            verdict = None
+            continue
+        ok = _field_accepts(fields[key], item)
+        if isinstance(item, dict) and isinstance(refusing.get(key), list) and any(
+                k not in refusing[key] for k in item):
+            return False   # a nested config refuses a key it does not have (pydantic, extra="forbid")
+        if key in coupled and ok is not False:
+            continue   # judged with the other coupled fields below
+        if ok is None:
+            # a field no check reads with others, given a value the replay leaves open: the real
+            # answer for it alone where engine-data probed it (a nested config's field, a lax value)
+            alone = docs.get(json.dumps({key: item}, sort_keys=True))
+            ok = None if alone is None else alone == 1
+        if ok is False:
+            return False       # a field's own validation fails whatever else the document holds
+        if ok is None:
+            why.append(f"field {key!r}: a value whose validation (a nested config, pydantic's lax mode) "
+                       f"was not probed")
+            verdict = None
+    if verdict is None:
+        return None
+    part = {k: v for k, v in doc.items() if k in coupled}
+    if not part:
+        return True
+    found = docs.get(json.dumps(part, sort_keys=True))
+    if found is None:
+        why.append(f"{', '.join(sorted(part))}: read together by the class's own checks "
+                   f"(__post_init__), with values they were not probed with")
+    return None if found is None else found == 1
+
+
+# What a start-up check may do with a value, as a few classes (engine-data probed one value of each
+# through the real entry point; tests/conformance/startup_probe.py): "registry": a parser name, ""
+# ("empty"), one the release registers ("registered") or another ("other"); "inline": a
+# --chat-template given as the template itself (vLLM's validate_chat_template and
+# load_chat_template take a value holding `{`, `}` or a newline as the template, not a file);
+# "int": the number, one of a few small ones.
+COMBO_INTS = ("-1", "0", "1", "2", "4", "8")
+INLINE_CHARS = "{}\n"
+
+
+def combo_class(kind, dest, value, known):
+    """The class of an option's value, or None: not one the checks were probed with."""
+    if kind == "flag":
+        return ""
+    if value is None or "\0" in value:
+        return None
+    if kind == "registry":
+        if value == "":
+            return "empty"
+        return "registered" if value in known.registries.get(dest, ()) else "other"
+    if kind == "inline":
+        return "inline" if any(c in value for c in INLINE_CHARS) else None
+    if kind == "int":
+        try:
+            number = str(int(value))
+        except ValueError:
+            return None
+        return number if number in COMBO_INTS else None
+    return None
+
+
+def _combinations(read, entry, known, occurrences, values):
+    """The checks on the options they read, per group of dests read together (engine-data's
+    decision table): in each group, from the empty argv, add the options whose dests the last
+    probed run read, until the run reads none that is given; that run's outcome is the group's.
+    An option whose dest no run of the walk reads cannot change the outcome: its value is not
+    looked at (`-dp 3` where only --data-parallel-multi-port-external-lb makes the checks read it)."""
+    given: dict = {}
+    for name in read:
+        found = known.combo_classes.get((entry, name))
+        if found is None:
+            _unknown(f"the checks the release runs after parsing read {name}, with a value or in a way this "
+                     f"plugin does not replay", Cause("start-up", name), occurrences)
+        group, dest, kind = found[:3]
+        canonical = found[3] if len(found) > 3 else name   # a short alias stands for its long name
+        given.setdefault(group, {}).setdefault(dest, []).append((name, canonical, kind))
+
+    def atom(dest, options):
+        if len(options) > 1:
+            _unknown(f"{options[0][0]} and {options[1][0]} set the same setting, which the start-up checks read: "
+                     f"the last one given wins, which this plugin does not replay", Cause("start-up", options[0][0]), occurrences)
+        name, canonical, kind = options[0]
+        value = (values.get(name) or [None])[-1]
+        cls = combo_class(kind, dest, value, known)
+        if cls is None:
+            shown = f"{name} {value!r}" if value is not None else name
+            what = ("a file in the image (the template is not inline)" if kind == "inline" else
+                    "a value the release's start-up checks were not probed with")
+            _unknown(f"the checks the release runs after parsing read {shown}: {what}", Cause("start-up", name),
+                     occurrences)
+        return canonical if kind == "flag" else f"{canonical}={cls}"
+
+    for group in sorted(given):
+        chosen: dict = {}
+        while True:
+            key = " ".join(sorted(chosen.values())) or "-"
+            row = known.combo_rows.get((entry, group, key))
+            if row is None:
+                _unknown(f"the checks the release runs after parsing read {key} together, a combination its "
+                         f"real entry point was not probed with", Cause("start-up", key), occurrences)
+            outcome, dests = row
+            new = {d: atom(d, opts) for d, opts in given[group].items() if d in dests and d not in chosen}
+            if not new:
+                break
+            chosen.update(new)
+        if outcome.startswith("dies"):
+            shown = " ".join(sorted(chosen.values()))
+            _fail(START_UP, f"{shown}: the start-up check refuses it: {outcome[len('dies: '):]}", occurrences)
+
+
+def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_value=None, unknown_cause=None):
     """The outcome once every token is consumed without an error."""
     if occurrences:
         final = occurrences[-1]
@@ -847,24 +1391,25 @@ def _conclude(occurrences, config_file, profile, platform_may_extend, unknown_va
         if final.value is None:
             return Parse(UNKNOWN, None, None, unknown_value or
                          f"the value of {DTYPE_OPTION} at {final.source}[{final.index}] is not known from the spec",
-                         occurrences, winner)
+                         occurrences, winner, unknown_cause or Cause("element", f"{final.source}[{final.index}]"))
         if not final.valid:
             if platform_may_extend and profile.platform_values:
                 return Parse(UNKNOWN, None, None,
                              f"{final.value!r} is not a {profile.label} value, but a platform "
-                             f"plugin (e.g. vLLM-Ascend) may register it", occurrences, winner)
+                             f"plugin (e.g. vLLM-Ascend) may register it", occurrences, winner,
+                             Cause("platform", final.value))
             return Parse(REJECTED, None, INVALID_VALUE, _invalid(final.value, profile, final), occurrences, winner)
         if config_file:
             return Parse(UNKNOWN, None, None,
                          f"--config FILE is read before the command line and {profile.label} "
                          f"checks every value in it, so that file (not in the spec: it may be missing, empty or "
                          f"hold a value the engine refuses) could still be fatal; the command line says "
-                         f"{final.value!r}", occurrences, winner)
+                         f"{final.value!r}", occurrences, winner, Cause("config-file", "--config"))
         return Parse(OK, final.value, None, _winning(final, len(occurrences)), occurrences, winner)
     if config_file:
         return Parse(UNKNOWN, None, None,
                      "no --kv-cache-dtype on the command line, and --config FILE may set it (the file is not "
-                     "in the Pod spec)")
+                     "in the Pod spec)", cause=Cause("config-file", "--config"))
     return Parse(OK, None, None, "no --kv-cache-dtype: the engine uses its default (auto)")
 
 

@@ -7,18 +7,19 @@ from collections import OrderedDict
 
 from kubectl_kvcache.engine import releases as engines, kvparse
 from kubectl_kvcache.engine.argv import Undecidable, build_argv
+from kubectl_kvcache.engine.cause import Cause
 from kubectl_kvcache.engine.launch import Launch, find_launch
 from kubectl_kvcache.record import Record
 
 
 class Prediction(Record):
     __slots__ = ("outcome", "effective", "error", "reason", "engine", "version", "version_source",
-                 "occurrences", "winner", "via", "judged_with", "newer_than_data")
+                 "occurrences", "winner", "via", "judged_with", "newer_than_data", "cause")
 
     def __init__(self, outcome: str, effective: str | None, error: str | None, reason: str,
                  engine: str | None, version: str | None, version_source: str | None,
                  occurrences: tuple[kvparse.Occurrence, ...] = (), winner: int | None = None, via: str = "",
-                 judged_with: str | None = None, newer_than_data: bool = False):
+                 judged_with: str | None = None, newer_than_data: bool = False, cause: Cause | None = None):
         self.outcome = outcome                # ok | rejected | unknown
         self.effective = effective
         self.error = error
@@ -31,6 +32,7 @@ class Prediction(Record):
         self.via = via
         self.judged_with = judged_with        # the release whose parser judged it (engine data)
         self.newer_than_data = newer_than_data  # the release is newer than every one the data has
+        self.cause = cause                    # unknown: what would decide it (engine/cause.py)
 
 
 def _version(engine, declared_version, image):
@@ -53,15 +55,15 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
         pre_version = _version(engine, declared_version, image)[0]
     argv = build_argv(container, pre_version)
     if isinstance(argv, Undecidable):
-        return Prediction(kvparse.UNKNOWN, None, None, argv.reason, engine, None, None)
+        return Prediction(kvparse.UNKNOWN, None, None, argv.reason, engine, None, None, cause=argv.cause)
     launch = find_launch(argv.tokens, argv.env)
     if isinstance(launch, Undecidable):
-        return Prediction(kvparse.UNKNOWN, None, None, launch.reason, engine, None, None)
+        return Prediction(kvparse.UNKNOWN, None, None, launch.reason, engine, None, None, cause=launch.cause)
     assert isinstance(launch, Launch)
     if engine and launch.engine != engine:
         return Prediction(kvparse.UNKNOWN, None, None,
                           f"declared engine is {engine} but the argv starts {launch.engine} ({launch.via})",
-                          engine, None, None, via=launch.via)
+                          engine, None, None, via=launch.via, cause=Cause("engine", launch.engine))
     engine = launch.engine
     version, source, note = _version(engine, declared_version, image)
     profile = engines.profile(engine, version)
@@ -71,7 +73,8 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
         note += ("; " if note else "") + profile.beyond_data
     reason = result.reason + (f"; {note}" if note else "")
     return Prediction(result.outcome, result.effective, result.error, reason, engine, str(version), source,
-                      result.occurrences, result.winner, launch.via, profile.judged_with, profile.newer_than_data)
+                      result.occurrences, result.winner, launch.via, profile.judged_with, profile.newer_than_data,
+                      result.cause)
 
 
 class CachedPredict:

@@ -1,6 +1,6 @@
 """Engine knowledge at one release: accepted values, `--kv...` options, parser features.
 
-Everything here is derived from the tables in `engine_data`; nothing is decided by if-chains
+Everything here is derived from the tables in `data`; nothing is decided by if-chains
 on version numbers.
 """
 
@@ -14,6 +14,11 @@ from kubectl_kvcache.record import Record
 
 ENGINES = ("vllm", "sglang")
 DISPLAY_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def release_name(engine, version) -> str:
+    """`SGLang 0.5.18`: the one spelling of an engine release in every message, table title and report."""
+    return f"{DISPLAY_NAMES.get(engine, engine)} {version}"
 DTYPE_OPTION = "--kv-cache-dtype"
 
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+){0,3})(?:\.?post(\d+))?$")
@@ -110,19 +115,20 @@ class Profile(Record):
 
     __slots__ = ("engine", "version", "has_flag", "accepted", "options", "underscores", "config_file",
                  "dotted_json", "final_value_only", "platform_values", "serve_model_option",
-                 "serve_model_refused", "dotted_single_dash", "serve_model_alias", "required_options",
+                 "serve_model_refused", "dotted_single_dash", "dotted_typed", "serve_model_alias", "required_options",
                  "choices", "table", "entry_tables", "entry_positionals", "sampled", "judged_with",
-                 "newer_than_data", "added")
+                 "newer_than_data", "added", "fixed_choices")
 
     def __init__(self, engine: str, version: Version, has_flag: bool, accepted: frozenset,
                  options: tuple[KvOption, ...], underscores: bool, config_file: bool, dotted_json: bool,
                  final_value_only: bool, platform_values: bool, serve_model_option: bool = False,
-                 serve_model_refused: bool = False, dotted_single_dash: bool = False,
+                 serve_model_refused: bool = False, dotted_single_dash: bool = False, dotted_typed: bool = False,
                  serve_model_alias: bool = False, required_options: tuple[str, ...] = (),
                  choices: tuple[tuple[str, tuple[str, ...]], ...] = (), table: tuple[tuple[str, str], ...] = (),
                  entry_tables: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (),
                  entry_positionals: tuple[tuple[str, tuple[str, ...]], ...] = (), sampled: bool = False,
-                 judged_with: str = "", newer_than_data: bool = False, added: bool = False):
+                 judged_with: str = "", newer_than_data: bool = False, added: bool = False,
+                 fixed_choices: frozenset = frozenset()):
         self.engine = engine
         self.version = version
         self.has_flag = has_flag
@@ -136,9 +142,11 @@ class Profile(Record):
         self.serve_model_option = serve_model_option    # vllm serve moves `--model M` to the model positional
         self.serve_model_refused = serve_model_refused  # vllm serve dies on a `--model` token
         self.dotted_single_dash = dotted_single_dash    # dotted JSON also for `-x.y` tokens (and `-1.5`)
+        self.dotted_typed = dotted_typed                # dotted keys kept, values read as JSON (0.10)
         self.serve_model_alias = serve_model_alias      # sglang serve reads --model as well as --model-path
         self.required_options = required_options        # "name/alias" of every required option
         self.choices = choices                          # string choices of other options
+        self.fixed_choices = fixed_choices              # those of them read from a registry fixed in code
         self.table = table                              # every option of the parser: (name, arity)
         self.entry_tables = entry_tables                # entry -> differing rows
         self.entry_positionals = entry_positionals      # entry -> positional arities
@@ -163,7 +171,7 @@ class Profile(Record):
 
     @property
     def label(self):
-        return f"{DISPLAY_NAMES[self.engine]} {self.version}"
+        return release_name(self.engine, self.version)
 
     @property
     def beyond_data(self):
@@ -175,9 +183,6 @@ class Profile(Record):
 
     def option(self, name) -> KvOption | None:
         return next((o for o in self.options if o.name == name), None)
-
-    def prefix_matches(self, prefix) -> tuple[KvOption, ...]:
-        return tuple(o for o in self.options if o.name.startswith(prefix))
 
 
 def _at(version, since) -> bool:
@@ -217,7 +222,7 @@ def profile(engine: str, version: Version) -> Profile:
         accepted = {value for value, rows in real["values"].items() if _in_spans(at, [[True] + r for r in rows])}
     table = tuple(sorted((name, arity) for name, rows in real["options"].items()
                          for arity in [_in_spans(at, rows)] if arity is not None))
-    differs = {}
+    differs: dict = {}
     for key, rows in real["entry_options"].items():
         entry, name = key.split(" ", 1)
         arity = _in_spans(at, rows)
@@ -252,10 +257,14 @@ def profile(engine: str, version: Version) -> Profile:
         serve_model_refused=feature("serve_model_refused") and not feature("serve_model_option"),
         serve_model_alias=feature("serve_model_alias"),
         dotted_single_dash=feature("dotted_single_dash"),
+        dotted_typed=feature("dotted_typed"),
         required_options=tuple(sorted(name for name, rows in real.get("required", {}).items()
                                       if _in_spans(at, [[True] + r for r in rows]))),
         choices=tuple(sorted((name, tuple(found.split(" "))) for name, rows in real.get("choices", {}).items()
                              for found in [_in_spans(at, rows)] if found is not None)),
+        # a registry grows from release to release: its names are known only for a release read
+        fixed_choices=frozenset(name for name, rows in real.get("fixed_choices", {}).items()
+                                if _in_spans(at, rows) is not None and (str(at) == str(version) or at == version)),
         table=table,
         entry_tables=tuple((e, tuple(rows)) for e, rows in sorted(differs.items())),
         entry_positionals=tuple(positionals),
@@ -268,125 +277,27 @@ def profile(engine: str, version: Version) -> Profile:
 
 # --- releases added from files ------------------------------------------------------------
 
-class EngineDataError(ValueError):
-    """An added release file the plugin cannot use: the message names the file and the field."""
-
-
 _ADDED: dict[str, dict[str, str]] = {}   # engine -> {release: the file it came from}
 
 
-def _is_rows(value):
-    """Spans as parsers.py stores them: [[value, first, until], ...] or [[first, until], ...]."""
-    return isinstance(value, list) and all(
-        isinstance(r, list) and len(r) >= 2 and isinstance(r[-2], str) and (r[-1] is None or isinstance(r[-1], str))
-        for r in value)
-
-
-def _rows_at(rows, release):
-    for row in rows:
-        first, until = row[-2], row[-1]
-        if _at(release, first) and (until is None or not _at(release, until)):
-            return row[0] if len(row) > 2 else True
-    return None
-
-
-def _merge_rows(old_rows, old_releases, new_rows, new_releases, union):
-    presence = any(len(r) == 2 for r in list(old_rows) + list(new_rows))
-    per = {r: _rows_at(old_rows, parse_version(r)) for r in old_releases}
-    per.update({r: _rows_at(new_rows, parse_version(r)) for r in new_releases})
-    rows, current = [], None
-    for release in union:
-        value = per.get(release)
-        if current is not None and current[0] != value:
-            current[2], current = release, None
-        if value is not None and current is None:
-            current = [value, release, None]
-            rows.append(current)
-    return [r[1:] for r in rows] if presence else rows
-
-
-def _merge(builtin, added):
-    """One engine's data with an added release's merged in, key by key, whatever keys the
-    generator writes: {name: spans} tables and span lists are re-spanned over the union of the
-    releases (the added release's own facts win for it); other values stay the built-in ones."""
-    old_releases, new_releases = list(builtin["releases"]), list(added["releases"])
-    union = sorted(set(old_releases) | set(new_releases), key=parse_version)
-    out = {"releases": union}
-    for key in sorted(set(builtin) | set(added)):
-        if key == "releases":
-            continue
-        old, new = builtin.get(key), added.get(key)
-        if isinstance(old, dict) or isinstance(new, dict):
-            old, new = old or {}, new or {}
-            out[key] = {name: merged for name in sorted(set(old) | set(new))
-                        for merged in [_merge_rows(old.get(name, []), old_releases, new.get(name, []),
-                                                   new_releases, union)] if merged}
-        elif _is_rows(old) or _is_rows(new):
-            out[key] = _merge_rows(old or [], old_releases, new or [], new_releases, union)
-        else:
-            out[key] = old if key in builtin else new
-    return out
-
-
-def _check_document(name, doc):
-    """The engine and the engine data of one added release file, or EngineDataError."""
-    if not isinstance(doc, dict):
-        raise EngineDataError(f"{name}: not a JSON object (write it with scripts/engine-data --release)")
-    if doc.get("schema") != data.ENGINE_DATA_SCHEMA:
-        raise EngineDataError(f"{name}: schema: {doc.get('schema')!r}, this plugin reads schema "
-                              f"{data.ENGINE_DATA_SCHEMA} (write it again with this plugin's scripts/engine-data)")
-    engine = doc.get("engine")
-    if engine not in ENGINES:
-        raise EngineDataError(f"{name}: engine: {engine!r} is not one of {', '.join(ENGINES)}")
-    body = doc.get("data")
-    if not isinstance(body, dict):
-        raise EngineDataError(f"{name}: data: not an object")
-    found = body.get("releases")
-    if not isinstance(found, list) or not found or not all(isinstance(r, str) and parse_version(r) for r in found):
-        raise EngineDataError(f"{name}: data.releases: not a list of release numbers")
-    for key, value in body.items():
-        if key == "probes":
-            # the values each option's type answers were probed with (kinds' answers index into
-            # them): the same list as the built-in data's, or the answers would be misread
-            if value != list(data.parsers()[engine].get("probes", ())):
-                raise EngineDataError(f"{name}: data.probes: not the values this plugin's data was probed with "
-                                      f"(write it again with this plugin's scripts/engine-data)")
-            continue
-        if key != "releases" and not (isinstance(value, dict) and all(_is_rows(v) for v in value.values())
-                                      or _is_rows(value)):
-            raise EngineDataError(f"{name}: data.{key}: not spans of releases as scripts/engine-data writes them")
-    return engine, body
-
-
-def add_releases(documents):
-    """The engine data becomes the built-in data with these added releases merged in, in order (a
-    later file wins for the same release); `documents` is [(file name, decoded JSON)], [] for the
-    built-in data alone. Raises EngineDataError naming the file and field of the first bad one;
-    then the data is left as it was."""
+def use_added(merged, added):
+    """Judge with `merged` (the built-in data with added releases merged in; None: the built-in
+    data alone), `added` naming each added release's file (releasefile.add_releases sets it)."""
     global _ADDED
-    data.parsers()
-    merged = {e: dict(data._PARSERS[e]) for e in ENGINES}
-    added = {e: {} for e in ENGINES}
-    for name, doc in documents:
-        engine, body = _check_document(name, doc)
-        try:
-            merged[engine] = _merge(merged[engine], body)
-        except (TypeError, KeyError, AttributeError, IndexError) as exc:
-            raise EngineDataError(f"{name}: data: not what scripts/engine-data writes ({exc.__class__.__name__})")
-        for release in body["releases"]:
-            added[engine][release] = name
-    previous = (data._MERGED, _ADDED)
-    data._MERGED, _ADDED = (merged, added) if documents else (None, {})
+    data._MERGED, _ADDED = merged, added
     profile.cache_clear()
-    for engine, releases in added.items():
-        for release, name in releases.items():
-            try:
-                profile(engine, parse_version(release))
-            except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
-                data._MERGED, _ADDED = previous
-                profile.cache_clear()
-                raise EngineDataError(f"{name}: data: release {release} cannot be judged with it "
-                                      f"({exc.__class__.__name__}: {exc})")
+
+
+def accepted_since(engine, value) -> str | None:
+    """The first release of `engine` that accepts `value` and every release after it does, read
+    from every release the data has, built in and added (None: the latest does not accept it)."""
+    since = None
+    for release, _ in known_releases(engine):
+        if value in profile(engine, parse_version(release)).accepted:
+            since = since or release
+        else:
+            since = None
+    return since
 
 
 def known_releases(engine):
@@ -484,15 +395,20 @@ def version_from_image(ref, engine=None) -> tuple[str, Version] | None:
 
 
 def image_entrypoint(ref, version=None) -> dict | None:
-    """The ENTRYPOINT of a well-known image as {'engine', 'entrypoint'}; None when not known."""
+    """The ENTRYPOINT of a well-known image as {'engine', 'entrypoint', 'image'}; None when the
+    image is not known; 'entrypoint' None (with 'unpinned', the span) where the image's releases
+    between two known ENTRYPOINTs are not pinned to one. An unknown version is the newest image's."""
     image = parse_image(ref)
     for key, entry in data.IMAGE_ENTRYPOINTS.items():
         if _matches_repo(image.repository, key):
-            entrypoint = entry["entrypoint"]
-            before = entry.get("entrypoint_before")
-            if before and version is not None and version < parse_version(before[0]):
-                entrypoint = before[1]
-            return {"engine": entry["engine"], "entrypoint": tuple(entrypoint), "image": key}
+            found = {"engine": entry["engine"], "entrypoint": tuple(entry["entrypoint"]), "image": key}
+            for first, until, entrypoint in entry.get("entrypoint_spans", ()):
+                if version is not None and (first is None or version >= parse_version(first)) \
+                        and version < parse_version(until):
+                    found["entrypoint"] = tuple(entrypoint) if entrypoint is not None else None
+                    if entrypoint is None:
+                        found["unpinned"] = (first, until)
+            return found
     return None
 
 

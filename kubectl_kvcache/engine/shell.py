@@ -64,13 +64,16 @@ def shell_invocation(argv: Sequence[str]) -> ShellInvocation | None:
 
 
 class Word(Record):
-    __slots__ = ("text", "reason", "raw", "may_split")
+    __slots__ = ("text", "reason", "raw", "may_split", "prefix", "plain")
 
-    def __init__(self, text: str | None, reason: str = "", raw: str = "", may_split: bool = False):
+    def __init__(self, text: str | None, reason: str = "", raw: str = "", may_split: bool = False,
+                 prefix: str = "", plain: bool = False):
         self.text = text  # after quote removal and expansion; None when it depends on the runtime
         self.reason = reason  # why text is None
         self.raw = raw  # the word as written in the script
         self.may_split = may_split  # unknown AND the number of words it becomes is unknown too
+        self.prefix = prefix  # unknown: its known leading text (before the first unknown value)
+        self.plain = plain  # unknown, no prefix, its first value never starts with '-' (2: never empty)
 
 
 class SimpleCommand(Record):
@@ -315,7 +318,8 @@ def _scan_word(s: str, i: int, whole: bool = False):
             parts.append(("unk", f"command substitution {_short(s[i:j])}", False))
             i = j
         elif c == "~" and (i == start or _after_assign_equals(mask)):
-            j = _USER.match(s, i + 1).end()
+            user = _USER.match(s, i + 1)     # always matches (it may match nothing)
+            j = user.end() if user else i + 1
             end_chars = "/:" if i > start else "/"
             if j >= n or s[j] in end_chars or (s[j] in _META and not whole):
                 parts.append(("tilde", s[i + 1 : j], i > start))
@@ -451,7 +455,8 @@ def _brace_param(content: str, quoted: bool, raw: str) -> tuple:
 
 def _ansi_c(s: str, i: int):
     """Decode bash $'...' from s[i] (after the quote) -> (text or None if not followed, end)."""
-    out, known = [], True
+    out: list[str] = []
+    known = True
     while i < len(s):
         c = s[i]
         if c == "'":
@@ -492,21 +497,25 @@ _READS_NAMES = frozenset({"read", "mapfile", "readarray", "getopts", "let", "pri
 
 
 class _State(Record):
-    """Variables ('set', v) | ('unset',) | ('unk', reason); $1... ; $0; set -u."""
+    """Variables ('set', v) | ('unset',) | ('unk', reason) | ('shape', reason, nonempty); $1... ; $0;
+    set -u. 'shape': set, value unknown, but it never starts with '-' and holds no IFS whitespace or
+    glob character (argv.PLAIN_FIELDS), and is never empty when `nonempty`."""
 
-    __slots__ = ("vars", "params", "params_reason", "arg0", "nounset")
+    __slots__ = ("vars", "params", "params_reason", "arg0", "nounset", "absent")
     __hash__ = None  # mutable
 
-    def __init__(self, vars: dict, params: list | None, params_reason: str, arg0: tuple, nounset: bool = False):
+    def __init__(self, vars: dict, params: list | None, params_reason: str, arg0: tuple, nounset: bool = False,
+                 absent: str = ""):
         self.vars = vars
         self.params = params  # [('set', v) | ('unk', reason)]; None when not even the count is known
         self.params_reason = params_reason
         self.arg0 = arg0
         self.nounset = nounset
+        self.absent = absent  # who else may define a name the Pod spec does not list (envFrom ...)
 
     def copy(self) -> _State:
         params = None if self.params is None else list(self.params)
-        return _State(dict(self.vars), params, self.params_reason, self.arg0, self.nounset)
+        return _State(dict(self.vars), params, self.params_reason, self.arg0, self.nounset, self.absent)
 
     def lookup(self, name: str) -> tuple:
         if name.isdigit() and name.isascii():
@@ -516,17 +525,20 @@ class _State(Record):
                 return ("unk", self.params_reason)
             k = int(name) if len(name) < 10 else 10**9
             return self.params[k - 1] if k <= len(self.params) else ("unset",)
-        return self.vars.get(name) or ("unk", f"${name} is not set in the Pod spec (the image may set it)")
+        return self.vars.get(name) or ("unk", f"${name} is not set in the Pod spec (the image{self.absent} may "
+                                              f"set it)")
 
     def ifs_default(self) -> bool:
         return self.vars.get("IFS") in (_DEFAULT_IFS, ("unset",))
 
 
-def _initial_state(env: Mapping[str, str | None], positional: Sequence[str | None]) -> _State:
+def _initial_state(env: Mapping[str, str | None], positional: Sequence[str | None], absent: str = "") -> _State:
     variables = {}
     for name, value in env.items():
         if value is None:
             variables[name] = ("unk", f"${name} comes from valueFrom/envFrom: its value is not in the Pod spec")
+        elif isinstance(value, tuple) and value[:1] in (("shape",), ("unk",)):
+            variables[name] = value
         else:
             variables[name] = ("set", value)
     for name in _DYNAMIC:
@@ -541,7 +553,7 @@ def _initial_state(env: Mapping[str, str | None], positional: Sequence[str | Non
         arg0 = ("unk", "$0 comes from an argv element whose value is not known")
     else:
         arg0 = ("set", pos[0])
-    return _State(variables, params, "", arg0)
+    return _State(variables, params, "", arg0, absent=f" or {absent}" if absent else "")
 
 
 # Segments of an expanded word: ('s', text, quoted, splits) | ('u', reason, quoted) | ('brk',)
@@ -585,6 +597,8 @@ def _eval_param(part: tuple, st: _State) -> list:
     if name in _SPECIAL:  # digits or option letters: always one word with the default IFS
         return [("u", _SPECIAL[name], quoted or st.ifs_default())]
     cur = st.lookup(name)
+    if cur[0] == "shape":
+        return _eval_shape(cur, op, arg, quoted, raw, st)
     if cur[0] == "unk":
         reason = cur[1] if op is None else f"{_short(raw)}: {cur[1]}"
         return [("u", reason, quoted)]
@@ -610,6 +624,20 @@ def _eval_param(part: tuple, st: _State) -> list:
     text, reason = _join(_eval_arg(arg, st))
     st.vars[name] = ("set", text) if text is not None else ("unk", reason)
     return [_value(text, quoted, st)] if text is not None else [("u", reason, quoted)]
+
+
+def _eval_shape(cur: tuple, op: str | None, arg: list, quoted: bool, raw: str, st: _State) -> list:
+    """A set variable of known shape: one plain word (zero when empty and unquoted)."""
+    _, reason, nonempty = cur
+    if not st.ifs_default():
+        return [("u", "the script may change IFS, so how this value splits is not followed", False)]
+    if op is not None and op.startswith(":") and not nonempty:
+        return [("u", f"{_short(raw)}: {reason}, which may be empty", quoted)]
+    if op is not None and op[-1] == "+":
+        return _eval_arg(arg, st)   # set (and, for ':+', not empty): the alternative word
+    if not quoted and not nonempty:   # one plain word, or none when empty and nothing else makes the word
+        return [("u", reason, True, 1, True)]
+    return [("u", reason, True, 2 if nonempty else 1)]
 
 
 def _eval_arg(arg: list, st: _State) -> list:
@@ -657,8 +685,9 @@ def _join(segs: list, declared: bool = False) -> tuple[str | None, str]:
 
 def _fields(segs: list, raw: str) -> list[Word]:
     """Field splitting, then the glob check: the words one shell word becomes."""
-    fields: list = []  # [pieces [(text, globbable)], unknown reason]
-    cur = None
+    fields: list = []  # [pieces [(text, globbable)], unknown reason, known prefix, plain]
+    solid: set = set()  # the fields that cannot vanish
+    cur: list | None = None
     split_reason = None
     for seg in segs:
         if seg[0] == "brk":
@@ -669,9 +698,15 @@ def _fields(segs: list, raw: str) -> list[Word]:
             continue
         if seg[0] == "u" or seg[2] or not seg[3]:
             if cur is None:
-                cur = [[], None]
+                cur = [[], None, "", False, False]
                 fields.append(cur)
+            if seg[0] != "u" or len(seg) < 5:
+                solid.add(id(cur))   # a literal (even a quoted "") or a value that is never no word
+            cur[4] = cur[1] is not None  # something follows the first unknown value
             if seg[0] == "u":
+                if cur[1] is None:  # the first unknown value: what is known before it
+                    cur[2] = "".join(p for p, _ in cur[0])
+                    cur[3] = not cur[2] and len(seg) > 3 and seg[3]
                 cur[1] = cur[1] or seg[1]
             else:
                 cur[0].append((seg[1], not seg[2]))
@@ -683,17 +718,24 @@ def _fields(segs: list, raw: str) -> list[Word]:
                 cur = None
                 continue
             if cur is None:
-                cur = [[], None]
+                cur = [[], None, "", False, False]
                 fields.append(cur)
+            solid.add(id(cur))
+            cur[4] = cur[1] is not None
             cur[0].append((piece, True))
     if split_reason:
         return [Word(None, f"{split_reason}; it is unquoted, so it may split into several words", raw, True)]
     words = []
-    for pieces, reason in fields:
-        if reason:
-            words.append(Word(None, reason, raw))
+    for field in fields:
+        pieces, reason, prefix, plain, after = field
+        if plain == 1 and after:  # an empty value lets what follows it start the word
+            plain = False
+        if id(field) not in solid:
+            words.append(Word(None, f"{reason}; unquoted, it is no word at all when empty", raw, True))
         elif _globby(pieces):
             words.append(Word(None, f"{_short(raw)} may match files (an unquoted glob)", raw, True))
+        elif reason:
+            words.append(Word(None, reason, raw, prefix=prefix, plain=plain))
         else:
             words.append(Word("".join(p for p, _ in pieces), "", raw))
     return words
@@ -734,6 +776,7 @@ def _assignment(tok: tuple, st: _State, declared: bool = False) -> tuple[str, Wo
     """(NAME, value Word) of a NAME=value word; += and arrays are not followed."""
     parts, raw = tok[1], tok[2]
     m = _ASSIGN.match(parts[0][1])
+    assert m is not None, "only words _assignment_name matched are assignments"
     name = m.group(1)
     if m.group(2) or m.group(3):
         return name, Word(None, f"{_short(raw)}: array or += assignment is not followed", raw)
@@ -742,12 +785,17 @@ def _assignment(tok: tuple, st: _State, declared: bool = False) -> tuple[str, Wo
     segs: list = []
     for part in value_parts:
         segs.extend(_eval_part(part, st, True, raw))
+    if len(segs) == 1 and segs[0][0] == "u" and len(segs[0]) > 3:  # X=$POD_NAME keeps its shape
+        return name, Word(None, segs[0][1], raw, plain=segs[0][3])
     text, reason = _join(segs, declared)
     return name, Word(text, reason, raw)
 
 
 def _set_var(st: _State, name: str, word: Word) -> None:
-    st.vars[name] = ("set", word.text) if word.text is not None else ("unk", f"${name}: {word.reason}")
+    if word.text is None and word.plain:
+        st.vars[name] = ("shape", f"${name} is {word.raw.split('=', 1)[-1]}: {word.reason}", word.plain == 2)
+    else:
+        st.vars[name] = ("set", word.text) if word.text is not None else ("unk", f"${name}: {word.reason}")
 
 
 def _clobber(st: _State, what: str) -> None:
@@ -909,117 +957,149 @@ def _group(toks: list, notes: list) -> list:
     link: the operator before the command ('&&', '||', '|', '|&' or None); control: the
     command comes after shell control flow began, so it may run any number of times.
     """
-    lists: list = []
-    cmds: list = []
-    cur: list = []
-    seen = False  # cur has a word or a redirection
-    link = None
-    control = False
-    fresh = True  # nothing since the last separator: an operator here is a syntax error
-    closed = False  # just after `}`, `fi`, `)`...: a redirection here is not a command of its own
-    cases, pattern = 0, False  # open `case`s; the next tokens are a `pat)` of one
-    i, n = 0, len(toks)
-    while i < n:
-        tok = toks[i]
-        if pattern:  # skip `pat)` up to the arm's commands, or leave at `esac`
-            if _literal(tok) == "esac":
-                cases, pattern, fresh, closed = cases - 1, False, False, True
-            elif tok[0] != "nl":
-                while i < n and toks[i] != ("op", ")"):
-                    i += 1
-                pattern, fresh = False, True
-            i += 1
-            continue
-        kw = _literal(tok) if not seen else None
+    return _Grouper(toks, notes).run()
+
+
+class _Grouper:
+    """The walk of `_group`, one named step per kind of token."""
+
+    def __init__(self, toks: list, notes: list):
+        self.toks, self.notes = toks, notes
+        self.i, self.n = 0, len(toks)
+        self.lists: list = []
+        self.cmds: list = []
+        self.cur: list = []
+        self.seen = False  # cur has a word or a redirection
+        self.link: str | None = None
+        self.control = False
+        self.fresh = True  # nothing since the last separator: an operator here is a syntax error
+        self.closed = False  # just after `}`, `fi`, `)`...: a redirection here is not a command of its own
+        self.cases, self.pattern = 0, False  # open `case`s; the next tokens are a `pat)` of one
+
+    def run(self) -> list:
+        while self.i < self.n:
+            self._step(self.toks[self.i])
+        return self._finish()
+
+    def _step(self, tok: tuple) -> None:
+        if self.pattern:
+            return self._case_pattern(tok)
+        kw = _literal(tok) if not self.seen else None
         if kw in _KEYWORDS:
-            if kw != "!":
-                notes.append(f"shell control flow ({kw} ...)")
-                control = True
-            i += 1
-            if kw == "[[":
-                while i < n and _literal(toks[i]) != "]]":
-                    i += 1
-                i += 1
-            elif kw == "case":
-                while i < n and _literal(toks[i]) != "in":
-                    i += 1
-                i += 1
-                cases, pattern = cases + 1, True
-            elif kw == "esac" and cases:
-                cases -= 1
-            elif kw in ("for", "select"):
-                while i < n and toks[i][0] != "nl" and toks[i] != ("op", ";") and _literal(toks[i]) != "do":
-                    i += 1
-                i += 1 if i < n and _literal(toks[i]) != "do" else 0
-            elif kw == "function":
-                i += 1
-                if toks[i : i + 2] == [("op", "("), ("op", ")")]:
-                    i += 2
-            fresh = kw not in _CLOSERS and kw not in ("case", "esac", "[[")
-            closed = not fresh
-            continue
+            return self._keyword(kw)
         if tok[0] == "w":
-            cur.append(tok)
-            seen, fresh, closed = True, False, False
-            i += 1
-            continue
+            self.cur.append(tok)
+            self.seen, self.fresh, self.closed = True, False, False
+            self.i += 1
+            return None
         if tok[0] == "io":
-            i += 1
-            continue
+            self.i += 1
+            return None
         if tok[0] == "arith":
-            notes.append(f"shell control flow ({_short(tok[1])} arithmetic)")
-            control, fresh = True, False
-            i += 1
-            continue
+            self.notes.append(f"shell control flow ({_short(tok[1])} arithmetic)")
+            self.control, self.fresh = True, False
+            self.i += 1
+            return None
         op = tok[1] if tok[0] == "op" else "\n"
-        i += 1
+        self.i += 1
         if op in _REDIRS:
-            if op in ("<<", "<<-"):
-                notes.append("here-document (<<): its text is not followed")
-            if i < n and toks[i][0] == "w":
-                i += 1
-                seen, fresh = seen or not closed, False
-            else:
-                notes.append(f"syntax error near {op!r}")
-            continue
+            return self._redirection(op)
         if op == "(":
-            if len(cur) == 1 and toks[i : i + 1] == [("op", ")")]:
-                notes.append(f"shell control flow (function {_short(cur[0][2])}() ...)")
-                cur, seen, control, fresh = [], False, True, True
-                i += 1
-            elif seen:
-                notes.append("syntax error near '('")
-            else:
-                notes.append("shell control flow (( ... ) subshell)")
-                control, fresh = True, True
-            continue
-        closed = False
-        if op == "\n" and fresh:
-            continue
-        arm_end = op in (";;", ";&", ";;&")
-        if (fresh and op != ")" and not (arm_end and cases)) or (arm_end and not cases):
-            notes.append(f"syntax error near {op!r}")
-        if seen:
-            cmds.append((cur, link, control))
-            cur, seen = [], False
-        if op in ("&&", "||", "|", "|&"):
-            link, fresh = op, True
-            continue
-        if cmds:
-            lists.append((cmds, op == "&"))
-        cmds, link = [], None
-        if op == ")":
-            notes.append("shell control flow (( ... ) subshell)")
-            control, fresh, closed = True, False, True
+            return self._open_paren()
+        self.closed = False
+        if op == "\n" and self.fresh:
+            return None
+        return self._separator(op)
+
+    def _skip_to(self, stop) -> None:
+        """Advance while the token is not `stop(token)`."""
+        while self.i < self.n and not stop(self.toks[self.i]):
+            self.i += 1
+
+    def _case_pattern(self, tok: tuple) -> None:
+        """Skip `pat)` up to the arm's commands, or leave at `esac`."""
+        if _literal(tok) == "esac":
+            self.cases, self.pattern, self.fresh, self.closed = self.cases - 1, False, False, True
+        elif tok[0] != "nl":
+            self._skip_to(lambda t: t == ("op", ")"))
+            self.pattern, self.fresh = False, True
+        self.i += 1
+
+    def _keyword(self, kw: str) -> None:
+        """A reserved word where a command starts: control flow, and the words it owns skipped."""
+        if kw != "!":
+            self.notes.append(f"shell control flow ({kw} ...)")
+            self.control = True
+        self.i += 1
+        if kw == "[[":
+            self._skip_to(lambda t: _literal(t) == "]]")
+            self.i += 1
+        elif kw == "case":
+            self._skip_to(lambda t: _literal(t) == "in")
+            self.i += 1
+            self.cases, self.pattern = self.cases + 1, True
+        elif kw == "esac" and self.cases:
+            self.cases -= 1
+        elif kw in ("for", "select"):
+            self._skip_to(lambda t: t[0] == "nl" or t == ("op", ";") or _literal(t) == "do")
+            self.i += 1 if self.i < self.n and _literal(self.toks[self.i]) != "do" else 0
+        elif kw == "function":
+            self.i += 1
+            if self.toks[self.i : self.i + 2] == [("op", "("), ("op", ")")]:
+                self.i += 2
+        self.fresh = kw not in _CLOSERS and kw not in ("case", "esac", "[[")
+        self.closed = not self.fresh
+
+    def _redirection(self, op: str) -> None:
+        """`> file`, `2>&1`, `<<EOF`: removed with its target word."""
+        if op in ("<<", "<<-"):
+            self.notes.append("here-document (<<): its text is not followed")
+        if self.i < self.n and self.toks[self.i][0] == "w":
+            self.i += 1
+            self.seen, self.fresh = self.seen or not self.closed, False
         else:
-            fresh, pattern = True, arm_end and cases > 0
-    if link and not seen:
-        notes.append(f"syntax error: the script ends after {link!r}")
-    if seen:
-        cmds.append((cur, link, control))
-    if cmds:
-        lists.append((cmds, False))
-    return lists
+            self.notes.append(f"syntax error near {op!r}")
+
+    def _open_paren(self) -> None:
+        """`name()` (a function), `( ... )` (a subshell), or a syntax error after a word."""
+        if len(self.cur) == 1 and self.toks[self.i : self.i + 1] == [("op", ")")]:
+            self.notes.append(f"shell control flow (function {_short(self.cur[0][2])}() ...)")
+            self.cur, self.seen, self.control, self.fresh = [], False, True, True
+            self.i += 1
+        elif self.seen:
+            self.notes.append("syntax error near '('")
+        else:
+            self.notes.append("shell control flow (( ... ) subshell)")
+            self.control, self.fresh = True, True
+
+    def _separator(self, op: str) -> None:
+        """`&&`, `||`, `|` link commands; `;`, `&`, a newline, `)`, `;;` end an and-or list."""
+        arm_end = op in (";;", ";&", ";;&")
+        if (self.fresh and op != ")" and not (arm_end and self.cases)) or (arm_end and not self.cases):
+            self.notes.append(f"syntax error near {op!r}")
+        if self.seen:
+            self.cmds.append((self.cur, self.link, self.control))
+            self.cur, self.seen = [], False
+        if op in ("&&", "||", "|", "|&"):
+            self.link, self.fresh = op, True
+            return
+        if self.cmds:
+            self.lists.append((self.cmds, op == "&"))
+        self.cmds, self.link = [], None
+        if op == ")":
+            self.notes.append("shell control flow (( ... ) subshell)")
+            self.control, self.fresh, self.closed = True, False, True
+        else:
+            self.fresh, self.pattern = True, arm_end and self.cases > 0
+
+    def _finish(self) -> list:
+        if self.link and not self.seen:
+            self.notes.append(f"syntax error: the script ends after {self.link!r}")
+        if self.seen:
+            self.cmds.append((self.cur, self.link, self.control))
+        if self.cmds:
+            self.lists.append((self.cmds, False))
+        return self.lists
 
 
 def _execute(lists: list, st: _State, notes: list) -> list:
@@ -1053,11 +1133,13 @@ _INTERNAL = "internal error while following the script"
 
 
 def parse_script(script: str, env: Mapping[str, str | None],
-                 positional: Sequence[str | None] = ()) -> ScriptResult:
+                 positional: Sequence[str | None] = (), absent: str = "") -> ScriptResult:
     """The simple commands of a -c script with their words expanded as far as the Pod spec tells.
 
-    env: the container's variables (None: defined, value unknown); a name absent from env may be
-    set by the image, so it is unknown too. positional: ($0, $1, ...), None when unknown.
+    env: the container's variables (None or ("unk", reason): defined, value unknown; ("shape", reason,
+    nonempty): unknown, but one plain word, see _State); a name absent from env may be
+    set by the image (or by `absent`: "envFrom ConfigMap x"), so it is unknown too. positional: ($0, $1,
+    ...), None when unknown.
     """
     notes: list = []
     try:
@@ -1065,7 +1147,7 @@ def parse_script(script: str, env: Mapping[str, str | None],
         if error:  # the shell rejects the line it cannot finish: keep the lines before it
             nl = max((k for k, t in enumerate(toks) if t[0] == "nl"), default=-1)
             toks = toks[: nl + 1]
-        commands = _execute(_group(toks, notes), _initial_state(env, positional), notes)
+        commands = _execute(_group(toks, notes), _initial_state(env, positional, absent), notes)
     except RecursionError:
         return ScriptResult((), "the script is nested too deeply to follow")
     except Exception:  # never raise on user input; tests assert this never happens

@@ -15,17 +15,22 @@ from kubectl_kvcache.engine.argv import Token, Undecidable
 from kubectl_kvcache.engine.launch import strip_wrapper
 
 
+def _word(token: Token) -> str:
+    """A token's text: the webhook's tokens are the argv's literal words, never unknown (None)."""
+    return token.text or ""
+
+
 def _unwrap(argv: list[str]) -> tuple[list[str], str]:
     """(the argv behind the wrappers the webhook looks through, the refusal if one splits its argument)."""
     tokens = [Token(t, "command", k) for k, t in enumerate(argv)]
-    while tokens and os.path.basename(tokens[0].text) in data.WEBHOOK_LOOKS_THROUGH:
-        program = os.path.basename(tokens[0].text)
+    while tokens and os.path.basename(_word(tokens[0])) in data.WEBHOOK_LOOKS_THROUGH:
+        program = os.path.basename(_word(tokens[0]))
         stripped = strip_wrapper(tokens, data.WRAPPERS.get(program, {}))
         if isinstance(stripped, Undecidable):
-            option = next((t.text for t in tokens[1:] if t.text.startswith(("-S", "--split-string"))), "-S")
-            return [t.text for t in tokens], f"`{program} {option.split('=', 1)[0]}` (the argument is split at run time)"
+            option = next((_word(t) for t in tokens[1:] if _word(t).startswith(("-S", "--split-string"))), "-S")
+            return [_word(t) for t in tokens], f"`{program} {option.split('=', 1)[0]}` (the argument is split at run time)"
         tokens = stripped
-    return [t.text for t in tokens], ""
+    return [_word(t) for t in tokens], ""
 
 
 def _shell_invocation(argv):

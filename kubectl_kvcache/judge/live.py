@@ -38,22 +38,31 @@ class Selection(Record):
     def everything(self) -> bool:
         return self.names is None and self.matches is None
 
+    def selects(self, labels: dict) -> bool:
+        """Whether -l selects these labels (never without -l)."""
+        return self.matches is not None and self.matches(labels)
+
+
+OPERATOR_LABEL_KEYS = frozenset((api.MD_NAME_LABEL[0], "app.kubernetes.io/instance", api.COMPONENT_LABEL,
+                                 api.ROLE_KIND_LABEL))
+
 
 def operator_labels(md, role) -> dict:
     """The labels the operator gives a role's Pods (operator.md "Pods rendered for a ModelDeployment")."""
     return {api.MD_NAME_LABEL[0]: api.MD_NAME_LABEL[1], "app.kubernetes.io/instance": md.name,
-            api.COMPONENT_LABEL: role.name}
+            api.COMPONENT_LABEL: role.name, api.ROLE_KIND_LABEL: (role.kind or "server").lower()}
 
 
 class _One:
     """The snapshot as account_replicas reads it, with one deployment."""
 
-    __slots__ = ("deployments", "bindings", "namespace")
+    __slots__ = ("deployments", "bindings", "namespace", "absent")
 
     def __init__(self, key, md, snapshot):
         self.deployments = {key: md}
         self.bindings = snapshot.bindings
         self.namespace = snapshot.namespace
+        self.absent = snapshot.absent
 
 
 class _Account:
@@ -71,7 +80,7 @@ class _Account:
             terminating += row.terminating
         counts["terminating"] = terminating
         self.counts = counts
-        self.rejected = tuple(r for r in rows if r.confirmed_rejected)
+        self.rejected = tuple(r for r in rows if rollout.rejects(r))
         self.left = tuple(r for r in rows if r.progress != verify.DONE)
         self.settled = all(rollout.settled(r, md) for r in self.left)
         self.complete = progress.complete
@@ -86,13 +95,13 @@ class LiveJudge:
         self.selection = selection or Selection()
         self.predictor = predictor or CachedPredict()
         self.pods = {(p.namespace, p.name): p for p in snapshot.pods}
-        self.items = {}             # pod key -> Item (pool-attached engine containers only)
-        self.md_pods = {}           # (namespace, deployment) -> pod keys of the Pods it controls
-        self.binding_pods = {}      # (namespace, binding) -> keys of injected Pods naming it
-        self.binding_mds = {}       # (namespace, binding) -> deployment keys naming it
-        self.accounts = {}          # deployment key -> _Account (pool-attached, in scope, selected)
-        self.chosen = set()         # deployment keys -l selected (sticky)
-        self.seen = {}              # row key -> the signature last shown
+        self.items: dict = {}             # pod key -> Item (pool-attached engine containers only)
+        self.md_pods: dict = {}           # (namespace, deployment) -> pod keys of the Pods it controls
+        self.binding_pods: dict = {}      # (namespace, binding) -> keys of injected Pods naming it
+        self.binding_mds: dict = {}       # (namespace, binding) -> deployment keys naming it
+        self.accounts: dict = {}          # deployment key -> _Account (pool-attached, in scope, selected)
+        self.chosen: set = set()         # deployment keys -l selected (sticky)
+        self.seen: dict = {}              # row key -> the signature last shown
         self.totals = dict.fromkeys((*verify.STATUSES, "terminating"), 0)
         self.done = 0
         self.unsettled = 0          # accounts with a row left that rolling may still change
@@ -109,12 +118,13 @@ class LiveJudge:
         """Take a batch of (kind, key, record) events (record None: deleted; SETTING: key None)
         and return the rows shown that are new or changed, in table order."""
         pods, mds, bindings, setting = set(), set(), set(), False
-        recount = set()             # deployments accounted again (their Pods judged again: `mds`)
+        recount: set = set()             # deployments accounted again (their Pods judged again: `mds`)
         snap = self.snapshot
         for kind, key, record in events:
             if kind == POD:
                 old = self.pods.get(key)
-                recount.update((p.namespace, p.owner[2]) for p in (old, record) if p is not None and p.md_controlled)
+                recount.update((p.namespace, p.owner[2]) for p in (old, record)
+                              if p is not None and p.md_controlled and p.owner is not None)
                 self._index_pod(key, old, record)
                 if record is None:
                     self.pods.pop(key, None)
@@ -182,8 +192,11 @@ class LiveJudge:
             account = self.accounts[key]
             rejected.extend(account.rejected)
             left.extend(account.left)
+        unbound = tuple((a.progress.namespace, a.progress.name, a.progress.binding)
+                        for _, a in sorted(self.accounts.items()) if a.progress.unbound)
         return rollout.Progress(dict(self.totals), self.done, len(self.accounts), tuple(rejected), tuple(left),
-                                bool(left) and not self.unsettled)
+                                bool(left) and not self.unsettled, rollout.pending_value(self.snapshot.setting),
+                                unbound)
 
     # -- inside ------------------------------------------------------------------------------
 
@@ -213,7 +226,7 @@ class LiveJudge:
         if pod is None:
             item = self.items.get(key)
             return (item.namespace, item.deployment) if item is not None and item.owner else None
-        return (pod.namespace, pod.owner[2]) if pod.md_controlled else None
+        return (pod.namespace, pod.owner[2]) if pod.md_controlled and pod.owner is not None else None
 
     def _judge_pod(self, key):
         pod = self.pods.get(key)
@@ -238,8 +251,8 @@ class LiveJudge:
             return md.name in sel.names
         if key in self.chosen:
             return True
-        if sel.matches(md.labels) or any(sel.matches(operator_labels(md, r)) for r in md.roles) \
-                or any(sel.matches(self.pods[k].labels) for k in self.md_pods.get(key, ()) if k in self.pods):
+        if sel.selects(md.labels) or any(sel.selects(operator_labels(md, r)) for r in md.roles) \
+                or any(sel.selects(self.pods[k].labels) for k in self.md_pods.get(key, ()) if k in self.pods):
             self.chosen.add(key)
             return True
         return False
@@ -257,11 +270,11 @@ class LiveJudge:
             if found is not None and self._selected(md, found):
                 return True
             pod = self.pods.get((item.namespace, item.pod))
-            return pod is not None and sel.matches(pod.labels)
+            return pod is not None and sel.selects(pod.labels)
         if sel.names is not None:
             return False
         pod = self.pods.get((item.namespace, item.pod))
-        return pod is not None and sel.matches(pod.labels)
+        return pod is not None and sel.selects(pod.labels)
 
     def _account(self, key):
         old = self.accounts.pop(key, None)
@@ -272,7 +285,8 @@ class LiveJudge:
         if md is not None and md.kv_cache and records.in_namespace(md.namespace, self.snapshot.namespace) \
                 and self._selected(key, md):
             items = [self.items[k] for k in self.md_pods.get(key, ()) if k in self.items]
-            rows, (progress,) = verify.account_replicas(_One(key, md, self.snapshot), items, self.on)
+            # _One has what account_replicas reads of a Snapshot: one deployment, the rest the snapshot's
+            rows, (progress,) = verify.account_replicas(_One(key, md, self.snapshot), items, self.on)  # type: ignore[arg-type]
             account = self.accounts[key] = _Account(rows, progress, md)
             self._count(account, 1)
         if old is not None:         # NO-POD rows gone are no longer shown: shown again, they are new

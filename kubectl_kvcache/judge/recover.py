@@ -20,10 +20,12 @@ import copy
 import re
 
 from kubectl_kvcache import engine as model
+from kubectl_kvcache.judge import anchor as anchors, referrers as refs
 from kubectl_kvcache.kube import names
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, paths, webhooks
+from kubectl_kvcache.operator.recovery_inputs import Recovery
 from kubectl_kvcache.judge.checks.engines import dtype_outcome, plain
-from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.errors import AlreadyDone, PluginError
 from kubectl_kvcache.record import Record
 
 SIDE_BY_SIDE, REPLACE = "side-by-side", "replace"
@@ -34,6 +36,11 @@ MD_KIND, BINDING_KIND, SETTING_KIND = api.MD_KIND, api.BINDING_KIND, api.SETTING
 BINDING_ANNOTATION = api.BINDING_ANNOTATION
 # Metadata the API server (or kubectl) writes: never copied into a recreated object.
 SERVER_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+# Annotation prefixes (and their subdomains) that Kubernetes reserves for its components
+# (kubernetes.io, k8s.io: "Well-Known Labels, Annotations and Taints") and the operator writes
+# (gpustack.ai: its admission records name the old object's uid and dtype): a controller's
+# record of the old object, never carried to a new one. The plan names each one left out.
+CONTROLLER_DOMAINS = ("kubernetes.io", "k8s.io", api.DOMAIN)
 NAME_MAX = 63        # a ModelDeployment's name is its Pods' app.kubernetes.io/instance label value
 # Workload kinds whose Pod template can be re-pointed by a patch (a Job's template is immutable).
 PATCHABLE = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob")
@@ -46,90 +53,70 @@ def value_for(value: bool) -> str:
     return f"value={'true' if value else 'false'}"
 
 
-class Inputs(Record):
-    """What the planner reads: what load.recovery read, with checks' judgement of it (inputs_for)."""
-
-    __slots__ = ("namespace", "binding_name", "binding", "binding_gone", "bindings", "deployments", "workloads",
-                 "pods", "report", "setting", "backups", "notes", "record")
-    __hash__ = None     # mutable: not hashable
-
-    def __init__(self, namespace: str, binding_name: str, binding: dict | None, binding_gone: bool,
-                 bindings: list[dict], deployments: list[dict], workloads: list[dict], pods: list[records.Pod],
-                 report: object, setting: records.Setting | None = None, backups: list[dict] | None = None,
-                 notes: list[str] | None = None, record=None):
-        self.namespace = namespace
-        self.binding_name = binding_name
-        self.binding = binding              # the old Binding (from a backup when `binding_gone`)
-        self.binding_gone = binding_gone    # already deleted by an earlier run (known from its backup)
-        self.bindings = bindings            # Bindings whose domain claims are known (other namespaces too)
-        self.deployments = deployments      # every ModelDeployment of the namespace
-        self.workloads = workloads          # workload objects of the namespace whose template opts in
-        self.pods = pods                    # Pods of the namespace that opt in
-        self.report = report                # checks.Report on the snapshot (suggestion, rejecting engines)
-        self.setting = setting
-        self.backups = [] if backups is None else backups   # objects an earlier run backed up (resume)
-        self.notes = [] if notes is None else notes
-        self.record = record                # load.recovery.RecoveryRecord: an earlier run's, in the cluster
+def judged(found: Recovery, report, anchor=None) -> Recovery:
+    """The recovery read by load.recovery, with checks' report on its snapshot and the verified
+    anchor: what the planner reads."""
+    found.report, found.anchor = report, anchor
+    return found
 
 
-def inputs_for(found, report) -> Inputs:
-    """The planner's inputs from a load.recovery.Recovery and checks' report on its snapshot."""
-    snapshot = found.snapshot
-    return Inputs(namespace=found.namespace, binding_name=found.binding_name, binding=found.binding,
-                  binding_gone=found.binding_gone, bindings=found.bindings, deployments=found.deployments,
-                  workloads=found.workloads,
-                  pods=[p for p in snapshot.pods if p.namespace == found.namespace and p.opted_in],
-                  report=report, setting=snapshot.setting, backups=found.backups, notes=found.notes,
-                  record=found.record)
+FIELDS = (("dtype", "--dtype"), ("name", "--name"), ("domain", "--domain"), ("strategy", "--strategy"))
+FLAG, ANCHOR = "flag", "anchor"     # where a target value comes from (others: suggestion, derived, default)
 
 
 class Request(Record):
-    __slots__ = ("dtype", "name", "domain", "strategy")
+    __slots__ = ("dtype", "name", "domain", "strategy", "sources")
 
     def __init__(self, dtype: str | None = None, name: str | None = None, domain: str | None = None,
-                 strategy: str | None = None):
+                 strategy: str | None = None, sources: dict | None = None):
         self.dtype = dtype
         self.name = name
         self.domain = domain
         self.strategy = strategy
+        self.sources = {f: FLAG for f, _ in FIELDS if getattr(self, f) is not None} if sources is None else sources
 
 
-def resumed(request: Request, record) -> Request:
-    """The request of a rerun: what the flags leave out comes from the recovery's record (an
-    earlier run's choice of dtype, name, domain and strategy); a flag that differs from it is an
+def resumed(request: Request, anchor) -> Request:
+    """The request of a rerun: what the flags leave out comes from the recovery's anchor (the new
+    Binding an earlier run created: its name, domain and dtype, and the strategy annotated on it),
+    never from the record a ConfigMap writer could have planted; a flag that differs from it is an
     error, so that one recovery never moves to two targets."""
-    if record is None or record.finished:
-        return request.replace(strategy=request.strategy or DEFAULT_STRATEGY)
+    sources = {f: FLAG for f, _ in FIELDS if getattr(request, f) is not None}
+    if anchor is None:
+        return request.replace(strategy=request.strategy or DEFAULT_STRATEGY, sources=sources)
     chosen = {}
-    for field, flag in (("dtype", "--dtype"), ("name", "--name"), ("domain", "--domain"),
-                        ("strategy", "--strategy")):
-        given, recorded = getattr(request, field), record.target.get(field)
-        if given is not None and recorded is not None and given != recorded:
-            raise PluginError(f"{flag} {given!r}: the recovery recorded in ConfigMap {record.namespace}/{record.name} "
-                              f"(an earlier run, not finished) uses {flag} {recorded!r}; rerun it without {flag} to "
-                              f"continue it, or delete the ConfigMap once you have reviewed what it did")
-        chosen[field] = given if given is not None else recorded
-    return request.replace(strategy=chosen.pop("strategy") or DEFAULT_STRATEGY, **chosen)
+    for field, flag in FIELDS:
+        given, anchored = getattr(request, field), getattr(anchor, field)
+        if given is not None and anchored is not None and given != anchored:
+            raise PluginError(f"{flag} {given!r}: this recovery's Binding, {anchor.ref} (an earlier run created it), "
+                              f"has {flag} {anchored!r}; rerun without {flag} to continue it, or delete that Binding "
+                              f"once you have reviewed what the earlier run did")
+        if given is None and anchored is not None:
+            sources[field] = ANCHOR
+        chosen[field] = given if given is not None else anchored
+    return request.replace(strategy=chosen.pop("strategy") or DEFAULT_STRATEGY, sources=sources, **chosen)
 
 
 class Plan(Record):
-    __slots__ = ("binding", "target", "steps", "warnings", "manual", "notes")
+    __slots__ = ("binding", "target", "steps", "warnings", "manual", "notes", "referrers")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, binding: dict, target: dict, steps: list, warnings: list[str] | None = None,
-                 manual: list[dict] | None = None, notes: list[str] | None = None):
+                 manual: list[dict] | None = None, notes: list[str] | None = None, referrers: dict | None = None):
         self.binding = binding
         self.target = target
         self.steps = steps
         self.warnings = [] if warnings is None else warnings
         self.manual = [] if manual is None else manual
         self.notes = [] if notes is None else notes
+        self.referrers = referrers      # side-by-side renames: what points at the old names (referrers_view)
 
     def to_dict(self):
-        shared = {}
+        shared: dict = {}
         return {"kind": "RecoveryPlan", "binding": self.binding, "target": self.target,
                 "steps": [s.to_dict(shared) for s in self.steps],
-                "warnings": self.warnings, "manual": self.manual}
+                "warnings": self.warnings, "manual": self.manual,
+                **({"referrers": self.referrers} if self.referrers is not None else {})}
 
 
 class Ref(Record):
@@ -183,15 +170,19 @@ class SetSetting(Record):
 
 
 class Create(Record):
+    """Create `object`; source: where it comes from when not the cluster ("backup sha256:<hex>": a
+    backup verified against the recovery's Binding)."""
+
     action = "create"
-    __slots__ = ("object",)
+    __slots__ = ("object", "source")
     __hash__ = None     # holds a manifest (a dict)
 
-    def __init__(self, object: dict):
+    def __init__(self, object: dict, source: str | None = None):
         self.object = object
+        self.source = source
 
     def to_dict(self, shared=None):
-        return {"action": self.action, "object": self.object}
+        return {"action": self.action, "object": self.object, **({"from": self.source} if self.source else {})}
 
 
 class Patch(Record):
@@ -263,17 +254,7 @@ def binding_named(md) -> str | None:
     return ((kv.get("poolRef") or {}).get("name")) if isinstance(kv, dict) else None
 
 
-def template_of(workload) -> dict | None:
-    spec = _spec(workload)
-    if workload.get("kind") == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    template = spec.get("template")
-    return template if isinstance(template, dict) else None
 
-
-def template_patch(kind, annotations) -> dict:
-    inner = {"template": {"metadata": {"annotations": annotations}}}
-    return {"spec": {"jobTemplate": {"spec": inner}}} if kind == "CronJob" else {"spec": inner}
 
 
 def controller_of(obj) -> dict | None:
@@ -325,10 +306,23 @@ def clean_metadata(obj, name) -> dict:
     out = {"name": name, "namespace": meta.get("namespace")}
     if meta.get("labels"):
         out["labels"] = dict(meta["labels"])
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in SERVER_ANNOTATIONS}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in SERVER_ANNOTATIONS and not anchors.is_own(k) and not controller_annotation(k)}
     if annotations:
         out["annotations"] = annotations
     return out
+
+
+def controller_annotation(key) -> bool:
+    """An annotation under a prefix Kubernetes or the operator owns (CONTROLLER_DOMAINS), not the user's."""
+    prefix, slash, _ = key.rpartition("/")
+    return bool(slash) and any(prefix == d or prefix.endswith("." + d) for d in CONTROLLER_DOMAINS)
+
+
+def _left_out(obj) -> list[str]:
+    """The annotations of `obj` a recreated object does not carry because a controller wrote them."""
+    return sorted(k for k in (_meta(obj).get("annotations") or {})
+                  if k not in SERVER_ANNOTATIONS and not anchors.is_own(k) and controller_annotation(k))
 
 
 def new_binding(old, name, domain, dtype) -> dict:
@@ -340,7 +334,8 @@ def new_binding(old, name, domain, dtype) -> dict:
 
 def new_deployment(old, name, binding) -> dict:
     spec = copy.deepcopy(_spec(old))
-    kv = spec.get("kvCache") if isinstance(spec.get("kvCache"), dict) else {}
+    kv = spec.get("kvCache")
+    kv = kv if isinstance(kv, dict) else {}
     spec["kvCache"] = dict(kv, poolRef=dict(kv.get("poolRef") or {}, name=binding))
     return {"apiVersion": old.get("apiVersion"), "kind": MD_KIND,
             "metadata": clean_metadata(old, name), "spec": spec}
@@ -348,7 +343,7 @@ def new_deployment(old, name, binding) -> dict:
 
 # -- the plan ------------------------------------------------------------------------------
 
-def plan(inputs: Inputs, request: Request) -> Plan:
+def plan(inputs: Recovery, request: Request) -> Plan:
     """The recovery in order: the new Binding (validated), the Setting's part, the steps, what is
     left to do by hand. A refusal is a PluginError."""
     request = request.replace(strategy=request.strategy or DEFAULT_STRATEGY)
@@ -357,35 +352,92 @@ def plan(inputs: Inputs, request: Request) -> Plan:
                 for use in (target.entry.uses if target.entry else ()) if use.problem]
     movers = _deployments_to_move(inputs, target.old_name)
     setting = _setting_decision(inputs, target, movers, warnings)
-    manual, notes = [], list(inputs.notes)
-    steps = _steps(inputs, request, target, movers, setting, warnings, manual)
+    manual: list[dict] = []
+    pointed: list = []
+    notes = list(inputs.notes) + target.unchecked
+    steps = _steps(inputs, request, target, movers, setting, warnings, manual, pointed)
     manual += _pods_by_hand(inputs, target)
+    anchors.check_fits(_backed_up(inputs, steps), inputs.record_used, inputs.record_ref)
     if setting.turned_off_before:
-        record = inputs.record
-        notes.append(f"an earlier run of this recovery turned the Setting off (its record, ConfigMap "
-                     f"{record.namespace}/{record.name}, says so): the last steps turn it on again")
-    if not (setting.turn_off or setting.turned_off_before) and setting.on is False:
+        notes.append(f"an earlier run of this recovery turned the Setting off (the Setting's annotation "
+                     f"{api.TURNED_OFF_BY} says so): the last steps turn it on again")
+    notes += _untrusted(inputs, request, target, setting)
+    for obj in [target.old] + [m for m, _ in movers]:
+        left = _left_out(obj)
+        if left:
+            notes.append(f"{obj.get('kind')} {target.namespace}/{_meta(obj).get('name')}: annotations "
+                         f"{', '.join(left)} are not carried to the new object (written by Kubernetes or the "
+                         f"operator for the old one); add back any that are yours")
+    turning_on = inputs.setting is not None and (inputs.setting.spec_value or "").lower() == "true"
+    if not (setting.turn_off or setting.turned_off_before) and setting.on is False and not turning_on:
         notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
                      "'kubectl kvcache check -A' finds no errors (it rolls every pool-attached deployment)")
-    return Plan(_binding_view(inputs, target), _target_view(request, target, setting), steps, warnings, manual,
-                notes)
+    return Plan(_binding_view(inputs, target), _target_view(inputs, request, target, setting), steps, warnings, manual,
+                notes, _referrers_view(inputs, pointed) if pointed else None)
+
+
+def _referrers_view(inputs: Recovery, pointed) -> dict:
+    """`referrers` of the plan: the deployments renamed, what was checked, what points at them."""
+    r = inputs.referrers
+    return {"renamed": [{"from": x.old, "to": x.new} for x, _ in pointed],
+            "checked": None if r is None else refs.KINDS, "source": None if r is None else r.source,
+            "objects": [f for _, found in pointed for f in found],
+            "unchecked": refs.unchecked(r), "notServed": list(r.not_served) if r is not None else []}
+
+
+def _backed_up(inputs: Recovery, steps) -> list[dict]:
+    """The objects the executor backs up into the record before it deletes or patches them (the
+    Setting's backup is small: STATE_ALLOWANCE covers it)."""
+    objects = {(o.get("kind"), _meta(o).get("namespace"), _meta(o).get("name")): o
+               for o in inputs.deployments + inputs.workloads + ([inputs.binding] if inputs.binding else [])}
+    out = []
+    for step in steps:
+        if step.action in ("delete", "patch"):
+            obj = objects.get(step.target.key())
+            if obj is not None:
+                out.append(obj)
+    return out
+
+
+def _untrusted(inputs: Recovery, request: Request, target, setting) -> list[str]:
+    """What the record says that the plan does not follow (it is a hint a ConfigMap writer could
+    have planted; docs/recover.md), said so the difference is seen."""
+    record = inputs.hints
+    notes: list[str] = []
+    if record is None or record.finished:
+        return notes
+    turning_on = inputs.setting is not None and (inputs.setting.spec_value or "").lower() == "true"
+    if record.setting_turned_off and setting.on is False and not setting.turned_off_before and not turning_on:
+        notes.append(f"{record.ref}'s data.recovery.json says an earlier run turned the Setting off, but the Setting "
+                     f"does not carry this recovery's annotation ({api.TURNED_OFF_BY}): not trusted; the Setting "
+                     f"stays off")
+    planned = {"name": target.name, "domain": target.domain, "dtype": target.dtype, "strategy": request.strategy}
+    differs = [f"{k} {record.target.get(k)!r}" for k in ("name", "domain", "dtype", "strategy")
+               if record.target.get(k) is not None and record.target.get(k) != planned[k]]
+    if differs:
+        notes.append(f"{record.ref}'s data.recovery.json names another target ({', '.join(differs)}): not trusted "
+                     f"(the target comes from the flags, the recovery's Binding or check); the plan uses "
+                     f"{planned['name']}, domain {planned['domain']}, dtype {planned['dtype']!r}, strategy "
+                     f"{planned['strategy']}")
+    return notes
 
 
 class _Target(Record):
     """The Binding recovered from and the new one, once every rule about them held."""
 
     __slots__ = ("namespace", "old_name", "old", "pool", "old_domain", "old_dtype", "entry", "rejected", "dtype",
-                 "source", "name", "domain", "binding")
+                 "source", "name", "domain", "binding", "unchecked")
     __hash__ = None
 
     def __init__(self, namespace, old_name, old, pool, old_domain, old_dtype, entry, rejected, dtype, source, name,
-                 domain, binding):
+                 domain, binding, unchecked=()):
         self.namespace, self.old_name, self.old, self.pool = namespace, old_name, old, pool
         self.old_domain, self.old_dtype, self.entry, self.rejected = old_domain, old_dtype, entry, rejected
         self.dtype, self.source, self.name, self.domain, self.binding = dtype, source, name, domain, binding
+        self.unchecked = list(unchecked)    # what the operator's Binding rules could not decide here
 
 
-def _resolve_target(inputs: Inputs, request: Request) -> _Target:
+def _resolve_target(inputs: Recovery, request: Request) -> _Target:
     if request.strategy not in STRATEGIES:
         raise PluginError(f"--strategy {request.strategy!r}: use one of {', '.join(STRATEGIES)}")
     ns, old_name = inputs.namespace, inputs.binding_name
@@ -408,13 +460,35 @@ def _resolve_target(inputs: Inputs, request: Request) -> _Target:
     existing = by_name.get((ns, target_name))
     domain = _target_domain(inputs, request, pool, old, old_dtype, dtype, target_name, existing)
     target_binding = new_binding(old, target_name, domain, dtype)
+    target_binding["metadata"].setdefault("annotations", {}).update(
+        anchors.anchor_annotations(old_name, _meta(old).get("uid"), request.strategy))
     if existing is not None and not contains(existing, {"spec": target_binding["spec"]}):
         raise PluginError(f"KVCachePoolBinding {ns}/{target_name} already exists with another spec (pool "
                           f"{pool_of(existing)}, domain {domain_name(existing)}, dtype "
                           f"{domain_of(existing).get('dtype')!r}); pass --name to choose another name")
     _check_receivers(inputs, ns, target_name, dtype, entry)
+    unchecked = [] if existing is not None else _check_admission(inputs, target_binding)
     return _Target(ns, old_name, old, pool, old_domain, old_dtype, entry, rejected, dtype, source, target_name,
-                   domain, target_binding)
+                   domain, target_binding, unchecked)
+
+
+def _webhook_view(inputs) -> webhooks.Cluster:
+    return webhooks.Cluster(inputs.bindings, inputs.pools, inputs.backends, inputs.pools_complete)
+
+
+def _check_admission(inputs, binding) -> list[str]:
+    """The operator's Binding webhook judges the new Binding as it would its create
+    (operator/webhooks.py: binding_create_refusals), before any step: a refusal here is a plan
+    refused with nothing changed, never a recovery stopped after the Setting was turned off.
+    Returns what it could not decide here (the API server's dry run decides it before the first
+    change)."""
+    errors, unchecked = webhooks.binding_create_refusals(binding, True, _webhook_view(inputs))
+    if errors:
+        meta = _meta(binding)
+        raise PluginError(f"KVCachePoolBinding {meta.get('namespace')}/{meta.get('name')}, the Binding this recovery "
+                          f"would create, is refused by the operator's admission webhook: "
+                          + "; ".join(str(e) for e in errors) + "; nothing was changed")
+    return unchecked
 
 
 class _SettingPart(Record):
@@ -427,7 +501,7 @@ class _SettingPart(Record):
         self.on, self.turn_off, self.turned_off_before = on, turn_off, turned_off_before
 
 
-def _setting_decision(inputs: Inputs, target: _Target, movers, warnings) -> _SettingPart:
+def _setting_decision(inputs: Recovery, target: _Target, movers, warnings) -> _SettingPart:
     """Off while replicas would crash-loop or roles passing the flag themselves are re-created."""
     state = inputs.report.setting
     on = state.get("on")
@@ -437,8 +511,8 @@ def _setting_decision(inputs: Inputs, target: _Target, movers, warnings) -> _Set
     own_flags = [r for r in inputs.report.roles if r.type == "own-flag" and r.namespace == target.namespace
                  and r.deployment in {_meta(m).get("name") for m, _ in movers}]
     turn_off = on is True and (bool(target.rejected) or bool(own_flags))
-    record = inputs.record
-    turned_off_before = on is False and bool(record and record.setting_turned_off and not record.finished)
+    turned_off_before = on is False and anchors.turned_off_by(inputs.setting, target.namespace, target.old_name,
+                                                             _meta(target.old).get("uid"))
     if turn_off and inputs.setting is not None and inputs.setting.editable is False:
         raise PluginError("the Setting is not editable (status.editable is false): it cannot be turned off "
                           "for the recovery")
@@ -450,18 +524,19 @@ def _setting_decision(inputs: Inputs, target: _Target, movers, warnings) -> _Set
     return _SettingPart(on, turn_off, turned_off_before)
 
 
-def _steps(inputs: Inputs, request: Request, target: _Target, movers, setting: _SettingPart, warnings,
-           manual) -> list:
+def _steps(inputs: Recovery, request: Request, target: _Target, movers, setting: _SettingPart, warnings,
+           manual, pointed) -> list:
     """Setting off; the new Binding, bound; each deployment moved; templates re-pointed; the old
     Binding unused and deleted; Setting back on."""
     ns, steps = target.namespace, []
     if setting.turn_off:
         steps += [SetSetting(False), Wait(setting_ref(), value_for(False))]
-    steps += [Create(target.binding), Wait(ref(BINDING_KIND, ns, target.name), BOUND)]
+    steps += [Create(target.binding, None if not inputs.binding_gone else
+                     f"backup sha256:{anchors.digest(target.old)}"), Wait(ref(BINDING_KIND, ns, target.name), BOUND)]
     taken = {_meta(m).get("name") for m in inputs.deployments}
     for md, present in movers:
         steps += _move(md, present, request.strategy, target.name, target.old_dtype, target.dtype, inputs, taken,
-                       warnings)
+                       warnings, pointed)
     for w in sorted(inputs.workloads, key=lambda o: (o.get("kind", ""), _meta(o).get("name", ""))):
         step = _repoint(w, target.old_name, target.name, manual)
         if step:
@@ -475,7 +550,7 @@ def _steps(inputs: Inputs, request: Request, target: _Target, movers, setting: _
     return steps
 
 
-def _pods_by_hand(inputs: Inputs, target: _Target) -> list[dict]:
+def _pods_by_hand(inputs: Recovery, target: _Target) -> list[dict]:
     """Opted-in Pods no plan step re-points: a bare Pod, or one owned by something not a workload."""
     manual = []
     for pod in inputs.pods:
@@ -492,7 +567,7 @@ def _pods_by_hand(inputs: Inputs, target: _Target) -> list[dict]:
     return manual
 
 
-def _binding_view(inputs: Inputs, target: _Target) -> dict:
+def _binding_view(inputs: Recovery, target: _Target) -> dict:
     old = target.old
     return {"namespace": target.namespace, "name": target.old_name, "pool": target.pool, "domain": target.old_domain,
             "dtype": target.old_dtype, "blockSize": domain_of(old).get("blockSize"), "exists": not inputs.binding_gone,
@@ -500,9 +575,14 @@ def _binding_view(inputs: Inputs, target: _Target) -> dict:
                            for u, e, why in target.rejected]}
 
 
-def _target_view(request: Request, target: _Target, setting: _SettingPart) -> dict:
+def _target_view(inputs: Recovery, request: Request, target: _Target, setting: _SettingPart) -> dict:
     return {"namespace": target.namespace, "name": target.name, "pool": target.pool, "domain": target.domain,
             "dtype": target.dtype, "dtypeSource": target.source, "strategy": request.strategy,
+            "sources": {"dtype": target.source,
+                        "name": request.sources.get("name", "derived"),
+                        "domain": request.sources.get("domain", "derived"),
+                        "strategy": request.sources.get("strategy", "default")},
+            **({"recoveryBinding": inputs.anchor.ref} if inputs.anchor is not None else {}),
             "setting": {"on": setting.on, "turnOff": setting.turn_off,
                         "turnOnAtEnd": setting.turn_off or setting.turned_off_before}}
 
@@ -515,12 +595,13 @@ def _target_dtype(inputs, request, entry, old_dtype) -> tuple[str, str]:
     if request.dtype is not None:
         check_dtype_form(request.dtype)
         if request.dtype == old_dtype:
-            raise PluginError(f"--dtype {request.dtype!r} is the dtype of {inputs.binding_name} already: nothing to "
+            raise AlreadyDone(f"--dtype {request.dtype!r} is the dtype of {inputs.binding_name} already: nothing to "
                               f"recover")
-        return request.dtype, "flag"
+        return request.dtype, request.sources.get("dtype", FLAG)
     if entry is None or not entry.rejected_by:
+        # healthy: already in the state a recovery brings about (exit 0); unjudged users: not known (exit 2)
         why = "no engine that receives it rejects it" if entry is not None else "its users could not be judged"
-        raise PluginError(f"KVCachePoolBinding {inputs.namespace}/{inputs.binding_name} has dtype {old_dtype!r} and "
+        raise (AlreadyDone if entry is not None else PluginError)(f"KVCachePoolBinding {inputs.namespace}/{inputs.binding_name} has dtype {old_dtype!r} and "
                           f"{why}: nothing to recover; pass --dtype to move its users to another dtype anyway")
     if not entry.suggestion:
         rejecting = ", ".join(sorted({e.name for _, e, _ in entry.rejected_by}))
@@ -535,9 +616,12 @@ def _check_name(name, flag, subdomain=False):
                           f"{NAME_MAX} characters{', dots between parts' if subdomain else ''})")
 
 
-def _claims(inputs, pool, domain, except_key) -> list[tuple[str, str]]:
+def _claims(inputs, pool, domain, except_key) -> list[tuple[str | None, str | None]]:
+    """Bindings holding `domain` where a new Binding on `pool` may not: the same pool, or a pool
+    naming a master it names (the webhook's uniqueness is per master)."""
+    pools = inputs.pools or {}
     return [(_meta(b).get("namespace"), _meta(b).get("name")) for b in inputs.bindings
-            if pool_of(b) == pool and domain_name(b) == domain
+            if domain_name(b) == domain and (pool_of(b) == pool or webhooks.shared_masters(pool, pool_of(b), pools))
             and (_meta(b).get("namespace"), _meta(b).get("name")) != except_key]
 
 
@@ -548,6 +632,13 @@ def _target_domain(inputs, request, pool, old, old_dtype, dtype, target_name, ex
         claimed = _claims(inputs, pool, request.domain, key)
         if claimed:
             ns, name = claimed[0]
+            holder = next(b for b in inputs.bindings if (_meta(b).get("namespace"), _meta(b).get("name")) == (ns, name))
+            theirs = pool_of(holder)
+            if theirs != pool:
+                raise PluginError(f"--domain {request.domain!r} is claimed on pool {theirs} by KVCachePoolBinding "
+                                  f"{ns}/{name}, and pools {pool} and {theirs} both name "
+                                  f"{' and '.join(webhooks.shared_masters(pool, theirs, inputs.pools or {}))}: a new "
+                                  f"Binding needs a domain no Binding on that master claims")
             raise PluginError(f"--domain {request.domain!r} is claimed on pool {pool} by KVCachePoolBinding "
                               f"{ns}/{name}; a new Binding needs a domain no Binding on the pool claims")
         return request.domain
@@ -611,7 +702,7 @@ def _rv_key(rv):
     return (1, int(rv), "") if rv.isdigit() else (0, 0, rv)
 
 
-def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings) -> list:
+def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, warnings, pointed) -> list:
     meta = _meta(md)
     ns, name = meta.get("namespace") or inputs.namespace, meta.get("name")
     owner = controller_of(md)
@@ -619,18 +710,46 @@ def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, w
         warnings.append(f"ModelDeployment {name} is controlled by {owner.get('kind')} {owner.get('name')}: the "
                         f"re-created one is not (ownerReferences are not copied), and its controller may "
                         f"recreate or revert the old one")
+    source = None if present else f"backup sha256:{anchors.digest(md)}"
     if strategy == REPLACE:
         new = new_deployment(md, name, target_name)
         steps = []
         if present:
             steps += [Delete(ref(MD_KIND, ns, name, meta.get("uid") or None)), Wait(ref(MD_KIND, ns, name), DELETED)]
-        return steps + [Create(new), Wait(ref(MD_KIND, ns, name), AVAILABLE)]
+        return steps + [Create(new, source), Wait(ref(MD_KIND, ns, name), AVAILABLE)]
     new_name = _free_name(name, old_dtype, dtype, target_name, md, inputs, taken)
     taken.add(new_name)
-    steps = [Create(new_deployment(md, new_name, target_name)), Wait(ref(MD_KIND, ns, new_name), AVAILABLE)]
+    warning = _renamed_warning(md, name, new_name, inputs, pointed)
+    if present:
+        warnings.append(warning)
+    steps = [Create(new_deployment(md, new_name, target_name), source), Wait(ref(MD_KIND, ns, new_name), AVAILABLE)]
     if present:
         steps.append(Delete(ref(MD_KIND, ns, name, meta.get("uid") or None)))
     return steps
+
+
+def _renamed_warning(md, name, new_name, inputs, pointed) -> str:
+    """What addresses a deployment side-by-side renames must follow: the objects of the namespace
+    that point at it (judge/referrers.py, listed under the plan's `referrers`), and what no plan
+    can see."""
+    renamed = refs.renamed(md, new_name, inputs.md_pods)
+    found = refs.pointing_at(inputs.referrers, [renamed])
+    pointed.append((renamed, found))
+    instance = f"app.kubernetes.io/instance={name}"
+    if inputs.referrers is None:
+        seen = (f"Services selecting its Pods by {instance}, HorizontalPodAutoscalers and routes naming it "
+                f"(not checked)")
+    else:
+        where = "in the input" if inputs.referrers.source == "files" else f"in namespace {inputs.namespace}"
+        todo = [f for f in found if f["change"]]
+        seen = (f"{len(found)} object{'s' if len(found) != 1 else ''} {where} point{'s' if len(found) == 1 else ''} "
+                f"at it ({len(todo)} to change; listed below)" if found else
+                f"none of the {refs.KINDS} {where} points at it")
+        if inputs.referrers.unchecked:
+            seen += " (some could not be checked: listed below)"
+    return (f"ModelDeployment {name} is re-created as {new_name} (side-by-side): what addresses it by name must "
+            f"follow: {seen}; and what no plan can see: NetworkPolicies selecting {instance}, dashboards, clients and "
+            f"GitOps manifests (or use --strategy replace, which keeps the name)")
 
 
 def _free_name(name, old_dtype, dtype, target_name, md, inputs, taken) -> str:
@@ -652,7 +771,7 @@ def _free_name(name, old_dtype, dtype, target_name, md, inputs, taken) -> str:
 
 def _repoint(workload, old_name, target_name, manual) -> Patch | None:
     kind, meta = workload.get("kind"), _meta(workload)
-    template = template_of(workload) or {}
+    template = paths.pod_template(workload) or {}
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     if annotations.get(BINDING_ANNOTATION) != old_name:
         return None
@@ -665,4 +784,4 @@ def _repoint(workload, old_name, target_name, manual) -> Patch | None:
                              f"(a {kind}'s template cannot be changed)"})
         return None
     return Patch(ref(kind, meta.get("namespace"), meta.get("name")),
-                 template_patch(kind, {BINDING_ANNOTATION: target_name}))
+                 paths.pod_template_patch(kind, {BINDING_ANNOTATION: target_name}))

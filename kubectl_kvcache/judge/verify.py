@@ -17,7 +17,17 @@ from kubectl_kvcache.operator.records import NOT_SERVED
 
 OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
 NO_POD = "NO-POD"
-STATUSES = (OK, MISMATCH, MISSING, REJECTED, UNKNOWN, NO_POD)
+WILL_REJECT = "WILL-REJECT"     # not rolled yet, and the engine rejects the Binding's dtype it will be given
+STATUSES = (OK, MISMATCH, MISSING, WILL_REJECT, REJECTED, UNKNOWN, NO_POD)
+MEANINGS = {      # one line each (docs/verify.md "Status" has them in full); reports name their rules with them
+    OK: "the engine will run with the Binding's dtype",
+    MISMATCH: "the engine will run with another value than the Binding's dtype",
+    MISSING: "no --kv-cache-dtype at all while the Setting is on: the replica has not rolled yet",
+    WILL_REJECT: "not rolled yet, and the engine release rejects the Binding's dtype it will be given",
+    REJECTED: "the engine exits on its arguments",
+    UNKNOWN: "what the engine runs with cannot be decided from the objects",
+    NO_POD: "a replica that should exist has no Pod",
+}
 PARSE_ERROR_EXIT = 2
 CRASH_LOOP = "CrashLoopBackOff"
 
@@ -31,15 +41,15 @@ STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a
 class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
-                 "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data")
+                 "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale")
     __hash__ = None     # mutable: judged field by field
 
-    def __init__(self, namespace: str, pod: str, container: str | None, owner: dict | None, role: str | None,
+    def __init__(self, namespace: str, pod: str | None, container: str | None, owner: dict | None, role: str | None,
                  engine: str | None, engine_version: str | None, binding: str | None, expected: str | None,
                  effective: str | None, status: str, reason: str, occurrences: list[dict] | None = None,
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
-                 slot: int | None = None, engine_data: dict | None = None):
+                 slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -62,6 +72,9 @@ class Item(Record):
         self.takeover = takeover
         self.slot = slot                        # NO-POD rows: which missing replica of the role
         self.engine_data = engine_data          # set when the release is newer than the engine data
+        self.cause = cause                      # UNKNOWN: what would decide it (model.Cause)
+        self.stale = stale                      # an operator Pod: why it was not rendered from the spec as it
+                                                # is now ("" when it was; None when not told: see stale_reason)
 
     def to_dict(self):
         return {
@@ -70,13 +83,15 @@ class Item(Record):
             "binding": self.binding, "expected": self.expected, "effective": self.effective,
             "status": self.status, "reason": self.reason, "fix": self.fix, "occurrences": self.occurrences,
             "state": self.state,
-        } | ({"engineData": self.engine_data} if self.engine_data else {})
+        } | ({"engineData": self.engine_data} if self.engine_data else {}) | (
+            {"cause": self.cause.to_dict()} if self.cause is not None and self.status == UNKNOWN else {}) \
+          | ({"notRolled": self.stale} if self.stale else {})
 
     @property
     def key(self):
         """What identifies this row across judgements (a replica without a Pod: its deployment, role, slot)."""
         return (self.namespace, self.pod) if self.pod is not None else \
-            (self.namespace, None, self.owner["name"], self.role, self.slot)
+            (self.namespace, None, (self.owner or {}).get("name"), self.role, self.slot)
 
     @property
     def deployment(self) -> str | None:
@@ -89,7 +104,7 @@ class Item(Record):
     @property
     def confirmed_rejected(self) -> bool:
         """REJECTED and the engine container already exited with the parser's code 2."""
-        return self.status == REJECTED and bool(self.state) and self.state.get("lastExitCode") == PARSE_ERROR_EXIT
+        return self.status == REJECTED and (self.state or {}).get("lastExitCode") == PARSE_ERROR_EXIT
 
     @property
     def progress(self) -> str:
@@ -101,8 +116,8 @@ class Item(Record):
             return TO_ROLL
         if self.status == OK:
             running = state.get("phase") in ("Running", "", None) and state.get("ready") is not False
-            return DONE if running else TO_ROLL
-        if self.status == MISSING and not self.takeover:
+            return DONE if running and not self.stale else TO_ROLL
+        if self.status in (MISSING, WILL_REJECT) and not self.takeover:
             return TO_ROLL
         return STUCK
 
@@ -128,11 +143,12 @@ class RoleProgress(Record):
 class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
-    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck")
+    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
-                 roles: list[RoleProgress], counts: dict, stuck: dict):
+                 roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
+                 setting_on: bool = True):
         self.namespace = namespace
         self.name = name
         self.binding = binding
@@ -140,6 +156,8 @@ class DeploymentProgress(Record):
         self.roles = roles
         self.counts = counts                # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
         self.stuck = stuck                  # status -> number, for the STUCK rows
+        self.unbound = unbound              # the Binding spec.kvCache.poolRef.name names does not exist
+        self.setting_on = setting_on        # why `expected` is None when the Binding is there
 
     @property
     def desired(self):
@@ -149,13 +167,14 @@ class DeploymentProgress(Record):
     def complete(self) -> bool:
         """Every replica runs the expected value: no row is anything but done, none is missing."""
         return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
-                                                          or self.counts[STUCK])
+                                                          or self.counts[STUCK] or self.unbound)
 
     def to_dict(self):
         return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
                 "expected": self.expected, "desired": self.desired, "done": self.counts[DONE],
                 "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
+                **({"bindingMissing": True} if self.unbound else {}),
                 "roles": [r.to_dict() for r in self.roles]}
 
 
@@ -273,9 +292,56 @@ NOT_SERVED_REASON = ("the cluster does not serve the Setting's API group yet (be
 def judge_candidate(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
                     off_reason=OFF_REASON) -> Item:
     item = _judge(cand, snapshot, setting_on, predictor, off_reason)
+    # Before the upgrade (the Setting's API not served) the release running renders no dtype, and
+    # what else it renders is not modelled here: whether a Pod is of its current render is not told.
+    if cand.owner and item.status in (OK, MISMATCH, MISSING, WILL_REJECT, REJECTED) and off_reason != NOT_SERVED_REASON:
+        md = snapshot.deployments.get((item.namespace, item.deployment or ""))
+        item.stale = stale_reason(item, md.role(item.role) if md is not None and item.role else None, setting_on)
+        if item.stale and item.status == OK:
+            item.reason += f"; not rolled yet: {item.stale}"
     if item.status != OK:
-        item.fix, item.recover = fix_for(item, cand, snapshot, setting_on)
+        fix = fix_for(item, cand, snapshot, setting_on)
+        item.fix, item.recover = fix.text, fix.recover
     return item
+
+
+def stale_reason(item: Item, role, setting_on: bool = True) -> str | None:
+    """Why an operator Pod was not rendered from its deployment's spec as it is now ("" when it
+    was; None when it cannot be told). The operator marks each replica only with a fingerprint of
+    the whole rendered Pod (annotation modeldeployment.gpustack.ai/pod-spec-hash over labels,
+    annotations and spec: pkg/worker/controllers/worker/model_deployment_render.go,
+    modelDeploymentPodSpecHash), which covers the connector it synthesizes from the Binding and
+    cannot be computed from outside; no generation or template hash is on the Pod. So the part of
+    the render that the Setting, the Binding and the role decide is read off the argv the renderer
+    builds (renderModelDeploymentPod: base command, the connector arguments, then the role's
+    extraArgs; a take-over role's command alone): the role's current extraArgs (or command) are
+    there, and the operator's own --kv-cache-dtype (those before the extraArgs) is the Binding's
+    dtype when one is expected (`item.expected`: the Setting on, beside a store) and absent when
+    none is (the Setting off, or no store)."""
+    spec = item.container_spec
+    if role is None or spec is None:
+        return None
+    command = list(spec.get("command") or ())
+    if role.command:
+        return "" if command == list(role.command) else "its command is not the role's command as the spec has it now"
+    start = extra_args_start(role, command)
+    if role.extra_args and start is None:
+        return "the role's extraArgs as the spec has them now are not in its command"
+    own = [o for o in item.occurrences if o.get("source") == "command" and (start is None or o["index"] < start)]
+    if item.expected is None:
+        if not own:
+            return ""
+        last = own[-1]
+        why = "no store is rendered" if setting_on else "the Setting is off"
+        return (f"it still carries the operator's --kv-cache-dtype {last.get('value')!r} (command[{last['index']}]), "
+                f"which the operator no longer renders ({why}): it drops it when it rolls")
+    if not own:
+        return ("the operator's --kv-cache-dtype is not in its command: it was rendered before the Setting went on, "
+                "and rolls")
+    if own[-1].get("value") != item.expected:
+        return (f"the operator's --kv-cache-dtype is {own[-1].get('value')!r} (command[{own[-1]['index']}]), not the "
+                f"Binding's {item.expected!r}: it was rendered from another spec, and rolls")
+    return ""
 
 
 def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
@@ -289,9 +355,12 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
                 state=pod_state(pod, cand.container_name), takeover=cand.takeover)
     if cand.problem:
         item.reason = cand.problem
+        item.cause = model.Cause("spec", f"ModelDeployment {cand.owner['name']}" if cand.problem.startswith(
+            "its ModelDeployment") and cand.owner else f"the {api.ANNOTATION_PREFIX}* annotations")
         return item
     if container is None:
         item.reason = f"no container named {cand.container_name}"
+        item.cause = model.Cause("spec", f"container {cand.container_name}")
         return item
     item.container_spec = container
     pred = predictor(container, cand.declared_engine, cand.declared_version, cand.manufacturer)
@@ -311,10 +380,12 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         return item
     if pred.outcome == "unknown":
         item.reason = pred.reason
+        item.cause = pred.cause
         return item
     item.effective = pred.effective if pred.effective is not None else "auto"
     if cand.binding and binding is None and setting_on:
         item.reason = f"Binding {cand.binding} not found in namespace {pod.namespace}"
+        item.cause = model.Cause("spec", f"Binding {cand.binding}")
         return item
     note = "; the container last exited with code 2, which this prediction does not explain" if confirmed else ""
     if not setting_on:
@@ -323,6 +394,7 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         return item
     if binding.dtype is None:
         item.reason = f"Binding {binding.name} has no spec.domain.dtype"
+        item.cause = model.Cause("spec", f"Binding {binding.name} spec.domain.dtype")
         return item
     store = renderer.store_view(container, pred.engine) if not cand.takeover else None
     if store is not None and store.rendered is False:
@@ -333,7 +405,10 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         item.reason = f"{store.reason}: {renderer.NO_STORE_RULE}; the engine starts ({pred.reason})" + note
         return item
     if not pred.occurrences:
-        item.status = MISSING
+        profile = model.profile(pred.engine, model.parse_version(pred.version))
+        # Not rolled yet; a replica that will be given a spelling its engine rejects is not merely
+        # missing the flag: when it rolls (or is recreated and admitted) it crash-loops.
+        item.status = WILL_REJECT if (binding.dtype not in profile.accepted and not cand.takeover) else MISSING
         item.reason = _missing_reason(cand, binding, pred) + note
     elif pred.effective == expected:
         item.status = OK
@@ -352,8 +427,8 @@ def _missing_reason(cand, binding, pred):
     else:
         text = "no --kv-cache-dtype in the args: the Pod was created before the webhook injected it"
     profile = model.profile(pred.engine, model.parse_version(pred.version))
-    if binding.dtype not in profile.accepted:
-        text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}")
+    if binding.dtype not in profile.accepted and not cand.takeover:
+        text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}: it will crash-loop")
     return text
 
 
@@ -433,73 +508,146 @@ def _nearest(item, profile):
     return f" ({values[-1]!r} is not a spelling {profile.label} accepts; the nearest is {near!r})" if near else ""
 
 
-def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool):
-    """(fix, recover) for a non-OK item: one line of what to change, in check's words."""
+class Fix(Record):
+    """What to do about a non-OK item: one line in check's words, and whether it is `recover`
+    (the Binding's dtype is one the engine rejects: no edit of the spec helps)."""
+
+    __slots__ = ("text", "recover")
+
+    def __init__(self, text: str, recover: bool = False):
+        self.text = text
+        self.recover = recover
+
+
+class _FixContext(Record):
+    """What a fix reads about an item's Pod: its Binding, its ModelDeployment and role (and the
+    role's index in spec.roles), how the fix names what to edit, the engine release's profile."""
+
+    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile")
+
+    def __init__(self, pod: records.Pod, binding: records.Binding | None, md: records.Deployment | None,
+                 role_index: int | None, role: records.Role | None, where: str, profile):
+        self.pod = pod
+        self.binding = binding
+        self.md = md
+        self.role_index = role_index
+        self.role = role
+        self.where = where
+        self.profile = profile
+
+
+def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool) -> Fix:
+    """The Fix for a non-OK item: the first step below that has one."""
+    ctx = _fix_context(item, cand, snapshot)
+    if item.status == UNKNOWN:
+        return _unknown_fix(cand, ctx)
+    return (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
+            or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
+            or _pod_args_fix(item, cand, ctx)
+            or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+
+
+def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _FixContext:
     pod = cand.pod
     binding = snapshot.bindings.get((pod.namespace, cand.binding)) if cand.binding else None
     md = snapshot.deployments.get((pod.namespace, cand.owner["name"])) if cand.owner else None
     role_index = next((n for n, r in enumerate(md.roles) if r.name == cand.role), None) if md else None
-    role = md.roles[role_index] if role_index is not None else None
-    where = f"ModelDeployment {md.name}" if md else f"Pod {pod.name}"
+    role = md.roles[role_index] if md is not None and role_index is not None else None
     profile = (model.profile(item.engine, model.parse_version(item.engine_version))
                if item.engine and item.engine_version else None)
-    if item.status == UNKNOWN:
-        if cand.problem.startswith("its ModelDeployment"):
-            return f"check ModelDeployment {cand.owner['name']} in namespace {pod.namespace} by hand", False
-        if cand.problem:
-            return ("set the annotations " + ", ".join(f"{api.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
-                    + " (and container, with several containers) on the Pod's template"), False
-        if cand.binding and binding is None:
-            return fixes.missing_binding_fix(pod.namespace, cand.binding, bool(cand.owner)), False
-        return (f"read the argv by hand: kubectl kvcache verify -n {pod.namespace} {pod.name} lists it with "
-                f"every --kv-cache-dtype marked"), False
+    return _FixContext(pod, binding, md, role_index, role,
+                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile)
+
+
+def _hint(item: Item, ctx: _FixContext) -> str:
+    return _nearest(item, ctx.profile) if ctx.profile else ""
+
+
+def _unknown_fix(cand: Candidate, ctx: _FixContext) -> Fix:
+    """UNKNOWN: what would decide it."""
+    pod = ctx.pod
+    if cand.problem.startswith("its ModelDeployment"):
+        return Fix(f"check ModelDeployment {(cand.owner or {}).get('name')} in namespace {pod.namespace} by hand")
+    if cand.problem:
+        return Fix("set the annotations " + ", ".join(f"{api.ANNOTATION_PREFIX}{k}" for k in ("binding", "engine"))
+                   + " (and container, with several containers) on the Pod's template")
+    if cand.binding and ctx.binding is None:
+        return Fix(fixes.missing_binding_fix(pod.namespace, cand.binding, bool(cand.owner)))
+    return Fix(f"read the argv by hand: kubectl kvcache verify -n {pod.namespace} {pod.name} lists it with "
+               f"every --kv-cache-dtype marked")
+
+
+def _rejected_dtype_fix(item: Item, cand: Candidate, ctx: _FixContext, setting_on: bool) -> Fix | None:
+    """The Binding's dtype itself is what the engine rejects (with the Setting on): recover."""
+    binding, profile = ctx.binding, ctx.profile
     dtype = binding.dtype if binding else None
-    if (item.status in (REJECTED, MISSING) and setting_on and dtype and profile is not None
-            and dtype not in profile.accepted and not cand.takeover):
-        return (f"the Binding's dtype {dtype!r} is rejected by {profile.label}: "
-                + fixes.recover_fix(pod.namespace, binding.name)), True
-    if cand.takeover and role is not None:
-        path = f"spec.roles[{role_index}].command of ModelDeployment {md.name}"
-        if item.status == REJECTED:
-            return f"fix {path}: the engine exits on its arguments" + (_nearest(item, profile) if profile else ""), False
-        verb = "add" if item.status == MISSING else "set"
-        return f"{verb} `--kv-cache-dtype {dtype}` in {path} if it should run the Binding's value", False
-    if item.status == MISSING:
-        if cand.owner:
-            return ("nothing to change: the operator adds the Binding's dtype when the replica rolls at "
-                    f"{where}'s next reconcile"), False
-        return ("recreate the Pod (or let its owner replace it): the webhook appends the Binding's dtype to "
-                "Pods created from now on"), False
-    spec = item.container_spec or {}
-    hint = _nearest(item, profile) if profile else ""
-    own = [o for o in item.occurrences if o["source"] != "command" or not cand.owner]
-    if role is not None:
-        command = list(spec.get("command") or ())
-        start = _extra_args_start(role, command)
-        positions = (_own_positions(item.occurrences, command, start, len(role.extra_args))
-                     if start is not None else []) or _abbreviations(role.extra_args, profile)
-        if positions:
-            return fixes.remove_own_flag(_entries(positions, f'spec.roles[{role_index}].extraArgs'), where) + hint, \
-                False
-        if not setting_on and start is not None:
-            return (f"nothing to change in the spec: the flag was rendered while the Setting was on, and the "
-                    f"replica drops it when it rolls at {where}'s next reconcile"), False
-        if not _has_own_flag(role.extra_args, profile):
-            return fixes.own_flag_gone(where), False
-        return (f"remove the role's own --kv-cache-dtype from spec.roles[{role_index}].extraArgs of {where} "
-                f"(kubectl kvcache check -o describe names the entries)" + hint), False
-    if not cand.owner:
-        args = list(spec.get("args") or ())
-        # The webhook's own pair is not the Pod's: it sits after the Pod's args and before the
-        # defaulted ones (pod_kv_cache_inject.go:injectPod), not necessarily at the end.
-        webhook = (set(renderer.webhook_dtype_positions(args, item.engine))
-                   if pod.annotations.get(api.ANNOTATION_PREFIX + "injected") else set())
-        positions = [j for j in _own_positions([o for o in own if o["source"] == "args" and o["index"] not in webhook],
-                                               args) if j not in webhook]
-        if positions:
-            return (f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
-                    f"template: the webhook appends the Binding's dtype" + hint), False
-    return "kubectl kvcache check -o describe has the fix for its deployment or template" + hint, False
+    if (item.status in (REJECTED, MISSING, WILL_REJECT) and setting_on and binding is not None and dtype
+            and profile is not None and dtype not in profile.accepted and not cand.takeover):
+        return Fix(f"the Binding's dtype {dtype!r} is rejected by {profile.label}: "
+                   + fixes.recover_fix(ctx.pod.namespace, binding.name), recover=True)
+    return None
+
+
+def _takeover_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
+    """A role whose own command runs the engine (the operator does not render it): edit that command."""
+    if not cand.takeover or ctx.role is None or ctx.md is None:
+        return None
+    path = f"spec.roles[{ctx.role_index}].command of ModelDeployment {ctx.md.name}"
+    if item.status == REJECTED:
+        return Fix(f"fix {path}: the engine exits on its arguments" + _hint(item, ctx))
+    verb = "add" if item.status == MISSING else "set"
+    dtype = ctx.binding.dtype if ctx.binding else None
+    return Fix(f"{verb} `--kv-cache-dtype {dtype}` in {path} if it should run the Binding's value")
+
+
+def _not_rolled_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
+    """MISSING or WILL_REJECT: the dtype comes with the next render (operator) or Pod (webhook)."""
+    if item.status not in (MISSING, WILL_REJECT):
+        return None
+    if cand.owner:
+        return Fix("nothing to change: the operator adds the Binding's dtype when the replica rolls at "
+                   f"{ctx.where}'s next reconcile")
+    return Fix("recreate the Pod (or let its owner replace it): the webhook appends the Binding's dtype to "
+               "Pods created from now on")
+
+
+def _role_flag_fix(item: Item, cand: Candidate, ctx: _FixContext, setting_on: bool) -> Fix | None:
+    """A role's own --kv-cache-dtype in its extraArgs, against the operator's: remove it."""
+    role, profile, where = ctx.role, ctx.profile, ctx.where
+    if role is None:
+        return None
+    hint = _hint(item, ctx)
+    command = list((item.container_spec or {}).get("command") or ())
+    start = _extra_args_start(role, command)
+    positions = (_own_positions(item.occurrences, command, start, len(role.extra_args))
+                 if start is not None else []) or _abbreviations(role.extra_args, profile)
+    if positions:
+        return Fix(fixes.remove_own_flag(_entries(positions, f'spec.roles[{ctx.role_index}].extraArgs'), where)
+                   + hint)
+    if not setting_on and start is not None:
+        return Fix(f"nothing to change in the spec: the flag was rendered while the Setting was on, and the "
+                   f"replica drops it when it rolls at {where}'s next reconcile")
+    if not _has_own_flag(role.extra_args, profile):
+        return Fix(fixes.own_flag_gone(where))
+    return Fix(f"remove the role's own --kv-cache-dtype from spec.roles[{ctx.role_index}].extraArgs of {where} "
+               f"(kubectl kvcache check -o describe names the entries)" + hint)
+
+
+def _pod_args_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
+    """A Pod the webhook injects: its own --kv-cache-dtype in the template's args, against the webhook's."""
+    if cand.owner:
+        return None
+    args = list((item.container_spec or {}).get("args") or ())
+    # The webhook's own pair is not the Pod's: it sits after the Pod's args and before the
+    # defaulted ones (pod_kv_cache_inject.go:injectPod), not necessarily at the end.
+    webhook = (set(renderer.webhook_dtype_positions(args, item.engine))
+               if ctx.pod.annotations.get(api.ANNOTATION_PREFIX + "injected") else set())
+    own = [o for o in item.occurrences if o["source"] == "args" and o["index"] not in webhook]
+    positions = [j for j in _own_positions(own, args) if j not in webhook]
+    if positions:
+        return Fix(f"remove {_entries(positions, 'args')} of container {item.container} from the Pod's "
+                   f"template: the webhook appends the Binding's dtype" + _hint(item, ctx))
+    return None
 
 
 def pod_state(pod: records.Pod, container: str | None) -> dict:
@@ -546,40 +694,48 @@ def setting_on(snapshot) -> bool:
     return value
 
 
-def verify(snapshot: records.Snapshot, account: bool = True, predictor=None) -> Report:
+def verify(snapshot: records.Snapshot, account: bool = True, predictor=None, roles=None) -> Report:
     """`account`: also judge the replicas that have no Pod (not when the Pods were filtered by
-    name or label: the rest would look missing). `predictor`: reuse one across judgements."""
+    name: the rest would look missing). `roles(md, role)`: with Pods filtered by label, the roles
+    accounted (those whose every Pod the filter lists: see account_replicas). `predictor`: reuse
+    one across judgements."""
     on = setting_on(snapshot)
     predictor = predictor or CachedPredict()
     off = NOT_SERVED_REASON if _not_served(snapshot) else OFF_REASON
     items = [judge_candidate(c, snapshot, on, predictor, off) for c in candidates(snapshot)]
     progress = []
     if account:
-        items, progress = account_replicas(snapshot, items, on)
+        items, progress = account_replicas(snapshot, items, on, roles)
     return Report(on, snapshot.setting.source if snapshot.setting else "default", items, progress, account)
 
 
 MAX_NO_POD_ROWS = 100     # NO-POD rows per role; beyond, the last row stands for the rest
 
 
-def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
+def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, selected=None):
     """Match every pool-attached ModelDeployment role's desired replicas (spec.roles[].replicas,
     1 when unset as the API defaults it) with its Pods: a replica without a Pod becomes a NO-POD
     row. Returns the items (sorted, the NO-POD rows after their deployment's Pods) and one
-    DeploymentProgress per deployment in scope."""
-    by_role = {}
+    DeploymentProgress per deployment in scope. `selected(md, role)`: only those roles (a
+    deployment with none is not in scope)."""
+    by_role: dict = {}
     for item in items:
         if item.owner:
             by_role.setdefault((item.namespace, item.deployment, item.role), []).append(item)
-    extra, progress, unlisted = [], [], {}
+    extra, progress = [], []
+    unlisted: dict = {}
     deployments = sorted((md for md in snapshot.deployments.values()
                           if md.kv_cache and records.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
     for md in deployments:
         binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
         expected = binding.dtype if (binding and on) else None
+        unbound = bool(md.binding) and binding is None
         roles, rows = [], []
-        for index, role in enumerate(md.roles):
+        chosen = [(n, r) for n, r in enumerate(md.roles) if selected is None or selected(md, r)]
+        if selected is not None and not chosen:
+            continue
+        for index, role in chosen:
             desired = 1 if role.replicas is None else max(0, int(role.replicas))
             pods = by_role.get((md.namespace, md.name, role.name), [])
             live = [i for i in pods if not i.terminating]
@@ -596,17 +752,20 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
                                   model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
-                                          f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported,
+                                          f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
+                                          + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
+                                             if unbound else ""),
                                   takeover=bool(role.command), slot=slot,
-                                  fix=f"wait for the operator to create it; if it does not, kubectl describe "
-                                      f"modeldeployment {md.name} -n {md.namespace} says why"))
+                                  fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
+                                  f"wait for the operator to create it; if it does not, kubectl describe "
+                                  f"modeldeployment {md.name} -n {md.namespace} says why"))
                 rows.append(extra[-1])
             if missing > shown:
                 unlisted[md.namespace, md.name] = unlisted.get((md.namespace, md.name), 0) + missing - shown
             rows.extend(pods)
             roles.append(RoleProgress(role.name, desired, len(live), len(pods) - len(live), status))
         counts = {k: 0 for k in (DONE, CRASHING, TO_ROLL, STUCK)}
-        stuck = {}
+        stuck: dict = {}
         extra_missing = unlisted.get((md.namespace, md.name), 0)
         if extra_missing:                   # the replicas a summary row stands for, beyond itself
             counts[TO_ROLL] += extra_missing
@@ -614,7 +773,8 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool):
             counts[row.progress] += 1
             if row.progress == STUCK:
                 stuck[row.status] = stuck.get(row.status, 0) + 1
-        progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck))
+        progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck,
+                                           unbound=unbound, setting_on=on))
     items = sorted(items + extra, key=row_order)
     return items, progress
 

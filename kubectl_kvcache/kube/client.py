@@ -6,8 +6,23 @@ refused or unreachable.
 The transport is client-go's, in what matters here: one keep-alive connection pool per API server;
 429 and 5xx answers that carry Retry-After retried as it says (client-go's rule; at most
 MAX_RETRIES times and MAX_RETRY_WAIT seconds of waiting in all, never past --request-timeout); --request-timeout bounds a whole
-request, the body included; Ctrl-C closes every open connection at once. The kubernetes client is
-loaded only for users with an exec plugin or an auth-provider (its code runs them).
+request, the body included; Ctrl-C closes every open connection at once.
+
+The kubernetes client (37.0.2) is loaded only for users with an exec plugin or an auth-provider.
+An auth-provider's token comes through its public API: kubernetes.config.load_kube_config_from_dict
+into a Configuration of our own, read from its documented api_key. An exec plugin has no public
+way that keeps kubectl's behaviour: load_kube_config_from_dict runs the plugin but catches every
+error of it into the root logger (logging.error) and returns as if the user had no credentials,
+so the failure, the plugin's stderr and the installHint would be lost; it hands a client
+certificate back only as temporary files (tempfile.mkstemp, removed at exit) holding the private
+key, where we keep it in memory (a memfd); and load_kube_config(config_file) reads the kubeconfig
+its own way (KubeConfigMerger), not kubectl's, which kubeconfig.py follows. Neither knows
+interactiveMode (checked here, as exec.go isInteractive does). So exec runs through
+kubernetes.config.exec_provider.ExecProvider, the class those public loaders run (kube_config.py
+_load_from_exec_plugin), with the ConfigNode wrapper its docstring requires: named without an
+underscore, though not in kubernetes.config.__all__; nothing underscored is used. Where it still
+differs from exec.go: it takes "interactive" from stdout being a terminal (exec.go: stdin, and
+interactiveMode), and keeps the plugin's stderr when stdout is not one (exec.go always passes it on).
 """
 
 from __future__ import annotations
@@ -26,7 +41,7 @@ from collections.abc import Callable
 
 from kubectl_kvcache import __version__
 from kubectl_kvcache.kube import gourl
-from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError
+from kubectl_kvcache.errors import Conflict, ExpiredContinue, Forbidden, NotFound, PluginError, secret
 from kubectl_kvcache.kube.kubeconfig import Target, resolve
 from kubectl_kvcache.kube.connection import DEFAULT_CHUNK_SIZE, Connection
 
@@ -92,7 +107,7 @@ class _Transport:
         self.proxy_context = self.context or (self._ssl_context() if self.proxy and self.proxy[0] == "https"
                                               else None)
         self._idle: list = []
-        self._active = set()
+        self._active: set = set()
         # re-entrant: Ctrl-C's handler (abort) runs in the main thread, maybe while it is inside take()
         self._lock = threading.RLock()
         self.aborted = _INTERRUPTED.is_set()     # made in another thread after Ctrl-C: never connects
@@ -132,6 +147,8 @@ class _Transport:
         never used (Go's persistConn closes on an unsolicited response)."""
         from kubectl_kvcache.kube.transport import pending
 
+        from kubectl_kvcache.kube.transport import IDLE_CONN_TIMEOUT
+
         while True:
             with self._lock:
                 if self.aborted:
@@ -142,7 +159,8 @@ class _Transport:
                     self._active.add(conn)
                     return conn, False
                 self._active.add(conn)
-            if not pending(conn.sock):
+            # transport.go: an idle connection older than IdleConnTimeout is closed, not reused
+            if time.monotonic() - getattr(conn, "idle_since", 0.0) <= IDLE_CONN_TIMEOUT and not pending(conn.sock):
                 break
             self.give_back(conn, False)
         conn.sock.settimeout(timeout)
@@ -153,6 +171,7 @@ class _Transport:
         with self._lock:
             self._active.discard(conn)
             if keep and not self.aborted and conn.sock is not None:
+                conn.idle_since = time.monotonic()
                 self._idle.append(conn)
                 return
         conn.close()
@@ -246,19 +265,22 @@ def _credentials(target: Target) -> dict[str, str]:
     if target.authorization:
         return {"Authorization": target.authorization}
     if target.exec:
-        return _exec_credentials(target)
+        return _exec_credentials(target, target.exec)
     if target.auth_provider:
-        return _auth_provider_token(target)
+        return _auth_provider_token(target, target.auth_provider)
     return {}
 
 
-def _exec_credentials(target: Target) -> dict[str, str]:
+def _exec_credentials(target: Target, config: dict) -> dict[str, str]:
+    """An exec plugin's token, or its client certificate and key (into target, for the TLS
+    context), run by the kubernetes client's ExecProvider (the module docstring says why not a
+    public loader), with kubectl's interactiveMode check and prompt lock around it."""
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.config.exec_provider import ExecProvider
     from kubernetes.config.kube_config import ConfigNode
 
-    command = target.exec.get("command")
-    mode = target.exec.get("interactiveMode") or "IfAvailable"
+    command = config.get("command")
+    mode = config.get("interactiveMode") or "IfAvailable"
     # client-go@v0.37.2/plugin/pkg/client/auth/exec/exec.go isInteractive: Always needs stdin to
     # be a terminal, checked before the plugin runs (Never and IfAvailable never refuse)
     if mode == "Always" and not _stdin_is_terminal():
@@ -269,17 +291,19 @@ def _exec_credentials(target: Target) -> dict[str, str]:
     # a time, so that their prompts never interleave; the others run concurrently
     prompts = mode != "Never" and _stdin_is_terminal()
     try:
+        # no working directory of its own: exec.go sets no cmd.Dir, so the plugin runs where kubectl
+        # runs (kubeconfig.py has made a command with a '/' absolute against the kubeconfig's folder)
         with _EXEC_PROMPTS if prompts else _NO_LOCK:
-            status = ExecProvider(ConfigNode("exec", target.exec), target.base_dir,
-                                  ConfigNode("cluster", cluster)).run()
+            status = ExecProvider(ConfigNode("exec", config), None, ConfigNode("cluster", cluster)).run()
     except (ConfigException, OSError) as exc:
-        hint = target.exec.get("installHint")
+        hint = config.get("installHint")
         text = " ".join(str(exc).split())
         raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} failed: {text}"
                           + (f" ({' '.join(str(hint).split())})" if hint else "")) from exc
     if not isinstance(status, dict):
         raise PluginError(f"the exec credential plugin {command!r} of user {target.user_name} printed no status")
     if status.get("token"):
+        secret(status["token"])
         return {"Authorization": f"Bearer {status['token']}"}
     if status.get("clientCertificateData") and status.get("clientKeyData"):
         target.cert_data = status["clientCertificateData"].encode()
@@ -289,8 +313,62 @@ def _exec_credentials(target: Target) -> dict[str, str]:
                       f"nor a client certificate and key")
 
 
+class FileToken:
+    """The bearer token of a file, re-read while the run lasts, as client-go's transport does for
+    a tokenFile and the in-cluster service-account token (client-go transport/token_source.go,
+    kubernetes/client-go master: NewCachedFileTokenSource is a cachingTokenSource over a
+    fileTokenSource of period 1 minute and leeway 10 seconds): a token read more than PERIOD -
+    LEEWAY ago is read again before the next request; a file that cannot be read or is empty
+    keeps the token last read ("Unable to rotate token"), else the static token of the
+    kubeconfig; a 401 answer forgets a token read before its request started
+    (ResetTokenOlderThan), so the next request reads the file again. The kubelet rewrites a
+    projected service-account token at 80% of its life (an hour by default; 10 minutes at the
+    least), so a long --watch always sends a token that is still valid."""
+
+    PERIOD = 60.0
+    LEEWAY = 10.0
+
+    def __init__(self, path, token, fallback=None, clock=time.monotonic):
+        self.path, self.fallback, self.clock = path, fallback, clock
+        self.token, self.read_at = token, clock() if token else None
+        self._lock = threading.Lock()
+
+    def current(self) -> str | None:
+        from kubectl_kvcache.kube.kubeconfig import file_token
+
+        with self._lock:
+            now = self.clock()
+            if self.token is not None and self.read_at is not None and now < self.read_at + self.PERIOD - self.LEEWAY:
+                return self.token
+            fresh = file_token(self.path)
+            if fresh is not None:
+                secret(fresh)
+                self.token, self.read_at = fresh, now
+            return self.token or self.fallback
+
+    def reset_older_than(self, moment):
+        with self._lock:
+            if self.read_at is not None and self.read_at < moment:
+                self.read_at = None
+
+
 _EXEC_PROMPTS = threading.Lock()
 _NO_LOCK = contextlib.nullcontext()
+
+
+def may_prompt(conn) -> bool:
+    """Whether the exec credential plugin of `conn`'s user could talk to the terminal (stdin is one
+    and its interactiveMode is not Never): such plugins run one at a time in one process, so their
+    prompts never interleave. A connection that does not resolve cannot prompt (its reading fails)."""
+    if not _stdin_is_terminal():
+        return False
+    try:
+        target = resolve(conn)
+    except PluginError:
+        return False
+    if not target.exec:
+        return False
+    return (target.exec.get("interactiveMode") or "IfAvailable") != "Never"
 
 
 def _stdin_is_terminal() -> bool:
@@ -301,22 +379,29 @@ def _stdin_is_terminal() -> bool:
         return False
 
 
-def _auth_provider_token(target: Target) -> dict[str, str]:
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.kube_config import KubeConfigLoader
+def _auth_provider_token(target: Target, provider: dict) -> dict[str, str]:
+    """The token of the user's auth-provider, through the kubernetes client's public API: a one-user
+    kubeconfig loaded by load_kube_config_from_dict into a Configuration of our own (never the
+    default one; nothing persisted), whose api_key['BearerToken'] it sets. The cluster is only its
+    server (the provider never reads the rest), so that no certificate of it is looked for or
+    written to a temporary file."""
+    from kubernetes.client import Configuration
+    from kubernetes.config import ConfigException, load_kube_config_from_dict
 
-    name = target.auth_provider.get("name")
+    name = provider.get("name")
     config = {"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-              "clusters": [{"name": "c", "cluster": dict(target.cluster, server=target.server)}],
-              "users": [{"name": "u", "user": {"auth-provider": target.auth_provider}}]}
+              "clusters": [{"name": "c", "cluster": {"server": target.server}}],
+              "users": [{"name": "u", "user": {"auth-provider": provider}}]}
+    configuration = Configuration()
     try:
-        loader = KubeConfigLoader(config_dict=config, config_base_path=target.base_dir or "")
-        token = loader._load_auth_provider_token()
+        load_kube_config_from_dict(config, client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, KeyError, ValueError) as exc:
         raise PluginError(f"the auth-provider {name!r} of user {target.user_name} failed: "
                           f"{' '.join(str(exc).split())}") from exc
+    token = configuration.api_key.get("BearerToken")
     if not token:
         raise PluginError(f"the auth-provider {name!r} of user {target.user_name} gave no token")
+    secret(token.removeprefix("Bearer "))
     return {"Authorization": token if token.startswith("Bearer ") else f"Bearer {token}"}
 
 
@@ -340,7 +425,7 @@ def _install_interrupt():
         previous(signum, frame)
         raise KeyboardInterrupt
 
-    on_interrupt._kvcache = True
+    on_interrupt._kvcache = True      # type: ignore[attr-defined]  # the mark that it is ours (checked above)
     try:
         signal.signal(signal.SIGINT, on_interrupt)
     except (ValueError, OSError):
@@ -365,7 +450,7 @@ def warm(conn: Connection, groups, trace=None, then=None):
     if conn in _WARM:
         return
     _install_interrupt()        # in the main thread: the warm client's connections are closed by Ctrl-C too
-    slot = [None, None]
+    slot: list = [None, None]       # [the thread, the client once made]
 
     def run():
         try:
@@ -381,9 +466,10 @@ def warm(conn: Connection, groups, trace=None, then=None):
         except BaseException:       # noqa: B902 - the foreground meets the same failure, and reports it
             pass
 
-    slot[0] = threading.Thread(target=run, name="kvcache-warm", daemon=True)
+    thread = threading.Thread(target=run, name="kvcache-warm", daemon=True)
+    slot[0] = thread
     _WARM[conn] = slot
-    slot[0].start()
+    thread.start()
 
 
 def claim(conn: Connection) -> "Client | None":
@@ -393,6 +479,9 @@ def claim(conn: Connection) -> "Client | None":
         return None
     slot[0].join()
     return slot[1]
+
+
+_List = list    # the builtin, for annotations inside Client (where `list` is Client.list)
 
 
 class Client:
@@ -416,9 +505,15 @@ class Client:
             self._headers = transport.header_bytes(list(headers.items()) + list(target.impersonation))
         except transport.ProtocolError as exc:
             raise PluginError(f"refusing to send a request to {target.server}: {exc}") from None
+        self._token = None
+        if target.token_file and target.authorization and target.authorization.startswith("Bearer "):
+            self._token = FileToken(target.token_file, target.authorization[len("Bearer "):])
         self._transport = _Transport(target)
         self.trace = trace if os.environ.get("KVCACHE_TRACE") not in (None, "", "0") else None
-        self._discovery: dict[str, dict] = {}
+        self._discovery: dict[str, dict | None] = {}    # None: the group is not served
+        # discovery that met no answer at all (unreachable, timed out): the same failure for every
+        # later question of the run, not another wait of the same length per group
+        self._undiscovered: dict[str, PluginError] = {}
         _LIVE.add(self._transport)
         _install_interrupt()
 
@@ -432,7 +527,8 @@ class Client:
         url = self._transport.prefix + _safe_path(path)
         if query:
             url += "?" + urlencode(query)
-        headers = self._headers
+        started = time.monotonic()
+        headers = self._headers_now()
         if accept:
             headers = [(k, accept.encode() if k == "Accept" else v) for k, v in headers]
         if body is not None and not isinstance(body, (bytes, bytearray)):
@@ -440,35 +536,118 @@ class Client:
         if content_type:
             headers = headers + [("Content-Type", content_type.encode())]
         deadline = time.monotonic() + self.timeout if self.timeout else None
-        waited, attempt = 0.0, 0
+        waited, attempt, lost, renewed = 0.0, 0, None, False
+        write = method not in ("GET", "HEAD")
         while True:
             with self._lock:
                 self.requests += 1
-            status, resp_headers, data = self._send(method, url, headers, body, deadline, what)
+            try:
+                status, resp_headers, data = self._send(method, url, headers, body, deadline, what)
+            except PluginError as exc:
+                if lost is not None and getattr(exc, "lost", None) is None:
+                    exc.lost = lost
+                raise
             if self.trace:
                 with self._lock:
                     self.trace(f"{method} {path}{'?' + urlencode(query) if query else ''} -> {status} "
                                f"({len(data or b'')} bytes)")
             if (status == 429 or status >= 500) and attempt < MAX_RETRIES:     # client-go's checkWait
                 delay = _retry_after(resp_headers)
-                fits = delay is not None and (deadline is None or time.monotonic() + delay < deadline)
-                if fits and waited + delay <= MAX_RETRY_WAIT:
+                if (delay is not None and (deadline is None or time.monotonic() + delay < deadline)
+                        and waited + delay <= MAX_RETRY_WAIT):
                     attempt += 1
                     waited += delay
+                    if write and status >= 500 and lost is None:
+                        # a 5xx may come after the server acted on the write (a timeout on the
+                        # way back): whatever the retry is answered, this answer is lost
+                        lost = f"the API server answered {status} to the first attempt, which it may have applied"
                     time.sleep(delay)
                     continue
+            if status == 401 and not renewed and self._renewed(started, headers):
+                renewed = True
+                headers = self._headers_now(headers)
+                started = time.monotonic()
+                continue
             break
         if status >= 400:
-            raise self._error(status, data, what)
+            error = self._error(status, data, what)
+            if write and (lost is not None or status >= 500):
+                error.lost = lost or f"the API server answered {status}, and may have applied it"
+            raise error
         return data if raw else _decode(data, what)
+
+    def _renewed(self, started, sent) -> bool:
+        """After a 401: the token read before the request is forgotten (ResetTokenOlderThan), and
+        True when its file now holds another one than the request carried: the request is then
+        sent once more with it (what client-go's callers, a reflector's next list, would send;
+        a 401 was never acted on, so a write too)."""
+        if self._token is None:
+            return False
+        self._token.reset_older_than(started)
+        return _authorization(self._headers_now()) != _authorization(sent)
+
+    def _headers_now(self, like=None):
+        """The request's headers, with the token as its file holds it now (FileToken); `like`:
+        headers already built for a request, whose Authorization is brought up to date."""
+        if like is not None:
+            now = dict(self._headers_now())
+            return [(k, now["Authorization"]) if k == "Authorization" else (k, v) for k, v in like]
+        if self._token is None:
+            return self._headers
+        token = self._token.current()
+        from kubectl_kvcache.kube import transport
+
+        try:
+            (auth,) = transport.header_bytes([("Authorization", f"Bearer {token}")])
+        except transport.ProtocolError as exc:
+            raise PluginError(f"refusing to send a request to {self.host}: the token read again from "
+                              f"{self._token.path}: {exc}") from None
+        return [auth if k == "Authorization" else (k, v) for k, v in self._headers]
+
+    def settle(self, send: Callable[[], object], reread: Callable[[], object], holds: Callable[[object], bool]):
+        """A write (patch_merge, create, delete: `send()`) whose answer may have been lost, as
+        (result, lost): `lost` None when the server answered it; else the answer was lost (a 5xx,
+        retried or not, the connection gone after the request went out, a timeout) or a retry
+        answered for it (409, 404), and the object is read again with `reread()`: when
+        `holds(object)` says what the write asked for is so, (object, why the answer was lost) is
+        returned, for the caller to report what happened. Otherwise the write's error is raised,
+        saying that its answer was lost and the re-read shows the change not in place."""
+        try:
+            return send(), None
+        except PluginError as exc:
+            lost = getattr(exc, "lost", None)
+            if lost is None:
+                raise
+            try:
+                now = reread()
+            except PluginError as again:
+                raise type(exc)(f"{exc}; its answer was lost ({lost}) and reading the object again failed too "
+                                f"({again}): check it before running again") from exc
+            if holds(now):
+                return now, lost
+            error = type(exc)(f"{exc} (its answer was lost: {lost}; read again, the object does not show the "
+                              f"change)")
+            error.lost = lost
+            raise error from exc
 
     def _send(self, method, url, headers, body, deadline, what):
         """One exchange: (status, headers, body). A GET on a kept-alive connection the server
         closed in the meantime is sent again once on a new connection; a write always goes on a
-        new connection (it is never sent twice: the server may have acted on it)."""
+        new connection (it is never sent twice: the server may have acted on it). A write that
+        fails after it went out whole raises a PluginError whose `lost` says so."""
+        try:
+            return self._exchange(method, url, headers, body, deadline, what)
+        except PluginError as exc:
+            sent = getattr(exc, "sent", False)
+            if sent and method not in ("GET", "HEAD") and getattr(exc, "lost", None) is None:
+                exc.lost = "the request went out whole, and the server may have applied it"
+            raise
+
+    def _exchange(self, method, url, headers, body, deadline, what):
         from http.client import HTTPException, RemoteDisconnected
 
-        from kubectl_kvcache.kube.transport import ProtocolError
+        from kubectl_kvcache.kube.transport import (READ_IDLE_TIMEOUT, DialTimeout, HandshakeTimeout,
+                                                    ProtocolError, TooLarge)
 
         idempotent = method in ("GET", "HEAD")
         for fresh_try in (False, True):
@@ -477,7 +656,8 @@ class Client:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._timed_out(what)
-            conn, reused = self._transport.take(remaining, fresh=fresh_try or not idempotent)
+            idle = READ_IDLE_TIMEOUT if remaining is None else min(remaining, READ_IDLE_TIMEOUT)
+            conn, reused = self._transport.take(idle, fresh=fresh_try or not idempotent)
             watchdog = None
             if remaining is not None:
                 watchdog = threading.Timer(remaining, _shutdown, (conn,))
@@ -485,40 +665,55 @@ class Client:
                 watchdog.start()
             keep = False
             try:
-                resp = conn.send_request(method, url, headers, body)
-                data = resp.read_all()
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise _Timeout()
-                keep = not resp.will_close and not resp.extra
-                return resp.status, resp.headers, data
-            except _Timeout:
-                raise self._timed_out(what) from None
-            except ssl.SSLCertVerificationError as exc:
-                raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
-                                  f"is not trusted ({exc.verify_message or _reason(exc)})") from None
-            except ssl.SSLError as exc:
-                if self._transport.aborted:
-                    raise KeyboardInterrupt from None
-                if deadline is not None and time.monotonic() >= deadline:
+                try:
+                    resp = conn.send_request(method, url, headers, body)
+                    data = resp.read_all()
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise _Timeout()
+                    keep = not resp.will_close and not resp.extra
+                    return resp.status, resp.headers, data
+                except _Timeout:
                     raise self._timed_out(what) from None
-                raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from None
-            except (RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
-                if self._transport.aborted:
-                    raise KeyboardInterrupt from None
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise self._timed_out(what) from None
-                if reused and idempotent and not fresh_try:
-                    continue
-                raise PluginError(f"the API server at {self.host} closed the connection ({what}): "
-                                  f"{_reason(exc)}") from None
-            except (socket.timeout, TimeoutError):
-                raise self._timed_out(what) from None
-            except (OSError, HTTPException, ProtocolError) as exc:
-                if self._transport.aborted:
-                    raise KeyboardInterrupt from None
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise self._timed_out(what) from None
-                raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") from None
+                except TooLarge as exc:
+                    raise PluginError(f"the API server's answer to {what} is too large: {exc} (a limit far above "
+                                      f"any real answer); stopped") from None
+                except ssl.SSLCertVerificationError as exc:
+                    raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
+                                      f"is not trusted ({exc.verify_message or _reason(exc)})") from None
+                except (DialTimeout, HandshakeTimeout) as exc:
+                    if deadline is not None and time.monotonic() >= deadline - 0.05:
+                        raise self._timed_out(what) from None
+                    raise PluginError(f"cannot reach the API server at {self.host} ({what}): {exc}") from None
+                except ssl.SSLError as exc:
+                    if self._transport.aborted:
+                        raise KeyboardInterrupt from None
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise self._timed_out(what) from None
+                    raise PluginError(f"TLS with the API server at {self.host} failed: {_reason(exc)}") from None
+                except (RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                    if self._transport.aborted:
+                        raise KeyboardInterrupt from None
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise self._timed_out(what) from None
+                    if reused and idempotent and not fresh_try:
+                        continue
+                    raise PluginError(f"the API server at {self.host} closed the connection ({what}): "
+                                      f"{_reason(exc)}") from None
+                except (socket.timeout, TimeoutError):
+                    if deadline is not None and time.monotonic() >= deadline - 0.05:
+                        raise self._timed_out(what) from None
+                    raise PluginError(f"the API server at {self.host} sent nothing for {READ_IDLE_TIMEOUT:g}s "
+                                      f"({what}); the connection is taken for dead") from None
+                except (OSError, HTTPException, ProtocolError) as exc:
+                    if self._transport.aborted:
+                        raise KeyboardInterrupt from None
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise self._timed_out(what) from None
+                    raise PluginError(f"cannot reach the API server at {self.host} ({what}): {_reason(exc)}") \
+                        from None
+            except PluginError as exc:
+                exc.sent, exc.unanswered = conn.sent, True
+                raise
             finally:
                 if watchdog is not None:
                     watchdog.cancel()
@@ -578,7 +773,7 @@ class Client:
         """DELETE one object with DeleteOptions: preconditions (uid, resourceVersion: 409 when
         the object is not the one read), the propagation policy, dryRun=All. Returns the answer
         (the object, marked for deletion when finalizers hold it, or a Status)."""
-        options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        options: dict = {"kind": "DeleteOptions", "apiVersion": "v1"}
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
         if preconditions:
             options["preconditions"] = preconditions
@@ -602,7 +797,7 @@ class Client:
         return self.list_versioned(path, convert, selector, chunk, what, need_version=False)[0]
 
     def list_versioned(self, path, convert: Callable[[dict], object], selector=None, chunk=DEFAULT_CHUNK_SIZE,
-                       what=None, need_version=True, fields=None) -> tuple[list, str | None]:
+                       what=None, need_version=True, fields=None) -> tuple[_List, str | None]:
         """Every item of a list, converted, and the list's resourceVersion (where a watch of the
         same collection starts, so that it misses nothing and repeats nothing; `fields`: a field
         selector, e.g. metadata.name=NAME). A continue token
@@ -620,7 +815,7 @@ class Client:
         for _attempt in range(MAX_LIST_RESTARTS + 1):
             records, version, more = [], None, False
             try:
-                for items, page_version, more in _pages(fetch, chunk, what):
+                for items, page_version, more in _pages(fetch, chunk, what):  # noqa: B007 (`more` is read by the except)
                     for item in items:
                         record = convert(item)
                         if record is not None:
@@ -635,7 +830,8 @@ class Client:
             return records, version
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
-    def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None, fields=None):
+    def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None, fields=None,
+              renewed=False):
         """The events of a watch from `resource_version`, as (type, object) with type ADDED,
         MODIFIED, DELETED or BOOKMARK (bookmarks are asked for), read from the streamed JSON lines
         until the server ends the watch after `timeout_seconds`. Errors map as `request` maps them;
@@ -649,21 +845,25 @@ class Client:
         if fields:
             query["fieldSelector"] = fields
         url = self._transport.prefix + _safe_path(path) + "?" + urlencode(query)
+        started = time.monotonic()
+        headers = self._headers_now()
         with self._lock:
             self.requests += 1
         # The server ends the watch after timeout_seconds; a read that waits longer than that
         # (plus slack) means the connection is gone.
         from http.client import HTTPException
 
-        from kubectl_kvcache.kube.transport import ProtocolError
+        from kubectl_kvcache.kube.transport import DialTimeout, HandshakeTimeout, ProtocolError, TooLarge
 
         conn, _ = self._transport.take(timeout_seconds + 30, fresh=True)
         try:
             try:
-                resp = conn.send_request("GET", url, self._headers)
+                resp = conn.send_request("GET", url, headers)
             except ssl.SSLCertVerificationError as exc:
                 raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
                                   f"is not trusted ({exc.verify_message or _reason(exc)})") from None
+            except (DialTimeout, HandshakeTimeout) as exc:
+                raise PluginError(f"cannot reach the API server at {self.host} ({what}): {exc}") from None
             except (OSError, HTTPException, ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
@@ -671,15 +871,23 @@ class Client:
             if self.trace:
                 with self._lock:
                     self.trace(f"WATCH {path}?{urlencode(query)} -> {resp.status}")
-            if resp.status >= 400:
-                raise self._error(resp.status, resp.read_all(), what)
             try:
+                if resp.status == 401 and not renewed and self._renewed(started, headers):
+                    resp.close()
+                    yield from self.watch(path, resource_version, selector, timeout_seconds, what, fields,
+                                          renewed=True)
+                    return
+                if resp.status >= 400:
+                    raise self._error(resp.status, resp.read_all(), what)
                 while True:
-                    line = resp.readline()
+                    line = resp.read_line()
                     if not line:
                         break
                     if line.strip():
                         yield _watch_event(line, what)
+            except TooLarge as exc:
+                raise PluginError(f"the API server's answer to {what} is too large: {exc} (a limit far above any "
+                                  f"real object); stopped") from None
             except (OSError, HTTPException, ProtocolError) as exc:
                 if self._transport.aborted:
                     raise KeyboardInterrupt from None
@@ -696,15 +904,21 @@ class Client:
             if found is None:
                 raise NotFound(_not_served(group))
             return found
+        if group in self._undiscovered:
+            raise self._undiscovered[group]
         try:
             info = self.get(f"/apis/{group}", what=f"discover the API group {group}")
+            versions = {}
+            for v in info.get("versions") or ():
+                version = v.get("version")
+                resources = self.get(f"/apis/{group}/{version}", what=f"discover {group}/{version}")
+                versions[version] = {r.get("name") for r in resources.get("resources") or ()}
         except NotFound as exc:
             raise NotFound(_not_served(group)) from exc
-        versions = {}
-        for v in info.get("versions") or ():
-            version = v.get("version")
-            resources = self.get(f"/apis/{group}/{version}", what=f"discover {group}/{version}")
-            versions[version] = {r.get("name") for r in resources.get("resources") or ()}
+        except PluginError as exc:
+            if getattr(exc, "unanswered", False):
+                self._undiscovered[group] = exc
+            raise
         result = {"preferred": (info.get("preferredVersion") or {}).get("version"), "versions": versions}
         self._discovery[group] = result
         return result
@@ -714,7 +928,7 @@ class Client:
         document kubectl asks for (served since Kubernetes 1.26, on by default since 1.30), else
         each group on its own, concurrently (a round trip per level instead of one per group).
         Errors are left to served() when a group is asked for."""
-        missing = [g for g in groups if g not in self._discovery]
+        missing = [g for g in groups if g not in self._discovery and g not in self._undiscovered]
         if not missing or self._discover_aggregated(missing):
             return
         interrupted = []
@@ -741,8 +955,12 @@ class Client:
         anything else (an older server's plain APIGroupList, an error, a malformed document)."""
         try:
             doc = self.request("GET", "/apis", accept=AGGREGATED_DISCOVERY, what="discover the API groups")
-        except PluginError:
-            return False
+        except PluginError as exc:
+            if not getattr(exc, "unanswered", False):
+                return False        # an answer, but not this one: each group is asked on its own
+            for group in groups:    # no answer at all: asking each group would only wait as long again
+                self._undiscovered[group] = exc
+            return True
         if not isinstance(doc, dict) or doc.get("kind") != "APIGroupDiscoveryList" \
                 or not isinstance(doc.get("items"), list):
             return False
@@ -767,6 +985,10 @@ class Client:
             if plural in served["versions"].get(version, ()):
                 return version
         raise NotFound(f"the API server does not serve {plural}.{group} (is its CRD installed?)")
+
+
+def _authorization(headers):
+    return next((v for k, v in headers if k == "Authorization"), None)
 
 
 def _not_served(group):
@@ -815,6 +1037,12 @@ def _decode(data, what):
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _after_space(text: str, i: int) -> int:
+    """The index after the JSON whitespace at text[i:] (_SPACE matches everywhere, maybe nothing)."""
+    space = _SPACE.match(text, i)
+    return space.end() if space else i
 _HEAD = 16384
 
 
@@ -869,20 +1097,20 @@ def _continue_token(data: bytes) -> str | None:
     waits for the decoded page, which always has the last word)."""
     head = data[:_HEAD].decode("utf-8", "ignore")
     try:
-        i = _SPACE.match(head).end()
+        i = _after_space(head, 0)
         if head[i] != "{":
             return None
         i += 1
         while True:
-            key, i = _DECODER.raw_decode(head, _SPACE.match(head, i).end())
-            i = _SPACE.match(head, i).end()
+            key, i = _DECODER.raw_decode(head, _after_space(head, i))
+            i = _after_space(head, i)
             if not isinstance(key, str) or head[i] != ":" or key == "items":
                 return None
-            value, i = _DECODER.raw_decode(head, _SPACE.match(head, i + 1).end())
+            value, i = _DECODER.raw_decode(head, _after_space(head, i + 1))
             if key == "metadata":
                 token = value.get("continue") if isinstance(value, dict) else None
                 return token if isinstance(token, str) and token else None
-            i = _SPACE.match(head, i).end()
+            i = _after_space(head, i)
             if head[i] != ",":
                 return None
             i += 1

@@ -33,7 +33,7 @@ class YAMLError(ValueError):
 
 
 # go.yaml.in/yaml/v2@v2.4.4 resolve.go: init's resolveMapList (YAML 1.1 booleans, nulls, .inf/.nan, <<)
-_MAP = {}
+_MAP: dict[str, tuple[str, object]] = {}
 for _value, _tag, _words in (
         (True, BOOL, "y Y yes Yes YES true True TRUE on On ON"),
         (False, BOOL, "n N no No NO false False FALSE off Off OFF"),
@@ -177,8 +177,8 @@ def _float32_g(value):
         text = f"{f32:.{precision}e}"
         if struct.unpack("f", struct.pack("f", float(text)))[0] == f32:
             break
-    mantissa, exp = text.split("e")
-    exp = int(exp)
+    mantissa, exp_text = text.split("e")
+    exp = int(exp_text)
     neg = mantissa.startswith("-")
     digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
     sign = "-" if neg else ""
@@ -227,7 +227,77 @@ class _Key:
         raise YAMLError(f"unsupported map key of type: {shown}")
 
 
-class _Loader(_BASE):
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    _Scanner = yaml.SafeLoader     # what _Blanks is mixed into (for the type checker)
+else:
+    _Scanner = object
+
+
+class _Blanks(_Scanner):
+    """libyaml's (and so scannerc.go's) white space, for PyYAML's pure-Python scanner, which takes
+    only spaces where they take tabs too: yaml_parser_scan_to_next_token eats a tab in flow context
+    or where no simple key may start (after `key:`, after a value: `a:\tb`, `v1\t`); a plain
+    scalar's blanks (yaml_parser_scan_plain_scalar) and a block scalar's or directive's trailing
+    blanks are spaces or tabs, and a tab left of the indentation in a plain scalar's line folding is
+    "found a tab character that violates indentation". Without this a document the pure scanner
+    reads (tags, anchors, or PyYAML built without libyaml) is refused where kubectl reads it."""
+
+    def scan_to_next_token(self):
+        if self.column == 0 and self.peek() == "\uFEFF":
+            self.forward()
+        while True:
+            while self.peek() == " " or (self.peek() == "\t" and (self.flow_level or not self.allow_simple_key)):
+                self.forward()
+            if self.peek() == "#":
+                while self.peek() not in "\0\r\n\x85\u2028\u2029":
+                    self.forward()
+            if not self.scan_line_break():
+                return
+            if not self.flow_level:
+                self.allow_simple_key = True
+
+    def scan_plain_spaces(self, indent, start_mark):
+        length = 0
+        while self.peek(length) in " \t":
+            length += 1
+        whitespaces = self.prefix(length)
+        self.forward(length)
+        if self.peek() not in "\r\n\x85\u2028\u2029":
+            return [whitespaces] if whitespaces else []
+        line_break = self.scan_line_break()
+        self.allow_simple_key = True
+        if self._document_boundary():
+            return None
+        breaks = []
+        while self.peek() in " \t\r\n\x85\u2028\u2029":
+            if self.peek() == "\t" and self.column < indent:
+                raise yaml.scanner.ScannerError("while scanning a plain scalar", start_mark,
+                                                "found a tab character that violates indentation", self.get_mark())
+            if self.peek() in " \t":
+                self.forward()
+            else:
+                breaks.append(self.scan_line_break())
+                if self._document_boundary():
+                    return None
+        chunks = [line_break] if line_break != "\n" else [] if breaks else [" "]
+        return chunks + breaks
+
+    def _document_boundary(self):
+        return self.prefix(3) in ("---", "...") and self.peek(3) in "\0 \t\r\n\x85\u2028\u2029"
+
+    def scan_block_scalar_ignored_line(self, start_mark):
+        while self.peek() in " \t":
+            self.forward()
+        return super().scan_block_scalar_ignored_line(start_mark)
+
+    def scan_directive_ignored_line(self, start_mark):
+        while self.peek() in " \t":
+            self.forward()
+        return super().scan_directive_ignored_line(start_mark)
+
+
+class _Loader(*((_Blanks,) if _BASE is yaml.SafeLoader else ()), _BASE):  # type: ignore[misc, valid-type]  # a base chosen at import
     """PyYAML's scanner and parser; the tags of scalars left for go-yaml's resolve()."""
 
     def resolve(self, kind, value, implicit):
@@ -236,14 +306,14 @@ class _Loader(_BASE):
         return "tag:yaml.org,2002:seq" if kind is yaml.SequenceNode else "tag:yaml.org,2002:map"
 
 
-class _PyLoader(yaml.SafeLoader):
+class _PyLoader(_Blanks, yaml.SafeLoader):
     """The pure-Python loader, for documents with tags, anchors or `\\/`: it sees the non-specific tag
     `!` (which go-yaml keeps as text), lets an anchor be defined again (go-yaml's later one wins) and
     has go-yaml's escapes."""
 
     resolve = _Loader.resolve
     # scannerc.go's double-quoted escapes: \' is one, \/ (which PyYAML and libyaml 0.2.5 take) is not
-    ESCAPE_REPLACEMENTS = {k: v for k, v in yaml.SafeLoader.ESCAPE_REPLACEMENTS.items() if k != "/"} | {"'": "'"}
+    ESCAPE_REPLACEMENTS = {k: v for k, v in yaml.SafeLoader.ESCAPE_REPLACEMENTS.items() if k != "/"} | {"'": "'"}  # type: ignore[misc]  # Final in the stubs: go-yaml's are others
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -329,7 +399,7 @@ class _Decoder:
 
     def value(self, node, for_key=False):
         if id(node) in self.active:
-            raise YAMLError(f"anchor value contains itself", node.start_mark.line + 1)
+            raise YAMLError("anchor value contains itself", node.start_mark.line + 1)
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node, for_key)
         self.active.add(id(node))
@@ -363,7 +433,7 @@ class _Decoder:
     def mapping(self, node):
         """decode.go mapping(): pairs in order, `<<` merged where it stands (a later key wins, also over
         merged ones); then convertToJSONableObject turns the typed keys into strings."""
-        into = {}
+        into: dict = {}
         self._fill(node, into)
         return {key.text(): value for key, value in into.items()}
 

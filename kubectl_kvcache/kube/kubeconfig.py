@@ -22,7 +22,7 @@ import base64
 import os
 import re
 from kubectl_kvcache.kube import kubeconfig_v1 as v1
-from kubectl_kvcache.errors import PluginError
+from kubectl_kvcache.errors import PluginError, secret
 from kubectl_kvcache.kube.connection import Connection
 from kubectl_kvcache.record import Record
 
@@ -34,7 +34,7 @@ class Target(Record):
 
     __slots__ = ("server", "namespace", "authorization", "impersonation", "proxy", "ca_data", "ca_file", "insecure",
                  "tls_server_name", "cert_data", "cert_file", "key_data", "key_file", "exec", "auth_provider",
-                 "base_dir", "cluster", "user_name", "disable_compression")
+                 "cluster", "user_name", "disable_compression", "token_file")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, server: str, namespace: str = "default", authorization: str | None = None,
@@ -42,8 +42,8 @@ class Target(Record):
                  ca_data: bytes | None = None, ca_file: str | None = None, insecure: bool = False,
                  tls_server_name: str | None = None, cert_data: bytes | None = None, cert_file: str | None = None,
                  key_data: bytes | None = None, key_file: str | None = None, exec: dict | None = None,
-                 auth_provider: dict | None = None, base_dir: str | None = None, cluster: dict | None = None,
-                 user_name: str = "", disable_compression: bool = False):
+                 auth_provider: dict | None = None, cluster: dict | None = None,
+                 user_name: str = "", disable_compression: bool = False, token_file: str | None = None):
         self.server = server                    # scheme://host[:port][/prefix], no userinfo
         self.namespace = namespace
         self.authorization = authorization      # the Authorization header known without a plugin
@@ -59,10 +59,12 @@ class Target(Record):
         self.key_file = key_file
         self.exec = exec                        # the user's exec plugin, when kubectl would run it
         self.auth_provider = auth_provider      # the user's auth-provider, when kubectl would ask it
-        self.base_dir = base_dir                # the directory of the file the user came from
         self.cluster = {} if cluster is None else cluster  # the merged cluster, as v1 JSON (exec's cluster info)
         self.user_name = user_name
         self.disable_compression = disable_compression
+        # the file the bearer token is re-read from while the run lasts (a tokenFile, the service
+        # account's token in a Pod): client.py's FileToken, as client-go's cachingTokenSource
+        self.token_file = token_file
 
     @property
     def tls(self) -> bool:
@@ -270,6 +272,14 @@ def _overrides(conn: Connection):
 class _Chosen(Record):
     __slots__ = ("context_name", "context", "user_name", "user", "cluster_name", "cluster", "user_file",
                  "cluster_file")
+    context_name: str
+    context: dict
+    user_name: str
+    user: dict
+    cluster_name: str
+    cluster: dict
+    user_file: str | None
+    cluster_file: str | None
 
 
 def _choose(merged: Merged, conn: Connection) -> _Chosen:
@@ -445,7 +455,11 @@ def _shown(host):
 def _server_url(host, default_tls, what="the server"):
     """rest/url_utils.go DefaultServerURL: a host without scheme://host gets http:// (https:// only
     with a CA, client certificate or insecure in the rest.Config). A URL Go's url.Parse refuses
-    takes that second path too, and its error (or that one's) is kubectl's."""
+    takes that second path too, and its error (or that one's) is kubectl's. A control byte is
+    refused before anything else (url.go Parse: stringContainsCTLByte), where urlsplit would
+    strip tabs and newlines and lstrip C0 bytes."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7f for c in host):
+        raise PluginError(f"{what} {_shown(host)!r} cannot be parsed: net/url: invalid control character in URL")
     try:
         parts = urlsplit(host)
         ok = bool(parts.scheme and parts.netloc) and _go_url_error(parts) is None
@@ -464,7 +478,7 @@ def _server_url(host, default_tls, what="the server"):
         raise PluginError(f"{what} {_shown(host)!r} is not an http:// or https:// URL")
     netloc = parts.netloc.rpartition("@")[2]
     try:
-        parts.port
+        _ = parts.port
     except ValueError as exc:
         raise PluginError(f"{what} {_shown(host)!r} has an invalid port") from exc
     userinfo = None
@@ -479,7 +493,7 @@ def _basic(user, password):
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
-def _file_token(path):
+def file_token(path):
     """transport/token_source.go fileTokenSource: the file's content trimmed; None if unreadable or empty."""
     from kubectl_kvcache.kube.goyaml import go_string
 
@@ -551,9 +565,12 @@ def resolve(conn: Connection) -> Target:
     has_cert = bool(u["client-certificate"] or u["client-certificate-data"]) if tls else False
     server, userinfo = _server_url(host, has_ca or has_cert or (tls and cl["insecure-skip-tls-verify"]),
                                     server_what)
+    for value in (u["token"], u["password"], u["client-key-data"], userinfo and userinfo[1]):
+        secret(value)           # never printed, whatever error line might quote it
+    for value in ((u["auth-provider"] or {}).get("config") or {}).values():
+        secret(value)
     target = Target(server=server, namespace=_namespace(c), cluster=v1.cluster_json(cl),
-                    user_name=c.user_name, disable_compression=cl["disable-compression"],
-                    base_dir=os.path.dirname(os.path.abspath(c.user_file)) if c.user_file else None)
+                    user_name=c.user_name, disable_compression=cl["disable-compression"])
     if impersonating:
         target.impersonation = impersonation_headers(u["as"], u["as-uid"], u["as-groups"], u["as-user-extra"])
     if userinfo is not None:        # net/http Client.send sets Basic from the URL first: it wins
@@ -595,9 +612,12 @@ def _user_identity(target, u, c, has_userinfo):
         raise PluginError(f"{where}{who}: a username and a bearer token (token or tokenFile) are both set; "
                           f"kubectl allows only one")
     if token_auth:                          # the round tripper is built (and can fail) under userinfo too
-        token = (_file_token(bearer_file) if bearer_file else None) or bearer
+        token = (file_token(bearer_file) if bearer_file else None) or bearer
+        secret(token)
         if not token:
             raise PluginError(f"{where}{who}: the tokenFile {bearer_file} holds no token")
+        if target.authorization is None and bearer_file:
+            target.token_file = bearer_file     # NewBearerAuthWithRefreshRoundTripper: re-read, it wins
         target.authorization = target.authorization or "Bearer " + token
     elif basic_auth and target.authorization is None:
         target.authorization = _basic(u["username"], u["password"])
@@ -679,13 +699,13 @@ def _in_cluster(conn) -> Target:
             f.read()
     except OSError as exc:
         raise PluginError(f"in-cluster config: cannot read {token_file}: {exc.strerror or exc}") from exc
-    ca_file = os.path.join(SA_DIR, "ca.crt")
+    sa_ca_file = os.path.join(SA_DIR, "ca.crt")
     try:
-        with open(ca_file, "rb") as f:
+        with open(sa_ca_file, "rb") as f:
             ca_ok = b"-----BEGIN CERTIFICATE-----" in f.read()
     except OSError:
         ca_ok = False
-    ca_file = conn.certificate_authority or (ca_file if ca_ok else None)
+    ca_file = conn.certificate_authority or (sa_ca_file if ca_ok else None)
     server, userinfo = _server_url(conn.server or f"https://{host}:{port}", bool(ca_file))
     target = Target(server=server, namespace=_in_cluster_namespace(), ca_file=ca_file)
     if userinfo is not None:
@@ -693,10 +713,12 @@ def _in_cluster(conn) -> Target:
     elif conn.token:
         target.authorization = "Bearer " + conn.token
     else:
-        token = _file_token(token_file)
+        token = file_token(token_file)
         if token is None:
             raise PluginError(f"in-cluster config: {token_file} holds no token")
+        secret(token)
         target.authorization = "Bearer " + token
+        target.token_file = token_file      # rest.InClusterConfig sets BearerTokenFile: re-read as it rotates
     target.proxy = _proxy(target, {"proxy-url": ""})
     return target
 

@@ -188,7 +188,7 @@ def named_map(items, inner, what):
 def extensions_map(items, what):
     """Convert_Slice_v1_NamedExtension_To_Map_string_To_runtime_Object: an earlier entry with a null
     extension does not count, the later one replaces it."""
-    out = {}
+    out: dict = {}
     for i, item in enumerate(items or ()):
         name = item["name"]
         if out.get(name) is not None:
@@ -259,7 +259,7 @@ def v1_json(clusters, users, contexts, current_context, colors, preference_exten
     def named(entries, inner, fn):
         return [{"name": name, inner: fn(entries[name])} for name in sorted(entries)] or None
 
-    out = {"kind": "Config", "apiVersion": "v1"}
+    out: dict = {"kind": "Config", "apiVersion": "v1"}
     if colors or preference_extensions:                    # preferences: omitzero
         out["preferences"] = dict({"colors": True} if colors else {},
                                   **({"extensions": _extensions_out(preference_extensions)}

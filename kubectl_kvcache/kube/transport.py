@@ -36,6 +36,30 @@ MAX_LINE = 65536            # http.client's limit of a status or header line
 MAX_HEADERS = 100           # http.client's limit of an answer's headers
 MAX_INTERIM = 100           # interim answers before the final one (Go bounds them by their bytes)
 MAX_CHUNK_LINE = 4096       # internal/chunked.go maxLineLength
+
+# Time bounds client-go puts on every connection, whatever --request-timeout says (client-go
+# transport/cache.go: net.Dialer{Timeout: 30s, KeepAlive: 30s} and TLSHandshakeTimeout 10s;
+# apimachinery pkg/util/net/http.go SetOldTransportDefaults: IdleConnTimeout from
+# http.DefaultTransport, 90s). --request-timeout (rest.Config.Timeout: http.Client.Timeout)
+# bounds the whole request on top of them (client.py).
+DIAL_TIMEOUT = 30.0
+TLS_HANDSHAKE_TIMEOUT = 10.0
+KEEPALIVE = 30              # seconds idle before the first TCP keep-alive probe, and between probes
+IDLE_CONN_TIMEOUT = 90.0    # a kept-alive connection idle longer than this is closed, not reused
+# client-go's HTTP/2 health check closes a connection that brings no frame for ReadIdleTimeout
+# (30s) and then no answer to a ping for PingTimeout (15s) (apimachinery http.go
+# configureHTTP2Transport). HTTP/1.1 has no ping: silence is the only sign. The API server ends
+# every request but watches within its own --request-timeout (60s by default) with an answer,
+# so an answer that brings nothing for that long plus the ping's 15s is taken for dead.
+READ_IDLE_TIMEOUT = 75.0
+
+# Size bounds (the API server has none for answers, client-go neither; these are far above what
+# a real server sends). An object is at most etcd's --max-request-bytes (1.5 MiB by default) as
+# stored, a few times that as JSON with its managedFields: one watch event line is one object.
+# A list page is --chunk-size (500) objects; real pages of Pods are a few MiB, and 500 objects
+# of 512 KiB each are 250 MiB.
+MAX_BODY = 256 << 20        # bytes of one answer's body (a list page, an error)
+MAX_EVENT_LINE = 16 << 20   # bytes of one watch event (one JSON line)
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 # httpguts.IsTokenRune: the bytes of a header name (no regular expressions: compiling them
 # cost more at every start than the checks ever do)
@@ -58,6 +82,15 @@ DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}   # 
 
 class ProtocolError(Exception):
     """The peer's answer is not HTTP/1.1 as Go's client reads it (one line, never a value)."""
+
+
+class TooLarge(Exception):
+    """An answer's body or a watch event passed its size bound (`limit` bytes): nothing more is
+    read, and the connection is closed."""
+
+    def __init__(self, what, limit):
+        super().__init__(f"{what} passed {limit >> 20} MiB")
+        self.limit = limit
 
 
 def header_bytes(headers) -> list[tuple[str, bytes]]:
@@ -200,7 +233,7 @@ class Response(http.client.HTTPResponse):
             if not (lengths[0].isascii() and lengths[0].isdigit()) or int(lengths[0]) >= 1 << 63:
                 raise ProtocolError(f"bad Content-Length {lengths[0][:40].encode('latin-1')!r}")
             length = int(lengths[0])
-        if self._method == "HEAD" or status // 100 == 1 or status in (204, 304):
+        if self._method == "HEAD" or status // 100 == 1 or status in (204, 304):  # type: ignore[attr-defined]  # http.client's own
             chunked, length = False, 0
         elif chunked:
             length = None
@@ -230,7 +263,7 @@ class Response(http.client.HTTPResponse):
             if self.fp.read(2) != b"\r\n":
                 raise ProtocolError("malformed chunked encoding: a chunk does not end with CRLF")
             self.chunk_left = None
-        return super()._get_chunk_left()
+        return super()._get_chunk_left()  # type: ignore[misc]  # http.client's private step, not in the stubs
 
     def _read_and_discard_trailer(self):
         """transfer.go body.readTrailer: CRLF, else trailers, read as headers are, that must end
@@ -257,20 +290,34 @@ class Response(http.client.HTTPResponse):
         fp = self.fp
         if fp is not None and not self.extra:
             self.extra = pending(self._sock, fp)
-        super()._close_conn()
+        super()._close_conn()  # type: ignore[misc]  # http.client's private step, not in the stubs
 
-    def read_all(self) -> bytes:
-        """The whole body; an answer cut short by the end of the connection is a ProtocolError."""
-        pieces = []
+    def read_all(self, limit=MAX_BODY) -> bytes:
+        """The whole body; an answer cut short by the end of the connection is a ProtocolError,
+        one longer than `limit` bytes is TooLarge (the rest is never read)."""
+        pieces, size = [], 0
+        if self.length is not None and self.length > limit:
+            raise TooLarge("the answer's body", limit)
         while True:
             piece = self.read1(1 << 16)
             if not piece:
                 break
+            size += len(piece)
+            if size > limit:
+                raise TooLarge("the answer's body", limit)
             pieces.append(piece)
         if self.length:
             raise ProtocolError(f"the connection ended {self.length} bytes before the end of the body")
         self.close()
         return b"".join(pieces)
+
+    def read_line(self, limit=MAX_EVENT_LINE) -> bytes:
+        """The next line of a streamed body (a watch event), b"" at its end; a line longer than
+        `limit` bytes is TooLarge."""
+        line = self.readline(limit + 1)
+        if len(line) > limit:
+            raise TooLarge("a watch event", limit)
+        return line
 
 
 def pending(sock, fp=None) -> bool:
@@ -350,7 +397,10 @@ class Connection(http.client.HTTPConnection):
 
     def __init__(self, host, port, timeout, host_header, context=None, server_name=None, proxy=None,
                  proxy_context=None):
+        """`timeout`: seconds each read may wait (the request's time left, else READ_IDLE_TIMEOUT);
+        the dial and each TLS handshake have their own bounds as client-go's."""
         super().__init__(_host_name(host), port, timeout)
+        self.sent = False           # the request went out whole: the server may have acted on it
         self.context, self.server_name, self.proxy = context, server_name, proxy
         self.proxy_context = proxy_context or context
         self.host_header = host_header
@@ -377,16 +427,27 @@ class Connection(http.client.HTTPConnection):
                 self._connect_tunnel(target, parts)
         if self.context is not None:
             self.sock = self._tls(self.sock, self.server_name or self.host, self.context)
+        self.sock.settimeout(self.timeout)
+
+    def _bounded(self, bound):
+        return bound if self.timeout is None else min(self.timeout, bound)
 
     def _dial(self, host, port):
         if go_ip(host) is None and _numeric_to_libc(host):
             # Go's ParseIP refuses it, so Go looks it up as a name (net/ipsock.go, dnsclient); no
             # resolver knows a name of digits and dots: kubectl fails with "no such host"
             raise socket.gaierror(socket.EAI_NONAME, f"lookup {host}: no such host")
-        sock = socket.create_connection((_wire(host), port), self.timeout)
+        try:
+            # bytes: getaddrinfo takes them (the stubs say str), and a str would import the IDNA codec
+            sock = socket.create_connection((_wire(host), port), self._bounded(DIAL_TIMEOUT))  # type: ignore[arg-type]
+        except (socket.timeout, TimeoutError):
+            raise DialTimeout(f"dial tcp {_authority(host, port)}: i/o timeout "
+                              f"(no connection within {self._bounded(DIAL_TIMEOUT):g}s)") from None
         self.raw = self.sock = sock     # from here on, abort() can end the connection
+        sock.settimeout(self.timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            keepalive(sock)
         except OSError:
             pass
 
@@ -396,11 +457,19 @@ class Connection(http.client.HTTPConnection):
             # crypto/x509 verify.go VerifyHostname compares with net.IP.Equal, for which
             # ::ffff:a.b.c.d equals a.b.c.d; OpenSSL compares the bytes. No SNI for either.
             name = str(ip.ipv4_mapped)
-        if isinstance(sock, ssl.SSLSocket):
-            return TLSInTLS(sock, context, name)
-        sock = context.wrap_socket(sock, server_hostname=_wire(name), do_handshake_on_connect=False)
-        self.raw = sock         # the TCP socket's descriptor is the SSLSocket's now
-        sock.do_handshake()
+        bound = self._bounded(TLS_HANDSHAKE_TIMEOUT)
+        sock.settimeout(bound)
+        try:
+            if isinstance(sock, ssl.SSLSocket):
+                inner = TLSInTLS(sock, context, name)
+                sock.settimeout(self.timeout)
+                return inner
+            sock = context.wrap_socket(sock, server_hostname=_wire(name), do_handshake_on_connect=False)
+            self.raw = sock         # the TCP socket's descriptor is the SSLSocket's now
+            sock.do_handshake()
+        except (socket.timeout, TimeoutError):
+            raise HandshakeTimeout(f"TLS handshake timeout (no handshake within {bound:g}s)") from None
+        sock.settimeout(self.timeout)
         return sock
 
     def _connect_tunnel(self, target, parts):
@@ -438,8 +507,29 @@ class Connection(http.client.HTTPConnection):
                 self.putheader("Proxy-Authorization", auth)
         if body is not None:
             self.putheader("Content-Length", str(len(body)))
+        self.sent = False
         self.endheaders(body)
-        return self.getresponse()
+        self.sent = True
+        return self.getresponse()  # type: ignore[return-value]  # a Response: our response_class
+
+
+class DialTimeout(TimeoutError):
+    """No TCP connection within DIAL_TIMEOUT (or the request's time left): nothing was sent."""
+
+
+class HandshakeTimeout(TimeoutError):
+    """No TLS handshake within TLS_HANDSHAKE_TIMEOUT: nothing was sent."""
+
+
+def keepalive(sock):
+    """TCP keep-alive as Go's net.Dialer{KeepAlive: 30s} sets it: the first probe after 30s of
+    idleness, then one every 30s (the count is the system's)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name in ("TCP_KEEPIDLE", "TCP_KEEPINTVL"):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), KEEPALIVE)
+    if not hasattr(socket, "TCP_KEEPIDLE") and hasattr(socket, "TCP_KEEPALIVE"):     # macOS
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPALIVE, KEEPALIVE)
 
 
 def proxy_authorization(parts) -> str | None:
@@ -458,10 +548,11 @@ def socks5_connect(sock, host, port, parts):
     socks_bundle.go): the host name is sent to the proxy for both socks5 and socks5h (an IP
     address as its address type); with userinfo it offers no-auth and username/password. A
     dozen lines of the protocol instead of PySocks (unmaintained, and it monkeypatches socket)."""
-    user = password = None
+    user: bytes | None = None
+    password = b""
     if "@" in parts.netloc:
-        user, _, password = parts.netloc.rpartition("@")[0].partition(":")
-        user, password = unquote(user).encode("utf-8"), unquote(password).encode("utf-8")
+        name, _, word = parts.netloc.rpartition("@")[0].partition(":")
+        user, password = unquote(name).encode("utf-8"), unquote(word).encode("utf-8")
     sock.sendall(b"\x05\x02\x00\x02" if user is not None else b"\x05\x01\x00")
     version, method = _exactly(sock, 2)
     if version != 5:
@@ -570,7 +661,7 @@ class TLSInTLS:
 
     def makefile(self, mode="rb", buffering=None, **_):
         self._refs += 1
-        raw = socket.SocketIO(self, "rb")
+        raw = socket.SocketIO(self, "rb")  # type: ignore[arg-type]  # a socket to it: recv_into and _decref_socketios
         return raw if buffering == 0 else io.BufferedReader(raw)
 
     def _decref_socketios(self):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
 from kubectl_kvcache.load.manifests import WORKLOADS_SKIPPED
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, decode, records
 from kubectl_kvcache.record import Record
 
 # -- cluster -------------------------------------------------------------------------------
@@ -89,8 +89,8 @@ class _Lists:
                 setting_version = None
         lists = {
             "deployments": lambda: self.listed("deployments")(
-                md_path, records.deployment_record, chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} {where}"),
-            "bindings": lambda: self.listed("bindings")(binding_path, records.binding_record, chunk=chunk,
+                md_path, decode.deployment_record, chunk=chunk, what=f"list {api.MODEL_DEPLOYMENT.name} {where}"),
+            "bindings": lambda: self.listed("bindings")(binding_path, decode.binding_record, chunk=chunk,
                                                         what=f"list {api.BINDING.name} {where}"),
         }
         if setting_version is not None:
@@ -105,13 +105,16 @@ class _Lists:
         injection, as two server-side selected lists."""
         client, ns, where, scope = self.client, self.ns, self.where, self.scope
         if scope.names:
-            return {"pods": lambda: [records.pod_record(client.get(
-                api.object_path(client, api.POD, ns or "default", name),
-                what=f"get pod {name} in namespace {ns or 'default'}")) for name in scope.names]}
-        intern = records.Interner()     # replicas share their containers and labels
+            def named():
+                found = [(name, client.get_or_none(api.object_path(client, api.POD, ns or "default", name),
+                                                   what=f"get pod {name} in namespace {ns or 'default'}"))
+                         for name in scope.names]
+                return [decode.pod_record(obj) if obj is not None else name for name, obj in found]
+            return {"pods": named}
+        intern = decode.Interner()     # replicas share their containers and labels
 
         def pod_record(obj):
-            return records.pod_record(obj, intern)
+            return decode.pod_record(obj, intern)
 
         path = api.collection_path(client, api.POD, ns)
         md_selector = _and("=".join(api.MD_NAME_LABEL), scope.selector)
@@ -126,7 +129,7 @@ class _Lists:
         def job(res):
             return lambda: _skippable(lambda: self.client.list(
                 api.collection_path(self.client, res, self.ns),
-                lambda o: _opted_in(records.workload_record(dict(o, kind=res.kind))),
+                lambda o: _opted_in(decode.workload_record(dict(o, kind=res.kind))),
                 chunk=self.chunk, what=f"list {res.name} {self.where}"), self.scope.workloads_flag)
         return {res.kind: job(res) for res in api.WORKLOADS}
 
@@ -141,8 +144,11 @@ def _assemble(results, scope: Scope) -> records.Snapshot:
         result.bindings[(b.namespace, b.name)] = b
     _set_setting(result, operator, scope)
     seen = set()
+    result.missing_pods = tuple(p for p in results.get("pods", ()) if isinstance(p, str))
     for key in ("pods", "md_pods", "injected_pods"):
         for pod in results.get(key, ()):
+            if isinstance(pod, str):
+                continue                    # a named Pod the API server does not have (404)
             if (pod.namespace, pod.name) not in seen:
                 seen.add((pod.namespace, pod.name))
                 result.pods.append(pod)
@@ -204,16 +210,16 @@ def watch_targets(client, scope: Scope):
     selectors (a watch starts from the list's resourceVersion)."""
     ns = scope.namespace
     where = f"in namespace {ns}" if ns else "in all namespaces"
-    intern = records.Interner()
+    intern = decode.Interner()
 
     def pod_record(obj):
-        return records.pod_record(obj, intern)
+        return decode.pod_record(obj, intern)
 
     pods = api.collection_path(client, api.POD, ns)
     targets = [WatchTarget("deployments", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), None,
-                           records.deployment_record, f"watch {api.MODEL_DEPLOYMENT.name} {where}"),
+                           decode.deployment_record, f"watch {api.MODEL_DEPLOYMENT.name} {where}"),
                WatchTarget("bindings", api.collection_path(client, api.BINDING, ns), None,
-                           records.binding_record, f"watch {api.BINDING.name} {where}"),
+                           decode.binding_record, f"watch {api.BINDING.name} {where}"),
                WatchTarget("md_pods", pods, _and("=".join(api.MD_NAME_LABEL), scope.selector), pod_record,
                            f"watch pods {where}"),
                WatchTarget("injected_pods", pods, _and(f"{api.INJECT_LABEL}=true", scope.selector), pod_record,
@@ -235,7 +241,7 @@ SETTING_FIELDS = f"metadata.name={api.SETTING_NAME}"
 
 
 def _setting_record(obj):
-    return records.setting_record(obj, "cluster")
+    return decode.setting_record(obj, "cluster")
 
 
 def _listed_setting(list_versioned, client, version):
@@ -263,7 +269,7 @@ def _get_setting(client, version):
                                                          f"in namespace {api.SETTING_NAMESPACE}")
     except NotFound:
         return records.default_setting()
-    return records.setting_record(obj, "cluster")
+    return decode.setting_record(obj, "cluster")
 
 
 @contextlib.contextmanager

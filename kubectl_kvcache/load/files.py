@@ -11,7 +11,7 @@ import os
 import re
 
 from kubectl_kvcache.errors import PluginError
-from kubectl_kvcache.operator import records
+from kubectl_kvcache.operator import fields
 
 _FILE_SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -36,7 +36,7 @@ def _expand_paths(paths):
             try:
                 listed = os.listdir(path)
             except OSError as exc:
-                raise PluginError(f"{path}: cannot read: {exc.strerror or exc}")
+                raise PluginError(f"{path}: cannot read: {exc.strerror or exc}") from exc
             names = sorted(n for n in listed if n.endswith(_FILE_SUFFIXES))
             if not names:
                 raise PluginError(f"{path}: no .json, .yaml or .yml files in this directory")
@@ -58,21 +58,21 @@ def _read_text(path, stdin):
         try:
             data = raw.read() if raw is not None else stdin.read()
         except UnicodeDecodeError as exc:
-            raise PluginError(f"{where}: not UTF-8: {exc}")
+            raise PluginError(f"{where}: not UTF-8: {exc}") from exc
         except OSError as exc:
-            raise PluginError(f"{where}: cannot read: {exc.strerror or exc}")
+            raise PluginError(f"{where}: cannot read: {exc.strerror or exc}") from exc
     else:
         where = path
         try:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as exc:
-            raise PluginError(f"{path}: cannot read: {exc.strerror or exc}")
+            raise PluginError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise PluginError(f"{where}: not UTF-8: {exc}")
+            raise PluginError(f"{where}: not UTF-8: {exc}") from exc
     elif data.startswith("\ufeff"):
         data = data[1:]
     return data, where
@@ -101,6 +101,12 @@ def _documents(text, where):
 _WS = re.compile(r"[ \t\n\r]*")
 
 
+def _after_ws(text: str, pos: int) -> int:
+    """The position after the JSON whitespace at text[pos:] (_WS matches everywhere, maybe nothing)."""
+    space = _WS.match(text, pos)
+    return space.end() if space else pos
+
+
 def _no_constant(name):
     raise ValueError(f"{name} is not JSON")
 
@@ -118,14 +124,14 @@ def _json_value(text, pos, where):
     try:
         return _DECODER.raw_decode(text, pos)
     except (ValueError, RecursionError) as exc:
-        raise _json_error(where, exc)
+        raise _json_error(where, exc) from exc
 
 
 def _json_values(text, where):
     """A stream of JSON values (one, or several one after another, as kubectl reads them). A
     top-level object's `items` array and a top-level array are decoded element by element and
     handed on one at a time: the whole file is never held decoded."""
-    pos, end, n = _WS.match(text, 0).end(), len(text), 0
+    pos, end, n = _after_ws(text, 0), len(text), 0
     while pos < end:
         location = f"value {n + 1}" if n else ""
         if text[pos] == "{":
@@ -135,7 +141,7 @@ def _json_values(text, where):
         else:
             value, pos = _json_value(text, pos, where)
             yield value, location
-        pos = _WS.match(text, pos).end()
+        pos = _after_ws(text, pos)
         n += 1
 
 
@@ -146,7 +152,7 @@ def _join(location, more):
 def _json_array(text, pos, where, prefix, items):
     """Yields (element, `prefix[i]`) for each element of the array at text[pos], each element
     wrapped in _Item when `items`; returns the position after the array."""
-    pos = _WS.match(text, pos + 1).end()
+    pos = _after_ws(text, pos + 1)
     if text.startswith("]", pos):
         return pos + 1
     i = 0
@@ -154,9 +160,9 @@ def _json_array(text, pos, where, prefix, items):
         value, pos = _json_value(text, pos, where)
         yield (_Item(value) if items else value), f"{prefix}[{i}]"
         i += 1
-        pos = _WS.match(text, pos).end()
+        pos = _after_ws(text, pos)
         if text.startswith(",", pos):
-            pos = _WS.match(text, pos + 1).end()
+            pos = _after_ws(text, pos + 1)
         elif text.startswith("]", pos):
             return pos + 1
         else:
@@ -166,8 +172,9 @@ def _json_array(text, pos, where, prefix, items):
 def _json_object(text, pos, where, location):
     """A top-level object; when its `items` is an array, the items are yielded one by one as
     (_Item, location) before the object itself (without `items`, marked as a List)."""
-    obj, items = {}, None
-    pos = _WS.match(text, pos + 1).end()
+    obj: dict = {}
+    items: list | None = None
+    pos = _after_ws(text, pos + 1)
     if text.startswith("}", pos):
         yield obj, location
         return pos + 1
@@ -176,22 +183,22 @@ def _json_object(text, pos, where, location):
             raise _json_error(where, json.JSONDecodeError(
                 "Expecting property name enclosed in double quotes", text, pos))
         try:
-            key, pos = json.decoder.scanstring(text, pos + 1)
+            key, pos = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]  # the stubs omit it
         except ValueError as exc:
-            raise _json_error(where, exc)
-        pos = _WS.match(text, pos).end()
+            raise _json_error(where, exc) from exc
+        pos = _after_ws(text, pos)
         if not text.startswith(":", pos):
             raise _json_error(where, json.JSONDecodeError("Expecting ':' delimiter", text, pos))
-        pos = _WS.match(text, pos + 1).end()
+        pos = _after_ws(text, pos + 1)
         if key == "items" and text.startswith("[", pos):
             items = []
             pos = yield from _json_array(text, pos, where, _join(location, "items"), True)
             obj[key] = items           # a list: its elements were handed on already
         else:
             obj[key], pos = _json_value(text, pos, where)
-        pos = _WS.match(text, pos).end()
+        pos = _after_ws(text, pos)
         if text.startswith(",", pos):
-            pos = _WS.match(text, pos + 1).end()
+            pos = _after_ws(text, pos + 1)
         elif text.startswith("}", pos):
             break
         else:
@@ -284,7 +291,8 @@ class _AliasCount:
     def add(self, root, anchors, mark):
         """Count the graph of one composed value; `anchors`: the document's _Anchors, of which
         the first `mark` were decoded by earlier values (an alias to them expands them again)."""
-        seen, sizes = set(), {}
+        seen: set = set()
+        sizes: dict = {}
         order = anchors.order
         stack = [root]
         while stack:
@@ -339,20 +347,24 @@ def build_loader(libyaml=True):
     try:
         if not libyaml:
             raise ImportError("not asked for")
-        from yaml.cyaml import CParser
+        # run time re-exports it; the stubs import it from yaml._yaml without re-exporting
+        from yaml.cyaml import CParser  # type: ignore[attr-defined]
     except ImportError:
-        class Loader(yaml.SafeLoader):
+        class PyLoader(yaml.SafeLoader):
             pass
+        loader: type[SafeConstructor] = PyLoader
     else:
-        class Loader(CParser, Composer, SafeConstructor, Resolver):
+        class CLoader(CParser, Composer, SafeConstructor, Resolver):
             def __init__(self, stream):
                 CParser.__init__(self, stream)
                 Composer.__init__(self)
                 SafeConstructor.__init__(self)
                 Resolver.__init__(self)
+        loader = CLoader
 
-    Loader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_yaml_str)
-    return Loader
+    # the stubs take a constructor's first argument for a Loader; SafeConstructor's own is one of its kind
+    loader.add_constructor("tag:yaml.org,2002:timestamp", SafeConstructor.construct_yaml_str)  # type: ignore[type-var]
+    return loader
 
 
 def _yaml_documents(text, where):
@@ -368,11 +380,11 @@ def _yaml_documents(text, where):
                 n += 1
                 yield from _yaml_document(loader, f"document {n}" if n > 1 else "", aliases, where)
         except yaml.YAMLError as exc:
-            raise PluginError(f"{where}: not valid YAML: {' '.join(str(exc).split())}")
+            raise PluginError(f"{where}: not valid YAML: {' '.join(str(exc).split())}") from exc
         except RecursionError:
-            raise PluginError(f"{where}: not valid YAML: {MAX_DEPTH_MESSAGE}")
+            raise PluginError(f"{where}: not valid YAML: {MAX_DEPTH_MESSAGE}") from None
         except ValueError as exc:      # an integer too long to convert, excessive aliasing
-            raise PluginError(f"{where}: not valid YAML: document {n}: {exc}")
+            raise PluginError(f"{where}: not valid YAML: document {n}: {exc}") from exc
     finally:
         if loader is not None:
             loader.dispose()
@@ -398,7 +410,9 @@ def _yaml_document(loader, location, aliases, where):
     if isinstance(start, yaml.MappingStartEvent) and start.anchor is None and \
             start.tag in (None, "!", "tag:yaml.org,2002:map"):
         loader.get_event()
-        doc, merged, streamed = {}, [], False
+        doc: dict = {}
+        merged: list = []
+        streamed = False
         while not loader.check_event(yaml.MappingEndEvent):
             key_node = value()
             if key_node.tag == _MERGE_TAG:     # `<<: *base` at the root: the keys written win
@@ -409,7 +423,7 @@ def _yaml_document(loader, location, aliases, where):
                 hash(key)
             except TypeError:
                 raise PluginError(f"{where}: not valid YAML: {_join(location, 'a key')} is a "
-                                  f"{type(key).__name__}, not a string")
+                                  f"{type(key).__name__}, not a string") from None
             if key == "items" and not streamed and loader.check_event(yaml.SequenceStartEvent) and \
                     loader.peek_event().anchor is None:
                 loader.get_event()
@@ -426,7 +440,7 @@ def _yaml_document(loader, location, aliases, where):
             for source in extra if isinstance(extra, list) else [extra]:
                 if not isinstance(source, dict):
                     raise PluginError(f"{where}: not valid YAML: {_at(location)}a merge (<<) of "
-                                      f"{records.type_name(source)}, not a mapping")
+                                      f"{fields.type_name(source)}, not a mapping")
                 for k, v in source.items():
                     doc.setdefault(k, v)
         doc = _StreamedList(doc) if streamed else doc
@@ -455,7 +469,7 @@ def _flatten(doc, where, location, counter):
             yield from _flatten(item, where, _join(location, f"[{i}]"), counter)
         return
     if not isinstance(doc, dict):
-        raise PluginError(f"{where}: {_at(location)}expected Kubernetes objects, found {records.type_name(doc)}")
+        raise PluginError(f"{where}: {_at(location)}expected Kubernetes objects, found {fields.type_name(doc)}")
     kind = doc.get("kind")
     if "items" in doc:
         _check_list(doc, where, location)
@@ -466,12 +480,12 @@ def _flatten(doc, where, location, counter):
     if kind is None or kind == "":
         raise PluginError(f"{where}: {_at(location)}an object without a kind")
     if not isinstance(kind, str):
-        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {records.type_name(kind)}")
+        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {fields.type_name(kind)}")
     if kind.endswith("List"):
         raise PluginError(f"{where}: {_at(location)}a {kind} without items")
     api_version = doc.get("apiVersion")
     if api_version is not None and not isinstance(api_version, str):
-        raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {records.type_name(api_version)}")
+        raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {fields.type_name(api_version)}")
     counter.objects += 1
     yield doc, location
 
@@ -480,12 +494,12 @@ def _check_list(doc, where, location):
     kind = doc.get("kind")
     items = doc.get("items")
     if kind is not None and not isinstance(kind, str):
-        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {records.type_name(kind)}")
+        raise PluginError(f"{where}: {_at(location)}kind must be a string, not {fields.type_name(kind)}")
     if kind is not None and not kind.endswith("List"):
         raise PluginError(f"{where}: {_at(location)}kind {kind!r} has items but is not a List kind "
                           f"(a list's kind ends in 'List', case-sensitive)")
     if not isinstance(items, list):
-        raise PluginError(f"{where}: {_at(location)}items must be a list, not {records.type_name(items)}")
+        raise PluginError(f"{where}: {_at(location)}items must be a list, not {fields.type_name(items)}")
 
 
 def read_objects(paths, stdin=None):

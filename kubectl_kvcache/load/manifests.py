@@ -8,16 +8,18 @@ from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.errors import InvalidObject, PluginError
 from kubectl_kvcache.load.files import MAX_DEPTH_MESSAGE, read_objects
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, decode, fields, records
 
-# Kinds a saved cluster commonly holds that no command reads: not worth a note.
-_KNOWN_UNUSED = {"KVCachePool", "KVCacheBackend", "Namespace", "Service", "ConfigMap", "Event"}
+# Kinds a saved cluster commonly holds that the snapshot does not read: not worth a note (recover
+# reads Services, autoscalers, budgets, ingresses and routes itself: load/recovery.load_referrers).
+_KNOWN_UNUSED = {"KVCachePool", "KVCacheBackend", "Namespace", "Service", "ConfigMap", "Event",
+                 "HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress", "HTTPRoute"}
 WORKLOADS_SKIPPED = ("--skip-workloads: the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, "
                      "Jobs and CronJobs were not read, so their injection opt-ins are not checked")
 
 
 def _object_name(obj, location):
-    name = records.describe(obj)
+    name = fields.describe(obj)
     return name if " " in name or not location else f"{name} at {location}"
 
 
@@ -25,27 +27,27 @@ def _add_object(obj, scope, result, ignored, intern):
     kind = obj.get("kind")
     group = api.group_of(obj)
     if kind == "Pod" and group == "":
-        record = records.pod_record(obj, intern)
+        record = decode.pod_record(obj, intern)
         if (records.in_namespace(record.namespace, scope.namespace)
                 and (not scope.names or record.name in scope.names)
                 and label_selector.matches(record.labels, scope.selector)):
             result.pods.append(record)
     elif kind == api.MD_KIND and group == api.MODEL_DEPLOYMENT.group:
-        record = records.deployment_record(obj)
+        record = decode.deployment_record(obj)
         result.deployments[(record.namespace, record.name)] = record
     elif kind == api.BINDING_KIND and group == api.BINDING.group:
-        record = records.binding_record(obj)
+        record = decode.binding_record(obj)
         result.bindings[(record.namespace, record.name)] = record
     elif kind == api.SETTING_KIND and group == api.SETTING.group:
         meta = obj.get("metadata")
         if meta.__class__ is not dict or meta.get("name").__class__ is not str or not meta.get("name"):
             # A Setting whose metadata (or name) is missing or malformed is bad input, not "some other
             # Setting": setting_record raises, naming the object and the field.
-            records.setting_record(obj, "file")
-        if records.is_setting(obj):
-            result.setting = records.setting_record(obj, "file")
+            decode.setting_record(obj, "file")
+        if decode.is_setting(obj):
+            result.setting = decode.setting_record(obj, "file")
     elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:
-        record = records.workload_record(obj)
+        record = decode.workload_record(obj)
         if records.in_namespace(record.namespace, scope.namespace):
             result.workloads.append(record)
     elif kind not in _KNOWN_UNUSED and kind not in api.WORKLOAD_KINDS:
@@ -59,8 +61,8 @@ def load_files(paths, scope: Scope, stdin=None) -> records.Snapshot:
 def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     """The snapshot of saved objects, `(object, where, location)` as read_objects yields them."""
     result = records.Snapshot(source="file")
-    ignored = {}
-    intern = records.Interner()
+    ignored: dict = {}
+    intern = decode.Interner()
     for obj, where, location in objects:
         try:
             _add_object(obj, scope, result, ignored, intern)
@@ -85,7 +87,6 @@ def snapshot_of(objects, scope: Scope) -> records.Snapshot:
         result.setting = records.default_setting()
     if scope.workloads_skipped:
         result.notes.append(WORKLOADS_SKIPPED)
-    missing = [n for n in scope.names if n not in {p.name for p in result.pods}]
-    if missing:
-        raise PluginError(f"pod {missing[0]!r} not found in the input")
+    listed = {p.name for p in result.pods}
+    result.missing_pods = tuple(n for n in scope.names if n not in listed)
     return result

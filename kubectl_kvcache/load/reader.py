@@ -25,6 +25,13 @@ def interruptible():
     install_interrupt()
 
 
+def may_prompt(connection: Connection) -> bool:
+    """Whether reading through `connection` could run an exec plugin that asks on the terminal."""
+    from kubectl_kvcache.kube.client import may_prompt as prompts
+
+    return prompts(connection)
+
+
 def warm(connection: Connection, trace=None, scope: Scope | None = None):
     """Start connecting to the cluster in the background (see kube.warm): the command's modules
     are imported meanwhile. `scope`: the snapshot the command will load first, loaded meanwhile
@@ -43,7 +50,7 @@ def warm(connection: Connection, trace=None, scope: Scope | None = None):
     start(connection, (api.GROUP, api.SETTING_GROUP), trace, then)
 
 
-_PREFETCHED = {}    # (Connection, Scope) -> (snapshot, None) | (None, what loading it raised)
+_PREFETCHED: dict = {}    # (Connection, Scope) -> (snapshot, None) | (None, what loading it raised)
 
 
 def read(connection: Connection, scope: Scope, stdin=None, trace=None) -> records.Snapshot:
@@ -69,4 +76,5 @@ def _load_cluster_in(client, connection: Connection, scope: Scope) -> records.Sn
         raise PluginError("naming pods needs one namespace: drop -A or pass -n")
     result = cluster.load_cluster(client, scope.replace(namespace=namespace), chunk=connection.chunk_size)
     result.namespace = namespace
+    result.server = getattr(client, "host", None)
     return result

@@ -13,6 +13,7 @@ from kubectl_kvcache.record import Record
 
 GROUP = "worker.gpustack.ai"            # ModelDeployment, KVCachePoolBinding
 SETTING_GROUP = "gpustack.ai"           # Setting
+DOMAIN = SETTING_GROUP                  # the operator's labels and annotations sit under it and its subdomains
 VERSIONS = ("v1alpha1",)                # the versions the operator serves these kinds at, newest first
 VERSION = VERSIONS[0]
 
@@ -22,8 +23,17 @@ SETTING_NAME = "model-deployment-kv-cache-dtype-owned"
 INJECT_LABEL = "kvcache.gpustack.ai/inject"
 ANNOTATION_PREFIX = "kvcache.gpustack.ai/"
 BINDING_ANNOTATION = ANNOTATION_PREFIX + "binding"
+# What `recover` writes on objects only its own privileges can write (judge/anchor.py): on the new
+# Binding, the old Binding it recovers (name, uid), the strategy and one key per backup's digest;
+# on the Setting, which recovery turned it off.
+RECOVERED_FROM = ANNOTATION_PREFIX + "recovered-from"
+RECOVERED_FROM_UID = ANNOTATION_PREFIX + "recovered-from-uid"
+RECOVERY_STRATEGY = ANNOTATION_PREFIX + "recovery-strategy"
+BACKUP_DIGEST_PREFIX = "backup." + ANNOTATION_PREFIX
+TURNED_OFF_BY = ANNOTATION_PREFIX + "turned-off-by-recovery"
 MD_NAME_LABEL = ("app.kubernetes.io/name", "model-deployment")
 COMPONENT_LABEL = "app.kubernetes.io/component"
+ROLE_KIND_LABEL = "modeldeployment.gpustack.ai/role-kind"     # the role's kind, lowercase
 ENGINE_CONTAINER = "main"
 
 
@@ -50,12 +60,14 @@ class Resource(Record):
     def api_version(self, version: str | None = None) -> str:
         """An object's apiVersion at `version` (the discovered one for the operator's kinds)."""
         version = version or self.version
-        return f"{self.group}/{version}" if self.group else version
+        return f"{self.group}/{version}" if self.group else version or ""    # the core group's always have one
 
 
 MODEL_DEPLOYMENT = Resource("ModelDeployment", GROUP, "modeldeployments")
 BINDING = Resource("KVCachePoolBinding", GROUP, "kvcachepoolbindings")
 SETTING = Resource("Setting", SETTING_GROUP, "settings")
+POOL = Resource("KVCachePool", GROUP, "kvcachepools")              # cluster-scoped
+BACKEND = Resource("KVCacheBackend", GROUP, "kvcachebackends")     # cluster-scoped
 POD = Resource("Pod", "", "pods", "v1")
 WORKLOADS = (Resource("Deployment", "apps", "deployments", "v1"),
              Resource("StatefulSet", "apps", "statefulsets", "v1"),
@@ -67,9 +79,15 @@ WORKLOAD_KINDS = tuple(r.kind for r in WORKLOADS)
 WORKLOAD_GROUPS = tuple(dict.fromkeys(r.group for r in WORKLOADS))
 OPERATOR_GROUPS = (GROUP, SETTING_GROUP)
 
-RESOURCES = {r.kind: r for r in (MODEL_DEPLOYMENT, BINDING, SETTING, POD) + WORKLOADS}
+RESOURCES = {r.kind: r for r in (MODEL_DEPLOYMENT, BINDING, SETTING, POD, POOL, BACKEND) + WORKLOADS}
 
 MD_KIND, BINDING_KIND, SETTING_KIND = MODEL_DEPLOYMENT.kind, BINDING.kind, SETTING.kind
+POOL_KIND, BACKEND_KIND = POOL.kind, BACKEND.kind
+# The pool's condition saying whether its master holds a tenant ledger, and the one reason that is
+# a configuration fact (pkg/worker/controllers/worker: KVCachePoolConditionQuotaLedgerAvailable,
+# KVCachePoolReasonMultiTenancyDisabled); LedgerUnreachable is an outage, not a verdict.
+LEDGER_CONDITION = "QuotaLedgerAvailable"
+NO_LEDGER_REASON = "MultiTenancyDisabled"
 
 
 def resource(kind: str) -> Resource:
@@ -93,7 +111,7 @@ def collection_path(client, res: Resource, namespace: str | None = None) -> str:
     return path(res.group, version_for(client, res), res.plural, namespace)
 
 
-def object_path(client, res: Resource, namespace: str, name: str) -> str:
+def object_path(client, res: Resource, namespace: str | None, name: str) -> str:
     from kubectl_kvcache.kube.client import object_path as path
 
     return path(res.group, version_for(client, res), res.plural, namespace, name)

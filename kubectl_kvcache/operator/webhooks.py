@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from kubectl_kvcache.operator import api
 from kubectl_kvcache.record import Record
 
 DTYPE_ARG = "--kv-cache-dtype"
@@ -41,12 +42,14 @@ class FieldError(Record):
     __slots__ = ("type", "field", "value", "detail")
 
     def __init__(self, type: str, field: str, value, detail: str):
-        self.type = type            # Required | Invalid | Forbidden
+        self.type = type            # Required | Invalid | Forbidden | Duplicate | NotFound
         self.field = field
         self.value = value
         self.detail = detail
 
     def __str__(self):
+        if self.type == "NotFound":         # field.NotFound: `spec.poolRef.name: Not found: "absent"`
+            return f"{self.field}: Not found: {self.value!r}" + (f": {self.detail}" if self.detail else "")
         shown = "" if self.type == "Required" else f": {self.value!r}"
         return f"{self.field}: {self.type} value{shown}: {self.detail}"
 
@@ -118,10 +121,220 @@ def binding_refusals(new: dict, setting_on: bool, old: dict | None = None) -> li
 def binding_fields(obj: dict) -> dict:
     """The fields binding_refusals reads, from a KVCachePoolBinding object as stored (tolerant of any
     shape)."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    domain = spec.get("domain") if isinstance(spec.get("domain"), dict) else {}
-    pool = spec.get("poolRef") if isinstance(spec.get("poolRef"), dict) else {}
+    spec = found if isinstance(found := obj.get("spec"), dict) else {}
+    domain = found if isinstance(found := spec.get("domain"), dict) else {}
+    pool = found if isinstance(found := spec.get("poolRef"), dict) else {}
     # An omitted domain name is stored as `default` by the API server (docs/modules/kv-cache/pool.md).
     name = domain["name"] if "name" in domain else "default"
     return {"pool": pool.get("name"), "name": name, "blockSize": domain.get("blockSize"),
             "dtype": domain.get("dtype")}
+
+
+# -- the Binding webhook's rules that read other objects (ValidateCreate) ------------------------
+#
+# gpustack/gpustack-operator at 6678d71d3c725c4ec79d4c06992cf621f1df8b5a,
+# pkg/worker/webhooks/worker/kv_cache_pool_binding.go: ValidateCreate asks, once the object's own
+# shape holds (validateKVCachePoolBindingSpec, validateKVCachePoolBindingDtypeBinds):
+#   validateKVCachePoolBindingDomainIsUnclaimed   no other Binding holds the domain name on a master
+#                                                 (a backend) both pools name;
+#   validateKVCachePoolBindingCeilingFitsPool     the pool exists and the ceiling <= spec.quota.total;
+#   validateKVCachePoolBindingDomainIsSeparable   beside another domain on a shared master, that
+#                                                 master holds a tenant ledger (masterSeparatesDomains).
+# The shape half adds the master's own tenant-name and quota rules (mooncake.ValidateQuotaPolicy-
+# TenantName, ValidateQuotaPolicyQuota: pkg/worker/kvcache/mooncake/quota_policy.go at eff9edc31e33).
+# The types: api/worker/v1alpha1/kv_cache_pool.go (40a4f59) spec.backends[], spec.quota.total,
+# status.conditions; kv_cache_pool_binding.go (07a3054) spec.quotaCeiling, spelled spec.quota.ceiling
+# at 6678d71: both are read.
+
+INT64_MAX = 2 ** 63 - 1
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+                       r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def quantity(value):
+    """A resource.Quantity's exact value (a Fraction), its serialised forms: a number or
+    `<sign><digits>[.<digits>]<suffix>` with a binary (Ki..Ei), decimal (n..E) or exponent suffix
+    (apimachinery pkg/api/resource/quantity.go: ParseQuantity). None when it is not one."""
+    from fractions import Fraction
+
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    m = _QUANTITY.match(value.strip()) if isinstance(value, str) else None
+    if m is None:
+        return None
+    number, suffix = Fraction(m.group(1)), m.group(2) or ""
+    if suffix in _BINARY:
+        return number * 1024 ** _BINARY[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE":
+        return number * Fraction(10) ** int(suffix[1:])
+    return number * Fraction(10) ** _DECIMAL.get(suffix, 0)
+
+
+def _spec_of(obj) -> dict:
+    spec = (obj or {}).get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def ceiling_of(binding) -> tuple[str, object]:
+    """(the field path, the value) of a Binding's quota ceiling, in the spelling it uses."""
+    spec = _spec_of(binding)
+    if "quotaCeiling" in spec:
+        return "spec.quotaCeiling", spec["quotaCeiling"]
+    quota = found if isinstance(found := spec.get("quota"), dict) else {}
+    return "spec.quota.ceiling", quota.get("ceiling")
+
+
+def pool_backends(pool) -> list[str]:
+    """The masters a pool names (spec.backends; none for a missing pool or an empty list)."""
+    backends = _spec_of(pool).get("backends")
+    return [b for b in backends if isinstance(b, str)] if isinstance(backends, list) else []
+
+
+def pool_total(pool):
+    quota = _spec_of(pool).get("quota")
+    return (quota if isinstance(quota, dict) else {}).get("total")
+
+
+def ledgerless(pool) -> bool:
+    """The pool reports its master holds no tenant ledger (QuotaLedgerAvailable False,
+    MultiTenancyDisabled); any other state says nothing."""
+    status = found if isinstance(found := (pool or {}).get("status"), dict) else {}
+    return any(isinstance(c, dict) and c.get("type") == api.LEDGER_CONDITION and c.get("status") == "False"
+               and c.get("reason") == api.NO_LEDGER_REASON for c in status.get("conditions") or ())
+
+
+def backend_declares_no_ledger(backend) -> bool:
+    """A managed backend whose leader runs without multi-tenancy (unset and false alike)."""
+    connection = _spec_of(backend).get("connection")
+    managed = connection.get("managed") if isinstance(connection, dict) else None
+    if not isinstance(managed, dict):
+        return False
+    leader = found if isinstance(found := managed.get("leader"), dict) else {}
+    return leader.get("multiTenancy") is not True
+
+
+def shared_masters(own_pool, other_pool, pools) -> list[str]:
+    """The backends both pools name (poolsSharedMasters); a pool not in `pools` names none."""
+    mine, theirs = pool_backends(pools.get(own_pool)), pool_backends(pools.get(other_pool))
+    return [b for b in mine if b in theirs]
+
+
+class Cluster(Record):
+    """What the Binding webhook reads besides the Binding: every Binding, the pools and the
+    backends by name. `pools`/`backends` None: not readable (RBAC); `complete` False: what is
+    there is part of the cluster (files), so an absent pool is not known to be absent."""
+
+    __slots__ = ("bindings", "pools", "backends", "complete")
+
+    def __init__(self, bindings, pools: dict | None, backends: dict | None, complete: bool = True):
+        self.bindings = bindings
+        self.pools = pools
+        self.backends = backends
+        self.complete = complete
+
+
+def _tenant_name(name) -> list[FieldError]:
+    if name.startswith("_"):
+        return [FieldError("Invalid", "spec.domain.name", name,
+                           'must not start with "_": the leader reserves that prefix and answers "Missing or '
+                           'invalid tenant_id"')]
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in name):
+        return [FieldError("Invalid", "spec.domain.name", name,
+                           "must not contain NUL or any other control character: it does not survive the policy "
+                           "file the leader loads and rewrites")]
+    return []
+
+
+def _quota(path, value) -> tuple[list[FieldError], list[str]]:
+    """ValidateQuotaPolicyQuota: > 0 and at most 2^63-1 bytes. An unreadable value is not judged."""
+    q = quantity(value if value is not None else 0)
+    if q is None:
+        return [], [f"{path} {value!r} is not read as a quantity here: the API server judges it"]
+    if -(-q.numerator // q.denominator) > INT64_MAX:
+        return [FieldError("Invalid", path, value, "must not exceed 9223372036854775807 (2^63-1) bytes")], []
+    if q <= 0:
+        return [FieldError("Invalid", path, value if value is not None else "0",
+                           "must be greater than 0: a tenant with no quota can write nothing")], []
+    return [], []
+
+
+def binding_create_refusals(binding: dict, setting_on: bool, cluster: Cluster) -> tuple[list[FieldError], list[str]]:
+    """(the errors the Binding webhook returns for creating `binding`, what it could not decide
+    here and why). Shape first; the cross-object rules only once the shape holds, as ValidateCreate."""
+    fields = binding_fields(binding)
+    errors = _tenant_name(fields["name"] or "") + binding_refusals(fields, setting_on)
+    path, ceiling = ceiling_of(binding)
+    quota_errors, unknown = _quota(path, ceiling)
+    errors += quota_errors
+    if errors:
+        return errors, unknown
+    meta = binding.get("metadata") or {}
+    key, pool_name, domain = (meta.get("namespace"), meta.get("name")), fields["pool"], fields["name"]
+    if cluster.pools is None:
+        return [], unknown + [f"the pools could not be read: whether KVCachePool {pool_name} exists, holds "
+                              f"{path} and shares a master with another Binding's domain is the API server's to say"]
+    pools = cluster.pools
+    others = [b for b in cluster.bindings
+              if ((b.get("metadata") or {}).get("namespace"), (b.get("metadata") or {}).get("name")) != key]
+    for other in others:
+        theirs = binding_fields(other)
+        if theirs["name"] != domain:
+            continue
+        if not cluster.complete and theirs["pool"] not in pools and theirs["pool"] != pool_name:
+            o = other.get("metadata") or {}
+            unknown.append(f"KVCachePoolBinding {o.get('namespace')}/{o.get('name')} holds domain {domain!r} on "
+                           f"KVCachePool {theirs['pool']}, which is not in the input: whether the two share a master "
+                           f"is not checked")
+            continue
+        shared = shared_masters(pool_name, theirs["pool"], pools)
+        if shared:
+            o = other.get("metadata") or {}
+            return [FieldError("Duplicate", "spec.domain.name", domain,
+                               f"reuse domain {domain!r} is already registered by {o.get('namespace')}/"
+                               f"{o.get('name')}, and both Bindings' pools name {' and '.join(shared)}: one master "
+                               f"keeps one ledger entry per tenant")], unknown
+    pool = pools.get(pool_name)
+    if pool is None:
+        if not cluster.complete:
+            return [], unknown + [f"KVCachePool {pool_name} is not in the input: whether it exists and holds "
+                                  f"{path} is not checked"]
+        return [FieldError("NotFound", "spec.poolRef.name", pool_name, "the pool does not exist")], unknown
+    total = pool_total(pool)
+    q_total, q_ceiling = quantity(total), quantity(ceiling)
+    if q_total is None:
+        unknown.append(f"KVCachePool {pool_name}: spec.quota.total {total!r} is not read as a quantity here")
+    elif q_ceiling > q_total:
+        return [FieldError("Invalid", path, ceiling,
+                           f"must not exceed the pool's own ceiling of {total}: a request larger than everything "
+                           f"pool {pool_name!r} declares can never be granted")], unknown
+    for other in others:
+        theirs = binding_fields(other)
+        if theirs["name"] == domain:
+            continue
+        for backend in shared_masters(pool_name, theirs["pool"], pools):
+            if _separates(backend, (pool_name, theirs["pool"]), pools, cluster.backends, unknown):
+                continue
+            o = other.get("metadata") or {}
+            return [FieldError("Invalid", "spec.domain.name", domain,
+                               f"{o.get('namespace')}/{o.get('name')} already registers reuse domain "
+                               f"{theirs['name']!r} on {backend}, and that backend holds no tenant ledger: the two "
+                               f"domains would read and overwrite each other's blocks; give the backend a ledger "
+                               f"(multi-tenancy on) or point this Binding at a pool on another backend")], unknown
+    return [], unknown
+
+
+def _separates(backend, pool_names, pools, backends, unknown) -> bool:
+    """masterSeparatesDomains: observation (a pool's ledger condition) before declaration (a
+    managed backend's multiTenancy); an absent object separates."""
+    if any(ledgerless(pools.get(p)) for p in dict.fromkeys(pool_names) if p):
+        return False
+    if backends is None:
+        unknown.append(f"KVCacheBackend {backend} could not be read: whether it holds a tenant ledger is the API "
+                       f"server's to say")
+        return True
+    obj = backends.get(backend)
+    return obj is None or not backend_declares_no_ledger(obj)

@@ -5,7 +5,7 @@ command family for its views and messages (`verify`, `checks`, `setting`, `recov
 `render.line`, `render.show` and the rest of core's face resolve on first use, so that the
 command line can read `render.output` and `render.formats` without loading core (~ms at start)."""
 
-_FACE = ("NONE", "Column", "View", "document", "error", "line", "note", "notes", "nothing_found", "prompt", "record",
+_FACE = ("NONE", "Column", "View", "document", "error", "failed_document", "line", "note", "notes", "nothing_found", "prompt", "record",
          "show", "structured", "table", "tracer")
 __all__ = list(_FACE)
 

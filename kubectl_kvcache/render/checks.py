@@ -5,33 +5,10 @@ Default tables are short columns, at most one free-text column last (check's MES
 field in full, the fixes included. No cell but the free-text one holds a space."""
 
 from kubectl_kvcache.judge.checks import SEVERITIES
-from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM, POD_IMAGE, SPEC_IMAGE, SPEC_VERSION
 from kubectl_kvcache.render.core import Column, View
+from kubectl_kvcache.render.labels import engine_label, engine_source, engine_token, release_label, release_source
 
-_SHORT_SOURCE = {SPEC_VERSION: "", SPEC_IMAGE: "image", POD_IMAGE: "pods", IMAGE_TAG: "image", MINIMUM: "minimum"}
-_LONG_SOURCE = {SPEC_VERSION: "spec.engine.version", SPEC_IMAGE: "spec.engine.image", POD_IMAGE: "the Pods' image",
-                IMAGE_TAG: "the image tag", MINIMUM: "unknown: the operator's minimum"}
-
-
-def engine_label(at):
-    """`vllm 0.29.0`, `sglang 0.5.19 (image)`: an engine release and where its version was read."""
-    short = _SHORT_SOURCE.get(at.source, "")
-    return f"{at.engine} {at.version}" + (f" ({short})" if short else "")
-
-
-def engine_token(at):
-    """`sglang:0.5.18`: an engine release as one word (name:version, as kubectl's IMAGES column)."""
-    return f"{at.engine}:{at.version}"
-
-
-def engine_source(at):
-    """`vllm:0.29.0 (version from spec.engine.version)`: a release and where its version was read."""
-    return release_source(at.engine, at.version, at.source)
-
-
-def release_source(engine, version, source):
-    return f"{engine}:{version} (version from {_LONG_SOURCE.get(source, source)})"
-
+__all__ = ["engine_label", "engine_source", "engine_token", "release_label", "release_source"]
 
 def object_ref(kind, name):
     """`kvcachepoolbinding/sgl-fp8`: kind/name as kubectl's OBJECT column writes it (and kubectl
@@ -47,18 +24,23 @@ def _namespace(get):
 
 def _finding_fields(f):
     return [("Name", f.name), ("Namespace", f.namespace), ("Kind", f.kind), ("Severity", f.severity),
-            ("Code", f.code), ("Object", object_ref(f.kind, f.name)), ("Message", f.message), ("Fix", f.fix)]
+            ("Code", f.code), ("Object", object_ref(f.kind, f.name)), ("Message", f.message)] + (
+        [("Cause", f"{f.cause} ({f.replicas} {'replica' if f.replicas == 1 else 'replicas'})")]
+        if f.cause is not None else []) + [("Fix", f.fix)] + (
+        [("Policy", f"{f.policy.where}: was {f.policy.was}" + (f" ({f.policy.reason})" if f.policy.reason else ""))]
+        if f.policy is not None else [])
 
 
 CHECK = View(
-    columns=(_namespace(lambda f: f.namespace), Column("severity", lambda f: f.severity),
+    columns=(_namespace(lambda f: f.namespace), Column("severity", lambda f: f.severity, status=True),
              Column("code", lambda f: f.code), Column("object", lambda f: object_ref(f.kind, f.name)),
              Column("message", lambda f: f.message, text=True)),
-    wide=(),
+    wide=(Column("fix", lambda f: f.fix, text=True),),
     rows=lambda report: report.findings,
     to_dict=lambda report: report.to_dict(),
     empty="KVCachePoolBindings, pool-attached ModelDeployments or injection opt-ins",
     describe=_finding_fields,
+    document="check",
 )
 
 
@@ -68,7 +50,14 @@ def summary(report):
     def plural(n, word):
         return f"{n} {word}" + ("" if n == 1 or word == "info" else "s")
 
-    return ", ".join(plural(counts[s], s) for s in SEVERITIES)
+    text = ", ".join(plural(counts[s], s) for s in SEVERITIES)
+    causes = report.unknown_by_cause()
+    if causes:
+        text += "; UNKNOWN replicas by what would decide them: " + ", ".join(
+            f"{n} {cause}" for cause, n in causes)
+    if report.policy is not None:
+        text += "; policy " + report.policy.text()
+    return text
 
 
 # -- bindings --------------------------------------------------------------------------------
@@ -116,7 +105,7 @@ def _binding_fields(e):
 BINDINGS = View(
     columns=(_namespace(lambda e: e.namespace), Column("binding", lambda e: e.name),
              Column("dtype", _binding_field("dtype")), Column("engines", _engines),
-             Column("users", _users), Column("verdict", lambda e: verdict_token(e.verdict))),
+             Column("users", _users), Column("verdict", lambda e: verdict_token(e.verdict), status=True)),
     wide=(Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain")),
           Column("suggested", lambda e: e.suggestion), Column("used by", _used_by)),
     rows=lambda report: report.bindings,
@@ -124,6 +113,7 @@ BINDINGS = View(
                             "items": [e.to_dict() for e in report.bindings]},
     empty="KVCachePoolBindings",
     describe=_binding_fields,
+    document="bindings",
 )
 
 
@@ -160,7 +150,7 @@ def _role_fields(e):
 ROLES = View(
     columns=(_namespace(lambda e: e.namespace), Column("deployment", lambda e: e.deployment),
              Column("role", lambda e: e.role), Column("dtype", lambda e: e.dtype),
-             Column("after upgrade", after_token), Column("verdict", lambda e: e.verdict),
+             Column("after upgrade", after_token), Column("verdict", lambda e: e.verdict, status=True),
              Column("today", lambda e: e.today, text=True)),
     wide=(Column("type", lambda e: e.type), Column("engine", lambda e: engine_token(e.engine) if e.engine else None),
           Column("binding", lambda e: e.binding), Column("role flag", _role_flag, text=True)),
@@ -169,6 +159,7 @@ ROLES = View(
                             "items": [e.to_dict() for e in report.roles]},
     empty="pool-attached roles that pass --kv-cache-dtype themselves or take over the command",
     describe=_role_fields,
+    document="roles",
 )
 
 VIEWS = {"check": CHECK, "bindings": BINDINGS, "roles": ROLES}

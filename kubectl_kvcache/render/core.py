@@ -9,6 +9,11 @@ import re
 from collections.abc import Callable, Iterable
 
 from kubectl_kvcache.record import Record
+from kubectl_kvcache.errors import without_secrets
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any      # a row or report: each view's own type
 
 NONE = "<none>"
 
@@ -65,17 +70,20 @@ class Column(Record):
     `text`: free text that may hold spaces, printed after every other column (at most one in the
     default table, so that awk and cut read the columns before it as on kubectl's output; any
     other cell shows a space of cluster data as `\\x20`). `namespace`: the NAMESPACE column,
-    shown only when the rows span namespaces (-A, or files without -n), as kubectl shows it."""
+    shown only when the rows span namespaces (-A, or files without -n), as kubectl shows it.
+    `status`: its words are statuses, coloured on a terminal with colour (render/terminal.py)."""
 
-    __slots__ = ("header", "value", "wide_value", "text", "namespace")
+    __slots__ = ("header", "value", "wide_value", "text", "namespace", "status")
 
-    def __init__(self, header: str, value: Callable[[object], object],
-                 wide_value: Callable[[object], object] | None = None, text: bool = False, namespace: bool = False):
+    def __init__(self, header: str, value: Callable[[Any], object],
+                 wide_value: Callable[[Any], object] | None = None, text: bool = False, namespace: bool = False,
+                 status: bool = False):
         self.header = header
         self.value = value
         self.wide_value = wide_value
         self.text = text
         self.namespace = namespace
+        self.status = status
 
     def cell(self, row, wide):
         return (self.wide_value or self.value)(row) if wide else self.value(row)
@@ -93,16 +101,18 @@ class View(Record):
     the report's structured form for -o json|yaml, what to call the rows when there are none, and
     the fields of one row's block for -o describe (render/formats/describe.py)."""
 
-    __slots__ = ("columns", "wide", "rows", "to_dict", "empty", "describe")
+    __slots__ = ("columns", "wide", "rows", "to_dict", "empty", "describe", "document")
 
-    def __init__(self, columns: tuple[Column, ...], wide: tuple[Column, ...], rows: Callable[[object], Iterable],
-                 to_dict: Callable[[object], dict], empty: str, describe: Callable[[object], list] | None = None):
+    def __init__(self, columns: tuple[Column, ...], wide: tuple[Column, ...], rows: Callable[[Any], Iterable],
+                 to_dict: Callable[[Any], dict], empty: str, describe: Callable[[Any], list] | None = None,
+                 document: str | None = None):
         self.columns = columns
         self.wide = wide
         self.rows = rows
         self.to_dict = to_dict
         self.empty = empty
         self.describe = describe
+        self.document = document    # the command whose report (render/report.py) this view's is; None: none
 
     def layout(self, output) -> tuple[Column, ...]:
         """The columns printed for `output` (an Output, or a bare `wide` flag): the default ones
@@ -121,6 +131,9 @@ class View(Record):
 
     def text_columns(self, output):
         return {i for i, c in enumerate(self.layout(output)) if c.text}
+
+    def status_columns(self, output):
+        return {i for i, c in enumerate(self.layout(output)) if c.status}
 
 
 def cell(value):
@@ -160,21 +173,91 @@ def column_widths(rows, widths=None):
 
 
 def table_line(row, widths):
-    return "".join(v.ljust(w) for v, w in zip(row[:-1], widths)) + (row[-1] if row else "")
+    return "".join(v.ljust(w) for v, w in zip(row[:-1], widths, strict=False)) + (row[-1] if row else "")
 
 
-def table(headers, rows, out, no_headers=False, text=()) -> bool:
+def table(headers, rows, out, no_headers=False, text=(), term=None, status=()) -> bool:
     """Print a table as kubectl does, each cell in full. `text`: the indexes of the free-text
-    columns (their spaces stay; any other cell's are shown as \\x20). Returns False (nothing is
+    columns (their spaces stay; any other cell's are shown as \\x20). `term`
+    (render.terminal.Terminal): on a terminal a table wider than it prints its free text on
+    wrapped, indented lines under each row (terminal_table); `status`: the indexes of the
+    columns whose words are coloured when the terminal has colour. Returns False (nothing is
     ever shortened; kept for callers that asked)."""
     rows = [[cell(v) if i in text else token(v) for i, v in enumerate(row)] for row in rows]
     if not rows:
         return False
+    heads = [h.upper() for h in headers]
+    if term is not None and term.width:
+        widths = column_widths(([] if no_headers else [heads]) + rows)
+        if max(len(table_line(r, widths)) for r in rows + ([] if no_headers else [heads])) > term.width:
+            out.write("".join(x + "\n" for x in terminal_table(heads, rows, no_headers, set(text), term, status)))
+            return False
     if not no_headers:
-        rows.insert(0, [h.upper() for h in headers])
+        rows.insert(0, heads)
     widths = column_widths(rows)
-    out.write("".join(table_line(r, widths) + "\n" for r in rows))
+    out.write("".join(_painted_line(r, widths, term, status, n == 0 and not no_headers) + "\n"
+                      for n, r in enumerate(rows)))
     return False
+
+
+def _painted_line(row, widths, term, status, header=False):
+    if term is None or not term.color or header or not status:
+        return table_line(row, widths)
+    from kubectl_kvcache.render.terminal import paint
+
+    cells = [paint(v, term, v.ljust(w)) if i in status else v.ljust(w) for i, (v, w) in enumerate(zip(row[:-1], widths, strict=False))]
+    last = len(row) - 1
+    return "".join(cells) + (paint(row[-1], term) if last in status else row[-1])
+
+
+UNDER_INDENT = "    "
+
+
+def terminal_table(heads, rows, no_headers, text, term, status=()):
+    """A table wider than the terminal, for a person: the row keeps the short columns, from the
+    left, as many as fit (the first always), aligned as kubectl aligns them; under it, indented
+    and wrapped at spaces to the terminal's width, the columns that did not fit (`header: value`)
+    and then the free text (labelled when there are several). Every cell is still printed in
+    full; piped, the one-line table is printed instead (awk and grep read one row per line)."""
+    from kubectl_kvcache.render.terminal import paint, wrap
+
+    order = [i for i in range(len(heads)) if i not in text]
+    kept = list(order)
+    while len(kept) > 1:
+        shown = [[r[i] for i in kept] for r in ([] if no_headers else [heads]) + rows]
+        widths = column_widths(shown)
+        if max(len(table_line(r, widths)) for r in shown) <= term.width:
+            break
+        kept.pop()
+    moved = [i for i in order if i not in kept]
+    texts = [i for i in range(len(heads)) if i in text]
+    shown = [[r[i] for i in kept] for r in ([] if no_headers else [heads]) + rows]
+    widths = column_widths(shown)
+    lines = [] if no_headers else [table_line(shown[0], widths)]
+    keep_status = {n for n, i in enumerate(kept) if i in status}
+    labelled = len(texts) > 1
+    for row in rows:
+        lines.append(_painted_line([row[i] for i in kept], widths, term, keep_status))
+        if moved:      # `header: value` pieces, packed onto lines, a piece never split
+            current, size = UNDER_INDENT, len(UNDER_INDENT)
+            for i in moved:
+                piece = f"{heads[i].lower()}: {row[i]}"
+                shown_piece = f"{heads[i].lower()}: {paint(row[i], term)}" if i in status else piece
+                if size > len(UNDER_INDENT) and size + 3 + len(piece) > term.width:
+                    lines.append(current)
+                    current, size = UNDER_INDENT, len(UNDER_INDENT)
+                if size > len(UNDER_INDENT):
+                    current, size = current + "   ", size + 3
+                current, size = current + shown_piece, size + len(piece)
+            lines.append(current)
+        for i in texts:
+            value = row[i]
+            if labelled:
+                lines += wrap(value, term.width, UNDER_INDENT + " " * (len(heads[i]) + 2),
+                              first=f"{UNDER_INDENT}{heads[i].lower()}: ")
+            else:
+                lines += wrap(value, term.width, UNDER_INDENT)
+    return lines
 
 
 def structured(data, fmt, out):
@@ -184,21 +267,39 @@ def structured(data, fmt, out):
     formats.printer(fmt).write(data, out)
 
 
-def show(view: View, report, output, out, err=None) -> int:
-    """Print `report` through `view` in the asked format (render/formats); returns how many rows
-    were listed (structured output: -1, it is never empty)."""
+def show(view: View, report, output, out, err=None) -> None:
+    """Print `report` through `view` in the asked format, as its record's kind says
+    (render/formats): the view's rows, its to_dict() as data, or the whole report as a document
+    (render/report.py)."""
     from kubectl_kvcache.render import formats
 
-    return formats.printer(output.format).show(view, report, output, out, err)
+    fmt = formats.get(output.format)
+    if fmt.kind == formats.ROWS:
+        fmt.printer().show(view, report, output, out, err)
+    elif fmt.kind == formats.DATA:
+        fmt.printer().write(view.to_dict(report), out)
+    else:
+        from kubectl_kvcache.render.report import document
+
+        fmt.printer().emit(document(view, report, output.subject), out)
 
 
 # -- diagnostics (stderr) -------------------------------------------------------------------
 
-def line(out, text="", flush=False):
+def line(out, text="", flush=False, wrap=True):
     """One line of a result or message, to the stream the command chose: the only way a human
     line is written (tables excepted, whose cells are escaped one by one). The text is escaped:
-    a line never holds a control character, so a second line always comes from a second call."""
-    out.write(escape(text) + "\n")
+    a line never holds a control character, so a second line always comes from a second call.
+    On a terminal narrower than the line (`wrap`; not for table rows), it is wrapped at spaces
+    with its continuation indented; piped, it stays one line."""
+    text = escape(without_secrets(text))
+    if wrap and len(text) > 60:
+        from kubectl_kvcache.render import terminal
+
+        width = terminal.of(out, terminal.NEVER).width
+        if width and len(text) > width:
+            text = "\n".join(terminal.wrap(text, width, "  ", first=""))
+    out.write(text + "\n")
     if flush:
         out.flush()
 
@@ -215,7 +316,17 @@ def record(out, *fields):
 
 
 def error(err, message):
-    line(err, f"error: {message}")
+    """One `error:` line, never wrapped (on a terminal too): scripts and people count on one line."""
+    line(err, f"error: {message}", wrap=False)
+
+
+def failed_document(command, message, output, out):
+    """For a document format (-o markdown|junit|sarif): a run that failed before it judged
+    anything still writes its document (the error in it), never an empty file."""
+    from kubectl_kvcache.render import formats
+
+    if output is not None and formats.get(output.format).kind == formats.DOCUMENT:
+        formats.printer(output.format).failed_run(command, message, output, out)
 
 
 def notes(snapshot, err):

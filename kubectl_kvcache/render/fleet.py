@@ -41,7 +41,7 @@ class Fleet(Record):
 def _in_context(column: Column) -> Column:
     wide = column.wide_value
     return Column(column.header, lambda row: column.value(row[1]),
-                  (lambda row: wide(row[1])) if wide else None, column.text, column.namespace)
+                  (lambda row: wide(row[1])) if wide else None, column.text, column.namespace, column.status)
 
 
 def view(inner: View, kind: str) -> View:
@@ -55,12 +55,24 @@ def view(inner: View, kind: str) -> View:
                 to_dict=lambda fleet: to_dict(inner, kind, fleet), empty=inner.empty)
 
 
+def document(inner: View, fleet: Fleet, output, failing, out, exit_code=None):
+    """A document format (-o markdown|junit|sarif) over every context: one document
+    (render.report.fleet_document)."""
+    from kubectl_kvcache.render import formats
+    from kubectl_kvcache.render.report import Subject, fleet_document, now
+
+    subject = Subject(output.command, failing=tuple(failing), time=now(), exit_code=exit_code)
+    formats.printer(output.format).emit(fleet_document(inner, fleet, subject), out)
+
+
 def to_dict(inner: View, kind: str, fleet: Fleet) -> dict:
     """`Fleet<Kind>`: `contexts` (each context's own fields: setting, summary, deployments, or
     its error), the items (check: findings) of every context each with its `context`, and the
     summary added up over the contexts read."""
     key = {"CheckReport": "findings", "SettingStatus": None}.get(kind, "items")
-    items, contexts, total = [], [], None
+    items: list[dict] = []
+    contexts: list[dict] = []
+    total = None
     for r in fleet.results:
         if r.error is not None:
             contexts.append({"context": r.context, "error": r.error})
@@ -76,7 +88,7 @@ def to_dict(inner: View, kind: str, fleet: Fleet) -> dict:
         summary = data.get("summary")
         if isinstance(summary, dict):
             total = dict(summary) if total is None else {k: total.get(k, 0) + v for k, v in summary.items()}
-    out = {"kind": "Fleet" + kind, "contexts": contexts, (key or "items"): items}
+    out: dict = {"kind": "Fleet" + kind, "contexts": contexts, (key or "items"): items}
     if total is not None:
         out["summary"] = total
     return out
@@ -106,7 +118,7 @@ def context_line(err, context, text):
 
 
 def failed(err, context, message):
-    line(err, f"error: context {context}: {message}")
+    line(err, f"error: context {context}: {message}", wrap=False)
 
 
 def nothing_found(err, context, what, namespace):

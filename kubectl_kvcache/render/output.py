@@ -1,27 +1,28 @@
 """What -o and --no-headers asked for, and whether the rows span namespaces (the NAMESPACE
-column); whether that format prints rows or data is its printer's (render/formats). The document
-formats (markdown, junit) also say what was checked and how it was asked for: `command` (the
+column); what that format is (rows, data or a document) is its record's (render/formats). The
+document formats (markdown, junit, sarif) also say what was checked and how it was asked for: `command` (the
 command line, secrets replaced) and `subject` (render.report.Subject, completed from the snapshot
 by `about`)."""
 
 from __future__ import annotations
 
 from kubectl_kvcache.record import Record
-from kubectl_kvcache.render.formats import DOCUMENTS, FORMATS
+from kubectl_kvcache.render.formats import DOCUMENT, FORMATS
 
 TABLE, WIDE, DESCRIBE, JSON, YAML = "table", "wide", "describe", "json", "yaml"
 
 
 class Output(Record):
-    __slots__ = ("format", "headers", "namespaces", "command", "subject")
+    __slots__ = ("format", "headers", "namespaces", "command", "subject", "color")
 
     def __init__(self, format: str = TABLE, headers: bool = True, namespaces: bool = True, command: str = "",
-                 subject=None):
+                 subject=None, color: str = "auto"):
         self.format = format
         self.headers = headers
         self.namespaces = namespaces    # -A (or files without -n): tables show NAMESPACE, as kubectl's
         self.command = command
         self.subject = subject
+        self.color = color          # --color: auto | always | never (render/terminal.py); human formats only
 
     @property
     def wide(self) -> bool:
@@ -33,16 +34,19 @@ class Output(Record):
 
     @property
     def structured(self) -> bool:
-        """Data (json, yaml) or a document (markdown, junit), not rows: a command prints no
+        """Data (json, yaml) or a document (markdown, junit, sarif), not rows: a command prints no
         human-only lines on stdout then."""
-        return FORMATS[self.format]
+        return FORMATS[self.format].structured
 
-    def about(self, snapshot, files=(), context=None, failing=()) -> Output:
+    def about(self, snapshot, files=(), context=None, failing=(), exit_code=None) -> Output:
         """This output, for a document format, knowing what `snapshot` held (its input and
-        namespace), the -f files and --context named, and what makes a case fail; else itself."""
-        if self.format not in DOCUMENTS:
+        namespace), the -f files and --context named, what makes a case fail and the exit code
+        the run ends with; else itself."""
+        if FORMATS[self.format].kind != DOCUMENT:
             return self
         from kubectl_kvcache.render.report import Subject
 
+        from kubectl_kvcache.render.report import now
+
         return self.replace(subject=Subject(self.command, context, tuple(files), snapshot.source, snapshot.namespace,
-                                            tuple(failing)))
+                                            tuple(failing), getattr(snapshot, "server", None), now(), exit_code))

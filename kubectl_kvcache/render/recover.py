@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from kubectl_kvcache.render.core import escape, line, live_line
+from kubectl_kvcache.render.core import escape, line, live_line, structured
 
 RULE = "  "
 
@@ -36,7 +36,11 @@ def describe(step) -> str:
     if action == "create":
         obj = step["object"]
         meta = obj.get("metadata") or {}
-        return f"Create {_ref({'kind': obj.get('kind'), 'namespace': meta.get('namespace'), 'name': meta.get('name')})}"
+        source = step.get("from") or ""
+        origin = (f" (from a backup verified against the recovery's Binding: sha256 {escape(source[14:26])}...)"
+                  if source.startswith("backup sha256:") else "")
+        return (f"Create {_ref({'kind': obj.get('kind'), 'namespace': meta.get('namespace'), 'name': meta.get('name')})}"
+                + origin)
     if action == "patch":
         return f"Patch {_ref(step['target'])} (JSON merge patch, backed up first): {escape(json.dumps(step['patch']))}"
     if action == "delete":
@@ -59,6 +63,12 @@ def _manifest(obj, out, indent="       "):
         line(out, indent + row)
 
 
+def dtype_source(t) -> str:
+    """Where the target dtype comes from, in words (text and markdown)."""
+    return {"flag": "--dtype", "suggestion": "check's suggestion",
+            "anchor": f"the recovery's Binding {t.get('recoveryBinding')}"}.get(t["dtypeSource"], t["dtypeSource"])
+
+
 def plan(plan_dict, out):
     b, t = plan_dict["binding"], plan_dict["target"]
     rejected = ", ".join(f"{r['kind']} {r['name']} on {r['engine']} {r['version']}" for r in b["rejectedBy"])
@@ -66,9 +76,15 @@ def plan(plan_dict, out):
                f"{b['domain']}, dtype {b['dtype']!r}"
                + (f"; rejected by {rejected}" if rejected else "") + ")"
                + ("" if b["exists"] else " [already deleted: planned from its backup]")))
-    source = {"flag": "--dtype", "suggestion": "check's suggestion"}.get(t["dtypeSource"], t["dtypeSource"])
+    anchored = t.get("recoveryBinding")
+    source = dtype_source(t)
     line(out, escape(f"Target: KVCachePoolBinding {t['namespace']}/{t['name']}, domain {t['domain']}, dtype "
                f"{t['dtype']!r} ({source}); strategy {t['strategy']}"))
+    from_anchor = [k for k in ("name", "domain", "strategy") if (t.get("sources") or {}).get(k) == "anchor"]
+    if anchored and from_anchor:
+        line(out, escape(f"  {', '.join(from_anchor)} from {anchored}, which an earlier run of this recovery created "
+                         f"(its annotations name the old Binding's uid); every other step is planned from the cluster"
+                         f" or from a backup whose sha256 it records"))
     line(out)
     line(out, "Steps:")
     for i, step in enumerate(plan_dict["steps"], 1):
@@ -80,11 +96,57 @@ def plan(plan_dict, out):
         line(out, "Warnings:")
         for w in plan_dict["warnings"]:
             line(out, f"  - {escape(w)}")
+    referrers = plan_dict.get("referrers")
+    if referrers:
+        line(out)
+        line(out, "Pointing at a renamed deployment (change them once the new one is available):")
+        for text in referrer_lines(referrers):
+            line(out, f"  - {escape(text)}")
     if plan_dict["manual"]:
         line(out)
         line(out, "By hand (the plan cannot do these):")
         for m in plan_dict["manual"]:
             line(out, escape(f"  - {m['kind']} {m['namespace']}/{m['name']}: {m['do']}"))
+    where = plan_dict.get("backups")
+    if where:
+        line(out)
+        line(out, backups_line(where))
+
+
+def referrer_lines(referrers) -> list[str]:
+    """The plan's `referrers` in words, one line each (text and markdown; not yet escaped)."""
+    out = []
+    for f in referrers.get("objects") or ():
+        out.append(f"{f['kind']} {f['namespace']}/{f['name']} ({f['deployment']} -> {f['newName']}): {f['points']}; "
+                   f"change: {f['do']}")
+    if not out and referrers.get("checked"):
+        where = "in the input" if referrers.get("source") == "files" else "in the namespace"
+        renamed = ", ".join(r["from"] for r in referrers.get("renamed") or ())
+        out.append(f"none: no {referrers['checked']} {where} point at {renamed}")
+    out += list(referrers.get("unchecked") or ())
+    out += list(referrers.get("notServed") or ())
+    return out
+
+
+def backups_line(where) -> str:
+    """Where --apply writes its backups (escaped)."""
+    return escape(f"Backups (--apply): folder {where['directory']} (from {where['directorySource']}; a rerun "
+                  f"writes into the same one) and {where['record']}")
+
+
+def show_plan(data, output, out):
+    """The plan in the format -o asked for: as its record's kind says (render/formats), the
+    numbered steps (rows), the RecoveryPlan document (data) or a report of it (a document
+    printer's plan())."""
+    from kubectl_kvcache.render import formats
+
+    fmt = formats.get(output.format)
+    if fmt.kind == formats.DATA:
+        structured(data, output.format, out)
+    elif fmt.kind == formats.DOCUMENT:
+        fmt.printer().plan(data, output.command, out)
+    else:
+        plan(data, out)
 
 
 def planned_only(err):
@@ -132,10 +194,19 @@ def waited(err, tty):
         line(err, flush=True)
 
 
-def stopped(done: list[int], failed: int, left: list[int], total: int, resume: str, err):
+def stopped(done: list[int], failed: int, left: list[int], total: int, resume: str, err, setting_off_at=None,
+            backups=None):
+    """Where the run stopped, the state it leaves the cluster in that it created (the Setting off),
+    where its backups are (`backups`: folder, record), and the one command that continues it."""
     def span(ns):
         return ", ".join(str(n) for n in ns) if ns else "none"
     line(err, f"Stopped at step {failed} of {total}. Done: {span(done)}. Left: {span(left)}.")
+    if setting_off_at is not None:
+        line(err, f"The Setting is off: step {setting_off_at} of this recovery turned it off, and it stays off "
+                  f"(replicas run without --kv-cache-dtype) until the recovery's last steps turn it on again.")
+    if backups is not None:
+        line(err, escape(f"Backups so far: folder {backups[0]} and {backups[1]} (the command below continues in "
+                         f"the same folder)"))
     line(err, f"To continue: {resume}")
 
 

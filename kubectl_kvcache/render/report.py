@@ -1,7 +1,9 @@
 """What a report says, for the document formats (-o markdown for a change ticket, -o junit for a CI's
-test reporter): what was checked, the verdict, and one case per thing judged (a replica for
-verify, an object for check, a Binding for bindings, a role for roles) with its reason and fix.
-The printers (render/formats/markdown.py, junit.py) only lay this out, so both always agree.
+test reporter, -o sarif for code scanning): what was checked, the verdict, one case per thing
+judged (a replica for verify, an object for check, a Binding for bindings, a role for roles)
+with its reason and fix, and the findings one by one (each with its code, where it is and a key
+that outlives Pod names) with the registry rows of their codes. The printers
+(render/formats/markdown.py, junit.py, sarif.py) only lay this out, so they always agree.
 
 A case fails exactly when it makes the command's exit code 1 (verify's --fail-on, check's
 --strict); what was not decided (UNKNOWN, `unchecked`) and does not fail is `skipped`, never a
@@ -13,7 +15,7 @@ from __future__ import annotations
 from kubectl_kvcache import __version__
 from kubectl_kvcache.record import Record
 
-PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"     # ERROR: a context not read
 
 
 class Subject(Record):
@@ -21,16 +23,51 @@ class Subject(Record):
     references), the context named by --context (None: the kubeconfig's current one), the input
     (cluster or files), the namespace (None: all), and what makes a case fail."""
 
-    __slots__ = ("command", "context", "files", "source", "namespace", "failing")
+    __slots__ = ("command", "context", "files", "source", "namespace", "failing", "server", "time", "exit_code")
 
     def __init__(self, command: str = "", context: str | None = None, files: tuple[str, ...] = (),
-                 source: str = "cluster", namespace: str | None = None, failing: tuple[str, ...] = ()):
+                 source: str = "cluster", namespace: str | None = None, failing: tuple[str, ...] = (),
+                 server: str | None = None, time: str | None = None, exit_code: int | None = None):
         self.command = command
         self.context = context
         self.files = files
         self.source = source
         self.namespace = namespace
         self.failing = failing      # verify: statuses; check: severities; bindings, roles: their rule
+        self.server = server        # the API server read (its URL without userinfo); None: files
+        self.time = time            # when it was read: RFC 3339, UTC (now())
+        self.exit_code = exit_code  # what the run exits with (None: not known when the report is printed)
+
+
+def now() -> str:
+    """The time of a report, RFC 3339 in UTC to the second; $SOURCE_DATE_EPOCH (the
+    reproducible-builds convention) fixes it, for reproducible reports and their tests."""
+    import os
+    import time
+
+    try:
+        seconds = int(os.environ["SOURCE_DATE_EPOCH"])
+    except (KeyError, ValueError):
+        seconds = int(time.time())
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def without_userinfo(url: str) -> str:
+    """A server URL without any user:password@ (a kubeconfig's server may carry one)."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = (rest if sep else url).partition("/")
+    authority = authority.rpartition("@")[2]
+    return (scheme + sep if sep else "") + authority + slash + path
+
+
+def engine_data_fact():
+    """`built-in` (and the added files): the engine data the judgement used."""
+    from kubectl_kvcache import engine
+
+    added = sorted({f for e in engine.ENGINES for _, f in engine.known_releases(e) if f})
+    counts = ", ".join(f"{engine.DISPLAY_NAMES[e]} {sum(1 for _, f in engine.known_releases(e) if not f)} releases"
+                       for e in engine.ENGINES)
+    return ("Engine data", f"built-in ({counts})" + (" and added from" if added else ""), tuple(added))
 
 
 class Case(Record):
@@ -40,7 +77,7 @@ class Case(Record):
     __slots__ = ("suite", "name", "kind", "outcome", "status", "summary", "reason", "fix", "notes", "context")
 
     def __init__(self, suite: str, name: str, kind: str, outcome: str, status: str, summary: str = "",
-                 reason: str = "", fix: str = "", notes: tuple[tuple[str, str, str], ...] = (),
+                 reason: str = "", fix: str = "", notes: tuple[tuple[str, str, str, str], ...] = (),
                  context: str | None = None):
         self.suite = suite
         self.name = name
@@ -50,19 +87,54 @@ class Case(Record):
         self.summary = summary      # one line: what is wrong (the failure's message)
         self.reason = reason
         self.fix = fix
-        self.notes = notes          # (severity, code, message + fix) of findings that fail nothing
+        self.notes = notes          # (severity, code, message, fix) of findings that fail nothing
         self.context = context
+
+
+class Finding(Record):
+    """One finding, as every per-finding consumer (SARIF, CI annotations) takes it. `code`: check's
+    finding code, verify's status; `severity`: the command's word for it (error, warning, info;
+    verify: the status); `failed`: it makes the exit code 1; `path`: where it is, outermost
+    first, as (kind, name) pairs (context, namespace, the object, role, replica); `key`: its
+    identity across runs, built without Pod names or positions (a rollout renames every Pod);
+    `file`: the -f file it was read from, when known."""
+
+    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file")
+
+    def __init__(self, code: str, severity: str, failed: bool, message: str, fix: str,
+                 path: tuple[tuple[str, str], ...], key: str, file: str | None = None):
+        self.code = code
+        self.severity = severity
+        self.failed = failed
+        self.message = message
+        self.fix = fix
+        self.path = path
+        self.key = key
+        self.file = file
+
+
+class Rule(Record):
+    """A finding code's registry row as reports name it: the code, its usual severity, what it means."""
+
+    __slots__ = ("code", "severity", "title")
+
+    def __init__(self, code: str, severity: str, title: str):
+        self.code = code
+        self.severity = severity
+        self.title = title
 
 
 class Document(Record):
     """A whole report: its title, the facts of what was checked, the verdict, the cases, and for
     verify the per-deployment progress; `headers`/`rows`: every row as the table has it (None:
-    the cases hold them all)."""
+    the cases hold them all); `findings` one by one and the `rules` of every code the command
+    may report."""
 
     __slots__ = ("command", "title", "facts", "verdict", "counts", "cases", "progress", "headers", "rows",
-                 "subject", "version")
+                 "subject", "version", "findings", "rules")
 
-    def __init__(self, command, title, facts, verdict, counts, cases, progress, headers, rows, subject):
+    def __init__(self, command, title, facts, verdict, counts, cases, progress, headers, rows, subject,
+                 findings=(), rules=()):
         self.command = command      # verify, check, bindings, roles
         self.title = title
         self.facts = facts          # ((label, words, data), ...): the plugin's words, then data from the input
@@ -74,16 +146,16 @@ class Document(Record):
         self.rows = rows
         self.subject = subject
         self.version = __version__
+        self.findings = findings
+        self.rules = rules
 
 
 def document(view, report, subject: Subject | None) -> Document:
-    from kubectl_kvcache.render import checks, verify
-
+    """The report of `view`'s command (the view names it: View.document)."""
     subject = subject or Subject()
-    builder = {id(verify.VIEW): _verify, id(checks.CHECK): _check, id(checks.BINDINGS): _bindings,
-               id(checks.ROLES): _roles}.get(id(view))
-    if builder is None:
+    if view.document not in _BUILDERS:
         raise ValueError("this view has no document form")
+    builder, list_findings, rules = _BUILDERS[view.document]
     command, title, facts, counts, cases, progress = builder(report, subject)
     verdict = FAILED if any(c.outcome == FAILED for c in cases) else PASSED
     # every row with the wide columns: a report is read once, in full, not at a terminal
@@ -92,7 +164,58 @@ def document(view, report, subject: Subject | None) -> Document:
     rows = None if command == "check" else view.cells(report, True)
     facts = _input_facts(subject) + facts
     return Document(command, title, tuple(facts), verdict, tuple(counts), tuple(cases), progress, headers, rows,
-                    subject)
+                    subject, tuple(list_findings(report, subject)), rules())
+
+
+def fleet_document(view, fleet, subject: Subject) -> Document:
+    """One document over the contexts of a --contexts/--all-contexts run: every context's cases
+    (their suites `CONTEXT/NAMESPACE`, their names as one context names them), one ERROR case
+    per context that could not be read, the facts that differ per context labelled with it."""
+    docs, cases, errors, findings = [], [], [], []
+    for r in fleet.results:
+        if r.error is not None:
+            errors.append(Case(r.context, f"context {r.context}", "Context", ERROR, "error", r.error,
+                               context=r.context))
+            continue
+        doc = document(view, r.report, subject.replace(context=r.context, server=getattr(r, "server", None)))
+        docs.append((r.context, doc))
+        cases += [c.replace(suite=_suite(r.context, c.suite), context=r.context) for c in doc.cases]
+        findings += [f.replace(path=(("context", r.context),) + f.path, key=f"{r.context}|{f.key}")
+                     for f in doc.findings]
+    command = view.document
+    names = tuple(r.context for r in fleet.results)
+    facts = [("Input", "the clusters of kubeconfig contexts", names)]
+    if subject.time:
+        facts.append(("Time", "", (subject.time,)))
+    facts.append(engine_data_fact())
+    shared = ("Input", "Namespaces", "Time", "Engine data", "Fails on")
+    for context, doc in docs:
+        facts += [(f"{label} ({context})", words, data) for label, words, data in doc.facts if label not in shared]
+    if docs:
+        facts += [f for f in docs[0][1].facts if f[0] in ("Namespaces", "Fails on")]
+    counts: dict = {}
+    for _, doc in docs:
+        for word, n in doc.counts:
+            counts[word] = counts.get(word, 0) + n
+    if errors:
+        counts["unreadable contexts"] = len(errors)
+    bad = sum(1 for c in cases if c.outcome == FAILED)
+    title = f"{command} across {len(names)} {'context' if len(names) == 1 else 'contexts'}: {bad} of {len(cases)} " \
+            f"failing" + (f", {len(errors)} not read" if errors else "")
+    progress = None
+    progressed = [(ctx, d.progress) for ctx, d in docs if d.progress is not None]
+    if progressed:
+        progress = (["CONTEXT"] + list(progressed[0][1][0]), [[ctx] + list(row) for ctx, p in progressed for row in p[1]])
+    headers, rows = None, None
+    with_rows = [(ctx, d) for ctx, d in docs if d.rows is not None]
+    if with_rows:
+        headers = ["CONTEXT"] + list(with_rows[0][1].headers)
+        rows = [[ctx] + list(row) for ctx, d in with_rows for row in d.rows]
+    elif docs:
+        headers = docs[0][1].headers
+    verdict = FAILED if bad or errors else PASSED
+    return Document(command, title, tuple(facts), verdict, tuple(counts.items()), tuple(errors + cases), progress,
+                    headers, rows, subject, tuple(findings), _BUILDERS[command][2]())
 
 
 # -- what was checked ------------------------------------------------------------------------
@@ -104,14 +227,21 @@ def fact_text(fact) -> str:
 
 
 def _input_facts(subject):
+    source: tuple[str, tuple]
     if subject.source == "file":
         source = ("saved objects:", tuple(subject.files))
     elif subject.context:
         source = ("the cluster of kubeconfig context", (subject.context,))
     else:
         source = ("the cluster of the kubeconfig's current context", ())
-    namespaces = ("namespace", (subject.namespace,)) if subject.namespace else ("every namespace", ())
-    return [("Input",) + source, ("Namespaces",) + namespaces]
+    namespaces: tuple[str, tuple] = ("namespace", (subject.namespace,)) if subject.namespace else ("every namespace", ())
+    facts = [("Input",) + source]
+    if subject.server:
+        facts.append(("Server", "", (without_userinfo(subject.server),)))
+    facts.append(("Namespaces",) + namespaces)
+    if subject.time:
+        facts.append(("Time", "", (subject.time,)))
+    return facts + [engine_data_fact()]
 
 
 def _seen(names):
@@ -140,10 +270,10 @@ def _setting_text(on, source):
 
 def _verify(report, subject):
     from kubectl_kvcache.judge import verify as judge
-    from kubectl_kvcache.render import verify as view
+    from kubectl_kvcache.render import labels as view
 
     failing = set(subject.failing or (s for s in judge.STATUSES if s != judge.OK))
-    releases = sorted({view.version_label(i.engine, i.engine_version, i.version_source)
+    releases = sorted({view.release_label(i.engine, i.engine_version, i.version_source)
                        for i in report.items if i.engine and i.engine_version})
     facts = [("Setting", _setting_text(report.setting_value, report.setting_source), ()),
              ("Engine releases", "" if releases else "none", tuple(releases)),
@@ -151,21 +281,19 @@ def _verify(report, subject):
                         + (" in" if report.items else ""), _seen(i.namespace for i in report.items)),
              ("Fails on", ", ".join(s for s in judge.STATUSES if s in failing), ())]
     cases = []
+    names = replica_names(report.items)
     for item in report.items:
-        where = f"ModelDeployment {item.deployment}" + (f", role {item.role}" if item.role else "") \
-            if item.deployment else "injected Pod"
-        if item.pod is None:
-            name = f"replica {item.slot + 1 if item.slot is not None else '?'} of {where} (no Pod)"
-        else:
-            name = f"Pod {item.pod}" + (f" container {item.container}" if item.container else "") + f" ({where})"
+        name = names[id(item)]
         if item.status == judge.OK:
             outcome = PASSED
         elif item.status in failing:
             outcome = FAILED
         else:
             outcome = SKIPPED if item.status == judge.UNKNOWN else PASSED
+        pod = f"Pod {item.pod}" + (f" container {item.container}" if item.container else "") \
+            if item.pod is not None else "no Pod"
         summary = f"{item.status}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
-                  + _runs(item, judge)
+                  + _runs(item, judge) + f" ({pod})"
         if outcome == PASSED and item.status != judge.OK:
             summary += " (tolerated by --fail-on)"
         cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, item.status, summary,
@@ -184,6 +312,65 @@ def _verify(report, subject):
     return "verify", title, facts, [(s, counts[s]) for s in judge.STATUSES if counts[s]], cases, progress
 
 
+def _replica_number(pod, prefix):
+    """N of a Pod named `PREFIX-N` (the operator's ordinal Pods), else None."""
+    head, _, tail = (pod or "").rpartition("-")
+    return int(tail) if tail.isdigit() and head == prefix else None
+
+
+_DEPLOYMENT_POD = None
+
+
+def _workload_of(pod):
+    """The workload a Pod's name is generated from: `NAME-<pod-template-hash>-<5 random>` (a
+    Deployment's, through its ReplicaSet) or `NAME-<5 random>` is NAME; else the Pod's name."""
+    import re
+
+    global _DEPLOYMENT_POD
+    _DEPLOYMENT_POD = _DEPLOYMENT_POD or re.compile(r"^(.+?)(-[bcdfghjklmnpqrstvwxz2456789]{6,10})?"
+                                                    r"-[bcdfghjklmnpqrstvwxz2456789]{5}$")
+    m = _DEPLOYMENT_POD.match(pod)
+    return m.group(1) if m else pod
+
+
+def replica_names(items) -> dict:
+    """id(item) -> `namespace/deployment/role/N`: a replica's name that outlives its Pods (a
+    rollout replaces every Pod, so CI history keyed on Pod names could never follow a case). N:
+    the ordinal of a Pod named `deployment-role-N`, a missing replica's slot, else the Pod's rank
+    by name among its role's other Pods; an injected Pod is `namespace/injected/owner/N`; a second
+    engine container of one Pod adds `/container`."""
+    groups: dict = {}
+    for item in items:
+        if item.deployment:
+            key = (item.namespace, item.deployment, item.role or "-")
+        else:
+            owner = item.owner["name"] if item.owner else _workload_of(item.pod or "-")
+            key = (item.namespace, "injected", owner)
+        groups.setdefault(key, []).append(item)
+    names = {}
+    for key, members in groups.items():
+        prefix = f"{key[1]}-{key[2]}" if key[1] != "injected" else None
+        fixed = {}
+        for item in members:
+            number = item.slot if item.pod is None and item.slot is not None else _replica_number(item.pod, prefix)
+            if number is not None:
+                fixed[id(item)] = number
+        used = set(fixed.values())
+        pods = sorted({i.pod for i in members if id(i) not in fixed and i.pod is not None})
+        free = (n for n in range(len(members) + len(used) + 1) if n not in used)
+        ranks = {pod: next(free) for pod in pods}
+        containers: dict = {}
+        for item in members:
+            containers.setdefault(item.pod, []).append(item)
+        for item in members:
+            number = fixed.get(id(item), ranks.get(item.pod))
+            name = "/".join(str(p) for p in key) + f"/{number if number is not None else '?'}"
+            if item.pod is not None and len(containers[item.pod]) > 1 and item.container:
+                name += f"/{item.container}"
+            names[id(item)] = name
+    return names
+
+
 def _value(v):
     return f"'{v}'" if v is not None else "nothing"
 
@@ -198,7 +385,7 @@ def _runs(item, judge):
 # -- check, bindings, roles ------------------------------------------------------------------
 
 def _check_facts(report):
-    from kubectl_kvcache.render import checks as view
+    from kubectl_kvcache.render import labels as view
 
     s = report.setting
     releases = sorted({view.engine_label(e) for b in report.bindings for e in b.engines()}
@@ -210,15 +397,22 @@ def _check_facts(report):
                        f"pool-attached ModelDeployments, {checked.get('optIns', 0)} injection opt-ins", ())]
 
 
-def _finding_text(f):
-    return f.message + (f" Fix: {f.fix}" if f.fix else "")
+def _note(f):
+    """(severity, code, message, fix) of a finding that fails nothing: the fix apart from the message."""
+    return (f.severity, f.code, f.message, f.fix or "")
+
+
+def count_text(n, word) -> str:
+    """`4 errors`, `1 warning`, `3 info`, `2 MISMATCH`: a count and its word, the plural where English
+    has one (a status word is a name: never pluralised)."""
+    return f"{n} {word}" + ("s" if n != 1 and word in ("error", "warning", "replica", "pod") else "")
 
 
 def _check(report, subject):
     from kubectl_kvcache.judge import checks
 
     failing = set(subject.failing or (checks.ERROR,))
-    objects = {}        # (context, kind, namespace, name) -> [findings]: every object judged, in a stable order
+    objects: dict = {}        # (context, kind, namespace, name) -> [findings]: every object judged, in a stable order
     for entry in report.bindings:
         if entry.binding is not None:
             objects.setdefault((_context(entry), "KVCachePoolBinding", entry.namespace, entry.name), [])
@@ -226,11 +420,16 @@ def _check(report, subject):
             objects.setdefault((_context(entry), use.kind, use.namespace, use.name), [])
     for f in report.findings:
         objects.setdefault((_context(f), f.kind, f.namespace, f.name), []).append(f)
+    ignored: dict[tuple, list] = {}        # a policy's ignored findings: notes of their object, never a failure
+    for f in getattr(report, "suppressed", ()):
+        objects.setdefault((_context(f), f.kind, f.namespace, f.name), [])
+        ignored.setdefault((_context(f), f.kind, f.namespace, f.name), []).append(
+            (f"suppressed {f.severity}", f.code, f.message, f.fix or ""))
     cases = []
     for (context, kind, namespace, name), found in objects.items():
         bad = [f for f in found if f.severity in failing]
         undecided = [f for f in found if f.code == "unchecked" and f not in bad]
-        rest = tuple((f.severity, f.code, _finding_text(f)) for f in found if f not in bad)
+        rest = tuple(_note(f) for f in found if f not in bad) + tuple(ignored.get((context, kind, namespace, name), ()))
         if bad:
             outcome, status = FAILED, bad[0].severity
             summary = "; ".join(f"{f.code}: {f.message}" for f in bad)
@@ -245,9 +444,10 @@ def _check(report, subject):
         cases.append(Case(_suite(context, namespace), f"{kind} {name}", kind, outcome, status, summary, reason, fix,
                           rest, context))
     counts = report.summary()
-    title = f"check: {counts[checks.ERROR]} errors, {counts[checks.WARNING]} warnings"
-    return ("check", title, _check_facts(report) + [("Fails on", ", ".join(s for s in checks.SEVERITIES
-                                                                             if s in failing), ())],
+    title = f"check: {count_text(counts[checks.ERROR], checks.ERROR)}, {count_text(counts[checks.WARNING], checks.WARNING)}"
+    policy = [("Policy", report.policy.text(), ())] if getattr(report, "policy", None) is not None else []
+    return ("check", title, _check_facts(report) + policy + [("Fails on", ", ".join(s for s in checks.SEVERITIES
+                                                                                      if s in failing), ())],
             [(s, counts[s]) for s in checks.SEVERITIES], cases, None)
 
 
@@ -258,16 +458,16 @@ def _bindings(report, subject):
     for entry in report.bindings:
         found = [f for f in report.findings if (f.kind, f.namespace, f.name) ==
                  ("KVCachePoolBinding", entry.namespace, entry.name)]
-        failed = entry.binding is None or any(f.code in checks.BINDING_FAILURES for f in found)
+        fails = entry.binding is None or any(f.code in checks.BINDING_FAILURES for f in found)
         undecided = "UNKNOWN" in entry.verdict
-        outcome = FAILED if failed else (SKIPPED if undecided else PASSED)
+        outcome = FAILED if fails else (SKIPPED if undecided else PASSED)
         bad = [f for f in found if f.code in checks.BINDING_FAILURES]
         reason = "; ".join(f"{f.code}: {f.message}" for f in bad) or \
             ("no such KVCachePoolBinding exists, but it is named" if entry.binding is None else "")
         fix = " ".join(f.fix for f in bad if f.fix)
         if entry.suggestion:
             fix = (fix + " " if fix else "") + f"(suggested dtype: {entry.suggestion})"
-        notes = tuple((f.severity, f.code, _finding_text(f)) for f in found if f not in bad)
+        notes = tuple(_note(f) for f in found if f not in bad)
         cases.append(Case(_suite(_context(entry), entry.namespace), f"KVCachePoolBinding {entry.name}",
                           "KVCachePoolBinding", outcome, entry.verdict,
                           f"{entry.verdict}" if outcome != PASSED else "", reason, fix, notes, _context(entry)))
@@ -294,9 +494,104 @@ def _roles(report, subject):
         cases.append(Case(_suite(_context(entry), entry.namespace),
                           f"ModelDeployment {entry.deployment} role {entry.role}", "ModelDeployment", outcome,
                           entry.verdict, summary, entry.reason, fix,
-                          ((entry.severity, entry.type, entry.reason),) if outcome == PASSED else (),
+                          ((entry.severity, entry.type, entry.reason, ""),) if outcome == PASSED else (),
                           _context(entry)))
     failed = sum(1 for c in cases if c.outcome == FAILED)
     return ("roles", f"roles: {failed} of {len(cases)} failing", _check_facts(report)
             + [("Fails on", "an error role (the engine rejects it, or it differs from its Binding)", ())],
             [("failing", failed), ("total", len(cases))], cases, None)
+
+
+# -- the findings one by one -----------------------------------------------------------------
+
+def _file_of(subject):
+    """The -f file every object came from, when the input is one file (not stdin, not a folder)."""
+    import os
+
+    files = subject.files
+    if subject.source != "file" or len(files) != 1 or files[0] == "-" or os.path.isdir(files[0]):
+        return None
+    return files[0]
+
+
+def _object_key(kind, name):
+    """An object's name in a finding's key: a Pod by the workload its name is generated from
+    (a rollout renames every Pod; the ordinal ones keep their name)."""
+    return f"{kind}/{_workload_of(name) if kind == 'Pod' and name else name}"
+
+
+def _verify_findings(report, subject):
+    from kubectl_kvcache.judge import verify as judge
+
+    failing = set(subject.failing or (s for s in judge.STATUSES if s != judge.OK))
+    names = replica_names(report.items)
+    file = _file_of(subject)
+    found = []
+    for item in report.items:
+        if item.status == judge.OK:
+            continue
+        replica = names[id(item)]       # namespace/deployment/role/N[/container], namespace/injected/owner/N
+        parts = replica.split("/")
+        if item.deployment:
+            path = [("namespace", parts[0]), ("ModelDeployment", parts[1]), ("role", parts[2]), ("replica", parts[3])]
+        else:
+            kind = item.owner["kind"] if item.owner else "Pod"
+            path = [("namespace", parts[0]), (kind, parts[2]), ("replica", parts[3])]
+        if len(parts) > 4:
+            path.append(("container", parts[4]))
+        pod = f"Pod {item.pod}" + (f" container {item.container}" if item.container else "") \
+            if item.pod is not None else "no Pod"
+        message = f"{item.status}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
+                  + _runs(item, judge) + f" ({pod})" + (f": {item.reason}" if item.reason else "")
+        found.append(Finding(item.status, item.status, item.status in failing, message, item.fix or "",
+                             tuple(path), f"verify|{item.status}|{replica}", file))
+    return found
+
+
+def _check_finding(f, failed, command, file):
+    path = ((("namespace", f.namespace),) if f.namespace else ()) + ((f.kind, f.name),)
+    where = (f.namespace or "") + "|" + _object_key(f.kind, f.name)
+    # what an object is told, not which sentence: a message may name Pods (the key must outlive them)
+    return Finding(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file)
+
+
+def _check_findings(report, subject):
+    from kubectl_kvcache.judge import checks
+
+    failing = set(subject.failing or (checks.ERROR,))
+    file = _file_of(subject)
+    return [_check_finding(f, f.severity in failing, "check", file) for f in report.findings]
+
+
+def _bindings_findings(report, subject):
+    from kubectl_kvcache.judge import checks
+
+    file = _file_of(subject)
+    return [_check_finding(f, f.code in checks.BINDING_FAILURES, "bindings", file) for f in report.findings
+            if f.kind == "KVCachePoolBinding"]
+
+
+def _roles_findings(report, subject):
+    from kubectl_kvcache.judge import checks
+
+    file = _file_of(subject)
+    return [_check_finding(f, f.severity == checks.ERROR, "roles", file) for f in report.findings
+            if f.kind == "ModelDeployment" and f.code in ("role-own-flag", "takeover-role")]
+
+
+def _check_rules():
+    from kubectl_kvcache.judge import checks
+
+    return tuple(Rule(c.code, c.severity, c.title) for c in checks.CODES.values())
+
+
+def _verify_rules():
+    from kubectl_kvcache.judge import verify as judge
+
+    return tuple(Rule(s, s, judge.MEANINGS[s]) for s in judge.STATUSES if s != judge.OK)
+
+
+# the report of each command's view (View.document): its cases, its findings, the rules of its codes
+_BUILDERS = {"verify": (_verify, _verify_findings, _verify_rules), "check": (_check, _check_findings, _check_rules),
+             "bindings": (_bindings, _bindings_findings, _check_rules),
+             "roles": (_roles, _roles_findings, _check_rules)}

@@ -175,7 +175,8 @@ def _listed(findings, out):
     from kubectl_kvcache.render.core import show
     from kubectl_kvcache.render.output import Output
 
-    show(check_views.CHECK, _Findings(findings), Output(format="describe"), out)   # each with its fix
+    # check -A -o wide's table, each finding with its fix (on a terminal: wrapped under its row)
+    show(check_views.CHECK, _Findings(findings), Output(format="wide", namespaces=True), out)
 
 
 def gate(verdict, force: bool, out):

@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import shlex
 
-from kubectl_kvcache.engine import DISPLAY_NAMES, IMAGE_TAG, MINIMUM, SPEC_VERSION
 from kubectl_kvcache.render.checks import release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                           recover_command, state_label)
-
-
-def version_label(engine, version, source):
-    """`vLLM 0.29.0 (spec)`: an engine release and where its version was read (report titles)."""
-    where = {SPEC_VERSION: "spec", IMAGE_TAG: "image tag", MINIMUM: "unknown: operator minimum"}.get(source, "?")
-    return f"{DISPLAY_NAMES.get(engine, engine)} {version} ({where})"
 
 
 def _owner(item):
@@ -58,6 +51,11 @@ def _restarts(item):
     return item.state["restarts"] if item.state and item.state["restarts"] is not None else None
 
 
+def _cause(item):
+    """UNKNOWN: what would decide it, `code: subject` (engine/cause.py)."""
+    return str(item.cause) if item.cause is not None and item.status == "UNKNOWN" else None
+
+
 def _argv_rows(item):
     return [[pos, element] + ([mark] if mark else []) for pos, element, mark in argv_listing(item)]
 
@@ -70,8 +68,9 @@ def _item_fields(item):
              if item.engine_version else item.engine),
             ("Binding", item.binding), ("Expected", item.expected), ("Effective", item.effective),
             ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
-            ("Restarts", _restarts(item)), ("Reason", item.reason), ("Fix", item.fix or None),
-            ("Argv", _argv_rows(item))]
+            ("Restarts", _restarts(item)), ("Reason", item.reason)] + (
+        [("Cause", _cause(item))] if _cause(item) else []) + [
+            ("Fix", item.fix or None), ("Argv", _argv_rows(item))]
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
@@ -79,15 +78,16 @@ def _item_fields(item):
 VIEW = View(
     columns=(Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
              Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected),
-             Column("effective", lambda i: i.effective), Column("status", lambda i: i.status)),
+             Column("effective", lambda i: i.effective), Column("status", lambda i: i.status, status=True)),
     wide=(Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
           Column("version", lambda i: i.engine_version), Column("container", lambda i: i.container),
           Column("owner", _owner), Column("state", _state), Column("ready", _ready),
-          Column("restarts", _restarts), Column("exit", _exit)),
+          Column("restarts", _restarts), Column("exit", _exit), Column("cause", _cause, text=True)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
     empty="pool-attached engine pods",
     describe=_item_fields,
+    document="verify",
 )
 
 
@@ -103,7 +103,16 @@ def summary(report):
 
 def deployment_line(d) -> str:
     """`deployment llm-prod/qwen-chat: 2/2 replicas run 'fp8', 0 to roll, 0 crash-looping`."""
-    value = f"{d.expected!r}" if d.expected is not None else "as expected (nothing is expected: the Setting is off)"
+    if d.unbound:
+        return (f"deployment {d.namespace}/{d.name}: its KVCachePoolBinding {d.binding} does not exist in namespace "
+                f"{d.namespace} (spec.kvCache.poolRef.name): none of its {d.desired} "
+                f"{'replica' if d.desired == 1 else 'replicas'} can run a Binding's dtype")
+    if d.expected is not None:
+        value = f"{d.expected!r}"
+    elif d.setting_on:
+        value = "as expected (nothing is expected: no store is rendered)"
+    else:
+        value = "as expected (nothing is expected: the Setting is off)"
     text = (f"deployment {d.namespace}/{d.name}: {d.counts[DONE]}/{d.desired} "
             f"{'replica runs' if d.desired == 1 else 'replicas run'} {value}, {d.counts[TO_ROLL]} to roll, "
             f"{d.counts[CRASHING]} crash-looping")
@@ -147,7 +156,7 @@ def next_step(report, scope):
 def argv_listing(item: Item) -> list[tuple[str, str, str]]:
     """(position, element, mark) rows for a Pod's engine container, each occurrence marked."""
     spec = item.container_spec or {}
-    marks = {}
+    marks: dict = {}
     for n, occ in enumerate(item.occurrences):
         mark = f"<- kv-cache-dtype #{n + 1} = {occ['value']!r}"
         if n == item.winner and item.status != REJECTED:
@@ -196,7 +205,7 @@ class RowPrinter:
                 rows.insert(0, heads)
         self.widths = column_widths(rows, self.widths)
         for row in rows:
-            line(self.out, table_line(row, self.widths))
+            line(self.out, table_line(row, self.widths), wrap=False)
         self.out.flush()
 
 
@@ -210,7 +219,9 @@ def progress_line(p, elapsed) -> str:
     counts = ", ".join(f"{p.counts[s]} {s}" for s in STATUSES if p.counts[s]) or "no replicas"
     if p.counts["terminating"]:
         counts += f", {p.counts['terminating']} terminating"
-    return f"rollout: {counts} | deployments {p.done}/{p.total} done | {_clock(elapsed)}"
+    setting = "" if p.pending is None else \
+        f" | Setting: status.value not yet {'true' if p.pending else 'false'}"
+    return f"rollout: {counts} | deployments {p.done}/{p.total} done{setting} | {_clock(elapsed)}"
 
 
 class ProgressLine:
@@ -254,6 +265,15 @@ def wait_complete(report, elapsed, err):
               f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value")
 
 
+def wait_unbound(unbound, err):
+    """Followed deployments whose Binding does not exist: no rollout brings one, so the wait ends."""
+    for namespace, name, binding in unbound:
+        line(err, f"ModelDeployment {namespace}/{name} names KVCachePoolBinding {binding} "
+                  f"(spec.kvCache.poolRef.name), which does not exist in namespace {namespace}: no rollout can "
+                  f"bring its replicas to a Binding's dtype; create the Binding, or recreate the deployment on an "
+                  f"existing one")
+
+
 def wait_rejected(items, err):
     for item in items:
         line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
@@ -263,7 +283,7 @@ def wait_rejected(items, err):
 
 def wait_settled(p, elapsed, err):
     """Every replica left is one rolling will not change: the wait ends, it would only time out."""
-    counts = {}
+    counts: dict = {}
     for item in p.left:
         counts[item.status] = counts.get(item.status, 0) + 1
     which = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
@@ -274,6 +294,12 @@ def wait_settled(p, elapsed, err):
 
 
 def wait_timeout(timeout, p, err):
+    if p.pending is not None:
+        word = "true" if p.pending else "false"
+        line(err, f"timed out after {_clock(timeout)}: the Setting's spec.value asks for {word!r} and its "
+                  f"status.value does not report it yet (the operator has not taken the change); "
+                  f"{len(p.left)} {'replica' if len(p.left) == 1 else 'replicas'} not done, listed on stdout")
+        return
     line(err, f"timed out after {_clock(timeout)}: {len(p.left)} "
               f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "
               f"({p.done}/{p.total} deployments done); listed on stdout")

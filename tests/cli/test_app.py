@@ -106,3 +106,22 @@ def test_a_bool_flag_with_a_value_go_does_not_parse_is_a_usage_error():
     assert code == 2
     assert err.getvalue().splitlines()[0] == ('error: invalid argument "yes" for "--insecure-skip-tls-verify" flag: '
                                               'strconv.ParseBool: parsing "yes": invalid syntax')
+
+
+def test_already_done_is_a_result_and_exit_0(monkeypatch):
+    """errors.AlreadyDone (what a command would bring about is already so: README "Exit codes",
+    `0 done, or already in that state`) is printed on stdout as the result, exit 0, no `error:`."""
+    import io
+
+    from kubectl_kvcache.cli import app
+    from kubectl_kvcache.cli.commands import version
+    from kubectl_kvcache.errors import AlreadyDone
+
+    def run(options, io_):
+        raise AlreadyDone("KVCachePoolBinding team/b1 has dtype 'fp8' and no engine rejects it: nothing to recover")
+
+    monkeypatch.setattr(version, "run", run)
+    out, err = io.StringIO(), io.StringIO()
+    assert app.main(["version"], io.StringIO(""), out, err) == 0
+    assert out.getvalue() == "KVCachePoolBinding team/b1 has dtype 'fp8' and no engine rejects it: nothing to recover\n"
+    assert err.getvalue() == ""

@@ -286,3 +286,21 @@ def test_users_are_counted_and_wide_names_them_all_as_one_word():
     code, out, _ = kvcache("bindings", "-A", "-f", EXAMPLE, "-o", "wide")
     assert "embed-takeover,llama-long,mistral-legacy,qwen-chat" in out.split()
     assert out.splitlines()[0].rstrip().endswith("SUGGESTED   USED BY")
+
+
+def test_unknown_replicas_are_counted_by_what_would_decide_them(write):
+    secret = {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "api", "key": "k"}}}
+    script = 'exec vllm serve m --api-key "$KEY" --kv-cache-dtype fp8'
+    roles = [{"name": "a", "kind": "server", "replicas": 3, "command": ["sh", "-c", script], "env": [secret]},
+             {"name": "b", "kind": "server", "replicas": 2, "command": ["sh", "-c", script], "env": [secret]},
+             {"name": "c", "kind": "server", "replicas": 1, "command": ["run.sh"]}]
+    path = write(kvb("b", "fp8"), md("m", roles=roles))
+    code, report = findings("check", "-f", path)
+    assert report["unknownByCause"] == [{"code": "variable", "subject": "$KEY", "replicas": 5},
+                                        {"code": "program", "subject": "run.sh", "replicas": 1}]
+    found = [f for f in report["findings"] if f["code"] == "takeover-role"]
+    assert sorted(f["replicas"] for f in found) == [1, 2, 3]
+    _, _, err = kvcache("check", "-f", path)
+    assert "UNKNOWN replicas by what would decide them: 5 variable: $KEY, 1 program: run.sh" in err
+    _, out, _ = kvcache("check", "-f", path, "-o", "describe")
+    assert "Cause:" in out and "variable: $KEY (3 replicas)" in out

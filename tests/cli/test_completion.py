@@ -55,7 +55,7 @@ def test_flags_of_the_command_being_typed():
     assert names(["check", "--st"]) == (["--strict"], 4)
     assert names(["verify", "--st"]) == ([], 4)
     assert "--selector" in names(["bindings", "--"])[0] and "--yes" in names(["setting", "off", "--"])[0]
-    assert names(["verify", "-o", ""]) == (["table", "wide", "describe", "json", "yaml", "markdown", "junit"], 4)
+    assert names(["verify", "-o", ""]) == (["table", "wide", "describe", "json", "yaml", "markdown", "junit", "sarif"], 4)
     assert names(["verify", "--output=j"]) == (["--output=json", "--output=junit"], 4)
     assert names(["setting", "off", "--dry-run="]) == (["--dry-run=none", "--dry-run=client", "--dry-run=server"], 4)
     assert names(["setting", "status", "-o", ""])[0] == ["table", "json", "yaml"]
@@ -220,7 +220,7 @@ class _Client:
 def test_pods_offered_are_the_ones_verify_judges(monkeypatch):
     import objects as o
     from kubectl_kvcache.judge import verify
-    from kubectl_kvcache.operator import api, records
+    from kubectl_kvcache.operator import api, decode, records
 
     monkeypatch.setattr(api, "collection_path", lambda client, res, ns: f"/{ns}/{res.plural}")
     pods = [o.md_pod("llama-server-0", "llama", o.vllm_argv("fp8")),
@@ -232,8 +232,8 @@ def test_pods_offered_are_the_ones_verify_judges(monkeypatch):
     client = _Client(pods, deployments)
     offered = completion_command.judged_pods(client, "team", {"limit": "500"})
     assert offered == ["gone-server-0", "llama-server-0", "notebook"]
-    snapshot = records.Snapshot(pods=[records.pod_record(p) for p in pods],
-                                deployments={("team", d["metadata"]["name"]): records.deployment_record(d)
+    snapshot = records.Snapshot(pods=[decode.pod_record(p) for p in pods],
+                                deployments={("team", d["metadata"]["name"]): decode.deployment_record(d)
                                              for d in deployments})
     assert offered == sorted(i.pod for i in verify.verify(snapshot).items if i.pod)   # what verify lists
     assert ("/team/modeldeployments", None) in client.asked

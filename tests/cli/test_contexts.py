@@ -141,16 +141,56 @@ def test_contexts_complete_one_name_after_another(kubeconfig, monkeypatch, word,
     assert lines[-1] == (":4" if "," not in word else ":6")
 
 
-def test_a_format_for_one_context_is_refused():
-    """-o formats other than table, wide, json and yaml (a document of one context) are refused."""
+def _example_report():
+    import os
+
+    from kubectl_kvcache.judge import verify
+    from kubectl_kvcache.kube.connection import Connection
+    from kubectl_kvcache.load import reader
+    from kubectl_kvcache.load.scope import Scope
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    snapshot = reader.read(Connection(), Scope(all_namespaces=True,
+                                               files=(os.path.join(root, "examples", "cluster.json"),)))
+    return verify.verify(snapshot, account=True)
+
+
+@pytest.mark.parametrize("fmt", ["junit", "markdown"])
+def test_one_document_across_contexts(fmt):
+    """-o junit|markdown with --contexts: one document, every context's cases under CONTEXT/NAMESPACE
+    with the names one context gives them, a context that could not be read as an error case."""
+    import xml.etree.ElementTree as ET
+
+    import junit_schema
+    from kubectl_kvcache.render import verify
+
+    report = _example_report()
+    fleet_ = view.Fleet((view.Result("prod-eu", report), view.Result("prod-us", error="cannot reach it"),
+                         view.Result("prod-ap", report)))
+    out = io.StringIO()
+    view.document(verify.VIEW, fleet_, Output(fmt, command="kubectl kvcache verify --contexts x"), (), out)
+    text = out.getvalue()
+    if fmt == "junit":
+        junit_schema.schema().validate(text)
+        root = ET.fromstring(text.encode())
+        names = [(c.get("classname"), c.get("name")) for c in root.iter("testcase")]
+        assert ("kvcache.verify.prod-eu/llm-prod", "llm-prod/qwen-chat/server/1") in names
+        assert ("kvcache.verify.prod-ap/llm-prod", "llm-prod/qwen-chat/server/1") in names
+        assert root.get("errors") == "1" and root.get("tests") == str(2 * len(report.items) + 1)
+        assert int(root.get("failures")) == 2 * sum(1 for i in report.items if i.status != "OK")
+    else:
+        assert text.count("\n# ") == 0 and text.startswith("# kubectl kvcache verify across 3 contexts: ")
+        assert "## Not read" in text and "`context prod-us`: `cannot reach it`" in text
+        assert "**Verdict: FAILED (exit code 2)**" in text
+        assert "- **Setting (prod-eu):**" in text and "- **Setting (prod-ap):**" in text
+
+
+def test_every_format_is_allowed_with_contexts():
     import argparse
 
     from kubectl_kvcache.cli import contexts
-    from kubectl_kvcache.errors import PluginError
 
-    ns = argparse.Namespace(contexts="a,b", all_contexts=False, parallel=None, context=None, filename=[],
-                            output="markdown")
-    with pytest.raises(PluginError, match="-o markdown reports one context"):
-        contexts.wrap(ns, "verify", object())
-    ns.output = "wide"
-    assert contexts.wrap(ns, "verify", "inner").contexts == ("a", "b")
+    for fmt in ("table", "wide", "json", "yaml", "markdown", "junit"):
+        ns = argparse.Namespace(contexts="a,b", all_contexts=False, parallel=None, context=None, filename=[],
+                                output=fmt)
+        assert contexts.wrap(ns, "verify", "inner").contexts == ("a", "b")

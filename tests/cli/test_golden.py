@@ -21,6 +21,8 @@ for command in ("verify", "check", "bindings", "roles"):
     CASES[f"{command}-ns-noheaders"] = [command, "-n", "llm-research", "-f", EXAMPLE, "--no-headers"]
     CASES[f"{command}-assume-off"] = [command, "-f", EXAMPLE, "--assume-setting", "off"]
     CASES[f"{command}-empty-ns"] = [command, "-n", "nowhere", "-f", EXAMPLE]
+for command in ("verify", "check"):        # the formats only some commands offer
+    CASES[f"{command}-sarif"] = [command, "-A", "-f", EXAMPLE, "-o", "sarif"]
 CASES["verify-pods"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "llama-long-server-0", "deepseek-sgl-server-0"]
 CASES["verify-pod-json"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "qwen-chat-server-0", "-o", "json"]
 CASES["check-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict"]
@@ -33,6 +35,12 @@ CASES["recover-replace"] = ["recover", "chat-fp8", "-n", "llm-prod", "-f", EXAMP
                             "--strategy", "replace"]
 CASES["recover-optins"] = ["recover", "research-bf16", "-f", EXAMPLE, "--dtype", "bfloat16"]
 CASES["recover-refused"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "float16"]
+
+
+@pytest.fixture(autouse=True)
+def report_time(monkeypatch):
+    """Reports say when they were made: fixed here (SOURCE_DATE_EPOCH) to the examples' snapshot time."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")      # 2026-03-10T09:00:00Z
 
 
 def run(argv):

@@ -489,3 +489,42 @@ def test_wait_is_ignored_on_dry_runs(run):
     api = _cluster_api()
     code, _, err = run(api, ["setting", "off", "--dry-run", "--wait"])
     assert code == 0 and "--wait has no effect with --dry-run" in err and api.patches == []
+
+
+# -- during a recovery ----------------------------------------------------------------------------
+
+def test_on_during_a_recovery_says_so_and_takes_the_recoverys_mark_away(run):
+    """The Setting carries a recovery's mark (it turned it off), and another recovery's record is
+    held by a running run: `setting on` says both on stderr before it asks, turns it on (the gate
+    still judges), and its patch removes the mark (a resume no longer turns it on for the user)."""
+    import json as _json
+
+    setting = _setting_obj("false")
+    setting["metadata"]["annotations"] = {"kvcache.gpustack.ai/turned-off-by-recovery":
+                                          "KVCachePoolBinding llm-prod/sgl-fp8 uid u1"}
+    api = _cluster_api(setting=setting, operator="at-once")
+    held = {"binding": {"namespace": "team", "name": "b", "uid": "u2"}, "target": {}, "finished": False,
+            "holder": {"id": "x", "agent": "kubectl-kvcache/1", "host": "laptop", "pid": 7, "since": "t"},
+            "expires": "2999-01-01T00:00:00Z"}
+    api.configmaps = [{"metadata": {"name": "kvcache-recover-b", "namespace": "team"},
+                       "data": {"recovery.json": _json.dumps(held)}},
+                      {"metadata": {"name": "kvcache-recover-c", "namespace": "team"},     # finished: not said
+                       "data": {"recovery.json": _json.dumps(dict(held, finished=True))}},
+                      {"metadata": {"name": "kvcache-recover-d", "namespace": "team"},     # not a record: not said
+                       "data": {"recovery.json": "{"}}]
+    code, out, err = run(api, ["setting", "on", "--yes"])
+    assert code == 0, err
+    assert ("note: the Setting was turned off by the recovery of KVCachePoolBinding llm-prod/sgl-fp8 uid u1 "
+            "(annotation kvcache.gpustack.ai/turned-off-by-recovery)") in err
+    assert "a recovery is running: ConfigMap team/kvcache-recover-b (kubectl-kvcache/1 on host laptop pid 7" in err
+    assert "kvcache-recover-c" not in err and "kvcache-recover-d" not in err
+    assert api.patches[0].body == {"metadata": {"resourceVersion": "100", "annotations": {
+        "kvcache.gpustack.ai/turned-off-by-recovery": None}}, "spec": {"value": "true"}}
+
+
+def test_without_a_recovery_nothing_is_said_and_a_forbidden_list_is_no_error(run):
+    api = _cluster_api(setting=_setting_obj("false"), operator="at-once", forbidden={("GET", "configmaps")})
+    code, out, err = run(api, ["setting", "on", "--yes"])
+    assert code == 0, err
+    assert "recovery" not in err
+    assert api.patches[0].body == {"metadata": {"resourceVersion": "100"}, "spec": {"value": "true"}}

@@ -26,7 +26,10 @@ def test_errors_refuse_on_with_each_fix(run, extra):
     code, out, err = run(api, ["setting", "on", *extra])
     assert code == 1, err
     assert "Before turning it on, check -A found 1 error: the Setting is not turned on" in out
-    assert "\nCode:       binding-dtype-rejected\n" in out and "bfloat16" in out and "\nFix:        " in out
+    header, row = out.splitlines()[1:3]          # check -A -o wide's table: each finding with its fix
+    assert header.split() == ["NAMESPACE", "SEVERITY", "CODE", "OBJECT", "MESSAGE", "FIX"]
+    assert row.split()[:4] == ["a", "error", "binding-dtype-rejected", "kvcachepoolbinding/b1"]
+    assert "bfloat16" in row and "kubectl kvcache recover b1 -n a" in row
     assert "Setting off first" not in out            # judged as it is now: off
     line = ts._one_error_line(err)
     assert line.startswith("error: refusing to turn the Setting on") and "--force" in line

@@ -13,7 +13,7 @@ from runcli import kvcache
 
 from kubectl_kvcache import cli
 from kubectl_kvcache.judge import checks
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, decode, records
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import core
 from kubectl_kvcache.render import verify as verify_view
@@ -136,7 +136,12 @@ def test_the_top_level_help_lists_each_command_once():
 def test_an_unknown_flag_points_at_the_subcommands_help(argv, help_of):
     code, out, err = kvcache(*argv)
     assert code == 2 and out == ""
-    assert err.splitlines() == [f"error: unknown flag: {argv[-1]}", f"See '{help_of} --help' for usage."]
+    # pflag names the flag alone (`--nope=1` is `unknown flag: --nope`): a value is never echoed;
+    # between the lines, "Did you mean this?" when a flag is near (test_suggest.py)
+    lines = err.splitlines()
+    assert [lines[0], lines[-1]] == [f"error: unknown flag: {argv[-1].partition('=')[0]}",
+                                     f"See '{help_of} --help' for usage."]
+    assert sum(line.startswith("error:") for line in lines) == 1
 
 
 # -- verify: the fix and the next step ---------------------------------------------------------
@@ -298,7 +303,7 @@ def test_absent_objects_are_not_in_the_input_only_for_files():
     def report(source):
         s = records.Snapshot(source=source)
         s.setting = records.default_setting()
-        md = records.deployment_record(o.deployment("md", binding_name="gone", roles=[
+        md = decode.deployment_record(o.deployment("md", binding_name="gone", roles=[
             {"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype", "fp8"]}]))
         s.deployments[(md.namespace, md.name)] = md
         return checks.check(s)
@@ -335,10 +340,19 @@ def test_table_widths_are_kubectls_tabwriter_and_no_cell_is_cut():
     assert out.getvalue() == "b     has\\x20space\n"     # not free text: one word; widths from the rows alone
 
 
-def test_check_on_a_terminal_is_the_same_as_piped(monkeypatch):
+def test_check_on_a_terminal_wraps_the_message_under_its_row_and_cuts_nothing(monkeypatch):
+    """Issue 30 item 7: on a terminal MESSAGE goes on wrapped lines under its row (every word of
+    it, none broken); piped, one finding per line (tests/render/test_terminal_pty.py: a real pty)."""
     monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("NO_COLOR", raising=False)
     out, err = Terminal(), io.StringIO()
-    code = cli.main(["check", "-A", "-f", EXAMPLE], io.StringIO(""), out, err)
+    code = cli.main(["check", "-A", "-f", EXAMPLE, "--color", "never"], io.StringIO(""), out, err)
     _, piped, piped_err = kvcache("check", "-A", "-f", EXAMPLE)
-    assert code == 1 and out.getvalue() == piped and err.getvalue() == piped_err
+    assert code == 1 and err.getvalue() == piped_err
+    shown = out.getvalue()
+    assert shown != piped and len(piped.splitlines()) == 10
+    assert set(shown.split()) - {"object:"} == set(piped.split()) - {"OBJECT", "MESSAGE"}
+    assert all(len(x) <= 80 for x in shown.splitlines())
     assert "\u2026" not in piped and "invalid choice: 'fp8' for SGLang 0.5.18)" in piped     # never cut
+
+

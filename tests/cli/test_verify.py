@@ -62,7 +62,8 @@ def test_wide_and_no_headers():
     assert not first.startswith("NAMESPACE")
     assert first.split()[:9] == ["llm-prod", "deepseek-sgl-server-0", "sgl-fp8", "fp8", "<none>", "REJECTED",
                                  "server", "sglang", "0.5.18"]
-    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-1] == "2"    # the last exit code
+    # the last exit code, then the cause of an UNKNOWN (none: this row is REJECTED)
+    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-2:] == ["2", "<none>"]
 
 
 def test_namespace_filter_and_named_pod_details():
@@ -142,3 +143,34 @@ def test_assume_setting_overrides_the_input():
     assert data["setting"] == {"value": False, "source": "flag"}
     assert all(i["expected"] is None for i in data["items"])
     assert data["summary"]["MISSING"] == 0 and data["summary"]["REJECTED"] == 1
+
+
+def test_unknown_says_what_would_decide_it(tmp_path):
+    # a Secret's value given where one starting with '-' would be read as an option
+    secret = {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "api", "key": "k"}}}
+    argv = ["sh", "-c", 'exec vllm serve m --api-key "$KEY" --kv-cache-dtype fp8']
+    path = write(tmp_path, "u.yaml", yaml.safe_dump_all([
+        o.binding("b1", "fp8"), o.deployment("md"),
+        o.md_pod("a", "md", None, containers=[o.container(command=argv, env=[secret])])]))
+    code, out, err = run("verify", "-f", path, "-o", "json")
+    item = json.loads(out)["items"][0]
+    assert item["status"] == "UNKNOWN" and item["cause"] == {"code": "variable", "subject": "$KEY"}
+    _, out, _ = run("verify", "-f", path, "-o", "wide")
+    head, row = out.splitlines()[:2]
+    assert head.split()[-1] == "CAUSE" and row.endswith("variable: $KEY")
+    _, out, _ = run("verify", "-f", path, "-o", "describe")
+    assert "Cause:" in out and "variable: $KEY" in out
+    _, out, _ = run("verify", "-f", EXAMPLE, "-o", "json")
+    assert all(("cause" in i) == (i["status"] == "UNKNOWN") for i in json.loads(out)["items"])
+
+
+def test_a_named_pod_that_does_not_exist_is_notfound_exit_1():
+    """kubectl get pod NAME: `Error from server (NotFound): pods "NAME" not found`, exit 1 (not 2:
+    the plugin did its job); the Pods that exist are still shown, one error line per missing one."""
+    code, out, err = run("verify", "-n", "llm-prod", "-f", EXAMPLE, "chat-server-nope")
+    assert (code, out) == (1, "")
+    assert err == 'error: pods "chat-server-nope" not found in the input\n'
+    code, out, err = run("verify", "-n", "llm-prod", "-f", EXAMPLE, "chat-server-nope", "qwen-chat-server-0")
+    assert code == 1 and "qwen-chat-server-0" in out
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        'error: pods "chat-server-nope" not found in the input']

@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+import background
+
 _HARNESS_MODULE = "kvcache_test_harness"
 
 
@@ -63,9 +65,15 @@ def _unavailable(reason):
 
 @pytest.fixture(scope="session")
 def cluster_binaries():
-    """Folder with kube-apiserver, etcd and kubectl of the pinned release."""
+    """Folder with kube-apiserver, etcd and kubectl of the pinned release (waiting for
+    scripts/test's background build of them, if one runs)."""
     try:
+        built = background.wait(background.BINARIES)
+        if built:
+            os.environ["KUBEBUILDER_ASSETS"] = built
         return harness.find_binaries()
+    except background.Failed as e:
+        reason = str(e)
     except harness.BinariesUnavailable as e:
         reason = str(e)
     _unavailable(reason)  # outside the except: no chained traceback noise

@@ -34,6 +34,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -1047,3 +1048,89 @@ class Cluster:
 
     def __repr__(self):
         return f"<Cluster {self.name} {self.server} {self.workdir}>"
+
+
+# -- faults around the real server ---------------------------------------------------------------
+
+class AnswerLosingProxy:
+    """A loopback TLS proxy before the real API server (its serving certificate, so the
+    cluster's CA trusts it): each request goes on as the harness admin and the real server acts
+    on it; `lose(method, path)` decides whether its answer reaches the plugin (a dry run's always
+    does): None relays it,
+    "500" answers 500 with Retry-After instead (the write was applied all the same), "drop"
+    closes the connection instead. The faults a real server cannot be made to produce, with the
+    real server's own state and answers around them."""
+
+    def __init__(self, cluster, lose):
+        import http.client
+        import ssl
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        pki = os.path.join(cluster.workdir, "pki")
+        upstream = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
+        upstream.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
+        serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        serving.load_cert_chain(os.path.join(pki, "apiserver.crt"), os.path.join(pki, "apiserver.key"))
+        self.forwarded = []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def forward(proxy_self):
+                length = int(proxy_self.headers.get("Content-Length") or 0)
+                body = proxy_self.rfile.read(length) if length else None
+                headers = {k: v for k, v in proxy_self.headers.items()
+                           if k.lower() not in ("authorization", "host", "connection", "content-length")}
+                conn = http.client.HTTPSConnection("127.0.0.1", cluster.port, context=upstream, timeout=30)
+                conn.request(proxy_self.command, proxy_self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                conn.close()
+                self.forwarded.append((proxy_self.command, proxy_self.path.split("?")[0], resp.status))
+                # a dry run changes nothing: its answer is always relayed
+                dry = "dryRun=" in proxy_self.path.partition("?")[2] or b'"dryRun"' in (body or b"")
+                what = None if dry else lose(proxy_self.command, proxy_self.path.split("?")[0])
+                if what == "drop":
+                    proxy_self.close_connection = True
+                    return
+                if what == "500":
+                    status, data = 500, json.dumps({"kind": "Status", "code": 500, "reason": "InternalError",
+                                                    "message": "etcdserver: request timed out"}).encode()
+                    extra = {"Retry-After": "0"}
+                else:
+                    status, extra = resp.status, {}
+                proxy_self.send_response(status)
+                proxy_self.send_header("Content-Type", "application/json")
+                proxy_self.send_header("Content-Length", str(len(data)))
+                for k, v in extra.items():
+                    proxy_self.send_header(k, v)
+                proxy_self.end_headers()
+                proxy_self.wfile.write(data)
+
+            do_GET = do_PATCH = do_POST = do_DELETE = forward
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                pass
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server.socket = serving.wrap_socket(self.server.socket, server_side=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.kubeconfig = os.path.join(cluster.workdir, f"lossy-{self.server.server_address[1]}.json")
+        with open(self.kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "lossy",
+                       "clusters": [{"name": "lossy", "cluster": {
+                           "server": f"https://127.0.0.1:{self.server.server_address[1]}",
+                           "certificate-authority": os.path.join(pki, "ca.crt")}}],
+                       "users": [{"name": "lossy", "user": {"token": "proxy-admin-token-0123456789"}}],
+                       "contexts": [{"name": "lossy", "context": {"cluster": "lossy", "user": "lossy"}}]}, f)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -14,8 +14,12 @@ Each pass (`reconcile()`), for the objects in its namespaces:
   upgrade finds it (a webhook judges writes, never what is stored);
 - KVCachePoolBindings: a finalizer while a ModelDeployment names one, released once none does;
   status.phase Bound and status.usedBy; a Binding the webhook would refuse (dtype missing or not
-  lowercase, `auto` created while the Setting is on, a changed domain) is marked
-  `Admitted=False` with the webhook's message and serves no deployment;
+  lowercase, `auto` created while the Setting is on, a changed domain; and, when its KVCachePool
+  exists, every rule that reads the pool, its backends and the other Bindings: operator/webhooks.py
+  binding_create_refusals) is marked `Admitted=False` with the webhook's message and serves no
+  deployment. A Binding naming a pool that does not exist is admitted (most test scenes have no
+  pools: the stand-in's one leniency). The store is the pool's: a pool that reports no
+  status.clientEndpoint has none to render (a missing pool: a store, as before pools were modelled);
 - ModelDeployments: each role's Pods rendered as the renderer builds them (base command, the
   rendered arguments -- the Binding's dtype only beside a store and with the Setting on -- then
   extraArgs; a take-over role's command alone), ONE replica per role replaced or created per
@@ -58,7 +62,6 @@ MERGE = "application/merge-patch+json"
 PREFIX = "standin.kvcache.test/"
 HASH = PREFIX + "spec-hash"
 ADMITTED = PREFIX + "admitted"            # the generation (ModelDeployment) / fields (Binding) admitted
-NO_STORE = PREFIX + "no-store"            # on a Binding: its pool published no endpoint (no store)
 TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 NOW = "2026-01-01T00:00:00Z"
@@ -136,6 +139,11 @@ class StandInOperator:
     def _in_scope(self, obj):
         return self.namespaces is None or obj["metadata"].get("namespace") in self.namespaces
 
+    def _list_all(self, path):
+        """Cluster-scoped objects (pools, backends): every one; none when the kind is not served."""
+        status, out = self.req("GET", path)
+        return (out.get("items") or []) if status == 200 else []
+
     def _list(self, path):
         status, out = self.req("GET", path)
         return [o for o in (out.get("items") or []) if self._in_scope(o)] if status == 200 else []
@@ -195,7 +203,11 @@ class StandInOperator:
     def _bindings(self, mds, on):
         """Keep each Binding's finalizer and status; {namespace: {name: fields}} of the admitted ones."""
         usable, changes = {}, 0
-        for b in self._list(f"{API}/kvcachepoolbindings"):
+        pools = {p["metadata"]["name"]: p for p in self._list_all(f"{API}/kvcachepools")}
+        backends = {p["metadata"]["name"]: p for p in self._list_all(f"{API}/kvcachebackends")}
+        listed = self._list(f"{API}/kvcachepoolbindings")
+        admitted = [b for b in listed if self._stored or _admitted(b["metadata"]) is not None]
+        for b in listed:
             meta, ns, name = b["metadata"], b["metadata"]["namespace"], b["metadata"]["name"]
             path = f"{API}/namespaces/{ns}/kvcachepoolbindings/{name}"
             users = sorted(m["metadata"]["name"] for m in mds if m["metadata"]["namespace"] == ns
@@ -210,6 +222,8 @@ class StandInOperator:
             fields = webhooks.binding_fields(b)
             old = _admitted(meta)
             errors = [] if (self._stored and old is None) else webhooks.binding_refusals(fields, on, old)
+            if not errors and old is None and not self._stored and fields["pool"] in pools:
+                errors, _ = webhooks.binding_create_refusals(b, on, webhooks.Cluster(admitted, pools, backends))
             st = b.get("status") or {}
             if errors:
                 message = "; ".join(str(e) for e in errors)
@@ -237,7 +251,8 @@ class StandInOperator:
                                                                "conditions": None if not errors else
                                                                st.get("conditions")}}, MERGE)
                 changes += 1
-            fields = dict(fields, store=(meta.get("annotations") or {}).get(NO_STORE) != "true")
+            pool = pools.get(fields["pool"])
+            fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")))
             usable.setdefault(ns, {})[name] = fields
         return usable, changes
 

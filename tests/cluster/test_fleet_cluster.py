@@ -197,6 +197,52 @@ def test_parallel_one_gives_the_same_report(fleet):
     assert json.loads(one[1]) == json.loads(many[1])
 
 
+@pytest.mark.parametrize("argv", [("verify", "--all-contexts", "-A"), ("check", "--all-contexts", "-A", "-o", "wide"),
+                                  ("roles", "--all-contexts", "-A", "-o", "json"),
+                                  ("setting", "status", "--all-contexts")])
+def test_worker_processes_give_what_threads_give(fleet, argv):
+    """Each context read in a worker process (the default) or in a thread of one process
+    (KVCACHE_FLEET_WORKERS=threads): the same stdout, stderr and exit code, byte for byte."""
+    processes = run(fleet, *argv)
+    threads = run(dict(fleet, env=dict(fleet["env"], KVCACHE_FLEET_WORKERS="threads")), *argv)
+    assert processes == threads
+    assert processes[0] == 2 and len(_error_lines(processes[2])) == 3
+
+
+_SPY = """
+import sys
+from kubectl_kvcache.cli import app
+from kubectl_kvcache.cli.flows import workers
+
+fan_out = workers.fan_out
+
+
+def spied(names, job, parallel):
+    def watched(name):
+        before = set(sys.modules)
+        try:
+            return job(name)
+        finally:
+            new = sorted(m for m in set(sys.modules) - before if m.startswith("kubectl_kvcache"))
+            sys.stderr.write(f"imported in a worker: {new}\\n")
+    return fan_out(names, watched, parallel)
+
+
+workers.fan_out = spied
+sys.exit(app.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("argv", [("verify", "-A"), ("check", "-A"), ("roles", "-A"), ("setting", "status")])
+def test_the_workers_import_nothing_the_parent_did_not(fleet, argv):
+    """The modules one context's read needs are imported before the workers fork (fleet.preload):
+    a module imported in a worker is imported again in every worker."""
+    p = subprocess.run([sys.executable, "-c", _SPY, *argv, "--contexts", "a,b"], env=fleet["env"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    said = [line for line in p.stderr.splitlines() if line.startswith("imported in a worker: ")]
+    assert said == ["imported in a worker: []"] * 2, p.stderr
+
+
 def test_writes_and_conflicting_flags_are_refused_before_anything_is_sent(fleet):
     for argv, says in ((("setting", "on", "--all-contexts", "--yes"), "setting on changes one cluster at a time"),
                        (("setting", "off", "--contexts", "a"), "setting off changes one cluster at a time"),
@@ -209,9 +255,33 @@ def test_writes_and_conflicting_flags_are_refused_before_anything_is_sent(fleet)
         assert err.count("\n") == 1 and err.startswith("error: ") and says in err, err
 
 
+def _children(pid):
+    """The pids whose parent is `pid` (/proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
 def test_ctrl_c_with_a_context_that_never_answers(fleet):
     """A socket that accepts connections (the kernel completes them) and never answers: Ctrl-C
-    ends the run at once, exit 130, no traceback from any thread."""
+    ends the run at once, exit 130, no traceback from any process, and no worker process left
+    (the contexts are read in worker processes: the one stuck on the socket is one of them)."""
     hole = socket.socket()
     hole.bind(("127.0.0.1", 0))
     hole.listen(16)
@@ -225,10 +295,13 @@ def test_ctrl_c_with_a_context_that_never_answers(fleet):
     try:
         time.sleep(4)
         assert p.poll() is None, p.communicate()
+        workers = _children(p.pid)
+        assert workers, "no worker process reads the silent context"
         t0 = time.monotonic()
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=15)
         assert time.monotonic() - t0 < 5
+        assert not [w for w in workers if _alive(w)]
     finally:
         if p.poll() is None:
             p.kill()
@@ -236,3 +309,71 @@ def test_ctrl_c_with_a_context_that_never_answers(fleet):
         hole.close()
     assert p.returncode == 130, err
     assert err.strip() == "error: interrupted", err
+
+
+def _silent(fleet, name, scheme):
+    """A socket that accepts connections and never answers, as context `name` (https: the TLS
+    handshake never comes either), in a kubeconfig added to the fleet's."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)
+    cluster = {"server": f"{scheme}://127.0.0.1:{hole.getsockname()[1]}"}
+    if scheme == "https":
+        cluster["insecure-skip-tls-verify"] = True
+    path = _write(fleet["folder"] / f"{name}.json", [
+        ({"name": name, "cluster": cluster}, {"name": name, "user": {"token": "silent-token-0123456789"}},
+         {"name": name, "context": {"cluster": name, "user": name}})], name)
+    return hole, dict(fleet["env"], KUBECONFIG=fleet["env"]["KUBECONFIG"] + os.pathsep + str(path))
+
+
+def _timed(argv, env, timeout=120):
+    t0 = time.monotonic()
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_silent_context_ends_in_its_error_line_and_the_others_rows_are_printed(fleet, cluster, scheme):
+    """verify --all-contexts against a server that accepts and never answers: the run ends, the
+    reachable contexts' rows are on stdout, the silent one is its `error: context X:` line, as
+    each context's requests have their own --request-timeout. The real kubectl against the same
+    socket ends too; both within a bound of the timeout (never a race between the two)."""
+    hole, env = _silent(fleet, "silent", scheme)
+    try:
+        p, took = _timed([sys.executable, "-m", "kubectl_kvcache", "verify", "-A", "--contexts", "a,silent,b",
+                          "--request-timeout", "3s", "-o", "wide"], env)
+        # one request, as the plugin's discovery is one (`kubectl get pods` asks for discovery
+        # five times over: 15 s with 3 s each, 50 s without)
+        theirs, kubectl_took = _timed([cluster.kubectl_path, "get", "--raw", "/api/v1/pods", "--context", "silent",
+                                       "--request-timeout", "3s"], env)
+    finally:
+        hole.close()
+    assert p.returncode == 2, p.stderr
+    lines = _error_lines(p.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: context silent: ") and "request timeout of 3s" in lines[0]
+    rows = [line.split()[0] for line in p.stdout.splitlines()[1:]]
+    assert {"a", "b"} <= set(rows) and "silent" not in rows
+    said = theirs.stderr.lower()            # Go's words for it vary: Client.Timeout, context deadline
+    assert theirs.returncode == 1 and ("timeout" in said or "deadline exceeded" in said), theirs.stderr
+    # each request is bounded by the timeout: the run ends well before a few of them in a row
+    # (3 s each; the interpreter's start and the reachable contexts' reads are the rest)
+    assert took < 3 * 3 + 15, took
+    assert kubectl_took < 3 * 3 + 15, kubectl_took
+
+
+def test_without_request_timeout_a_silent_https_context_ends_at_the_tls_handshake_bound(fleet, cluster):
+    """No --request-timeout: client-go's TLS handshake timeout (10 s) ends the silent context, in
+    the plugin as in kubectl, with the same words; the other contexts are reported."""
+    hole, env = _silent(fleet, "mute", "https")
+    try:
+        p, took = _timed([sys.executable, "-m", "kubectl_kvcache", "verify", "-A", "--contexts", "a,mute"], env)
+        theirs, kubectl_took = _timed([cluster.kubectl_path, "get", "--raw", "/api/v1/pods", "--context", "mute"], env)
+    finally:
+        hole.close()
+    assert p.returncode == 2
+    (line,) = _error_lines(p.stderr)
+    assert line.startswith("error: context mute: ") and "TLS handshake timeout" in line
+    assert "TLS handshake timeout" in theirs.stderr
+    assert "a" in {row.split()[0] for row in p.stdout.splitlines()[1:] if row.strip()}
+    assert took < 3 * 10 + 15 and kubectl_took < 3 * 10 + 15, (took, kubectl_took)

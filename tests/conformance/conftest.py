@@ -8,19 +8,35 @@ import threading
 
 import pytest
 
+import background
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import wheels  # noqa: E402
 from client import OracleProcess  # noqa: E402
 
-from tierstats import RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
+from tierstats import REALCMDS, RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if HERE in str(item.fspath):
             item.add_marker(pytest.mark.conformance)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _engine_wheels():
+    """scripts/test's background download of the engine releases, waited for by the first test
+    of this tier (tests/background.py); its failure is the tier's failure under CI."""
+    try:
+        background.wait(background.ENGINES)
+        return
+    except background.Failed as exc:
+        reason = str(exc)
+    if os.environ.get("KVCACHE_REQUIRE_CONFORMANCE") == "1":    # outside the except: no chained traceback
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
 
 
 class Oracles:
@@ -59,9 +75,14 @@ def oracles():
 
 
 def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    if REALCMDS:
+        from test_realcmds import summary_lines
+        tr.section("real launch commands")
+        for line in summary_lines():
+            tr.write_line(line)
     if not STATS:
         return
-    tr = terminalreporter
     tr.section("engine conformance")
     if STATS["cases"]:
         tr.write_line(f"releases: {len(RELEASES_SEEN)} ({', '.join(sorted(RELEASES_SEEN))})")

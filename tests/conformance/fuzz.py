@@ -75,6 +75,12 @@ class Table:
         row = self.actions.get(name, {})
         if row.get("choices"):
             return rng.choice(row["choices"])
+        taken = row.get("action_probes")
+        if taken and rng.random() < 0.7:
+            # the engine's own Action (--lora-modules): the items it takes, and the ones it refuses
+            items = fuzz_types.ACTION_PROBES
+            ok = [items[k] for k, c in enumerate(taken[:len(items)]) if c == "1"]
+            return rng.choice(ok if ok and rng.random() < 0.7 else items)
         probes = row.get("probes")
         if probes:
             ok = [fuzz_types.PROBES[k] for k, c in enumerate(probes) if c == "1"]
@@ -120,6 +126,21 @@ def dtype_words(rng, table, engine):
     return [name, value]
 
 
+def respelled(rng, table, name):
+    """`name` as people also write it, whether or not the parser registers that spelling: the `--no-`
+    form of a flag (or the flag without its `--no-`), and `_` for `-` in the name. Drawn apart from
+    the option table, so a spelling the table lacks but the release accepts (or the reverse) shows."""
+    if table.options.get(name) == "0" and rng.random() < 0.5:
+        name = "--" + name[5:] if name.startswith("--no-") else "--no-" + name[2:]
+    if rng.random() < 0.5:
+        name = "--" + name[2:].replace("-", "_")
+    return name
+
+
+O_FORMS = [["-O3"], ["-O", "3"], ["-O=2"], ["-O0"], ["-O", "1"], ["-Odecode"], ["-O.level=3"], ["-O.mode=3"],
+           ["-O"], ["-O", "x"], ["-O4"], ["-O", "4"], ["-O="], ['-O{"level": 3}'], ["-O", '{"mode": 3}']]
+
+
 def draw(rng, engine, entry, table, files):
     """One argv for `entry`, without the command words."""
     items = []
@@ -129,6 +150,10 @@ def draw(rng, engine, entry, table, files):
             name = rng.choice(table.names)
             if rng.random() < 0.08:
                 name = name[:rng.randrange(3, len(name))] if len(name) > 4 else name  # an abbreviation
+            elif rng.random() < 0.15:
+                spelled, words = respelled(rng, table, name), option_words(rng, table, name)
+                items.append([spelled + words[0][len(name):]] + words[1:])
+                continue
             items.append(option_words(rng, table, name) if name in table.options else [name, "1"])
         elif pick < 0.6 and table.short:
             name = rng.choice(table.short)
@@ -141,6 +166,8 @@ def draw(rng, engine, entry, table, files):
             items.append(["--config", files[key]] if rng.random() < 0.85 else [f"--config={files[key]}"])
         elif pick < 0.73:
             items.append([rng.choice(["-h", "--help"])])
+        elif pick < 0.76 and engine == "vllm":
+            items.append(list(rng.choice(O_FORMS)))
         else:
             items.append(dtype_words(rng, table, engine))
     if rng.random() < 0.5:
@@ -236,6 +263,24 @@ MINIMIZE = int(os.environ.get("KVCACHE_FUZZ_MINIMIZE", "12"))
 SAVE = None   # {release: [[entry, argv, real answer], ...]} when --save is given
 
 
+def with_start_up_combinations(cases, engine, version, seed):
+    """A quarter of the cases also get options the start-up checks read together (combo_draw.py),
+    drawn from a stream of their own so the other cases stay as they were."""
+    import combo_draw
+    rng = random.Random(f"{seed}:{engine}:{version}:start-up")
+    options = {}
+    out = []
+    for entry, argv in cases:
+        if rng.random() < 0.25:
+            if entry not in options:
+                options[entry] = combo_draw.read_options(engine, version, entry)
+            extra = combo_draw.words(rng, engine, version, entry, options[entry])
+            at = len(argv) if rng.random() < 0.7 else rng.randrange(len(argv) + 1)
+            argv = argv[:at] + extra + argv[at:]
+        out.append((entry, argv))
+    return out
+
+
 def fuzz_release(engine, version, count, seed, files, minimize_at_most=None):
     """Fuzz one release: `count` cases split over its entry points."""
     from kubectl_kvcache.engine.releases import parse_version, profile
@@ -254,6 +299,7 @@ def fuzz_release(engine, version, count, seed, files, minimize_at_most=None):
         entries = sorted(tables)
         cases = [(entries[k % len(entries)], None) for k in range(count)]
         cases = [(e, draw(rng, engine, e, tables[e], files)) for e, _ in cases]
+        cases = with_start_up_combinations(cases, engine, version, seed)
         answers = oracle.ask_many([{"entry": e, "argv": a} for e, a in cases])
         if SAVE is not None:
             SAVE[f"{engine}=={version}"] = [[e, a, r] for (e, a), r in zip(cases, answers)]

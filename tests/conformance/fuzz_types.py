@@ -35,7 +35,9 @@ PROBES = ["", " ", "0", "1", "-1", "7", " 7 ", "+3", "1_000", "08", "0x10", "1.5
           '{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer"}',
           '{"kv_connector":"NixlConnector","kv_role":"kv_both"}',
           '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","topic":"kv-events"}',
-          '{"kv_connector":"X"}', '{"level": 3}', '{"mode": 3}']
+          '{"kv_connector":"X"}', '{"level": 3}', '{"mode": 3}',
+          # the KEY=VALUE form of vLLM's nullable_kvs (--limit-mm-per-prompt before 0.10)
+          "image=2", "image=2,video=1", " Image = 3 ", "a=x", "a=1,a=2", "a=1,a=1", "a=1,", "a=1=2", "{x}"]
 
 
 def _rendered_documents():
@@ -58,6 +60,20 @@ def _rendered_documents():
 
 
 PROBES += [d for d in dict.fromkeys(_rendered_documents()) if d not in PROBES]
+
+# Values each engine's own Action class (kind "custom", with a str type) is called with, one item
+# at a time, besides PROBES: the forms people give LoRA options (name=path, JSON documents with
+# and without each field), so that engine_data can match the Action to kvparse.ACTION_RULES.
+ACTION_PROBES = PROBES + [
+    "a=b", "a=/p", "sql-lora=/models/sql-lora", "a=b=c", "a=b,c", "a=", "=b", "a,b=c", " a=b ", "a b=c",
+    '{"name": "a", "path": "/p"}', '{"name": "a", "path": "/p", "base_model_name": "m"}', '{"name": "a"}',
+    '{"path": "/p"}', '{"name": "a", "path": "/p", "x": 1}', '{"name": "a", "path": "/p", "base_model_name": null}',
+    '[{"name": "a", "path": "/p"}]', '{"lora_name": "a", "lora_path": "/p"}', '{"lora_name": "a"}',
+    ' {"lora_name": "a", "lora_path": "/p"} ', '{"lora_name": "a", "lora_path": "/p", "pinned": true}',
+    '{"lora_path": "/p"}', "{not json}", '{"name": "a", "path": "/p"}x', "x{}", "/models/adapter"]
+# several items at once: the Action judges each on its own (checked, not assumed)
+ACTION_MULTI = [["a=b", "c=d"], ["a=b", "{"], ["", "a=b"], ['{"name": "a", "path": "/p"}', "a=b"],
+                ["x", '{"lora_name": "a", "lora_path": "/p"}'], ["a=b", "abc"]]
 
 _KINDS = [("_StoreTrueAction", "store_true"), ("_StoreFalseAction", "store_false"),
           ("_StoreConstAction", "store_const"), ("_AppendConstAction", "append_const"),
@@ -87,7 +103,8 @@ def _flag_kind(action, parser):
     only its own dest and raises nothing (vLLM's EnableDisableAction); "fails" when it raises for
     every one (SGLang's DeprecatedAction: the engine dies at that token); else "custom"."""
     raised = 0
-    for name in action.option_strings:
+    names = registered_strings(parser, action) if parser is not None else list(action.option_strings)
+    for name in names:
         ns = argparse.Namespace()
         try:
             action(parser, ns, [], name)
@@ -96,7 +113,7 @@ def _flag_kind(action, parser):
             continue
         if set(vars(ns)) - {action.dest}:
             return "custom"
-    if raised == len(action.option_strings):
+    if raised == len(names):
         return "fails"
     return "flag" if raised == 0 else "custom"
 
@@ -122,6 +139,67 @@ def probe(fn):
     return "".join(out)
 
 
+def choices_as_strings(action):
+    """The choices oracle.py records as a string list (argparse compares the string itself)."""
+    return action.type in (None, str) and all(isinstance(c, str) and " " not in c for c in action.choices)
+
+
+def _in_choices(action, value):
+    """argparse's _get_values then _check_value: the type's result must be among the choices."""
+    converted = action.type(value) if action.type is not None else value
+    if converted not in action.choices:
+        raise ValueError(f"invalid choice: {converted!r}")
+    return converted
+
+
+def registered_strings(parser, action):
+    """Every option string the parser matches to this action, in the order they were registered:
+    what argparse reads the argv with (its _option_string_actions), which can hold more than the
+    action's own option_strings (vllm@0.33 vllm/utils/argparse_utils.py:_register_action keeps
+    --no-enable-x and --no-disable-x registered but takes them out of the action, for the help)."""
+    names = [name for name, owner in parser._option_string_actions.items() if owner is action]
+    return names + [name for name in action.option_strings if name not in names]
+
+
+def probe_action(parser, action, name):
+    """For an engine's own Action that takes values: '1'/'0' per ACTION_PROBES item and then per
+    ACTION_MULTI list (the Action returns, or raises / exits), or None when it sets another dest
+    than its own (then its outcome is not a function of the value alone)."""
+    out = []
+    for values in [[v] for v in ACTION_PROBES] + ACTION_MULTI:
+        ns = argparse.Namespace()
+        given = values if action.nargs in ("+", "*") or isinstance(action.nargs, int) else values[0]
+        if action.nargs not in ("+", "*") and len(values) > 1:
+            out.append("-")
+            continue
+        try:
+            # converted by its `type=` first, as argparse's _get_values does (vLLM's optional_type
+            # makes "" and "None" None, which its LoRAParserAction skips)
+            convert = action.type if callable(action.type) else (lambda v: v)
+            given = [convert(v) for v in given] if isinstance(given, list) else convert(given)
+            action(parser, ns, given, name)
+            out.append("1")
+        except BaseException:  # noqa: BLE001 - argparse's error() exits; anything else kills the engine
+            out.append("0")
+        if set(vars(ns)) - {action.dest}:
+            return None
+    return "".join(out)
+
+
+def probe_const(parser, action, name):
+    """'1'/'0': the engine's own Action of an nargs="?" option given without a value, as argparse
+    calls it then (its `const`, converted by its `type=` when a string: argparse _get_values)."""
+    ns = argparse.Namespace()
+    try:
+        value = action.const
+        if isinstance(value, str) and callable(action.type):
+            value = action.type(value)
+        action(parser, ns, value, name)
+        return "1"
+    except BaseException:  # noqa: BLE001 - argparse's error() exits; anything else kills the engine
+        return "0"
+
+
 def describe_actions(parser):
     """{option string: {action, type, probes, choices, file, dest}} for every option."""
     out = {}
@@ -133,12 +211,24 @@ def describe_actions(parser):
                "file": bool(_FILE_HELP.match(str(action.help or "")))}
         if kind in ("store", "append", "extend", "custom") and action.nargs not in (0, "0"):
             row["probes"] = probe(action.type)
+        if kind == "custom" and action.nargs not in (0, "0"):
+            row["action_probes"] = probe_action(parser, action, action.option_strings[0])
+        if kind == "custom" and action.nargs == "?":
+            row["const_probe"] = probe_const(parser, action, action.option_strings[0])
         if action.choices is not None:
             try:
                 row["choices"] = sorted(str(c) for c in action.choices)
             except TypeError:
                 row["choices"] = None
-        for name in action.option_strings:
+            kv = [n for n in action.option_strings if n.startswith("--kv") and n != "--kv-cache-dtype"]
+            if "probes" in row and kv and not choices_as_strings(action):
+                # a --kv option's choices are fixed (the model refuses a value outside them), but
+                # these the data cannot hold as strings (a `type=` that converts first:
+                # vllm@0.11.1 --kv-offloading-backend): what argparse does with each probe, type
+                # and choices both; the model knows only those answers (other options' choices
+                # are recorded from this row and judged as not fixed)
+                row["probes"] = probe(lambda v, a=action: _in_choices(a, v))
+        for name in registered_strings(parser, action):
             out[name] = row
     return out
 
@@ -179,8 +269,8 @@ def start_up_probes(run, parser, model_argv, reads):
     by_dest = {}
     for action in parser._actions:
         if action.option_strings:
-            by_dest.setdefault(action.dest, []).extend(action.option_strings)
-    kinds = {name: action_kind(a, parser) for a in parser._actions for name in a.option_strings}
+            by_dest.setdefault(action.dest, []).extend(registered_strings(parser, action))
+    kinds = {name: action_kind(a, parser) for a in parser._actions for name in registered_strings(parser, a)}
     seen, todo, solo = set(), [d for d in reads if d in by_dest], {}
     while todo:
         dest = todo.pop()
@@ -194,3 +284,43 @@ def start_up_probes(run, parser, model_argv, reads):
             solo[name] = None if answer.get("outcome") == "ok" else (answer.get("error") or answer.get("outcome"))
             todo.extend(d for d in more if d in by_dest and d not in seen)
     return {d: sorted(by_dest[d]) for d in sorted(seen)}, dict(sorted(solo.items()))
+
+
+# Values a value option whose dest the start-up code reads is run with, alone (start_up_values):
+# the level names people give logging options (SGLang from 0.5.12 hands --log-level to
+# logging.basicConfig before ServerArgs: sglang@0.5.15/sglang/srt/server_args.py
+# prepare_server_args), in the cases they write them, and words that are not levels.
+START_UP_VALUES = [w for base in ("debug", "info", "warning", "warn", "error", "critical", "fatal", "notset",
+                                  "trace", "verbose", "off", "none", "all")
+                   for w in (base, base.upper(), base.capitalize())] + ["", " info", "info ", "10", "20"]
+
+
+def start_up_values(run, parser, model_argv, reads):
+    """{option string: {value: None | the error it dies with}} for each one-value option (store,
+    nargs None) whose dest the start-up code reads: the entry point run with the option alone and
+    each START_UP_VALUES value. Kept only where every such run read no dest of another option, so
+    the outcome is the value's alone."""
+    by_dest = {}
+    for action in parser._actions:
+        if action.option_strings:
+            by_dest.setdefault(action.dest, []).append(action)
+    out = {}
+    for dest in sorted(set(reads) & set(by_dest)):
+        for action in by_dest[dest]:
+            if action_kind(action, parser) != "store" or action.nargs is not None:
+                continue
+            names = registered_strings(parser, action)
+            long_names = [n for n in names if n.startswith("--")]
+            if not long_names:
+                continue
+            table, alone = {}, True
+            for value in START_UP_VALUES:
+                answer, more = run(model_argv + [long_names[0] + "=" + value])
+                if answer.get("outcome") not in ("ok", "dies") or any(d in by_dest and d != dest for d in more):
+                    alone = False
+                    break
+                table[value] = None if answer["outcome"] == "ok" else (answer.get("error") or "dies")
+            if alone:
+                for name in names:
+                    out[name] = table
+    return dict(sorted(out.items()))

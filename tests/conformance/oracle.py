@@ -38,6 +38,8 @@ sys.path.insert(0, HERE)
 
 import standins  # noqa: E402
 import fuzz_types  # noqa: E402
+import startup_probe  # noqa: E402
+import schema_probe  # noqa: E402
 
 
 class Captured(BaseException):
@@ -65,6 +67,8 @@ CRITICAL_PREFIXES = {"vllm": ("vllm.config.",), "sglang": ()}
 
 
 class Oracle:
+    handed = None
+
     def __init__(self, engine, version, root):
         self.engine, self.version, self.root = engine, version, root
         sys.path.insert(0, root)
@@ -83,6 +87,22 @@ class Oracle:
         self.reads = fuzz_types.ReadRecorder()
         self.post_parse = None
         self._record_parsers()
+        self._record_entry_points()
+
+    def _record_entry_points(self):
+        """The entry-point groups (installed plugins) anything in this process looked up: code of
+        a plugin the image installs can run there, before the parse (SGLang from 0.5.12 loads its
+        plugins first: sglang@0.5.12/sglang/launch_server.py), and register more parser names."""
+        import importlib.metadata as metadata
+        real = metadata.entry_points
+        self.entry_point_groups = set()
+        oracle = self
+
+        def entry_points(*args, **kwargs):
+            group = kwargs.get("group")
+            oracle.entry_point_groups.add(str(group) if group is not None else "*")
+            return real(*args, **kwargs)
+        metadata.entry_points = entry_points
 
     # --- speed: build each parser's options once -------------------------------------------
     ADDERS = {
@@ -137,6 +157,10 @@ class Oracle:
             return real(parser, args, namespace)
 
         def parse_args(parser, args=None, namespace=None):
+            if oracle.handed is None:
+                # the argv the release's own preparation (FlexibleArgumentParser.parse_args)
+                # hands to argparse: the outermost parse of this run ("prepared" requests)
+                oracle.handed = list(sys.argv[1:] if args is None else args)
             result = real_parse_args(parser, args, namespace)
             if hasattr(result, "kv_cache_dtype"):
                 oracle.last_namespace = oracle.reads.watch(result)
@@ -180,9 +204,17 @@ class Oracle:
             main = main_mod.main
         elif self.exists("vllm/scripts.py"):
             import vllm.scripts as main_mod
+            if getattr(self, "_serve_checks", False) is False:
+                # its serve() checks the namespace before run_server (vllm@0.6.5/vllm/scripts.py:
+                # `--model` given beside the positional model is a ValueError): run those too
+                self._serve_checks = None if getattr(main_mod.serve, "recorder", False) else _inline_checks(main_mod.serve)
+            checks = self._serve_checks
 
             def record(args, *rest):
+                if checks is not None:
+                    checks(args)
                 raise Captured(args)
+            record.recorder = True
             main_mod.serve = record
             main = main_mod.main
         else:
@@ -245,6 +277,7 @@ class Oracle:
     def _call(self, fn):
         err = io.StringIO()
         self.last_namespace = None
+        self.handed = None
         self.reads.on = False
         self.reads.reads.clear()
         try:
@@ -281,21 +314,154 @@ class Oracle:
                     fn(cache.CacheConfig, value)
                 except Exception as exc:  # noqa: BLE001
                     return {"outcome": "dies", "error": f"start-up: {type(exc).__name__}: {exc}"[:300]}
+        died = self._api_server_checks(ns)
+        if died is not None:
+            return died
         if value is not None and not isinstance(value, str):
             value = json.dumps(value, sort_keys=True)
         return {"outcome": "ok", "value": value}
+
+    def validate_api_server_args(self):
+        """vLLM's validate_api_server_args as the release's setup_server calls it before it binds
+        the port (the tool-call and reasoning parser names against their registries); before 0.10,
+        where those checks are inline in run_server, the same statements of run_server
+        (_inline_checks); None where neither exists."""
+        if self.engine != "vllm":
+            return None
+        found = self._setup_server_checks()
+        if found is not None:
+            return found
+        if getattr(self, "_inline", False) is False:
+            module = sys.modules.get("vllm.entrypoints.openai.api_server")
+            if module is None or not callable(getattr(module, "run_server", None)):
+                return None   # not imported yet (or mid-import): again later
+            self._inline = _inline_checks(module.run_server)
+        return self._inline
+
+    def _setup_server_checks(self):
+        if getattr(self, "_validate_api", False) is False:
+            import importlib
+            import inspect
+            found, failed = None, False
+            for name in ("vllm.entrypoints.launchers.launcher", "vllm.entrypoints.openai.api_server"):
+                if not self.exists(name.replace(".", "/") + ".py"):
+                    continue
+                try:
+                    setup = getattr(importlib.import_module(name), "setup_server", None)
+                except Exception:  # noqa: BLE001 - mid-import (another one under way): again later
+                    failed = True
+                    continue
+                if setup is None:
+                    failed = True   # partly imported (the run is inside its import), or absent: again
+                    continue
+                if "validate_api_server_args(" in inspect.getsource(setup):
+                    real = inspect.unwrap(setup)
+                    found = (real.__globals__.get("validate_api_server_args")
+                             or vars(sys.modules[real.__module__]).get("validate_api_server_args"))
+                    break
+            if found is not None or not failed:
+                self._validate_api = found
+            return found
+        return self._validate_api
+
+    def _api_server_checks(self, ns):
+        """The outcome of validate_api_server_args on the parsed namespace: None when it passes.
+        Not run with --headless (no API server) or a parser plugin (a file in the image, imported
+        first): the reads of those dests are recorded, so the model answers UNKNOWN for them."""
+        fn = self.validate_api_server_args()
+        if fn is None:
+            return None
+        self.reads.on = True
+        try:
+            if getattr(ns, "headless", False):
+                return None
+            if getattr(ns, "tool_parser_plugin", None) or getattr(ns, "reasoning_parser_plugin", None):
+                return None
+            fn(ns)
+        except Exception as exc:  # noqa: BLE001
+            return {"outcome": "dies", "error": f"start-up: {type(exc).__name__}: {exc}"[:300]}
+        finally:
+            self.reads.on = False
+        return None
+
+    def check_roots(self, entry):
+        """[(function, position of the namespace parameter)]: what runs on the parsed argv."""
+        roots = []
+        if self.engine != "vllm":
+            return roots
+        if entry == "serve" and self.exists("vllm/entrypoints/cli/serve.py"):
+            import vllm.entrypoints.cli.serve as serve_mod
+            validate = serve_mod.ServeSubcommand.__dict__.get("validate")
+            if validate is not None:
+                roots.append((validate, 1))
+        elif entry == "serve" and self.exists("vllm/scripts.py"):
+            import vllm.scripts as scripts   # its main() validates a `serve` namespace itself
+            if "validate_parsed_serve_args(" in open(scripts.__file__).read():
+                found = vars(scripts).get("validate_parsed_serve_args")
+                if found is not None:
+                    roots.append((found, 0))
+            if getattr(self, "_serve_checks", None) is not None:
+                roots.append((self._serve_checks, 0))
+        if entry == "api_server" and self.post_parse is not None:
+            roots.append((self.post_parse, 0))
+        if self.validate_api_server_args() is not None:
+            roots.append((self.validate_api_server_args(), 0))
+        return roots
+
+    def combos(self, entry):
+        """The start-up checks' groups and probed rows (startup_probe.py) for one entry point."""
+        model_argv = {"serve": ["m"], "api_server": ["--model", "m"]}.get(entry)
+        if model_argv is None:
+            return {}
+        self.parsers.clear()
+        if self.run(entry, model_argv).get("outcome") == "absent" or not self.parsers:
+            return None
+        parser = self.parsers[-1]
+        roots = self.check_roots(entry)
+        if not roots:
+            return {}
+        registries = {d: startup_probe.registry(m) for d, m in startup_probe.REGISTRIES.items()}
+        registries = {d: r for d, r in registries.items() if r}
+
+        def run(argv):
+            answer = self.run(entry, argv)
+            return answer, sorted(self.reads.reads)
+        return startup_probe.combos(run, parser, model_argv, roots, registries,
+                                    self.validate_api_server_args() is not None, None) or {}
+
+    def schemas(self, entry):
+        """The JSON config options' schemas (schema_probe.py) of the parser at one entry point."""
+        if self.engine != "vllm":
+            return {}
+        model_argv = {"serve": ["m"], "api_server": ["--model", "m"]}[entry]
+        self.parsers.clear()
+        if self.run(entry, model_argv).get("outcome") == "absent" or not self.parsers:
+            return None
+        return schema_probe.describe(self.parsers[-1])
 
     def run(self, entry, argv):
         if not getattr(self, "_memoized", False):
             self._memoized = True
             try:
                 self.run(entry, argv)  # first run: imports everything, then memoize
+                if self.parsers:
+                    # what the real adders registered, to hold the memoized parsers to (describe)
+                    self.real_table = (entry, sorted(self.parsers[-1]._option_string_actions))
             finally:
                 self._memoize_adders()
         fn = {"serve": self.run_vllm_serve, "api_server": self.run_vllm_api_server,
               "launch_server": self.run_sglang_launch_server, "sglang_serve": self.run_sglang_serve}[entry]
         result = fn(list(argv))
         return {"outcome": "absent"} if result is None else result
+
+    def prepared(self, entry, argv):
+        """{"outcome": ..., "handed": the argv the entry point's parser hands to argparse after
+        its own preparation (without the subcommand word), or null: it died before}."""
+        answer = self.run(entry, argv)
+        handed = self.handed
+        if handed is not None and entry == "serve" and handed[:1] == ["serve"]:
+            handed = handed[1:]
+        return {"outcome": answer.get("outcome"), "handed": handed, "error": answer.get("error")}
 
     def describe(self, entry):
         """The option table of the parser that reads --kv-cache-dtype at this entry point:
@@ -311,6 +477,10 @@ class Oracle:
         if not self.parsers:
             return {"error": f"no parser reads --kv-cache-dtype: {result}"}
         parser = self.parsers[-1]
+        real = getattr(self, "real_table", None)
+        if real is not None and real[0] == entry and real[1] != sorted(parser._option_string_actions):
+            return {"error": f"the memoized parser's option strings differ from the real one's: "
+                             f"{sorted(set(real[1]) ^ set(parser._option_string_actions))[:10]}"}
         start_up_reads = sorted(self.reads.reads)
         options, positionals, choices, required, option_choices = {}, [], None, [], {}
         for action in parser._actions:
@@ -320,23 +490,24 @@ class Oracle:
             if not action.option_strings:
                 positionals.append(arity)
                 continue
-            for name in action.option_strings:
+            names = fuzz_types.registered_strings(parser, action)
+            for name in names:
                 options[name] = arity
             if action.required:
                 required.append("/".join(action.option_strings))
             if "--kv-cache-dtype" in action.option_strings and action.choices is not None:
                 choices = sorted(str(c) for c in action.choices)
-            elif (action.choices is not None and action.type in (None, str)
-                  and all(isinstance(c, str) and " " not in c for c in action.choices)):
+            elif action.choices is not None and fuzz_types.choices_as_strings(action):
                 # string choices. Those of the --kv options are fixed; other options' may depend on
                 # what is installed (vLLM's guided-decoding backends): the model refuses a value only
                 # for --kv options and answers UNKNOWN for a value outside another option's list
                 try:
-                    for name in action.option_strings:
+                    for name in names:
                         option_choices[name] = sorted(str(c) for c in action.choices)
                 except TypeError:
                     pass
         validator = None
+        fixed = self.fixed_choices(parser, option_choices)
         if choices is None and self.engine == "vllm" and self.exists("vllm/config/cache.py"):
             from vllm.config import cache
             known = getattr(cache, "KV_CACHE_DTYPES", None)
@@ -346,8 +517,88 @@ class Oracle:
             validator = sorted(str(v) for v in known)
         return {"options": dict(sorted(options.items())), "positionals": positionals, "choices": choices,
                 "validator": validator, "allow_abbrev": parser.allow_abbrev, "required": sorted(required),
-                "option_choices": dict(sorted(option_choices.items())),
+                "option_choices": dict(sorted(option_choices.items())), "fixed_choices": fixed,
+                "plugin_groups": sorted(self.entry_point_groups),
                 "actions": fuzz_types.describe_actions(parser), **self._start_up(entry, argv, start_up_reads)}
+
+    def fixed_choices(self, parser, option_choices):
+        """{option: the registry its choices were read from}: the options whose string choices
+        are exactly the names registered in the release's own parser registry for their dest
+        (startup_probe: vLLM's ReasoningParserManager/ToolParserManager, SGLang's DetectorMap/
+        ToolCallParserEnum) in a process where no plugin group of the engine's own was looked up
+        (vllm@0.9.0/vllm/engine/arg_utils.py AsyncEngineArgs.add_cli_args loads vllm.general_plugins
+        first, "the plugin may [add] a new kind of ... to the parser"; SGLang from 0.5.12 loads
+        sglang.srt.plugins before the parse). What the release's own modules register is fixed
+        in its code: a value outside it is refused."""
+        if any(g == "*" or g.split(".")[0] == self.engine for g in self.entry_point_groups):
+            return {}
+        out = {}
+        for action in parser._actions:
+            names = [n for n in action.option_strings if n in option_choices]
+            if not names:
+                continue
+            if self.engine == "vllm":
+                manager = startup_probe.REGISTRIES.get(action.dest)
+                names_of = startup_probe.registry(manager) if manager else None
+                source = manager
+            else:
+                names_of = startup_probe.sglang_registry(action.dest)
+                source = ".".join(startup_probe.SGLANG_REGISTRIES.get(action.dest, ()))
+            if names_of and sorted(set(names_of)) == sorted(set(option_choices[names[0]])):
+                for name in names:
+                    out[name] = source
+            elif self.engine == "vllm":
+                literal = self.literal_choices(action)
+                if literal is not None:
+                    for name in names:
+                        out[name] = literal
+        return out
+
+    def literal_choices(self, action):
+        """"literal <expression>" where the action takes its value as given (no converting
+        `type=`) and every add_argument call of the release's parser-building
+        modules (ADDERS) that names one of the action's option strings gives `choices=` as a list,
+        tuple or set of string constants, or get_args(<a typing.Literal of its module>), equal to
+        the parser's choices (vllm@0.6.5/vllm/engine/arg_utils.py: `choices=get_args(TaskOption)`);
+        else None. Only asked where no plugin group of the engine's own was looked up."""
+        import importlib
+        import typing
+        if action.type not in (None, str):
+            return None   # the choices are checked on the converted value (type=str.lower, ...)
+        found = []
+        for module_name in dict.fromkeys(m for m, _, _ in self.ADDERS[self.engine]):
+            try:
+                module = importlib.import_module(module_name)
+                tree = _module_tree(module)
+            except Exception:  # noqa: BLE001 - not in this release
+                continue
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "add_argument"):
+                    continue
+                strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                if not set(strings) & set(action.option_strings):
+                    continue
+                expr = next((k.value for k in node.keywords if k.arg == "choices"), None)
+                if expr is None:
+                    return None
+                if isinstance(expr, (ast.List, ast.Tuple, ast.Set)) and all(
+                        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in expr.elts):
+                    values = [e.value for e in expr.elts]
+                elif (isinstance(expr, ast.Call) and ast.unparse(expr.func) in ("get_args", "typing.get_args")
+                      and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name)):
+                    alias = vars(module).get(expr.args[0].id)
+                    if typing.get_origin(alias) is not typing.Literal:
+                        return None
+                    values = list(typing.get_args(alias))
+                    if not all(isinstance(v, str) for v in values):
+                        return None
+                else:
+                    return None
+                found.append((values, ast.unparse(expr)))
+        if not found or any(sorted(set(v)) != sorted(set(map(str, action.choices))) for v, _ in found):
+            return None
+        return "literal " + found[0][1]
 
     def _start_up(self, entry, model_argv, reads):
         def run(argv):
@@ -355,7 +606,8 @@ class Oracle:
             return answer, sorted(self.reads.reads)
         parser = self.parsers[-1]
         read, solo = fuzz_types.start_up_probes(run, parser, model_argv, reads)
-        return {"start_up_reads": read, "start_up_alone": solo}
+        values = fuzz_types.start_up_values(run, parser, model_argv, read) if not self.check_roots(entry) else {}
+        return {"start_up_reads": read, "start_up_alone": solo, "start_up_values": values}
 
 
 def _post_parse_check(module, code):
@@ -386,6 +638,70 @@ def _post_parse_check(module, code):
     return None
 
 
+def _module_tree(module):
+    cache = _module_tree.__dict__.setdefault("cache", {})
+    if module.__name__ not in cache:
+        with open(module.__file__, encoding="utf-8") as f:
+            cache[module.__name__] = ast.parse(f.read())
+    return cache[module.__name__]
+
+
+def _inline_checks(run_server):
+    """The checks vLLM's run_server runs on the parsed argv before it binds the port, as one
+    function, or None (also used for vllm.scripts' serve(), whose first statement is a check): before 0.10 (vllm@0.9.0/vllm/entrypoints/openai/api_server.py run_server)
+    the tool-call and reasoning parser names are checked there against their registries, the
+    statements 0.10 moved into validate_api_server_args. Taken from run_server's source: from its
+    first statement, the `if ...: raise` statements and the assignments of names that read no
+    argv, past the logging calls and the --tool-parser-plugin import (_api_server_checks does not
+    run with a plugin); up to the first other statement (the socket bind). Compiled in
+    run_server's module namespace, its source in linecache (startup_probe reads the groups)."""
+    import inspect
+    import linecache
+    import textwrap
+    try:
+        fn = inspect.unwrap(run_server)
+        node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+        return None
+    param = node.args.args[0].arg
+
+    def reads_argv(stmt):
+        return any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt))
+
+    kept = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue   # docstring
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and "log" in ast.unparse(stmt.value.func):
+            continue   # logger.info("args: %s", args), log_non_default_args(args)
+        if isinstance(stmt, ast.If) and not stmt.orelse and all(isinstance(b, ast.Raise) for b in stmt.body):
+            kept.append(stmt)
+            continue
+        if isinstance(stmt, ast.If) and "_plugin" in ast.unparse(stmt.test) and not any(
+                isinstance(n, ast.Raise) for n in ast.walk(stmt)):
+            continue   # `if args.tool_parser_plugin ...: ToolParserManager.import_tool_parser(...)`
+        if isinstance(stmt, ast.Assign) and not reads_argv(stmt):
+            kept.append(stmt)
+            continue
+        break
+    if not any(isinstance(s, ast.If) for s in kept):
+        return None
+    fields = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}
+    checks = ast.FunctionDef(name="run_server_checks", args=ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=param)], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=kept, decorator_list=[], returns=None, **fields)
+    source = ast.unparse(ast.fix_missing_locations(ast.Module(body=[checks], type_ignores=[]))) + "\n"
+    filename = f"<run_server checks of {fn.__code__.co_filename}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = fn.__globals__
+    code = compile(source, filename, "exec")
+    scope = {}
+    exec(code, namespace, scope)
+    return scope["run_server_checks"]
+
+
 def _memoized(func, is_classmethod):
     recorded = {}
 
@@ -397,8 +713,15 @@ def _memoized(func, is_classmethod):
         key = args[0] if is_classmethod else None
         if key in recorded and not kwargs and len(args) == (2 if is_classmethod else 1):
             actions, groups, defaults = recorded[key]
-            for action in actions:
-                parser._add_action(action)
+            for action, registered in actions:
+                # registered as the real add_argument did it: every option string it put in the
+                # parser's table, which can be more than the action keeps (vllm@0.33
+                # vllm/utils/argparse_utils.py:_register_action hides --no-enable-x and the like)
+                kept, action.option_strings = action.option_strings, registered
+                try:
+                    parser._add_action(action)
+                finally:
+                    action.option_strings = kept
             parser._mutually_exclusive_groups.extend(groups)
             parser._defaults.update(defaults)
             return parser
@@ -406,7 +729,9 @@ def _memoized(func, is_classmethod):
         defaults = dict(parser._defaults)
         result = func(*args, **kwargs)
         if result is parser or result is None:
-            recorded[key] = (parser._actions[n_actions:], parser._mutually_exclusive_groups[n_groups:],
+            added = parser._actions[n_actions:]
+            recorded[key] = ([(a, fuzz_types.registered_strings(parser, a)) for a in added],
+                             parser._mutually_exclusive_groups[n_groups:],
                              {k: v for k, v in parser._defaults.items() if defaults.get(k, object()) is not v})
         return result
 
@@ -434,6 +759,12 @@ def main():
         try:
             if "describe" in req:
                 res = oracle.describe(req["describe"])
+            elif "prepared" in req:
+                res = oracle.prepared(req["prepared"], req["argv"])
+            elif "combos" in req:
+                res = oracle.combos(req["combos"])
+            elif "schemas" in req:
+                res = oracle.schemas(req["schemas"])
             elif "tolerated" in req:
                 res = {"tolerated": oracle.tolerant.tolerated,
                        "standins": sorted(n for n in oracle.standins.served if "." not in n)}

@@ -108,6 +108,26 @@ def check(oracles, engine, version, cases):
     assert not wrong, f"{engine} {version}: {len(wrong)} definite disagreements:\n" + "\n".join(wrong[:15])
 
 
+def check_preparation(oracle, engine, version, cases):
+    """The argv the release's own preparation hands to argparse (vLLM's FlexibleArgumentParser:
+    `_` spellings, -O rewriting, dotted JSON, the --model move) equals the model's replay of it."""
+    answers = oracle.ask_many([{"prepared": e, "argv": a} for e, a in cases])
+    prof = profile(engine, parse_version(version))
+    wrong = []
+    for (entry, argv), res in zip(cases, answers):
+        if res["outcome"] == "absent" or res["handed"] is None or "--config" in " ".join(argv):
+            continue
+        try:
+            mine = kvparse.prepared_texts(argv, prof, entry)
+        except kvparse._Stop as stop:
+            if stop.parse.outcome == kvparse.UNKNOWN:
+                continue
+            mine = None
+        if mine != res["handed"]:
+            wrong.append(f"{entry} {argv}: model {mine}; real {res['handed']}")
+    assert not wrong, f"{engine} {version}: the preparation differs:\n" + "\n".join(wrong[:15])
+
+
 def table(engine, version, files):
     """Cases at every boundary: all values, the issue-13 findings, abbreviations, -- and positionals.
     The first entry point gets every case, the second the ones where entry points differ."""
@@ -146,6 +166,56 @@ def table(engine, version, files):
               ("api_server", ["m", "--kv-cache-dtype", "auto"])] if engine == "vllm" else [
               ("launch_server", ["--kv-cache-dtype", "auto"]), ("sglang_serve", ["--model", "m"]),
               ("sglang_serve", ["--model-path=m", "--kv-cache-dtype", "auto"])]
+    return cases
+
+
+NO_VALUE_KINDS = ("boolean", "flag", "store_true", "store_false", "store_const", "count")
+
+
+def spellings(described, entry):
+    """Cases for every no-value option of the real parser (`describe` of this entry point): each
+    `--no-X` the parser registers, and `--no-X` for each `--X` it does not (argparse's
+    BooleanOptionalAction, vllm@0.33 EnableDisableAction's hidden forms), each in the `_`
+    spelling too, alone and with the dtype after it; and -O in every form vLLM rewrites."""
+    actions = described.get("actions", {})
+    flags = sorted(n for n, row in actions.items() if n.startswith("--") and row.get("action") in NO_VALUE_KINDS)
+    names = set(flags)
+    for name in flags:
+        if not name.startswith("--no-"):
+            names.add("--no-" + name[2:])
+        else:
+            names.add("--" + name[5:])
+    tails = []
+    for name in sorted(names):
+        tails += [[name], [name.replace("-", "_").replace("__", "--", 1), "--kv-cache-dtype", "auto"]]
+    tails += [["--no-enable-prefix", "--kv-cache-dtype", "auto"], ["--no_enable-prefix-caching=1"],
+              ["-O3"], ["-O", "3"], ["-O=3"], ["-O", "x"], ["-O"], ["-Odecode"], ["-O.level=3"], ["-O.mode=3"],
+              ["-O", "0", "--kv-cache-dtype", "fp8"], ["-O4"], ["-O", "4"], ["-O=", "x"], ["--port", "-O3"],
+              ["-O3", "-O.x=1"], ["-O0", "--kv-cache-dtype", "bogus"]]
+    return [(entry, MODEL[entry] + tail) for tail in tails]
+
+
+# Items for the engines' own Actions that engine-data did not probe them with (held out of
+# fuzz_types.ACTION_PROBES): LoRA adapters as people name them, documents with fields in another
+# order, and near misses.
+HELD_OUT_ITEMS = ["my-adapter=/data/lora/x", "a=b=c=d", "n=p,q", "a=b c", "=", "x", "{", "}", " { } ",
+                  '{"path": "/q", "name": "z"}', '{"name": "z", "path": "/q", "base_model_name": "b"}',
+                  '{"name": "z", "path": 3}', '{"name": "z", "path": "/q", "extra": 1}', '{"name": "z"}',
+                  '{"lora_path": "/q", "lora_name": "z"}', '{"lora_name": "z", "lora_path": "/q", "extra": 1}',
+                  '{"lora_name": "z"}', "None", "", "  ", "{}", "[]"]
+
+
+def custom_actions(described, entry):
+    """Cases for every option whose value the release's own argparse Action takes (kind "custom"):
+    each held-out item alone, after another item, and two of them, with the dtype after."""
+    names = sorted(n for n, row in described.get("actions", {}).items()
+                   if n.startswith("--") and row.get("action") == "custom" and "action_probes" in row)
+    cases = []
+    for name in names:
+        for k, item in enumerate(HELD_OUT_ITEMS):
+            cases.append((entry, MODEL[entry] + [name, item, "--kv-cache-dtype", "auto"]))
+            cases.append((entry, MODEL[entry] + [name, "a=b", item, HELD_OUT_ITEMS[k - 1]]))
+        cases.append((entry, MODEL[entry] + [f"{name}=my-adapter=/data/lora/x"]))
     return cases
 
 
@@ -223,7 +293,10 @@ def test_release(oracles, yaml_files, engine, version):
         assert extra["positionals"].get(primary) == (" ".join(described["positionals"]) or "-"), drift
         real_values = described["choices"] if described["choices"] is not None else described["validator"]
         assert values == sorted(real_values), f"{engine} {version}: accepted values differ from the real parser"
-        check(oracles, engine, version, table(engine, version, yaml_files) + generated(engine, yaml_files))
+        check(oracles, engine, version, table(engine, version, yaml_files) + generated(engine, yaml_files)
+              + spellings(described, primary) + custom_actions(described, primary))
+        check_preparation(oracle, engine, version, table(engine, version, yaml_files)[::3]
+                          + spellings(described, primary)[::4])
     finally:
         oracles.close_one(engine, version)
 

@@ -5,3 +5,4 @@ import collections
 STATS = collections.Counter()
 RELEASES_SEEN = set()
 UNKNOWN_REASONS = collections.Counter()
+REALCMDS = {}   # test_realcmds: "releases" -> {"engine version": its Result}

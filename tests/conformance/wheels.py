@@ -47,7 +47,7 @@ PLATFORMS = ([f"manylinux_2_{n}_x86_64" for n in (39, 35, 34, 31, 28, 27, 24, 17
 
 def _download(engine, version, into, log):
     for python in PYTHONS:
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check",
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--disable-pip-version-check", "--no-cache-dir",
                "--only-binary", ":all:", "--python-version", python,
                *[a for p in PLATFORMS for a in ("--platform", p)], "-d", into, f"{engine}=={version}"]
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import background
+
 # `tests.connection` is importable however pytest is started (python -m pytest puts the working
 # directory on sys.path; the pytest script does not), as `python -m tests.connection` needs it.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,9 +33,15 @@ def _required():
 
 @pytest.fixture(scope="session")
 def parity_tools():
-    """(kubectl, plugin): paths of the real kubectl and of kubectl-kvcache."""
+    """(kubectl, plugin): paths of the real kubectl and of kubectl-kvcache (waiting for
+    scripts/test's background build of kubectl, if one runs)."""
     try:
+        built = background.wait(background.BINARIES)
+        if built:
+            os.environ["KUBEBUILDER_ASSETS"] = built
         return runner.find_kubectl(), runner.find_plugin()
+    except background.Failed as exc:
+        reason = f"the kubectl parity tier cannot run: {exc}"
     except runner.Unavailable as exc:
         reason = f"the kubectl parity tier cannot run: {exc}"
     if _required():

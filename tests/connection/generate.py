@@ -256,7 +256,8 @@ def c_yaml_structure(rng):
     t1, t2 = _tok(rng, "one"), _tok(rng, "two")
     form = rng.choice(["anchors", "merge", "dupkey", "docs", "tab-indent", "tab-value", "crlf", "bom",
                        "json", "flow", "comments", "tags", "explicit-key", "dup-names", "unicode-names",
-                       "folded-server", "empty-docs", "yaml-directive", "bom-json", "nested-flow"])
+                       "folded-server", "empty-docs", "yaml-directive", "bom-json", "nested-flow",
+                       "tab-anchor", "tab-blank-lines", "control-server"])
     srv = "https://127.0.0.1:@TLS@"
     base = (f"apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
             f"contexts:\n- name: ctx\n  context: {{cluster: c1, user: u1}}\n")
@@ -281,6 +282,18 @@ def c_yaml_structure(rng):
     elif form == "tab-value":
         text = (base + f"clusters:\n- name: c1\n  cluster:\n    server:\t{srv}\n    certificate-authority:\t@CA@\n"
                 f"users:\n- name: u1\n  user:\n    token:\t{t1}\t\n")
+    elif form == "tab-anchor":      # an anchor sends the document through PyYAML's pure-Python scanner
+        text = (base + f"clusters:\n- name:\tc1\n  cluster: &c\n    server:\t{srv}\t\n"
+                f"    certificate-authority: \t@CA@\nusers:\n- name: u1\n  user:\n    token:\t{t1}\t# tab\n")
+    elif form == "tab-blank-lines":
+        text = (base + f"\t\nclusters:\n- name: c1\n  cluster:\n  \t\n    server: {srv}\n\t# a comment after a tab\n"
+                f"    certificate-authority: @CA@\nusers:\n- name: u1\n  user: {{token: {t1}}}\n")
+    elif form == "control-server":  # Go's url.Parse refuses any control byte; urlsplit strips some
+        ctl = rng.choice(["\\t", "\\x01", "\\x7f", "\\n", "\\r"])
+        where = rng.choice(["end", "start", "path"])
+        server = {"end": f"{srv}{ctl}", "start": f"{ctl}{srv}", "path": f"{srv}/a{ctl}b"}[where]
+        text = (base + f"clusters:\n- name: c1\n  cluster:\n    server: \"{server}\"\n    certificate-authority: @CA@\n"
+                f"users:\n- name: u1\n  user: {{token: {t1}}}\n")
     elif form == "explicit-key":
         text = (base + f"clusters:\n- name: c1\n  cluster:\n    ? server\n    : {srv}\n    ? certificate-authority\n"
                 f"    : @CA@\nusers:\n- ? name\n  : u1\n  user: {{? token : {t1}}}\n")

@@ -82,6 +82,32 @@ def test_the_tier_can_fail(parity_tools):
     assert runner.sent(results[0]["kubectl"]["obs"]) and results[0]["kubectl"]["rc"] == 0
 
 
+PWD_CRED = """#!/bin/sh
+printf '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": "%s"}}\\n' \\
+  "exec-in-$(basename "$PWD")-$(cat where 2>/dev/null || echo nowhere)"
+"""
+
+
+def test_an_exec_plugin_runs_in_kubectls_directory(parity_tools):
+    """client-go's exec.go runs the plugin in the directory kubectl runs in (it sets no cmd.Dir),
+    not the kubeconfig's: a plugin that reads a relative path reads it there. The kubeconfig is in
+    a folder of its own, holding a `where` file the plugin would read if run there."""
+    import random
+    kubectl, plugin = parity_tools
+    rng = random.Random(31)
+    exec_ = {"apiVersion": "client.authentication.k8s.io/v1", "command": "@DIR@/bin/pwd-cred",
+             "interactiveMode": "Never"}
+    doc = config({"c1": tls_cluster()}, {"u1": {"exec": exec_}})
+    case = Case(id=-31, category="self-test", title="exec plugin's directory",
+                files={"kc/config": dump(doc, rng), "kc/where": b"kubeconfig-folder\n", "where": b"case-folder\n",
+                       "bin/pwd-cred": PWD_CRED.encode()},
+                env={}, argv=["--kubeconfig", "kc/config"], executable=["bin/pwd-cred"])
+    [result] = runner.run_cases([case], kubectl, plugin, workers=1)
+    assert runner.sent(result["kubectl"]["obs"]), runner.describe(result)
+    assert "case-folder" in str(result["kubectl"]["obs"]["requests"]), runner.describe(result)
+    assert result["differences"] == [], runner.describe(result)
+
+
 def _run(rc, stderr, obs=None):
     return {"rc": rc, "stderr": stderr, "obs": obs or runner.observe([])}
 

@@ -87,8 +87,21 @@ def test_old_vllm_image_entrypoint_is_the_api_server_module():
     from kubectl_kvcache.engine.releases import parse_version
     argv = build_argv({"image": "vllm/vllm-openai:v0.4.2", "args": ["--model", "m"]}, parse_version("0.4.2"))
     assert texts(argv) == ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
-    argv = build_argv({"image": "vllm/vllm-openai:v0.5.3", "args": ["m"]}, parse_version("0.5.3"))
+    argv = build_argv({"image": "vllm/vllm-openai:v0.6.6", "args": ["--model", "m"]}, parse_version("0.6.6"))
+    assert texts(argv) == ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    argv = build_argv({"image": "vllm/vllm-openai:v0.11.1", "args": ["m"]}, parse_version("0.11.1"))
     assert texts(argv) == ["vllm", "serve", "m"]
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.10.2", "0.11.0"])
+def test_a_vllm_image_whose_entrypoint_is_not_pinned_is_unknown_naming_it(version):
+    """Between the Dockerfile versions read (api_server in the 0.8.5 era, `vllm serve` from 0.11.1) the
+    image's ENTRYPOINT is not pinned to a release: an args-only container is UNKNOWN, never judged as
+    one of them."""
+    from kubectl_kvcache.engine.releases import parse_version
+    argv = build_argv({"image": f"vllm/vllm-openai:v{version}", "args": ["--model", "m"]}, parse_version(version))
+    assert isinstance(argv, Undecidable)
+    assert "ENTRYPOINT" in argv.reason and "docker inspect" in argv.reason and argv.cause.code == "image"
 
 
 def test_token_sources_and_positions():

@@ -5,7 +5,9 @@ naming the option, where a value's fate depends on code or files it does not hav
 
 import pytest
 
-from kubectl_kvcache.engine import kvparse, predict
+from decisions import assert_decision
+
+from kubectl_kvcache.engine import kvparse
 
 SERVE = ["vllm", "serve"]
 API = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
@@ -40,8 +42,16 @@ CASES = [
     ("log-outputs-alone", "vllm", "0.29.0", SERVE + ["m", "--enable-log-outputs"], REJECTED,
      "--enable-log-requests"),
     ("log-outputs-api-server", "vllm", "0.29.0", API + ["--enable-log-outputs"], REJECTED, "--enable-log-requests"),
+    # issue 29: combinations the start-up checks read are decided from the probed decision table
     ("log-outputs-with-requests", "vllm", "0.29.0", SERVE + ["m", "--enable-log-outputs", "--enable-log-requests"],
-     UNKNOWN, "--enable-log-outputs"),
+     OK, None),
+    ("auto-tool-choice-with-parser", "vllm", "0.29.0",
+     SERVE + ["m", "--enable-auto-tool-choice", "--tool-call-parser", "llama3_json"], OK, None),
+    ("auto-tool-choice-unregistered-parser", "vllm", "0.29.0",
+     API + ["--enable-auto-tool-choice", "--tool-call-parser", "nonesuch"], REJECTED, "invalid tool call parser"),
+    ("auto-tool-choice-template-path", "vllm", "0.29.0",
+     SERVE + ["m", "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--chat-template", "t.jinja"],
+     UNKNOWN, "--chat-template"),
     ("auto-tool-choice-alone", "vllm", "0.29.0", SERVE + ["m", "--enable-auto-tool-choice"], REJECTED,
      "--tool-call-parser"),
     ("ep-moe-0.5.3", "sglang", "0.5.3", LAUNCH + ["--enable-ep-moe"], REJECTED, "--enable-ep-moe"),
@@ -68,9 +78,4 @@ CASES = [
 
 @pytest.mark.parametrize("name,engine,version,command,outcome,detail", CASES, ids=[c[0] for c in CASES])
 def test_issue_23_classes(name, engine, version, command, outcome, detail):
-    p = predict({"name": "c", "command": command}, engine, version)
-    assert p.outcome == outcome, p.reason
-    if outcome == OK:
-        assert p.effective == detail
-    else:
-        assert detail in p.reason
+    assert_decision(engine, version, command, outcome, detail)

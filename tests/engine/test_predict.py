@@ -620,6 +620,14 @@ def test_engine_identification(container, declared, engine, expected, via):
 
 
 # --- shell-wrapped commands ----------------------------------------------------------------
+def FIELD(name, path):
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def SECRET(name):
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+
+
 
 SHELL_ROWS = [
     # (id, command, args, env, expected summary, `via` holds)
@@ -655,7 +663,55 @@ SHELL_ROWS = [
      OK("fp8_e4m3"), "sh -c > python3 -m sglang.launch_server"),
     ("two-engines", ["sh", "-c", "vllm serve m --kv-cache-dtype fp8; vllm serve m --kv-cache-dtype auto"], None, None,
      UNKNOWN, ""),
+    # variables the Pod sets through the Downward API: the value is not in the spec, its shape is
+    ("field-quoted", ["sh", "-c", 'exec vllm serve m --host "$POD_IP" --kv-cache-dtype fp8'], None,
+     [FIELD("POD_IP", "status.podIP")], OK("fp8"), "vllm serve"),
+    ("field-unquoted-never-empty", ["sh", "-c", "exec vllm serve m --served-model-name $POD --kv-cache-dtype fp8"],
+     None, [FIELD("POD", "metadata.name")], OK("fp8"), "vllm serve"),
+    ("field-unquoted-may-be-empty", ["sh", "-c", "exec vllm serve m --host $POD_IP --kv-cache-dtype fp8"], None,
+     [FIELD("POD_IP", "status.podIP")], UNKNOWN, ""),
+    ("field-unquoted-after-a-prefix", ["sh", "-c", "exec vllm serve m --host=$POD_IP --kv-cache-dtype fp8"], None,
+     [FIELD("POD_IP", "status.podIP")], OK("fp8"), "vllm serve"),
+    ("field-through-assignment", ["sh", "-c", "set -e\nH=${POD:-x}\nexec vllm serve m --served-model-name $H "
+                                              "--kv-cache-dtype fp8"], None, [FIELD("POD", "metadata.name")],
+     OK("fp8"), "vllm serve"),
+    ("field-label-is-any-text", ["sh", "-c", 'exec vllm serve m --served-model-name "$L" --kv-cache-dtype fp8'],
+     None, [FIELD("L", "metadata.labels['app']")], UNKNOWN, ""),
+    ("field-value-of-int-option", ["vllm", "serve", "m", "--port", "$(POD_IP)"], None,
+     [FIELD("POD_IP", "status.podIP")], UNKNOWN, ""),
+    # Kubernetes pastes $(NAME) into the script text before the shell parses it
+    ("field-pasted-into-script", ["sh", "-c", "exec vllm serve m --served-model-name $(POD) --kv-cache-dtype fp8"],
+     None, [FIELD("POD", "metadata.name")], OK("fp8"), "vllm serve"),
+    ("field-pasted-as-the-dtype", ["sh", "-c", "exec vllm serve m --kv-cache-dtype $(POD)"], None,
+     [FIELD("POD", "metadata.name")], UNKNOWN, ""),
+    ("field-pasted-as-the-program", ["sh", "-c", "$(POD) serve m"], None, [FIELD("POD", "metadata.name")],
+     UNKNOWN, ""),
+    ("field-pasted-may-be-empty", ["sh", "-c", "exec vllm serve m --host $(IP) --kv-cache-dtype fp8"], None,
+     [FIELD("IP", "status.podIP")], UNKNOWN, ""),
+    # a Secret's value given where no value changes the parse: decided
+    ("secret-explicit-string-value", ["sh", "-c", 'exec vllm serve m --api-key="$KEY" --kv-cache-dtype fp8'], None,
+     [SECRET("KEY")], OK("fp8"), "vllm serve"),
+    ("secret-after-a-known-prefix", ["sh", "-c", 'exec vllm serve /models/"$M" --kv-cache-dtype fp8'], None,
+     [SECRET("M")], OK("fp8"), "vllm serve"),
+    # ... and where one starting with '-' would be read as an option, or a choice is checked: not
+    ("secret-separate-value", ["sh", "-c", 'exec vllm serve m --api-key "$KEY" --kv-cache-dtype fp8'], None,
+     [SECRET("KEY")], UNKNOWN, ""),
+    ("secret-explicit-choice-value", ["sh", "-c", 'exec vllm serve m --dtype="$KEY" --kv-cache-dtype fp8'], None,
+     [SECRET("KEY")], UNKNOWN, ""),
+    ("secret-explicit-choice-value-argv", ["vllm", "serve", "m", "--dtype=$(KEY)", "--kv-cache-dtype", "fp8"], None,
+     [SECRET("KEY")], UNKNOWN, ""),
+    ("secret-explicit-model-is-moved", ["vllm", "serve", "m", "--model=$(KEY)", "--kv-cache-dtype", "fp8"], None,
+     [SECRET("KEY")], UNKNOWN, ""),      # vLLM moves --model=M to the positional: `m` is then refused
+    ("secret-explicit-nargs-plus", ["vllm", "serve", "m", "--served-model-name=$(KEY)", "--kv-cache-dtype", "fp8"],
+     None, [SECRET("KEY")], OK("fp8"), "vllm serve"),
+    ("real-shape-sglang", ["bash", "-c", 'set -ex; pip install x && mkdir -p /d && echo start\n'
+                                         'exec python3 -m sglang.launch_server --model-path "$MODEL" \\\n'
+                                         '  --host "$POD_IP" --port ${PORT:-30000} "$@"', "sh",
+                           "--kv-cache-dtype", "fp8_e4m3"], None,
+     [{"name": "MODEL", "value": "org/m"}, FIELD("POD_IP", "status.podIP"), {"name": "PORT", "value": "8000"}],
+     OK("fp8_e4m3"), "python3 -m sglang.launch_server"),
 ]
+
 
 
 @pytest.mark.parametrize("command,args,env,expected,via", [r[1:] for r in SHELL_ROWS], ids=[r[0] for r in SHELL_ROWS])
@@ -670,6 +726,8 @@ def test_shell_wrapped(command, args, env, expected, via):
     p = predict(container, engine, version)
     assert summary(p) == expected, p.reason
     assert via in p.via
+    if expected == UNKNOWN:
+        assert p.cause is not None and p.cause.subject, p
 
 
 # --- which version is judged ----------------------------------------------------------------
@@ -719,7 +777,8 @@ def test_version_source(engine, image, declared, version, source):
 
 
 def test_version_from_image_decides_the_outcome():
-    container = {"image": "vllm/vllm-openai:v0.6.0", "args": ["m", "--kv", "fp8"]}
+    # args-only: the image's ENTRYPOINT then (python3 -m vllm.entrypoints.openai.api_server), which takes --model
+    container = {"image": "vllm/vllm-openai:v0.6.0", "args": ["--model", "m", "--kv", "fp8"]}
     assert summary(predict(container, "vLLM", None)) == OK("fp8")
     container["image"] = "vllm/vllm-openai:v0.6.6"
     p = predict(container, "vLLM", None)

@@ -180,7 +180,8 @@ ENTRY = {"vllm": "serve", "sglang": "launch_server"}
 
 def reference_parser(engine, version):
     """argparse configured like ENGINE at VERSION: every option of the release's real parser with its
-    arity (parsers.py) and its value type (the model's vocabulary), the dtype with `choices=`.
+    arity (parsers.py) and its value type (the model's vocabulary), the dtype and the options whose
+    choices are fixed in the release's code (fixed_choices) with `choices=`.
     Options whose fate the model does not take from argparse (the engine's own actions, opaque
     types, start-up checks) are collected in `parser.unmodelled`."""
     v = parse_version(version)
@@ -196,6 +197,8 @@ def reference_parser(engine, version):
         if kind not in ("store", "append", "extend") or type_name.startswith("opaque") or "file" in rest:
             parser.unmodelled.add(name)
         typed = {} if type_name == "str" or type_name.startswith("opaque") else {"type": _checker(type_name)}
+        if name in prof.fixed_choices:   # choices read from a registry fixed in the release's code
+            typed["choices"] = dict(prof.choices)[name]
         if name == engines.DTYPE_OPTION:
             parser.add_argument(name, dest="kv_cache_dtype", choices=sorted(prof.accepted))
         elif arity == "0":

@@ -80,7 +80,7 @@ def _broken(change):
     (_broken(lambda d: d.update(schema=99)), "schema: 99"),
     (_broken(lambda d: d.pop("schema")), "schema: None"),
     (_broken(lambda d: d.update(engine="tgi")), "engine: 'tgi'"),
-    (_broken(lambda d: d.update(data=[])), "data: not an object"),
+    (_broken(lambda d: d.update(data=[])), "data: a list, not an object"),
     (_broken(lambda d: d["data"].update(releases=["latest"])), "data.releases"),
     (_broken(lambda d: d["data"].update(options={"--x": "1"})), "data.options"),
     (_broken(lambda d: d["data"].update(releases=[])), "data.releases"),

@@ -498,3 +498,64 @@ def test_shell_invocation_never_raises(argv):
 
 def test_deep_nesting_does_not_raise():
     assert isinstance(parse_script("echo " + "$(" * 2000, {}), ScriptResult)
+
+
+# --- differential: the model against real shells ----------------------------------------------
+# Generated `printf '%s\0' WORDS` scripts run under dash and bash with concrete values for every
+# variable; the model sees only what a Pod spec says: A/B known, P a Downward API field that is
+# never empty (metadata.name: a DNS name), Q one that may be empty (status.podIP), U unknown (a
+# Secret). Each word the model states must be the shell's; an unknown single word must start with
+# its known prefix and, when plain, not with '-'; the word count must match unless a word may split.
+
+import os
+import shutil
+import subprocess
+
+REAL_SHELLS = [s for s in ("dash", "bash") if shutil.which(s)]
+MODEL_ENV = {"A": "a b", "B": "-x", "P": ("shape", "$P comes from the Pod field metadata.name", True),
+             "Q": ("shape", "$Q comes from the Pod field status.podIP", False),
+             "U": ("unk", "$U comes from Secret s (key k)")}
+_INNER = ["a b", "$A", "${A}", "$B", "${P}", "$P", "$Q", "$U", "${A:-d e}", "${Q:-0.0.0.0}", "${P:+y}",
+          "${U:-z}", "${Q:+q}", "--x=", "/m/", ""]
+_PART = st.one_of(
+    st.sampled_from(["a", "--x", "-", "x=y", "/m/", "1", "--opt=", "-v"]),
+    st.sampled_from(["'a b'", "'$A'", "''", "\\-z"]),
+    st.lists(st.sampled_from(_INNER), min_size=1, max_size=3).map(lambda xs: '"' + "".join(xs) + '"'),
+    st.sampled_from(["$A", "${A:-x y}", "$B", "$P", "$Q", "$U", "${Q:-z}", "${P:-z}", "${U:-z}", "${A:+-v}",
+                     "${P:+-p}", "${Q-w}", "X=$P", "--h=$Q"]),
+)
+_WORD = st.lists(_PART, min_size=1, max_size=3).map("".join)
+_DNS = st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,8}[a-z0-9])?", fullmatch=True)
+
+
+def _real_words(shell, script, env, tmp):
+    out = subprocess.run([shell, "-c", script], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
+                         capture_output=True, cwd=tmp, timeout=10, check=True).stdout
+    return out.decode().split("\0")[:-1]
+
+
+@pytest.mark.skipif(not REAL_SHELLS, reason="no dash or bash on this machine")
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(_WORD, min_size=1, max_size=5), pod=_DNS, ip=st.sampled_from(["10.1.2.3", "fd00::1", ""]),
+       secret=st.sampled_from(["", "x", "-x", "a b", "--kv-cache-dtype=fp8"]),
+       shell=st.sampled_from(REAL_SHELLS or ["sh"]))
+def test_words_agree_with_real_shells(words, pod, ip, secret, shell, tmp_path_factory):
+    script = "printf '%s\\0' " + " ".join(words)
+    real = _real_words(shell, script, {"A": "a b", "B": "-x", "P": pod, "Q": ip, "U": secret},
+                       tmp_path_factory.getbasetemp())
+    result = parse_script(script, MODEL_ENV)
+    assert result.unknown is None, script
+    model = result.commands[0].words[2:]
+    j = 0
+    for w in model:
+        if w.may_split:
+            return
+        assert j < len(real), (script, real)
+        if w.text is not None:
+            assert real[j] == w.text, (script, real, w)
+        else:
+            assert w.reason and real[j].startswith(w.prefix), (script, real, w)
+            if w.plain:
+                assert not real[j].startswith("-"), (script, real, w)
+        j += 1
+    assert j == len(real), (script, real, model)

@@ -5,10 +5,12 @@ import os
 
 import pytest
 
+import enginefiles
 import objects as o
 
+from kubectl_kvcache import engine
 from kubectl_kvcache.judge import checks
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, decode, records
 from kubectl_kvcache.engine import releases as engines
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.render.checks import engine_label
@@ -19,7 +21,7 @@ NS = "team"
 # -- builders: records made from the shared object builders (tests/objects.py) ---------------
 
 def binding(name, dtype, ns=NS, pool="pool-a", domain="default", used_by=()):
-    return records.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
+    return decode.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
 
 
 role = o.role
@@ -27,13 +29,13 @@ role = o.role
 
 def deployment(name, engine="vLLM", version="0.29.0", binding_name="b", roles=None, ns=NS, image=None,
                kv_cache=True):
-    return records.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
+    return decode.deployment_record(o.deployment(name, engine, version, binding_name, ns=ns, roles=roles,
                                                image=image, kv_cache=kv_cache))
 
 
 def md_pod(md_name, role_name, command, image="gpustack/runner:cuda12.9-vllm0.29.0", name=None, ns=NS,
            created="2026-03-10T09:00:00Z", exit_code=None):
-    return records.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
+    return decode.pod_record(o.md_pod(name or f"{md_name}-{role_name}-0", md_name, list(command), ns=ns,
                                     role=role_name, exit_code=exit_code, image=image, created=created))
 
 
@@ -49,17 +51,17 @@ FORWARDED = {"kvcache.gpustack.ai/launch-args-forwarded": "true"}
 
 def workload(name, containers, kind="Deployment", binding_name="b", engine="vLLM", annotations=None, ns=NS,
              inject=True):
-    return records.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
+    return decode.workload_record(o.workload(name, containers, kind, binding_name, engine, annotations, ns, inject))
 
 
 def injected_pod(name, containers, binding_name="b", engine="vLLM", annotations=None, ns=NS, owner=None):
-    return records.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
+    return decode.pod_record(o.injected_pod(name, binding_name, engine, containers, ns, extra_ann=annotations,
                                           owner=owner))
 
 
 def setting(value="true"):
     status = {} if value is None else {"value": value}
-    return records.setting_record({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+    return decode.setting_record({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
                                 "metadata": {"name": api.SETTING_NAME, "namespace": api.SETTING_NAMESPACE},
                                 "spec": {}, "status": status}, "file")
 
@@ -161,7 +163,7 @@ def test_a_binding_used_by_both_engines_needs_a_value_in_both_sets(dtype, sugges
     report = run(binding("b", dtype), deployment("v", engine="vLLM", version="0.29.0"),
                  deployment("s", engine="SGLang", version="0.5.18"))
     e = entry(report, "b")
-    assert [engine_label(a) for a in e.engines()] == ["sglang 0.5.18", "vllm 0.29.0"]
+    assert [engine_label(a) for a in e.engines()] == ["SGLang 0.5.18", "vLLM 0.29.0"]
     if dtype == suggestion:
         assert e.verdict == "OK"
     else:
@@ -188,7 +190,7 @@ def test_version_from_spec_image_then_pods_then_minimum_and_the_message_says_whi
     # no version, image in spec.engine.image
     r = run(binding("b", "bf16"), deployment("md", engine="SGLang", version=None, image="lmsysorg/sglang:v0.5.3-cu124"))
     assert "SGLang 0.5.3 (from spec.engine.image)" in only(r, "binding-dtype-rejected").message
-    assert engine_label(entry(r, "b").engines()[0]) == "sglang 0.5.3 (image)"
+    assert engine_label(entry(r, "b").engines()[0]) == "SGLang 0.5.3 (image tag)"
     # no version, no image: the Pods' images (every distinct version is judged)
     pods = [md_pod("md", "server", ["python3", "-m", "sglang.launch_server"], image="lmsysorg/sglang:v0.5.3",
                    name="p-old", created="2026-01-01T00:00:00Z"),
@@ -197,11 +199,11 @@ def test_version_from_spec_image_then_pods_then_minimum_and_the_message_says_whi
     r = run(binding("b", "bf16"), deployment("md", engine="SGLang", version=None), *pods)
     f = only(r, "binding-dtype-rejected")
     assert "SGLang 0.5.3 (from Pod image)" in f.message and "0.5.4" not in f.message
-    assert [engine_label(a) for a in entry(r, "b").engines()] == ["sglang 0.5.3 (pods)", "sglang 0.5.4 (pods)"]
+    assert [engine_label(a) for a in entry(r, "b").engines()] == ["SGLang 0.5.3 (the Pods' image)", "SGLang 0.5.4 (the Pods' image)"]
     # nothing at all: the operator's minimum, said so
     r = run(binding("b", "fp8"), deployment("md", engine="SGLang", version=None))
     assert "SGLang 0.5.18 (version unknown: the operator minimum)" in only(r, "binding-dtype-rejected").message
-    assert engine_label(entry(r, "b").engines()[0]) == "sglang 0.5.18 (minimum)"
+    assert engine_label(entry(r, "b").engines()[0]) == "SGLang 0.5.18 (version unknown: operator minimum)"
 
 
 def test_an_unparseable_declared_version_falls_back_to_the_minimum():
@@ -561,8 +563,38 @@ def test_flag_tokens_on_the_engine_model():
 def test_accepted_since_and_suggest():
     assert checks.accepted_since("sglang", "fp4_e2m1") is None      # removed in 0.5.21
     assert checks.accepted_since("vllm", "float16") == "0.18.0"
+    assert checks.accepted_since("vllm", "fp8_e5m2") == "0.4.3"     # removed in 0.4.1, back in 0.4.3
     p = [engines.profile("sglang", engines.parse_version("0.5.18"))]
     assert checks.suggest_dtype("fp8", p) == "fp8_e4m3" and checks.suggest_dtype("float16", p) is None
+
+
+def test_accepted_since_reads_added_releases_and_the_fix_names_them():
+    """Issue 31: a 0.34 file that accepts `fp4_e2m1`: the fix says vLLM accepts it from 0.34.0
+    (not "no such spelling"), and without the file it says vLLM has none."""
+    report = run(binding("b", "fp4_e2m1"), deployment("md", version="0.33.0"))
+    assert "vLLM has no spelling of 'fp4_e2m1'" in only(report, "binding-dtype-rejected").fix
+    doc = enginefiles.release_slice("vllm", "0.33.0", "0.34.0")
+    doc["data"]["values"]["fp4_e2m1"] = [["0.34.0", None]]
+    try:
+        engine.add_releases([("vllm-0.34.0.json", doc)])
+        assert checks.accepted_since("vllm", "fp4_e2m1") == "0.34.0"
+        assert checks.accepted_since("sglang", "fp4_e2m1") is None and checks.accepted_since("vllm", "fp8") == "0.4.1"
+        f = only(run(binding("b", "fp4_e2m1"), deployment("md", version="0.33.0")), "binding-dtype-rejected")
+        assert "vLLM accepts 'fp4_e2m1' from 0.34.0" in f.fix and "no spelling" not in f.fix
+        assert not codes(run(binding("b", "fp4_e2m1"), deployment("md", version="0.34.0")), "binding-dtype-rejected")
+    finally:
+        engine.add_releases([])
+    assert checks.accepted_since("vllm", "fp4_e2m1") is None
+
+
+def test_two_rejecting_releases_of_one_engine_give_one_hint():
+    report = run(binding("b", "ultraquant_4bit"), deployment("a", version="0.29.0"),
+                 deployment("c", version="0.30.0"), deployment("s", engine="SGLang", version="0.5.18"),
+                 deployment("t", engine="SGLang", version="0.5.20"))
+    f = only(report, "binding-dtype-rejected")
+    assert "vLLM 0.29.0" in f.message and "vLLM 0.30.0" in f.message
+    assert f.fix.count("vLLM accepts 'ultraquant_4bit' from 0.32.0") == 1
+    assert f.fix.count("SGLang has no spelling of 'ultraquant_4bit'") == 1
 
 
 def test_findings_are_sorted_by_severity_and_the_setting_comes_last():

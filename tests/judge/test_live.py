@@ -8,15 +8,17 @@ import objects as o
 from kubectl_kvcache.judge import live, rollout, verify
 from kubectl_kvcache.load.manifests import snapshot_of
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.operator import records
+from kubectl_kvcache.operator import decode, records
 
 NS = "team"
 BINDINGS = {"b1": "fp8", "b2": "bf16", "b3": None}      # vLLM accepts fp8, rejects bf16; b3 has no dtype
 
 
-def pod_obj(name, md, dtype, phase, role="server"):
-    pod = o.md_pod(name, md, o.vllm_argv(dtype), role=role)
-    pod["status"] = {"phase": phase}
+def pod_obj(name, md, dtype, phase, role="server", crashed=False):
+    """crashed: the engine container last exited with the parser's code 2 (confirmed REJECTED when
+    the argv is rejected; a Pod of an older render, when the Setting or the Binding moved since)."""
+    pod = o.md_pod(name, md, o.vllm_argv(dtype), role=role, exit_code=2 if crashed else None)
+    pod["status"]["phase"] = phase
     return pod
 
 
@@ -26,7 +28,7 @@ def md_obj(name, binding, replicas, extra=()):
 
 
 pods = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 3), st.sampled_from([None, "fp8", "bf16"]),
-                 st.sampled_from(["Running", "Pending"]))
+                 st.sampled_from(["Running", "Pending"]), st.booleans())
 events = st.one_of(
     st.tuples(st.just("pod"), pods),
     st.tuples(st.just("delpod"), st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 3))),
@@ -50,10 +52,10 @@ def judge_event(objects, event):
     """Apply one event to the objects; return the live judge's event for it."""
     kind, arg = event
     if kind == "pod":
-        md, n, dtype, phase = arg
+        md, n, dtype, phase, crashed = arg
         name = f"{md}-server-{n}"
-        obj = objects[("Pod", name)] = pod_obj(name, md, dtype, phase)
-        return (live.POD, (NS, name), records.pod_record(obj))
+        obj = objects[("Pod", name)] = pod_obj(name, md, dtype, phase, crashed=crashed)
+        return (live.POD, (NS, name), decode.pod_record(obj))
     if kind == "delpod":
         name = f"{arg[0]}-server-{arg[1]}"
         objects.pop(("Pod", name), None)
@@ -61,14 +63,14 @@ def judge_event(objects, event):
     if kind == "md":
         name, binding, replicas, own_flag = arg
         obj = objects[("MD", name)] = md_obj(name, binding, replicas, ["--kv-cache-dtype", "auto"] if own_flag else ())
-        return (live.DEPLOYMENT, (NS, name), records.deployment_record(obj))
+        return (live.DEPLOYMENT, (NS, name), decode.deployment_record(obj))
     if kind == "delmd":
         objects.pop(("MD", arg), None)
         return (live.DEPLOYMENT, (NS, arg), None)
     if kind == "binding":
         name, dtype = arg
         obj = objects[("B", name)] = o.binding(name, dtype)
-        return (live.BINDING, (NS, name), records.binding_record(obj))
+        return (live.BINDING, (NS, name), decode.binding_record(obj))
     if kind == "delbinding":
         objects.pop(("B", arg), None)
         return (live.BINDING, (NS, arg), None)
@@ -77,11 +79,11 @@ def judge_event(objects, event):
             objects.pop(("S", ""), None)
             return (live.SETTING, None, records.default_setting())
         obj = objects[("S", "")] = o.setting(arg)
-        return (live.SETTING, None, records.setting_record(obj, "file"))   # as snapshot_of reads it
+        return (live.SETTING, None, decode.setting_record(obj, "file"))   # as snapshot_of reads it
     n, binding = arg
     name = f"injected-{n}"
     obj = objects[("Pod", name)] = o.injected_pod(name, binding, containers=[o.container("main", args=["--x"])])
-    return (live.POD, (NS, name), records.pod_record(obj))
+    return (live.POD, (NS, name), decode.pod_record(obj))
 
 
 def start_objects():
@@ -118,6 +120,7 @@ def test_every_batch_leaves_the_report_verify_gives(batches):
         p, q = judge.progress(), rollout.progress(full, snapshot(objects).deployments)
         assert (p.counts, p.done, p.total, p.outcome) == (q.counts, q.done, q.total, q.outcome)
         assert [i.key for i in p.left] == [i.key for i in q.left]
+        assert [i.key for i in p.rejected] == [i.key for i in q.rejected]
 
 
 def test_a_binding_created_later_is_judged_at_once():
@@ -145,7 +148,7 @@ def test_only_the_named_deployments_are_followed():
     judge = live.LiveJudge(snapshot(objects), live.Selection(names=frozenset({"a"})))
     report = judge.report()
     assert {i.deployment for i in report.items} == {"a"} and [d.name for d in report.deployments] == ["a"]
-    assert judge.apply([judge_event(objects, ("pod", ("b", 0, "bf16", "Running")))]) == []
+    assert judge.apply([judge_event(objects, ("pod", ("b", 0, "bf16", "Running", False)))]) == []
 
 
 def test_a_selector_picks_deployments_by_their_pods_labels_and_keeps_them():
@@ -171,7 +174,7 @@ def test_a_batch_judges_only_the_pods_it_touches(monkeypatch):
     real = verify.judge_candidate
     monkeypatch.setattr(verify, "judge_candidate", lambda cand, *a, **kw: judged.append(cand.pod.name) or
                         real(cand, *a, **kw))
-    changed = judge.apply([judge_event(objects, ("pod", ("m7", 3, "fp8", "Pending")))])
+    changed = judge.apply([judge_event(objects, ("pod", ("m7", 3, "fp8", "Pending", False)))])
     assert judged == ["m7-server-3"] and [i.pod for i in changed] == ["m7-server-3"]
     judged.clear()
     judge.apply([judge_event(objects, ("binding", ("b1", "fp8")))])

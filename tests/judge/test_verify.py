@@ -63,7 +63,7 @@ def test_rejected_confirmed_by_exit_code_2(tmp_path):
 def test_missing_says_the_binding_will_be_rejected_when_it_rolls(tmp_path):
     item = only(judge(o.binding("b1", "bf16"), o.deployment("md", "vLLM", "0.29.0"),
                       o.md_pod("p", "md", o.vllm_argv(None)), tmp_path=tmp_path))
-    assert item.status == "MISSING"
+    assert item.status == "WILL-REJECT"            # not merely MISSING (issue 30 item 9)
     assert "reject 'bf16'" in item.reason
 
 
@@ -200,8 +200,8 @@ def test_json_contract(tmp_path):
     assert set(data["items"][0]) == {"namespace", "pod", "container", "owner", "role", "engine", "engineVersion",
                                      "binding", "expected", "effective", "status", "reason", "fix", "occurrences",
                                      "state"}
-    assert data["summary"] == {"total": 1, "OK": 1, "MISMATCH": 0, "MISSING": 0, "REJECTED": 0, "UNKNOWN": 0,
-                               "NO-POD": 0}
+    assert data["summary"] == {"total": 1, "OK": 1, "MISMATCH": 0, "MISSING": 0, "WILL-REJECT": 0, "REJECTED": 0,
+                               "UNKNOWN": 0, "NO-POD": 0}
     assert [(d["name"], d["desired"], d["done"], d["complete"]) for d in data["deployments"]] == [("md", 1, 1, True)]
 
 
@@ -212,3 +212,31 @@ def test_argv_listing_marks_every_occurrence_and_the_winner(tmp_path):
     marked = [(pos, mark) for pos, _, mark in rows if mark]
     assert marked == [("command[3]", "<- kv-cache-dtype #1 = 'fp8'"),
                       ("command[5]", "<- kv-cache-dtype #2 = 'fp8_e5m2'  (wins)")]
+
+
+def test_a_replica_that_will_be_given_a_rejected_spelling_is_will_reject_not_missing(tmp_path):
+    """Issue 30 item 9: `verify --assume-setting on` (or the Setting on, before the replica rolls)
+    on an SGLang replica whose Binding says fp8 (SGLang rejects it): not merely MISSING, it will
+    crash-loop when it rolls; the fix is the recovery, and the wait counts it as to roll."""
+    import io
+    import json
+
+    from kubectl_kvcache import cli
+
+    objs = [o.binding("sgl-fp8", "fp8"),
+            o.deployment("sgl", engine="SGLang", version="0.5.18", binding_name="sgl-fp8"),
+            o.md_pod("sgl-server-0", "sgl", o.sglang_argv(None), image="lmsysorg/sglang:v0.5.18"),
+            o.binding("b1", "fp8"), o.deployment("chat"), o.md_pod("chat-server-0", "chat", o.vllm_argv(None))]
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(o.as_list(*objs)))
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["verify", "-f", str(path), "--assume-setting", "on", "-o", "json"], io.StringIO(""), out, err)
+    items = {i["pod"]: i for i in json.loads(out.getvalue())["items"]}
+    assert code == 1
+    assert items["sgl-server-0"]["status"] == verify.WILL_REJECT
+    assert "will reject 'fp8': it will crash-loop" in items["sgl-server-0"]["reason"]
+    assert "kubectl kvcache recover sgl-fp8 -n team" in items["sgl-server-0"]["fix"]
+    assert items["chat-server-0"]["status"] == verify.MISSING          # vLLM accepts fp8: merely not rolled
+    code = cli.main(["verify", "-f", str(path), "--assume-setting", "on"], io.StringIO(""), out := io.StringIO(),
+                    err := io.StringIO())
+    assert "WILL-REJECT" in out.getvalue() and "1 MISSING, 1 WILL-REJECT" in err.getvalue()

@@ -96,8 +96,9 @@ def test_a_valid_pod_name_is_one_quoted_path_segment(fake_server):
         return 200, {}, EMPTY_LIST
     fake = fake_server(route)
     code, out, err = run(fake, "verify", "-n", "llm-prod", "qwen.chat-0")
-    assert code == 2
-    assert "not found" in one_error_line(err)
+    assert code == 1         # NotFound: the plugin did its job (kubectl get pod NAME: exit 1)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "not found" in errors[0] and "Traceback" not in err
     assert "/api/v1/namespaces/llm-prod/pods/qwen.chat-0" in fake.paths()
 
 
@@ -205,7 +206,9 @@ def test_request_timeout_bounds_a_body_that_drips(fake_server):
     assert took < 2.5, took
 
 
-def test_request_timeout_bounds_headers_that_never_come(fake_server):
+def _verify_where_pods_never_answer(fake_server, *flags):
+    """`verify` against a server whose Pod list sends no headers (the list is held for 20 s);
+    returns the exit code, the one error line and the seconds it took."""
     release = threading.Event()
 
     def route(req):
@@ -215,12 +218,17 @@ def test_request_timeout_bounds_headers_that_never_come(fake_server):
     fake = fake_server(route)
     t0 = time.monotonic()
     try:
-        code, out, err = run(fake, "verify", "--request-timeout", "500ms")
+        code, out, err = run(fake, "verify", *flags)
     finally:
         release.set()
+    return code, one_error_line(err), time.monotonic() - t0
+
+
+def test_request_timeout_bounds_headers_that_never_come(fake_server):
+    code, line, took = _verify_where_pods_never_answer(fake_server, "--request-timeout", "500ms")
     assert code == 2
-    assert "request timeout" in one_error_line(err)
-    assert time.monotonic() - t0 < 2
+    assert "request timeout" in line
+    assert took < 2
 
 
 def test_a_slow_but_timely_body_is_read_whole(fake_server):
@@ -463,3 +471,337 @@ def test_the_snapshot_loaded_ahead_is_the_one_judged_and_each_list_is_asked_for_
     assert sorted(lists) == sorted(["/api/v1/namespaces/llm-prod/pods"] * 2 + [
         f"/apis/{GROUP}/{VERSION}/namespaces/llm-prod/modeldeployments",
         f"/apis/{GROUP}/{VERSION}/namespaces/llm-prod/kvcachepoolbindings"])
+
+
+# -- writes whose answer is lost are read again and reported as what happened ----------------------
+
+class SettingServer:
+    """The Setting as a store: a PATCH with a stale resourceVersion is 409, as the API server
+    answers it; `first(req)` may answer the first PATCH instead, after applying it or not."""
+
+    def __init__(self, first, apply_first=True):
+        self.first, self.apply_first = first, apply_first
+        self.obj = json.loads(json.dumps(SETTING))
+        self.patches = 0
+
+    def route(self, req):
+        if req["path"].endswith("/settings/model-deployment-kv-cache-dtype-owned"):
+            if req["method"] != "PATCH":
+                return 200, {}, self.obj
+            self.patches += 1
+            patch = json.loads(req["body"])
+            if self.patches == 1 and not self.apply_first:
+                return self.first(req)
+            if patch["metadata"]["resourceVersion"] != self.obj["metadata"]["resourceVersion"]:
+                return 409, {}, {"kind": "Status", "code": 409, "reason": "Conflict",
+                                 "message": "the object has been modified"}
+            self.obj["spec"]["value"] = patch["spec"]["value"]
+            self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
+            if self.patches == 1:
+                return self.first(req)
+            return 200, {}, self.obj
+        if req["path"] in DISCOVERY:
+            return 200, {}, DISCOVERY[req["path"]]
+        return 200, {}, EMPTY_LIST
+
+
+def test_a_patch_applied_but_answered_500_then_409_reports_the_setting_as_it_now_is(fake_server):
+    store = SettingServer(lambda req: (500, {"Retry-After": "0"}, {"kind": "Status", "code": 500,
+                                                                   "message": "etcdserver: request timed out"}))
+    fake = fake_server(store.route, raw=True)
+    code, out, err = run(fake, "setting", "off", "--yes")
+    assert code == 0, err
+    assert store.patches == 2 and store.obj["spec"]["value"] == "false"
+    assert "nothing was overwritten" not in out + err
+    assert "the answer to the patch was lost" in err and "500" in err and "'false'" in err
+    assert "patched" in out
+
+
+def test_a_patch_applied_whose_connection_drops_before_the_answer_is_read_again(fake_server):
+    store = SettingServer(lambda req: (None, None, None))      # applied, then the connection ends
+    fake = fake_server(store.route, raw=True)
+    code, out, err = run(fake, "setting", "off", "--yes")
+    assert code == 0, err
+    assert store.patches == 1, "a write is never sent twice"
+    assert "the answer to the patch was lost" in err and "went out whole" in err
+
+
+def test_a_lost_answer_whose_change_does_not_hold_is_an_error_that_says_so(fake_server):
+    store = SettingServer(lambda req: (None, None, None), apply_first=False)
+    fake = fake_server(store.route, raw=True)
+    code, out, err = run(fake, "setting", "off", "--yes")
+    assert code == 2
+    line = one_error_line(err)
+    assert "closed the connection" in line and "its answer was lost" in line and "does not show the change" in line
+    assert store.obj["spec"]["value"] == "true" and store.patches == 1
+
+
+def test_a_409_without_a_lost_answer_is_still_nothing_overwritten(fake_server):
+    store = SettingServer(None)
+    store.obj["metadata"]["resourceVersion"] = "7"
+
+    def route(req):     # someone else's change lands between the read and the patch
+        if req["method"] == "PATCH":
+            store.obj["metadata"]["resourceVersion"] = "9"
+        return store.route(req)
+    fake = fake_server(route, raw=True)
+    code, out, err = run(fake, "setting", "off", "--yes")
+    assert code == 2
+    assert "nothing was overwritten" in one_error_line(err)
+
+
+@pytest.mark.parametrize("verb", ["create", "delete", "patch"])
+def test_settle_re_reads_every_kind_of_write_whose_answer_was_lost(fake_server, verb):
+    """Client.settle is the write path's: create answered 409 AlreadyExists after a lost 503, a
+    delete answered 404 after a lost 500, a patch whose connection dropped."""
+    from kubectl_kvcache.kube.connection import Connection
+
+    state = {"exists": verb != "create", "writes": 0}
+
+    def route(req):
+        if req["method"] == "GET":
+            return (200, {}, {"metadata": {"name": "x"}}) if state["exists"] else \
+                (404, {}, {"kind": "Status", "code": 404, "reason": "NotFound", "message": "no"})
+        state["writes"] += 1
+        if verb == "create":
+            state["exists"] = True
+            return (503, {"Retry-After": "0"}, {"code": 503}) if state["writes"] == 1 else \
+                (409, {}, {"kind": "Status", "code": 409, "reason": "AlreadyExists", "message": "exists"})
+        if verb == "delete":
+            state["exists"] = False
+            return (500, {"Retry-After": "0"}, {"code": 500}) if state["writes"] == 1 else \
+                (404, {}, {"kind": "Status", "code": 404, "reason": "NotFound", "message": "gone"})
+        return None, None, None
+    fake = fake_server(route, raw=True)
+    fake.server.RequestHandlerClass.do_DELETE = fake.server.RequestHandlerClass.do_GET
+    client = kube.Client(Connection(kubeconfig=fake.kubeconfig))
+    path = "/api/v1/namespaces/n/configmaps/x"
+    send = {"create": lambda: client.create("/api/v1/namespaces/n/configmaps", {"metadata": {"name": "x"}}),
+             "delete": lambda: client.delete(path),
+             "patch": lambda: client.patch_merge(path, {"data": {"a": "b"}})}[verb]
+    result, lost = client.settle(send, lambda: client.get_or_none(path),
+                                 lambda obj: (obj is None) if verb == "delete" else obj is not None)
+    assert lost, "the lost answer is said"
+    assert state["writes"] == (1 if verb == "patch" else 2)
+
+
+def test_a_write_refused_outright_is_not_re_read(fake_server):
+    from kubectl_kvcache.errors import Forbidden
+    from kubectl_kvcache.kube.connection import Connection
+
+    def route(req):
+        if req["method"] == "GET":
+            raise AssertionError("re-read")
+        return 403, {}, {"kind": "Status", "code": 403, "reason": "Forbidden", "message": "no"}
+    fake = fake_server(route, raw=True)
+    client = kube.Client(Connection(kubeconfig=fake.kubeconfig))
+    with pytest.raises(Forbidden):
+        client.settle(lambda: client.patch_merge("/api/v1/namespaces/n/configmaps/x", {}),
+                      lambda: client.get("/x"), lambda obj: True)
+
+
+# -- bounded memory: answers and watch events have size limits -----------------------------------
+
+def _endless(piece, count):
+    return ((piece, 0) for _ in range(count))
+
+
+def test_a_list_answer_that_never_ends_stops_at_the_body_limit(fake_server, monkeypatch):
+    from kubectl_kvcache.kube import transport
+
+    monkeypatch.setattr(transport, "MAX_BODY", 1 << 20)
+    monkeypatch.setattr(transport.Response.read_all, "__defaults__", (1 << 20,))
+    sent = []
+
+    def route(req):
+        if "/modeldeployments" in req["path"]:
+            def body():
+                yield b'{"kind":"List","metadata":{},"items":[', 0
+                for _ in range(1 << 16):        # 4 GiB if nobody stopped reading
+                    sent.append(1)
+                    yield b'{"a":"' + b"x" * 65536 + b'"},', 0
+            return 200, {}, body()
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route)
+    code, out, err = run(fake, "verify")
+    assert code == 2
+    line = one_error_line(err)
+    assert "too large" in line and "1 MiB" in line and "list" in line
+    assert len(sent) < 200, "the rest of the answer was not read"
+
+
+def test_the_body_limit_is_far_above_real_pages():
+    from kubectl_kvcache.kube import transport
+
+    assert transport.MAX_BODY >= 500 * 512 * 1024       # --chunk-size 500 objects of 512 KiB
+    assert transport.MAX_EVENT_LINE >= 4 * 1536 * 1024   # etcd's 1.5 MiB object, 4x as JSON
+
+
+def test_a_content_length_past_the_limit_is_refused_before_reading(fake_server, monkeypatch):
+    from kubectl_kvcache.kube import transport
+
+    monkeypatch.setattr(transport.Response.read_all, "__defaults__", (1 << 20,))
+
+    def route(req):
+        if "/modeldeployments" in req["path"]:
+            return 200, {}, b" " * (2 << 20)
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route)
+    code, out, err = run(fake, "verify")
+    assert code == 2 and "too large" in one_error_line(err)
+
+
+def test_a_watch_event_line_that_never_ends_stops_at_the_event_limit(fake_server, monkeypatch):
+    from kubectl_kvcache.kube import transport
+
+    monkeypatch.setattr(transport.Response.read_line, "__defaults__", (1 << 20,))
+    sent = []
+
+    def route(req):
+        if req["query"].get("watch") == "true":
+            def body():
+                yield b'{"type":"ADDED","object":{"a":"', 0
+                for _ in range(1 << 16):
+                    sent.append(1)
+                    yield b"x" * 65536, 0
+            return 200, {}, body()
+        return 200, {}, {"kind": "List", "metadata": {"resourceVersion": "5"}, "items": []}
+    fake = fake_server(route)
+    from kubectl_kvcache.kube.connection import Connection
+
+    client = kube.Client(Connection(kubeconfig=fake.kubeconfig))
+    with pytest.raises(kube.PluginError) as caught:
+        list(client.watch("/api/v1/namespaces/n/pods", "5"))
+    assert "too large" in str(caught.value) and "1 MiB" in str(caught.value) and "watch" in str(caught.value)
+    assert len(sent) < 200
+
+
+# -- bounded time without --request-timeout: client-go's transport bounds -------------------------
+
+def test_an_answer_that_never_comes_ends_at_the_read_idle_bound(fake_server, monkeypatch):
+    from kubectl_kvcache.kube import transport
+
+    monkeypatch.setattr(transport, "READ_IDLE_TIMEOUT", 0.5)
+    code, line, took = _verify_where_pods_never_answer(fake_server)
+    assert code == 2
+    assert "sent nothing for 0.5s" in line
+    assert took < 10
+
+
+def test_a_kept_alive_connection_idle_past_the_idle_conn_timeout_is_not_reused(fake_server, monkeypatch):
+    from kubectl_kvcache.kube import transport
+    from kubectl_kvcache.kube.connection import Connection
+
+    fake = fake_server(lists_empty)
+    client = kube.Client(Connection(kubeconfig=fake.kubeconfig))
+    client.get("/api/v1/namespaces/n/pods")
+    (conn,) = client._transport._idle
+    monkeypatch.setattr(transport, "IDLE_CONN_TIMEOUT", 0.0)
+    time.sleep(0.01)
+    client.get("/api/v1/namespaces/n/pods")
+    assert conn.sock is None, "the idle connection was closed"
+
+
+# -- the token of a file is re-read while the run lasts (client-go's cachingTokenSource) ----------
+
+def _token_file_client(fake, tmp_path, token):
+    from kubectl_kvcache.kube.connection import Connection
+
+    path = tmp_path / "token"
+    path.write_text(token + "\n")
+    kubeconfig = tmp_path / "tokenfile-config"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": fake.url.replace("http://", "https://"),
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"tokenFile": str(path)}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return path, Connection(kubeconfig=str(kubeconfig))
+
+
+def test_a_token_file_is_re_read_after_its_period_and_after_a_401(fake_server, tmp_path, monkeypatch):
+    from kubectl_kvcache.kube import kubeconfig
+
+    now = [1000.0]
+    sent = []
+    valid = {"Bearer token-one"}
+
+    def route(req):
+        sent.append(req["headers"].get("Authorization"))
+        if req["headers"].get("Authorization") not in valid:
+            return 401, {}, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
+        return 200, {}, EMPTY_LIST
+    fake = fake_server(route, raw=True)
+    path, _ = _token_file_client(fake, tmp_path, "token-one")
+    target = kubeconfig.Target(server=fake.url, authorization="Bearer token-one", token_file=str(path))
+    from kubectl_kvcache.kube.connection import Connection
+
+    client = kube.Client(Connection(), target=target)
+    client._token.clock = lambda: now[0]
+    client._token.read_at = now[0]
+    client.get("/api/v1/pods")
+    path.write_text("token-two\n")          # the kubelet rotates it
+    valid.add("Bearer token-two")
+    now[0] += 49
+    client.get("/api/v1/pods")
+    assert sent[-1] == "Bearer token-one", "within the period the cached token is sent"
+    now[0] += 2                             # 51 s: past period (60 s) minus leeway (10 s)
+    client.get("/api/v1/pods")
+    assert sent[-1] == "Bearer token-two"
+    path.write_text("token-three\n")        # rotated again, and the old token revoked at once
+    valid.clear()
+    valid.add("Bearer token-three")
+    client.get("/api/v1/pods")              # a 401 forgets the token read before it; sent again
+    assert sent[-2:] == ["Bearer token-two", "Bearer token-three"]
+    valid.clear()                           # a 401 the file cannot mend is the command's error
+    before = len(sent)
+    with pytest.raises(kube.PluginError, match="401"):
+        client.get("/api/v1/pods")
+    assert sent[before:] == ["Bearer token-three"], "not sent again with the same token"
+    valid.add("Bearer token-three")
+    path.write_text("")                     # a file that cannot give a token keeps the last one
+    now[0] += 100
+    client.get("/api/v1/pods")
+    assert sent[-1] == "Bearer token-three"
+
+
+def test_the_in_cluster_token_and_a_token_file_are_re_read_but_a_token_flag_is_not(tmp_path, monkeypatch):
+    from kubectl_kvcache.kube import kubeconfig
+    from kubectl_kvcache.kube.connection import Connection
+
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    (sa / "token").write_text("sa-token\n")
+    (sa / "namespace").write_text("team\n")
+    monkeypatch.setattr(kubeconfig, "SA_DIR", str(sa))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    target = kubeconfig.resolve(Connection())
+    assert target.token_file == str(sa / "token") and target.authorization == "Bearer sa-token"
+    assert kubeconfig.resolve(Connection(token="flag-token")).token_file is None       # --token clears it
+    path, conn = _token_file_client(type("F", (), {"url": "http://127.0.0.1:1"}), tmp_path, "file-token")
+    assert kubeconfig.resolve(conn).token_file == str(path)
+
+
+def test_a_watch_answered_401_after_a_rotation_is_watched_again_with_the_new_token(fake_server, tmp_path):
+    from kubectl_kvcache.kube import kubeconfig
+    from kubectl_kvcache.kube.connection import Connection
+
+    sent = []
+
+    def route(req):
+        sent.append(req["headers"].get("Authorization"))
+        if req["headers"].get("Authorization") != "Bearer new":
+            return 401, {}, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
+        return 200, {}, ((json.dumps({"type": "ADDED", "object": {"metadata": {"name": "p"}}}).encode() + b"\n", 0),)
+    fake = fake_server(route, raw=True)
+    path = tmp_path / "token"
+    path.write_text("old")
+    client = kube.Client(Connection(), target=kubeconfig.Target(server=fake.url, authorization="Bearer old",
+                                                                token_file=str(path)))
+    path.write_text("new")
+    events = list(client.watch("/api/v1/pods", "1", timeout_seconds=5))
+    assert [e[1]["metadata"]["name"] for e in events] == ["p"]
+    assert sent == ["Bearer old", "Bearer new"]

@@ -173,12 +173,12 @@ def test_a_yaml_list_is_read_item_by_item_with_anchors_and_merges(tmp_path):
 
 
 def test_an_unexpected_exception_names_the_file_and_object(tmp_path, monkeypatch):
-    from kubectl_kvcache.operator import records
+    from kubectl_kvcache.operator import decode
 
     def broken(obj, intern=None):
         raise KeyError("boom")
 
-    monkeypatch.setattr(records, "pod_record", broken)
+    monkeypatch.setattr(decode, "pod_record", broken)
     path = tmp_path / "pods.json"
     path.write_text(json.dumps(o.as_list(o.md_pod("p0", "md", o.vllm_argv("fp8")))))
     code, out, err = run("verify", "-f", str(path))

@@ -166,14 +166,14 @@ def test_verify_expects_no_dtype_without_a_store(tmp_path, argv, env, status, pr
 def test_check_predicts_no_operator_dtype_for_a_role_without_a_store():
     # REPLICA_TEST's ordering (the role's own value after the rendered one) applies only beside a
     # store: a store-less role's own flag is all that runs, so check's "after the upgrade" is it.
-    from kubectl_kvcache.operator import records
-    md = records.deployment_record(o.deployment("md", roles=[o.role(extra_args=["--kv-cache-dtype", "fp8_e5m2"])]))
-    pod = records.pod_record(o.md_pod("md-server-0", "md", None, containers=[o.container(
+    from kubectl_kvcache.operator import decode, records
+    md = decode.deployment_record(o.deployment("md", roles=[o.role(extra_args=["--kv-cache-dtype", "fp8_e5m2"])]))
+    pod = decode.pod_record(o.md_pod("md-server-0", "md", None, containers=[o.container(
         "main", command=["vllm", "serve", "m", "--kv-transfer-config", P2P_PREFILL, "--kv-cache-dtype", "fp8_e5m2"])]))
-    with_store = records.pod_record(o.md_pod("md-server-0", "md", None, containers=[o.container(
+    with_store = decode.pod_record(o.md_pod("md-server-0", "md", None, containers=[o.container(
         "main", command=["vllm", "serve", "m", "--kv-transfer-config", STORE, "--kv-cache-dtype", "fp8_e5m2"],
         env=[{"name": "MOONCAKE_CONFIG_PATH", "value": "/x"}])]))
-    binding = records.binding_record(o.binding("b1", "fp8"))
+    binding = decode.binding_record(o.binding("b1", "fp8"))
     for p, verdict in ((pod, "NO-STORE"), (with_store, "MISMATCH")):
         s = records.Snapshot(source="file")
         s.setting = records.default_setting()
@@ -198,11 +198,11 @@ def test_an_injected_sglang_pod_keeps_defaulted_args_after_the_dtype(tmp_path):
                                 image="lmsysorg/sglang:v0.5.18")])
     item = only_pod(_judge(tmp_path, o.binding("b1", "bf16"), pod))
     assert (item.status, item.effective) == (verify.OK, "bf16")
-    from kubectl_kvcache.operator import records
+    from kubectl_kvcache.operator import decode, records
     s = records.Snapshot(source="file")
     s.setting = records.default_setting()
-    s.pods.append(records.pod_record(pod))
-    s.bindings[("team", "b1")] = records.binding_record(o.binding("b1", "bf16"))
+    s.pods.append(decode.pod_record(pod))
+    s.bindings[("team", "b1")] = decode.binding_record(o.binding("b1", "bf16"))
     assert not [f for f in checks.check(s).findings if f.code == "injection-refused"]
 
 
@@ -215,15 +215,15 @@ def only_pod(report):
 def test_check_does_not_call_a_binding_rejected_by_a_deployment_without_a_store():
     # DTYPE_TEST "a point-to-point leg without a store renders no flag": a vLLM deployment whose
     # Pods have no store is never handed the Binding's dtype, so `bf16` (which vLLM rejects) breaks nothing
-    from kubectl_kvcache.operator import records
+    from kubectl_kvcache.operator import decode, records
 
     def report(command, env=None):
         s = records.Snapshot(source="file")
         s.setting = records.default_setting()
-        s.pods.append(records.pod_record(o.md_pod("md-server-0", "md", None, containers=[
+        s.pods.append(decode.pod_record(o.md_pod("md-server-0", "md", None, containers=[
             o.container("main", command=command, env=env)])))
-        s.deployments[("team", "md")] = records.deployment_record(o.deployment("md"))
-        s.bindings[("team", "b1")] = records.binding_record(o.binding("b1", "bf16"))
+        s.deployments[("team", "md")] = decode.deployment_record(o.deployment("md"))
+        s.bindings[("team", "b1")] = decode.binding_record(o.binding("b1", "bf16"))
         return checks.check(s)
 
     no_store = report(["vllm", "serve", "m", "--kv-transfer-config", P2P_PREFILL])

@@ -140,3 +140,180 @@ def test_binding_fields_reads_a_binding_object():
     import objects as o
     fields = webhooks.binding_fields(o.binding("b1", "fp8", pool="pool-a", domain="d1"))
     assert (fields["pool"], fields["name"], fields["dtype"]) == ("pool-a", "d1", "fp8")
+
+
+# -- the rules that read other objects: binding_create_refusals -------------------------------------
+# Cases from kv_cache_pool_binding_test.go at 6678d71d3c72 (TestKVCachePoolBindingWebhook_ValidateCreate,
+# _ADuplicateDomainIsTrueOfOneMasterOnly, _TheSameDomainOnAnotherMasterIsAdmitted,
+# _APoolNamingNoBackendCollidesWithNothing, _AClaimWhosePoolIsGoneCollidesWithNothing,
+# _ASecondDistinctDomainNeedsAMasterThatSeparates, _EverySharedMasterIsAsked,
+# _TheObservationIsReadOffEitherPool, _ADomainIsNotClaimedByTheObjectUnderAdmission), on the Go
+# fixture's shapes: pool `shared` over backend mooncake-dram, 100Ti; the Binding team-a/chat asks 20Ti.
+
+import objects as ob  # noqa: E402
+
+
+def _candidate(**changes):
+    b = ob.binding("chat", "bfloat16", ns="team-a", pool="shared", domain="team-a-chat", ceiling="20Ti")
+    spec = b["spec"]
+    for key, value in changes.items():
+        if key == "ceiling":
+            spec["quotaCeiling"] = value
+        elif key == "pool":
+            spec["poolRef"]["name"] = value
+        else:
+            spec["domain"][key] = value
+    return b
+
+
+def _holder(domain, pool="shared", ns="team-b", name="batch"):
+    return ob.binding(name, "bfloat16", ns=ns, pool=pool, domain=domain, ceiling="20Ti")
+
+
+def _pool(name="shared", backends=("mooncake-dram",), ledger=None, total="100Ti"):
+    return ob.pool(name, backends=backends, total=total, ledger=ledger)
+
+
+def _cluster(*objs, pools_readable=True, backends_readable=True, complete=True):
+    by = {k: {o["metadata"]["name"]: o for o in objs if o["kind"] == k} for k in ("KVCachePool", "KVCacheBackend")}
+    return webhooks.Cluster([o for o in objs if o["kind"] == "KVCachePoolBinding"],
+                            by["KVCachePool"] if pools_readable else None,
+                            by["KVCacheBackend"] if backends_readable else None, complete)
+
+
+def _judge(candidate, *objs, **kw):
+    return webhooks.binding_create_refusals(candidate, True, _cluster(*objs, **kw))
+
+
+NO_LEDGER = ob.backend("mooncake-dram", multi_tenancy=False)      # the Go fixture's newKVCacheBackend
+LEDGER = ob.backend("mooncake-dram", multi_tenancy=True)          # newMultiTenantKVCacheBackend
+EXTERNAL = ob.backend("mooncake-dram")                            # newExternalKVCachePoolBackend
+
+CROSS_CASES = [
+    # (Go case, the candidate's changes, the other objects, the refusal's field and words, or None)
+    ("the canonical binding", {}, [_pool()], None),
+    ("a pool nobody created", {"pool": "absent"}, [_pool()], ("spec.poolRef.name", "Not found: 'absent'")),
+    ("a domain on the leader's reserved prefix", {"name": "_internal"}, [_pool()],
+     ("spec.domain.name", 'must not start with "_"')),
+    ("a domain with a control character", {"name": "team\x07a"}, [_pool()],
+     ("spec.domain.name", "control character")),
+    ("a ceiling of zero", {"ceiling": "0"}, [_pool()], ("spec.quotaCeiling", "must be greater than 0")),
+    ("a negative ceiling", {"ceiling": "-1Gi"}, [_pool()], ("spec.quotaCeiling", "must be greater than 0")),
+    ("a ceiling past int64 bytes", {"ceiling": "8Ei"}, [_pool(total="16Ei")], ("spec.quotaCeiling", "2^63-1")),
+    ("a ceiling exactly the pool's own", {"ceiling": "100Ti"}, [_pool()], None),
+    ("a ceiling that fits the pool but oversubscribes it with its siblings", {},
+     [_pool(), dict(_holder("team-b-batch"), spec=dict(_holder("team-b-batch")["spec"], quotaCeiling="95Ti"))], None),
+    ("a ceiling larger than the whole pool", {"ceiling": "200Ti"}, [_pool()],
+     ("spec.quotaCeiling", "must not exceed the pool's own ceiling of 100Ti")),
+    ("a domain another namespace already registered on the same master", {}, [_pool(), _holder("team-a-chat")],
+     ("spec.domain.name", "already registered by team-b/batch, and both Bindings' pools name mooncake-dram")),
+    ("a domain nobody else holds", {}, [_pool(), _holder("team-b-batch")], None),
+    ("the same domain on another master is admitted", {"name": "default"},
+     [_pool(), _pool("other-pool", backends=("mooncake-other",)), _holder("default", pool="other-pool")], None),
+    ("the same domain on another pool over the same master is refused", {},
+     [_pool(), _pool("other-pool"), _holder("team-a-chat", pool="other-pool")],
+     ("spec.domain.name", "already registered by team-b/batch")),
+    ("a pool naming no backend collides with nothing", {"name": "default"},
+     [_pool(), _pool("empty-pool", backends=()), _holder("default", pool="empty-pool")], None),
+    ("a claim whose pool is gone collides with nothing", {}, [_pool(), _holder("team-a-chat", pool="deleted-pool")],
+     None),
+    ("the object under admission does not claim against itself", {},
+     [_pool(), ob.binding("chat", "bfloat16", ns="team-a", pool="shared", domain="team-a-chat", ceiling="20Ti")],
+     None),
+    ("a master with a ledger takes a second domain", {}, [_pool(), LEDGER, _holder("team-b-batch")], None),
+    ("a managed master with no ledger refuses the second domain", {}, [_pool(), NO_LEDGER, _holder("team-b-batch")],
+     ("spec.domain.name", "that backend holds no tenant ledger")),
+    ("a managed master with multiTenancy unset refuses it too", {},
+     [_pool(), dict(NO_LEDGER, spec={"connection": {"managed": {"leader": {}}}}), _holder("team-b-batch")],
+     ("spec.domain.name", "holds no tenant ledger")),
+    ("a ledger-less master takes the first domain", {}, [_pool(), NO_LEDGER], None),
+    ("an external master reported as running without multi-tenancy refuses it", {},
+     [_pool(ledger="MultiTenancyDisabled"), EXTERNAL, _holder("team-b-batch")],
+     ("spec.domain.name", "holds no tenant ledger")),
+    ("an external master that is merely unreachable still takes it", {},
+     [_pool(ledger="LedgerUnreachable"), EXTERNAL, _holder("team-b-batch")], None),
+    ("a master nothing has answered for still takes it", {}, [_pool(), _holder("team-b-batch")], None),
+    ("a distinct domain on another master is not this rule's business", {},
+     [_pool(), NO_LEDGER, _pool("other-pool", backends=("mooncake-other",)),
+      _holder("team-b-batch", pool="other-pool")], None),
+    ("the observation is read off either pool", {},
+     [_pool(), _pool("observed-pool", ledger="MultiTenancyDisabled"), EXTERNAL,
+      _holder("team-b-batch", pool="observed-pool")], ("spec.domain.name", "holds no tenant ledger")),
+    ("every shared master is asked", {},
+     [_pool(backends=("mooncake-dram", "mooncake-second")), _pool("aaa-pool"), _pool("zzz-pool", backends=("mooncake-second",)),
+      _holder("team-b-batch", pool="aaa-pool", name="aaa-batch"),
+      _holder("team-c-rag", pool="zzz-pool", ns="team-c", name="zzz-rag"), LEDGER,
+      ob.backend("mooncake-second", multi_tenancy=False)],
+     ("spec.domain.name", "on mooncake-second")),
+]
+
+
+@pytest.mark.parametrize("name, changes, objs, want", CROSS_CASES, ids=[c[0] for c in CROSS_CASES])
+def test_binding_create_against_the_cluster(name, changes, objs, want):
+    errors, unchecked = _judge(_candidate(**changes), *objs)
+    if want is None:
+        assert errors == [], [str(e) for e in errors]
+    else:
+        field, words = want
+        assert errors and errors[0].field == field and words in str(errors[0]), [str(e) for e in errors]
+    assert unchecked == []
+
+
+def test_the_cross_object_rules_wait_for_the_shape():
+    # ValidateCreate: "the cross-object questions are asked only once the object's own shape holds"
+    errors, _ = _judge(_candidate(pool="absent", blockSize=0), _pool())
+    assert [e.field for e in errors] == ["spec.domain.blockSize"]
+
+
+def test_the_quota_dot_ceiling_spelling_is_judged_too():
+    b = _candidate()
+    b["spec"].pop("quotaCeiling")
+    b["spec"]["quota"] = {"ceiling": "200Ti"}
+    errors, _ = _judge(b, _pool())
+    assert errors[0].field == "spec.quota.ceiling"
+
+
+def test_what_cannot_be_read_is_unchecked_never_admitted_silently():
+    # A pool or backend list RBAC refuses: the Go webhook's read fails (InternalError); here it is
+    # not decided, and said so.
+    errors, unchecked = _judge(_candidate(pool="absent"), _pool(), pools_readable=False)
+    assert errors == [] and "KVCachePool absent" in unchecked[0]
+    errors, unchecked = _judge(_candidate(), _pool(), _holder("team-b-batch"), backends_readable=False)
+    assert errors == [] and "KVCacheBackend mooncake-dram could not be read" in unchecked[0]
+    # files: a pool not in the input is not known to be absent
+    errors, unchecked = _judge(_candidate(pool="absent"), _pool(), complete=False)
+    assert errors == [] and "not in the input" in unchecked[0]
+    errors, unchecked = _judge(_candidate(), _pool(), _holder("team-a-chat", pool="elsewhere"), complete=False)
+    assert errors == [] and "KVCachePool elsewhere, which is not in the input" in unchecked[0]
+    # from the cluster, a holder's pool that is not there is a pool that is gone: no master, no claim
+    assert _judge(_candidate(), _pool(), _holder("team-a-chat", pool="elsewhere")) == ([], [])
+
+
+_UNITS = [("", 1), ("k", 10 ** 3), ("M", 10 ** 6), ("G", 10 ** 9), ("T", 10 ** 12), ("Ki", 2 ** 10), ("Mi", 2 ** 20),
+          ("Gi", 2 ** 30), ("Ti", 2 ** 40), ("Pi", 2 ** 50)]
+
+
+def test_the_ceiling_against_the_total_on_generated_quantities():
+    import random
+    rng = random.Random(30)
+    for _ in range(400):
+        (cu, cf), (tu, tf) = rng.choice(_UNITS), rng.choice(_UNITS)
+        c, t = rng.randint(1, 4096), rng.randint(1, 4096)
+        errors, _ = _judge(_candidate(ceiling=f"{c}{cu}"), _pool(total=f"{t}{tu}"))
+        assert bool(errors) == (c * cf > t * tf), (f"{c}{cu}", f"{t}{tu}", [str(e) for e in errors])
+
+
+def test_quantity_reads_apimachinerys_forms():
+    for text, want in [("1Ti", 2 ** 40), ("1.5Gi", 3 * 2 ** 29), ("1e3", 1000), ("1E3", 1000), ("1E", 10 ** 18),
+                       ("500m", 0.5), (".5", 0.5), ("+2k", 2000), (7, 7)]:
+        assert webhooks.quantity(text) == want, text
+    for text in ("1ki", "Gi", "1 Gi", "1Gib", "", "nan", True, None, "1.2.3"):
+        assert webhooks.quantity(text) is None, text
+
+
+def test_tenant_names_on_generated_control_characters():
+    for code in list(range(0, 32)) + list(range(127, 160)):
+        errors, _ = _judge(_candidate(name=f"team{chr(code)}a"), _pool())
+        assert any("control character" in str(e) for e in errors), code
+    errors, _ = _judge(_candidate(name="team-a"), _pool())
+    assert errors == []

@@ -177,6 +177,35 @@ def test_krew_manifest_helper_fills_exactly_one_platform(tmp_path, manifest):
     assert yaml.safe_load(copy.read_text(encoding="utf-8")) == after
 
 
+
+def test_krew_manifest_for_a_local_archive_leaves_the_committed_one(tmp_path, manifest):
+    """The README's krew line from a fresh clone: a manifest written for the archive built here
+    (--manifest to a new file), its sha256 that archive's; the committed manifest unchanged."""
+    before = MANIFEST.read_bytes()
+    archive = tmp_path / "kubectl-kvcache_linux_amd64.tar.gz"
+    archive.write_bytes(b"a local build")
+    out = tmp_path / "dist" / "krew-manifest.yaml"
+    out.parent.mkdir()
+    r = run([sys.executable, ROOT / "scripts" / "krew-manifest", archive, "--manifest", out])
+    assert r.returncode == 0, r.stderr
+    assert MANIFEST.read_bytes() == before
+    written = platform_entries(yaml.safe_load(out.read_text(encoding="utf-8")))
+    assert written[("linux", "amd64")]["sha256"] == hashlib.sha256(b"a local build").hexdigest()
+    assert written[("linux", "amd64")]["bin"] == platform_entries(manifest)[("linux", "amd64")]["bin"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "scripts/krew-manifest dist/kubectl-kvcache_linux_amd64.tar.gz --manifest dist/krew-manifest.yaml" in readme
+    assert "kubectl krew install --manifest=dist/krew-manifest.yaml --archive=dist/kubectl-kvcache_linux_amd64.tar.gz" \
+        in readme
+
+
+def test_the_onefile_archive_has_its_own_name_and_is_not_krews(tmp_path):
+    text = (ROOT / "scripts" / "build-binary").read_text(encoding="utf-8")
+    assert 'ARCHIVE_NAME="${NAME}-onefile_${OS}_${ARCH}.tar.gz"' in text
+    onefile = tmp_path / "kubectl-kvcache-onefile_linux_amd64.tar.gz"
+    onefile.write_bytes(b"x")
+    r = run([sys.executable, ROOT / "scripts" / "krew-manifest", onefile, "--manifest", tmp_path / "m.yaml"])
+    assert r.returncode == 1 and "--onefile archive" in r.stderr and not (tmp_path / "m.yaml").exists()
+
 # --------------------------------------------------------------------------------------
 # 2. The wheel, installed into a fresh venv (slow)
 # --------------------------------------------------------------------------------------
@@ -357,6 +386,32 @@ def test_binary_reaches_the_kubernetes_client_like_the_source_does(binary):
         return re.sub(r"0x[0-9a-f]+", "0x", text)
     assert (frozen.returncode, norm(frozen.stdout), norm(frozen.stderr)) == \
            (source.returncode, norm(source.stdout), norm(source.stderr))
+
+
+@pytest.mark.packaging
+def test_binary_reads_several_contexts_in_worker_processes_like_the_source(binary):
+    """--all-contexts in the frozen binary: each context in a forked worker process (the binary
+    forks itself; no multiprocessing start method, so no freeze_support), each failing one an
+    `error: context X:` line, as the source gives it and as threads give it."""
+    kubeconfig = binary.home / "fleet.yaml"
+    ports = [1, 9]
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c0",
+        "clusters": [{"name": f"c{i}", "cluster": {"server": f"http://127.0.0.1:{p}"}} for i, p in enumerate(ports)],
+        "users": [{"name": "u", "user": {"token": "fleet-token-0123456789"}}],
+        "contexts": [{"name": f"c{i}", "context": {"cluster": f"c{i}", "user": "u"}} for i in range(len(ports))],
+    }))
+    args = ["verify", "--all-contexts", "-A", "--kubeconfig", kubeconfig, "--request-timeout", "5s"]
+    env = scrubbed_env(binary.home)
+    frozen = run([binary.exe, *args], env=env, cwd=binary.home)
+    threads = run([binary.exe, *args], env=dict(env, KVCACHE_FLEET_WORKERS="threads"), cwd=binary.home)
+    source = run([sys.executable, "-m", "kubectl_kvcache", *args], env=dict(env, PYTHONPATH=str(ROOT)),
+                 cwd=binary.home)
+    assert frozen.returncode == 2 and "Traceback" not in frozen.stderr, frozen.stderr
+    assert [line.split(":")[1].strip() for line in frozen.stderr.splitlines()] == ["context c0", "context c1"], \
+        frozen.stderr
+    assert (frozen.returncode, frozen.stdout, frozen.stderr) == (threads.returncode, threads.stdout, threads.stderr)
+    assert (frozen.returncode, frozen.stdout, frozen.stderr) == (source.returncode, source.stdout, source.stderr)
 
 
 @pytest.mark.packaging

@@ -67,13 +67,16 @@ def verify_rows(data, wide):
             ready = None if state.get("ready") is None else str(state["ready"]).lower()
             cells += [i["role"], i["engine"], i["engineVersion"], i["container"], owner, phase, ready,
                       state.get("restarts"), state.get("lastExitCode")]
+            cause = i.get("cause")   # free text, last: `code: subject`
+            rows.append(([word(c) for c in cells], words(f"{cause['code']}: {cause['subject']}" if cause else None)))
+            continue
         rows.append(([word(c) for c in cells], []))
     return rows
 
 
 def check_rows(data, wide):
     return [([word(f["namespace"]), f["severity"], f["code"], f"{f['kind'].lower()}/{f['name']}"],
-             words(f["message"])) for f in data["findings"]]
+             words(f["message"]) + (words(f["fix"]) if wide else [])) for f in data["findings"]]
 
 
 VERDICTS = (("REJECTED", "REJECTED"), ("WARNING auto", "AUTO"), ("DOMAIN CLAIMED", "DOMAIN-CLAIMED"),

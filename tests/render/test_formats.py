@@ -1,15 +1,20 @@
 """The -o json printer (render/formats/json.py) writes exactly what json.dumps(indent=2) writes,
-plus a newline, in pieces; the format registry: one printer module per -o format, and -o's
-choices are the registry's. (The plugin's own JSON writer went: json writes the same bytes.)"""
+plus a newline, in pieces; the format registry: one record and one printer module per -o
+format, and every command's -o choices, their help, the formats several contexts may share and
+those --watch streams are the records'. (The plugin's own JSON writer went: json writes the
+same bytes.)"""
 
 import io
 import json
+import os
 from collections import OrderedDict
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kubectl_kvcache.render.formats import DOCUMENTS as DOCUMENT_FORMATS, FORMATS, json as json_printer, printer
+from kubectl_kvcache.render import formats
+from kubectl_kvcache.render.formats import DATA, DOCUMENT, FORMATS, ROWS, Format, json as json_printer, printer
+from runcli import kvcache as run
 
 SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
            | st.text())
@@ -53,17 +58,75 @@ def test_what_json_refuses_is_refused(bad, message):
         written(bad)
 
 
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples",
+                       "cluster.json")
+ENTRY_POINTS = {ROWS: ("show",), DATA: ("write",), DOCUMENT: ("emit", "failed_run")}
+
+
 @pytest.mark.parametrize("name", sorted(FORMATS))
-def test_every_format_is_one_printer_module(name):
+def test_every_format_is_one_record_and_one_printer_module(name):
+    record = FORMATS[name]
     module = printer(name)
-    assert callable(module.show)
-    # data printers write a document; a document printer (markdown, junit) prints a whole report only
-    assert callable(getattr(module, "write", None)) == (FORMATS[name] and name not in DOCUMENT_FORMATS)
+    assert record.name == name and record.kind in ENTRY_POINTS and record.commands
+    for entry in ENTRY_POINTS[record.kind]:
+        assert callable(getattr(module, entry, None)), (name, entry)
+    if record.kind == DOCUMENT and "recover" in record.commands:
+        assert callable(getattr(module, "plan", None))      # recover prints its plan, not a report
+    assert not callable(getattr(module, "show", None)) or record.kind == ROWS      # no -1 sentinel: one face each
+    assert record.structured == (record.kind != ROWS)
 
 
-def test_the_output_flag_offers_the_registrys_formats():
+def _choices(command, sub=None):
     from kubectl_kvcache.cli import build_parser
 
-    for command in ("verify", "check", "bindings", "roles"):
-        action = next(a for a in build_parser(command)._commands[(command, None)]._actions if a.dest == "output")
-        assert tuple(action.choices) == tuple(FORMATS)
+    parser = build_parser(command)._commands[(command, sub)]
+    return next(a for a in parser._actions if a.dest == "output")
+
+
+@pytest.mark.parametrize("command, sub", [("verify", None), ("check", None), ("bindings", None), ("roles", None),
+                                          ("recover", None), ("engines", None), ("setting", "status")])
+def test_every_commands_output_flag_is_the_records(command, sub):
+    action = _choices(command, sub)
+    assert tuple(action.choices) == formats.offered(command) and action.choices
+    for name in action.choices:
+        assert name in action.help
+        if FORMATS[name].help:
+            assert FORMATS[name].help in action.help
+
+
+def test_sarif_is_offered_where_the_issue_asks():
+    assert "sarif" in formats.offered("check") and "sarif" in formats.offered("verify")
+    assert "sarif" not in formats.offered("bindings") and "sarif" not in formats.offered("recover")
+
+
+def test_a_new_format_is_its_record_and_its_printer(monkeypatch):
+    """A format added to the registry is offered, helped, completed and allowed over several
+    contexts by every command its record names, and printed through its printer, with nothing
+    else touched."""
+    import sys
+    import types
+
+    printed = []
+    module = types.ModuleType("kubectl_kvcache.render.formats.lines")
+    module.write = lambda data, out: (printed.append(data), out.write("lines\n"))
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(FORMATS, "lines", Format("lines", DATA, ("check",), fleet=True, help="one per line"))
+    action = _choices("check")
+    assert "lines" in action.choices and "lines: one per line" in action.help
+    assert "lines" not in _choices("verify").choices
+    assert "lines" in formats.for_fleet("check") and "lines" not in formats.streaming("check")
+    code, out, err = run("check", "-A", "-f", EXAMPLE, "-o", "lines")
+    assert (code, out) == (1, "lines\n") and printed[0]["kind"] == "CheckReport", err
+    _, completed, _ = run("__complete", "check", "-o", "")
+    assert "lines" in completed.split() and "sarif" in completed.split()
+
+
+def test_the_fleet_and_watch_rules_are_the_records():
+    for name in formats.offered("verify"):
+        code, _, err = run("verify", "--all-contexts", "-o", name, "--kubeconfig", "/nonexistent")
+        if not FORMATS[name].fleet:
+            assert code == 2 and f"-o {name} reports one context" in err, err
+        else:
+            assert f"-o {name} reports one context" not in err
+        code, _, err = run("verify", "--watch", "-o", name, "--kubeconfig", "/nonexistent")
+        assert ("--watch prints table rows" in err) == (not FORMATS[name].streams), (name, err)

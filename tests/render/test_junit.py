@@ -133,14 +133,77 @@ def test_unknown_fails_by_default_and_is_skipped_never_passed_when_tolerated(sch
                                          o.md_pod("ok-0", "ok", o.vllm_argv("fp8")), o.setting("true"))))
     code, out, _ = run("verify", "-A", "-f", str(path), "-o", "junit")
     schema.validate(out)
-    by_name = {c.get("name").split()[1]: c for c in cases(out)}
-    assert code == 1 and by_name["a"].find("failure").get("type") == "UNKNOWN"
-    assert "Binding gone not found" in by_name["a"].find("failure").text
+    by_name = {c.get("name").split("/")[1]: c for c in cases(out)}      # namespace/DEPLOYMENT/role/N
+    assert code == 1 and by_name["md"].find("failure").get("type") == "UNKNOWN"
+    assert "Binding gone not found" in by_name["md"].find("failure").text
     code, out, _ = run("verify", "-A", "-f", str(path), "-o", "junit", "--fail-on", "MISMATCH,REJECTED")
     schema.validate(out)
-    by_name = {c.get("name").split()[1]: c for c in cases(out)}
-    assert code == 0 and by_name["a"].find("failure") is None
-    skipped = by_name["a"].find("skipped")
+    by_name = {c.get("name").split("/")[1]: c for c in cases(out)}      # namespace/DEPLOYMENT/role/N
+    assert code == 0 and by_name["md"].find("failure") is None
+    skipped = by_name["md"].find("skipped")
     assert skipped is not None and "Binding gone not found" in skipped.get("message")
-    assert by_name["ok-0"].find("skipped") is None and by_name["ok-0"].find("failure") is None
+    assert by_name["ok"].find("skipped") is None and by_name["ok"].find("failure") is None
     assert ET.fromstring(out).find("testsuite").get("skipped") == "1"
+
+
+# -- issue 30 item 8: names a CI can follow, a document when the cluster cannot be read ----------
+
+def _moved(tmp_path):
+    """examples/cluster.json after a rollout: every Pod of an ordinal role renamed... as a new
+    ReplicaSet would name an injected Pod, and every ordinal Pod replaced (same ordinal, new uid)."""
+    data = json.loads(Path(EXAMPLE).read_text())
+    for item in data["items"]:
+        if item["kind"] == "Pod":
+            name = item["metadata"]["name"]
+            parts = name.split("-")
+            if len(parts[-1]) == 5 and not parts[-1].isdigit():       # a ReplicaSet's Pod: new hash, new suffix
+                item["metadata"]["name"] = "-".join(parts[:-2] + ["7d9fb84c6", "zq2xk"])
+            item["metadata"]["uid"] = item["metadata"].get("uid", "") + "-new"
+    path = tmp_path / "after.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_testcase_names_outlive_the_pods(schema, tmp_path):
+    """namespace/deployment/role/replica: the same names after a rollout replaced every Pod."""
+    _, before, _ = run("verify", "-A", "-f", EXAMPLE, "-o", "junit")
+    _, after, _ = run("verify", "-A", "-f", _moved(tmp_path), "-o", "junit")
+    schema.validate(after)
+    names = [c.get("name") for c in cases(before)]
+    assert names == [c.get("name") for c in cases(after)]
+    assert "llm-prod/qwen-chat/server/1" in names and "llm-research/injected/notebook-vllm/0" in names
+    assert not any("-server-0" in n or "x2kqp" in n for n in names)        # no Pod name
+    assert len(set(names)) == len(names)
+
+
+def test_an_unreachable_cluster_is_an_error_testcase(schema, tmp_path):
+    import socket
+
+    with socket.socket() as s:          # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for command in COMMANDS:
+        code, out, err = run(command, "-A", "-o", "junit", "--server", f"https://127.0.0.1:{port}", "--token", "t",
+                             "--request-timeout", "5s")
+        assert code == 2 and err.startswith("error: ")
+        schema.validate(out)
+        root = ET.fromstring(out.encode("utf-8"))
+        assert root.get("errors") == "1" and root.get("tests") == "1"
+        (case,) = list(root.iter("testcase"))
+        assert case.find("error") is not None and "cannot reach" in case.find("error").get("message")
+
+
+def test_the_header_says_what_was_read_and_when(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")
+    _, out, _ = run("check", "-A", "-f", EXAMPLE, "-o", "junit")
+    props = {p.get("name"): p.get("value") for p in next(ET.fromstring(out.encode()).iter("testsuite")).iter("property")}
+    assert props["Time"] == "2026-03-10T09:00:00Z"
+    assert props["Engine data"].startswith("built-in (vLLM ") and props["kubectl-kvcache"]
+    assert "SGLang 0.5.18" in props["Engine releases"] and "sglang" not in props["Engine releases"]
+
+
+def test_report_server_has_no_userinfo():
+    from kubectl_kvcache.render.report import without_userinfo
+
+    assert without_userinfo("https://admin:s3cret@k8s.example:6443/base") == "https://k8s.example:6443/base"
+    assert without_userinfo("https://k8s.example") == "https://k8s.example"

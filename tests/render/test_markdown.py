@@ -96,7 +96,7 @@ def test_verify_report_says_what_was_checked_and_the_fixes():
     assert "- **Namespaces:** namespace `llm-prod`" in out
     assert "- **Input:** saved objects: `" in out
     assert "- **Setting:** on" in out
-    assert "`vLLM 0.29.0 (spec)`" in out and "`SGLang 0.5.18 (spec)`" in out
+    assert "`vLLM 0.29.0`" in out and "`SGLang 0.5.18`" in out       # as check writes them (one spelling)
     bad = [i for i in report["items"] if i["status"] != "OK"]
     assert out.count("   - Fix: ") == len(bad)
     for item in bad:
@@ -181,3 +181,19 @@ def test_recover_plan_for_a_change_ticket(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pymarkdown", "--disable-rules", "md013", "scan", str(path)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_check_report_counts_spelling_and_fix(monkeypatch):
+    """Issue 30 item 8: plurals right, engines spelled as verify spells them, each note's fix
+    outside its message's code span, the header's time and engine data."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")
+    code, out, _ = run("check", "-A", "-f", EXAMPLE, "-o", "markdown")
+    assert code == 1
+    assert "**Verdict: FAILED (exit code 1)**: 4 errors, 2 warnings, 3 info" in out
+    assert "`sglang " not in out and "`vllm " not in out and "`SGLang 0.5.18`" in out
+    notes = [x for x in out.splitlines() if x.startswith("- **warning**") or x.startswith("- **info**")]
+    assert notes and all(" Fix: `" in x and "Fix:" not in x.split(" Fix: `")[0] for x in notes)
+    assert "- **Time:** `2026-03-10T09:00:00Z`" in out
+    assert "- **Engine data:** built-in (vLLM " in out
+    _, one, _ = run("check", "-n", "llm-research", "-f", EXAMPLE, "-o", "markdown")
+    assert "# kubectl kvcache check: 2 errors, 0 warnings" in one

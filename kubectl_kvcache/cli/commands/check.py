@@ -17,29 +17,33 @@ HELP = dict(
                 "against their engines, Bindings reusing a claimed domain, roles that pass the flag "
                 "themselves, take-over roles, injection opt-ins the webhook will refuse, and the Setting. "
                 "The table is SEVERITY, CODE, OBJECT and the full MESSAGE last (NAMESPACE first with -A); "
-                "-o describe prints each finding as a block with its fix.\n\n" + flags.SCOPE_NOTE
+                "-o wide adds FIX, the fix for each finding; -o describe prints each finding as a block. On a "
+                "terminal narrower than the table, MESSAGE and FIX are printed on wrapped lines under their row; "
+                "piped, each finding is one line.\n\n" + flags.SCOPE_NOTE
                 + "-l/--selector keeps the findings about objects (Bindings, ModelDeployments, Pods, workloads) "
                   "with those labels, a ModelDeployment also when its Pods have them (the objects verify's -l "
                   "selects); everything in scope is still read and judged, and the Setting's finding is always "
                   "shown.",
     examples=("check -A", "check -n llm-prod -o describe", "check -A --strict",
               "check -A -l team=research", "check -A -f saved.json -o json",
+              "check -A --policy examples/policy.yaml", "check -A --ignore binding-unused --severity binding-auto=error",
               "check --contexts prod-eu,prod-us -A"))
 
 
 class CheckOptions(Record):
     """check, bindings and roles: one judgement, three views."""
 
-    __slots__ = ("view", "connection", "scope", "output", "strict", "selector")
+    __slots__ = ("view", "connection", "scope", "output", "strict", "selector", "policy")
 
     def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
-                 selector: str | None = None):
+                 selector: str | None = None, policy=None):
         self.view = view            # check | bindings | roles
         self.connection = connection
         self.scope = scope
         self.output = output
         self.strict = strict
         self.selector = selector    # -l: which judged objects are reported (all in scope are read)
+        self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
 
 
 def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=True):
@@ -47,9 +51,10 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
     p = commands[(name, None)] = flags.command(sub, name, help["help"], help["description"], help["examples"])
     flags.scope_flags(p, selects=selects)
     flags.assume_setting_flag(p)
-    flags.output_flags(p)
+    flags.output_flags(p, name)
     if strict:
         p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+        flags.policy_flags(p)
     if skip_workloads:
         flags.skip_workloads_flag(p)
     connection_flags.add(p)
@@ -64,7 +69,8 @@ def options(ns) -> CheckOptions:
     # -l picks what is reported, not what is read: a Binding's users must all be judged
     inner = CheckOptions(ns.command, connection_flags.connection(ns),
                          flags.scope(ns, workloads=ns.command != "roles", selected=False),
-                         flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector)
+                         flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector,
+                         policy=flags.policy(ns))
     return contexts.wrap(ns, ns.command, inner)
 
 

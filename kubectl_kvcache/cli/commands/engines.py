@@ -28,8 +28,7 @@ class EnginesOptions(Record):
 def add(sub, commands):
     p = commands[(NAME, None)] = flags.command(sub, NAME, HELP["help"], HELP["description"], HELP["examples"])
     p.add_argument("--engine", choices=("vllm", "sglang"), help="only this engine's releases")
-    p.add_argument("-o", "--output", default="table", type=flags.human_format, choices=("table", "json", "yaml"),
-                   help="output format")
+    flags.output_flag(p, NAME, text=True)
     flags.engine_data_flag(p)
 
 

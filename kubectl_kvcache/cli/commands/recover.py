@@ -68,10 +68,8 @@ def add(sub, commands):
                     help="side-by-side (default): create each deployment under a new name, wait until it is "
                          "available, then delete the old one (needs spare capacity); replace: back up, "
                          "delete, wait until gone, create under the same name (downtime per deployment)")
-    rc.add_argument("-o", "--output", default="table", type=flags.human_format,
-                    choices=("table", "json", "yaml", "markdown"),
-                    help="output format (table: the numbered steps with manifests a person reads; markdown: "
-                         "the plan for a change ticket)")
+    flags.output_flag(rc, NAME, "table: the numbered steps with manifests a person reads; markdown: the plan",
+                      text=True)
     rc.add_argument("--apply", action="store_true", help="execute the plan (asks first on a terminal)")
     rc.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     rc.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client", "server"),

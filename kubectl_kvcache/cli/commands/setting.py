@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 
 from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection, parse_duration
@@ -47,9 +46,8 @@ def add(sub, commands):
             "The Setting's value (status.value; unset reads true), whether it is editable, its description and "
             "what it means. Exit 1 when status.value is not a value the operator accepts."),
         epilog=flags.examples(("setting status", "setting status -o json")),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    st.add_argument("-o", "--output", default="table", type=flags.human_format, choices=("table", "json", "yaml"),
-                    help="output format (table: the lines a person reads)")
+        formatter_class=flags.HelpFormatter)
+    flags.output_flag(st, NAME, "table: the lines a person reads", text=True)
     connection_flags.add(st)
     contexts.add(st)
     for name, word in (("on", "true"), ("off", "false")):
@@ -61,7 +59,7 @@ def add(sub, commands):
                                    f"a terminal it needs --yes."),
             epilog=flags.examples((f"setting {name} --dry-run", f"setting {name} --dry-run=server",
                                    f"setting {name}", f"setting {name} --yes --wait --timeout 2m")),
-            formatter_class=argparse.RawDescriptionHelpFormatter)
+            formatter_class=flags.HelpFormatter)
         a.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
         a.add_argument("--dry-run", nargs="?", const="client", default="none",
                        choices=("none", "client", "server"),

@@ -6,6 +6,7 @@ from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.kube.connection import Connection, parse_duration
+from kubectl_kvcache.render import formats
 from kubectl_kvcache.render.output import Output
 from kubectl_kvcache.record import Record
 
@@ -17,7 +18,8 @@ HELP = dict(
     description="For each pool-attached engine container: the --kv-cache-dtype the engine will run with "
                 "(parsed as that engine version parses its argv), against its Binding. Naming PODs also "
                 "prints their argv with every occurrence marked.\n\nStatus: OK, MISMATCH, MISSING (not "
-                "rolled yet), REJECTED (the engine exits on its arguments), UNKNOWN (cannot be decided, with "
+                "rolled yet), WILL-REJECT (not rolled yet, and the engine rejects the dtype it will be given), "
+                "REJECTED (the engine exits on its arguments), UNKNOWN (cannot be decided, with "
                 "why). -o wide adds the role, engine, version, container, owner and Pod state; -o describe prints "
                 "each one as a block with the reason, the fix and the argv; after a summary that is not all OK, "
                 "the command "
@@ -79,7 +81,7 @@ def add(sub, commands):
                                                          "md/NAME: only these ModelDeployments")
     flags.scope_flags(v, selects=SELECTS)
     flags.assume_setting_flag(v)
-    flags.output_flags(v)
+    flags.output_flags(v, NAME)
     v.add_argument("--fail-on", metavar="STATUS,...",
                    help="statuses that make the exit code 1 (default: every status but OK), e.g. "
                         "REJECTED,MISMATCH,UNKNOWN to tolerate replicas that are still rolling")
@@ -118,9 +120,9 @@ def options(ns) -> VerifyOptions:
     typed = [p for p in ns.pods if p.partition("/")[0].lower() in md_types() and "/" in p]
     if typed and not (ns.watch or ns.wait):
         raise PluginError(f"{typed[0]}: md/NAME needs --watch or --wait (without, verify takes Pod names)")
-    if ns.watch and ns.output not in ("table", "wide"):
-        raise PluginError(f"--watch prints table rows: use -o table or -o wide (--wait -o {ns.output} prints "
-                          f"the final report)")
+    if ns.watch and ns.output not in formats.streaming(NAME):
+        raise PluginError(f"--watch prints table rows: use -o {' or -o '.join(formats.streaming(NAME))} "
+                          f"(--wait -o {ns.output} prints the final report)")
     if ns.timeout is not None and not (ns.watch or ns.wait):
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else

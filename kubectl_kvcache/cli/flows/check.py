@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from kubectl_kvcache import exitcodes, render
 from kubectl_kvcache.kube import selector as label_selector
-from kubectl_kvcache.judge import checks
+from kubectl_kvcache.judge import checks, policy as judge_policy
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+
+if TYPE_CHECKING:
+    from kubectl_kvcache.cli.commands.check import CheckOptions
 
 
 def exit_code(options: CheckOptions, report, missing=()) -> int:
@@ -38,7 +43,7 @@ def select(report, snapshot, selector):
     def match(labels):
         return label_selector.matches(labels or {}, selector)
 
-    pods_of = {}
+    pods_of: dict = {}
     for p in snapshot.pods:
         if p.md_controlled:
             pods_of.setdefault((p.namespace, p.owner[2]), []).append(p)
@@ -60,20 +65,29 @@ def select(report, snapshot, selector):
         report.checked)
 
 
+def judged(options: CheckOptions, snapshot):
+    """The report of `snapshot`: checked, narrowed by -l, then the policy applied (judge/policy.py)."""
+    report = select(checks.check(snapshot, skipped_workloads=options.scope.workloads_skipped), snapshot,
+                    options.selector)
+    if options.policy is None:
+        return report
+    return judge_policy.apply(report, options.policy, judge_policy.labels_of(snapshot))
+
+
 def run(options: CheckOptions, io) -> int:
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = select(checks.check(snapshot, skipped_workloads=options.scope.workloads_skipped), snapshot,
-                    options.selector)
+    report = judged(options, snapshot)
     view = views.VIEWS[options.view]
     failing = (checks.ERROR, checks.WARNING) if options.strict else (checks.ERROR,)
-    output = options.output.about(snapshot, options.scope.files, options.connection.context, failing)
-    listed = render.show(view, report, output, io.stdout, io.stderr)
+    code = exit_code(options, report, snapshot.missing_namespaces)
+    output = options.output.about(snapshot, options.scope.files, options.connection.context, failing, code)
+    render.show(view, report, output, io.stdout, io.stderr)
     if not options.output.structured:
         if options.view == "check":
             if not any(report.checked.values()):
                 render.nothing_found(snapshot, view.empty, io.stderr)
             render.line(io.stderr, views.summary(report))
-        elif not listed:
+        elif not list(view.rows(report)):
             render.nothing_found(snapshot, view.empty, io.stderr)
-    return exit_code(options, report, snapshot.missing_namespaces)
+    return code

@@ -19,6 +19,11 @@ from kubectl_kvcache.operator import api
 from kubectl_kvcache.cli import connection_flags
 from kubectl_kvcache.errors import PluginError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+
+if TYPE_CHECKING:
+    from kubectl_kvcache.cli.commands.completion import CompletionOptions
+
 DEFAULT_TIMEOUT = 2.0
 EXECUTABLE = "kubectl-kvcache"
 
@@ -76,16 +81,16 @@ def judged_pods(client, ns, query):
     """The Pods verify would judge (judge.verify.candidates, the same rule): a ModelDeployment's
     role replicas, not its router or elastic-EP head Pods, and Pods opted into injection."""
     from kubectl_kvcache.judge import verify
-    from kubectl_kvcache.operator import records
+    from kubectl_kvcache.operator import decode, records
 
-    pods = {}
+    pods: dict = {}
     for selector in ("=".join(api.MD_NAME_LABEL), f"{api.INJECT_LABEL}=true"):
         data = client.request("GET", api.collection_path(client, api.POD, ns), query=dict(query, labelSelector=selector))
-        pods.update(((p.namespace, p.name), p) for p in _records(data, records.pod_record))
+        pods.update(((p.namespace, p.name), p) for p in _records(data, decode.pod_record))
     deployments = {}
     if any(p.md_controlled for p in pods.values()):     # a replica or a router: its ModelDeployment's roles say
         data = client.request("GET", api.collection_path(client, api.MODEL_DEPLOYMENT, ns), query=query)
-        deployments = {(d.namespace, d.name): d for d in _records(data, records.deployment_record)}
+        deployments = {(d.namespace, d.name): d for d in _records(data, decode.deployment_record)}
     snapshot = records.Snapshot(pods=list(pods.values()), deployments=deployments, namespace=ns)
     return sorted({c.pod.name for c in verify.candidates(snapshot)})
 

@@ -1,5 +1,6 @@
 """One read command over several kubeconfig contexts (--contexts, --all-contexts): each context
-read and judged in its own thread, at most --parallel at once, each with its own connection as
+read and judged in its own worker process (cli/flows/workers.py; else its own thread), at most
+--parallel at once, each with its own connection as
 `--context CTX` gives it (its cluster, user, namespace, exec plugin; every other flag applied to
 it as kubectl applies it); then one report. A context that fails is one error line naming it,
 after every other context was reported, and exit 2; the exit code is the worst over contexts."""
@@ -9,10 +10,13 @@ from __future__ import annotations
 import threading
 
 from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.cli.flows import workers
 from kubectl_kvcache.kube import kubeconfig
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import fleet as view
+from kubectl_kvcache.render import formats
+
 
 def context_names(options) -> tuple[str, ...]:
     """The contexts to read, checked against the merged kubeconfig before anything is sent."""
@@ -32,7 +36,8 @@ def fan_out(names, job, parallel) -> dict:
     once. Ctrl-C in the main thread closes every connection (kube.client.install_interrupt), so the
     running jobs end at once and the waiting ones do not start; nothing is raised in a thread."""
     reader.interruptible()
-    outcomes, slots, stop = {}, threading.BoundedSemaphore(parallel), threading.Event()
+    outcomes: dict = {}
+    slots, stop = threading.BoundedSemaphore(parallel), threading.Event()
 
     def work(name):
         with slots:
@@ -64,18 +69,16 @@ def _verify(inner, conn, trace):
     from kubectl_kvcache.judge import verify
 
     snapshot = reader.read(conn, inner.scope, None, trace)
-    report = verify.verify(snapshot, account=flow.looks_for_podless_replicas(inner))
+    report = verify.verify(snapshot, account=flow.looks_for_podless_replicas(inner), roles=flow.selected_roles(inner))
     return view.Result(conn.context, report, code=flow.exit_code(inner, report), notes=tuple(snapshot.notes),
                        namespace=snapshot.namespace)
 
 
 def _check(inner, conn, trace):
     from kubectl_kvcache.cli.flows import check as flow
-    from kubectl_kvcache.judge import checks
 
     snapshot = reader.read(conn, inner.scope, None, trace)
-    report = flow.select(checks.check(snapshot, skipped_workloads=inner.scope.workloads_skipped), snapshot,
-                         inner.selector)
+    report = flow.judged(inner, snapshot)
     return view.Result(conn.context, report, code=flow.exit_code(inner, report), notes=tuple(snapshot.notes),
                        namespace=snapshot.namespace)
 
@@ -83,12 +86,13 @@ def _check(inner, conn, trace):
 def _setting(inner, conn, trace):
     from kubectl_kvcache.cli.flows import setting as flow
     from kubectl_kvcache.judge import setting as st
-    from kubectl_kvcache.operator import records
+    from kubectl_kvcache.operator import decode, records
 
     client = reader.open_client(conn, trace)
     obj = flow.read_setting(client, flow.setting_path(client))
-    record = records.default_setting() if obj is None else records.setting_record(obj, "cluster")
-    notes, code = (), exitcodes.OK
+    record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
+    notes: tuple[str, ...] = ()
+    code = exitcodes.OK
     if st.effective_value(record) is None:
         notes, code = (f"status.value {record.status_value!r} is not a value the operator accepts",), \
             exitcodes.FINDINGS
@@ -102,6 +106,24 @@ def _tracer(err, context):
 
 # -- the command ----------------------------------------------------------------------------------
 
+_NETWORK = ("kube.transport", "kube.proxyenv")
+_JUDGED = _NETWORK + ("engine", "engine.parsers", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
+                      "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
+# What one context's read imports (measured: sys.modules before and after a run of each command),
+# imported once in this process before the workers fork: else every worker imports it again (a
+# third of a second of CPU each).
+_PRELOAD = {"verify": _JUDGED + ("cli.flows.verify", "judge.live", "judge.rollout", "render.verify", "kube.watch"),
+            "setting": _NETWORK + ("cli.flows.setting",)}
+
+
+def preload(command):
+    """Import what one context's read of `command` imports (_PRELOAD)."""
+    import importlib
+
+    for name in _PRELOAD.get(command, _JUDGED + ("cli.flows.check",)):
+        importlib.import_module("kubectl_kvcache." + name)
+
+
 def run(options, io) -> int:
     names = context_names(options)
     inner = options.inner
@@ -110,7 +132,12 @@ def run(options, io) -> int:
     def job(name):
         return read(inner, inner.connection.replace(context=name), _tracer(io.stderr, name))
 
-    outcomes = fan_out(names, job, options.parallel)
+    conns = [inner.connection.replace(context=n) for n in names]
+    if workers.usable(options.parallel, len(names), io.stderr) and not any(map(reader.may_prompt, conns)):
+        preload(options.command)
+        outcomes = workers.fan_out(names, job, options.parallel)
+    else:
+        outcomes = fan_out(names, job, options.parallel)
     results = []
     for name in names:
         result, exc = outcomes[name]
@@ -120,8 +147,9 @@ def run(options, io) -> int:
             raise exc           # a bug, or Ctrl-C: the command line reports it as for one context
         results.append(result)
     fleet = view.Fleet(tuple(results))
-    report(options, fleet, io)
-    return exitcodes.worst(r.code for r in results)
+    code = exitcodes.worst(r.code for r in results)
+    report(options, fleet, io, code)
+    return code
 
 
 def _inner_view(command):
@@ -136,12 +164,15 @@ def _inner_view(command):
     return checks.VIEWS[command], {"check": "CheckReport", "bindings": "BindingList", "roles": "RoleList"}[command]
 
 
-def report(options, fleet, io):
+def report(options, fleet, io, code=None):
     """The table (or JSON/YAML) on stdout; then, per context, its notes and summary lines; then
-    one error line per context that failed."""
+    one error line per context that failed. `code`: the exit code the run ends with."""
     inner, kind = _inner_view(options.command)
     output = options.inner.output
-    render.show(view.view(inner, kind), fleet, output, io.stdout, io.stderr)
+    if formats.get(output.format).kind == formats.DOCUMENT:   # one document across the contexts
+        view.document(inner, fleet, output, _failing(options), io.stdout, code)
+    else:
+        render.show(view.view(inner, kind), fleet, output, io.stdout, io.stderr)
     for r in fleet.read:
         for text in r.notes:
             view.note(io.stderr, r.context, text)
@@ -150,6 +181,16 @@ def report(options, fleet, io):
     for r in fleet.results:
         if r.error is not None:
             view.failed(io.stderr, r.context, r.error)
+
+
+def _failing(options):
+    """What makes a case fail, as the one-context command decides it (verify's --fail-on, --strict)."""
+    inner = options.inner
+    if options.command == "verify":
+        return tuple(inner.fail_on or ())
+    if getattr(inner, "strict", False):
+        return ("error", "warning")
+    return ("error",)
 
 
 def _summary(command, r, inner, err):

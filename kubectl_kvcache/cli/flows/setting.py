@@ -12,23 +12,36 @@ import time
 from kubectl_kvcache import exitcodes, render
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import cluster as cluster_lists, reader
-from kubectl_kvcache.operator import api, records
+from kubectl_kvcache.operator import api, decode, records
 from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.render import setting as view
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+
+if TYPE_CHECKING:
+    from kubectl_kvcache.cli.commands.setting import SettingOptions
+
 RESOURCE = api.SETTING.name
 WHERE = f"in namespace {api.SETTING_NAMESPACE}"
 POLL_SECONDS = 1.0
 
 
+def _connection(options: SettingOptions) -> Connection:
+    """An action's connection: commands/setting.py gives every action one; only the usage error
+    of no action has none, and it stops there."""
+    if options.connection is None or options.action is None:
+        raise PluginError("setting needs an action: status, on or off")
+    return options.connection
+
+
 def run(options: SettingOptions, io) -> int:
-    client = reader.open_client(options.connection, render.tracer(io.stderr))
+    client = reader.open_client(_connection(options), render.tracer(io.stderr))
     if options.action == "status":
         return run_status(client, options, io)
-    return run_toggle(client, options, io, st.ACTIONS[options.action])
+    return run_toggle(client, options, io, st.ACTIONS[options.action or ""])
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -52,7 +65,7 @@ def read_setting(client, path):
 
 def run_status(client, options: SettingOptions, io) -> int:
     obj = read_setting(client, setting_path(client))
-    record = records.default_setting() if obj is None else records.setting_record(obj, "cluster")
+    record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
     if options.output.structured:
         render.structured(view.status_view(record), options.output.format, io.stdout)
     else:
@@ -71,7 +84,7 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
     if obj is None:
         raise NotFound(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} does not exist; Settings cannot "
                        f"be created, the GPUStack Operator provides it: is the operator installed?")
-    record = records.setting_record(obj, "cluster")
+    record = decode.setting_record(obj, "cluster")
     decision = st.decide(record, want)
     if decision == st.NOT_EDITABLE:
         raise PluginError(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} is not editable "
@@ -79,13 +92,17 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
     if decision == st.ALREADY:
         view.already(record, want, io.stdout)
         return exitcodes.OK
+    mark = record.annotations.get(api.TURNED_OFF_BY)
+    recoveries(client, _connection(options).chunk_size, mark, want, io)
     if want and not gate(client, options, io):
         return exitcodes.FINDINGS
-    view.blast(count_blast_radius(client, options.connection.chunk_size), want, io.stdout)
+    view.blast(count_blast_radius(client, _connection(options).chunk_size), want, io.stdout)
     if not record.resource_version:
         raise PluginError(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} came without a "
                           f"metadata.resourceVersion: the change cannot be guarded against a concurrent one")
     body = st.patch_body(record.resource_version, want)
+    if mark is not None:        # the user takes the Setting back: no recovery turns it on for them later
+        body["metadata"]["annotations"] = {api.TURNED_OFF_BY: None}
     if options.wait and options.dry_run != "none":
         render.note(io.stderr, "--wait has no effect with --dry-run")
     if options.dry_run == "client":
@@ -96,8 +113,37 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
     if not options.yes and not confirm(io, want):
         view.cancelled(io.stderr)       # the user's choice, not a failure: exit 1, "not done"
         return exitcodes.FINDINGS
-    patched = _patch(client, path, body, options.field_manager, dry_run=False)
+    patched, lost = _patch_settled(client, path, body, options.field_manager, want)
+    if lost is not None:
+        render.note(io.stderr, f"the answer to the patch was lost ({lost}); the Setting was read again and "
+                               f"spec.value is {st.WORD[want]!r}: the change holds")
     return _report(client, path, patched, record, options, io, want, sleep, clock)
+
+
+def _patch_settled(client, path, body, field_manager, want):
+    """The patch, and when its answer was lost (kube.client.Client.settle) the Setting read
+    again: (the Setting as it is now, why the answer was lost or None). Raises when the change
+    does not hold."""
+    def holds(obj):
+        return obj is not None and st.parse_bool((obj.get("spec") or {}).get("value")) == want
+
+    return client.settle(lambda: _patch(client, path, body, field_manager, dry_run=False),
+                         lambda: read_setting(client, path), holds)
+
+
+def recoveries(client, chunk, mark, want, io):
+    """`setting on|off` while a recovery runs or stopped part-way: said on stderr, before the
+    question (the change is the user's to make; the gate still judges what turning it on causes).
+    From the Setting's own mark (which recovery turned it off) and the records of active runs."""
+    from kubectl_kvcache.load import recovery
+
+    if mark is not None:
+        render.note(io.stderr, f"the Setting was turned off by the recovery of {mark} (annotation {api.TURNED_OFF_BY}), "
+                               f"whose last step turns it on again; turning it {st.action_for(want)} here takes it "
+                               f"back from that recovery: a resumed run no longer turns it on")
+    for r in recovery.active_records(client, chunk):
+        render.note(io.stderr, f"a recovery is running: {r.ref} ({r.held_by()}); turning the Setting "
+                               f"{st.action_for(want)} now rolls pool-attached deployments while it moves them")
 
 
 def gate(client, options: SettingOptions, io) -> bool:
@@ -105,7 +151,7 @@ def gate(client, options: SettingOptions, io) -> bool:
     step asks it too. False (refuse) when turning it on causes errors, unless --force. A check
     that cannot run is an error too, unless --force."""
     try:
-        verdict, snapshot = read_gate(client, options.connection.chunk_size, options.skip_workloads)
+        verdict, snapshot = read_gate(client, _connection(options).chunk_size, options.skip_workloads)
     except PluginError as exc:
         if not options.force:
             raise type(exc)(f"{exc}; the Setting was not changed: turning it on first runs check's judgement, "
@@ -157,7 +203,7 @@ def count_blast_radius(client, chunk) -> st.BlastRadius:
         md_why = str(exc)
     pods, pods_why = None, ""
     try:
-        pods = client.list(api.collection_path(client, api.POD), records.pod_record,
+        pods = client.list(api.collection_path(client, api.POD), decode.pod_record,
                            selector=f"{api.INJECT_LABEL}=true",
                            chunk=chunk, what="list pods in all namespaces")
     except (Forbidden, NotFound) as exc:
@@ -166,7 +212,7 @@ def count_blast_radius(client, chunk) -> st.BlastRadius:
 
 
 def _attached_only(obj):
-    record = records.deployment_record(obj)
+    record = decode.deployment_record(obj)
     return record if record.kv_cache else None
 
 
@@ -189,6 +235,11 @@ def _patch(client, path, body, field_manager, dry_run):
     try:
         return client.patch_merge(path, body, field_manager=field_manager, dry_run=dry_run, what=what)
     except Conflict as exc:
+        if getattr(exc, "lost", None) is not None:     # an earlier attempt may be what changed it
+            error = Conflict(f"conflict: the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} changed since it "
+                             f"was read (resourceVersion {body['metadata']['resourceVersion']})")
+            error.lost = exc.lost
+            raise error from exc
         raise Conflict(f"conflict: the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} changed since it was "
                        f"read (resourceVersion {body['metadata']['resourceVersion']}); nothing was overwritten: "
                        f"re-run to see the new state") from exc
@@ -209,7 +260,7 @@ def _server_dry_run(client, path, body, options, io, want):
 def _report(client, path, patched, before, options, io, want, sleep, clock):
     meta = patched.get("metadata") or {}
     view.patched(want, before, meta.get("resourceVersion", "?"), io.stdout)
-    now = records.setting_record(patched, "cluster")
+    now = decode.setting_record(patched, "cluster")
     if options.wait and st.effective_value(now) != want:
         view.waiting(want, options.timeout, io.stderr)
         now = wait_for(client, path, want, options.timeout, sleep, clock)
@@ -230,7 +281,7 @@ def wait_for(client, path, want, timeout, sleep=time.sleep, clock=time.monotonic
         obj = read_setting(client, path)
         if obj is None:
             raise NotFound(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} disappeared while waiting")
-        record = records.setting_record(obj, "cluster")
+        record = decode.setting_record(obj, "cluster")
         if st.effective_value(record) == want:
             return record
         if deadline is not None and clock() >= deadline:

@@ -17,6 +17,11 @@ from kubectl_kvcache.engine import CachedPredict
 from kubectl_kvcache.errors import Forbidden
 from kubectl_kvcache.render import verify as view
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+
+if TYPE_CHECKING:
+    from kubectl_kvcache.cli.commands.verify import VerifyOptions
+
 TICK = 1.0                  # how often the live progress line's clock moves
 
 
@@ -27,13 +32,29 @@ def exit_code(options: VerifyOptions, report) -> int:
 
 
 def looks_for_podless_replicas(options: VerifyOptions) -> bool:
-    """Replicas without a Pod are looked for unless the Pods were filtered (by name or label)."""
-    return not (options.scope.names or options.scope.selector)
+    """Replicas without a Pod are looked for unless the Pods were filtered by name."""
+    return not options.scope.names
 
 
-def about(options: VerifyOptions, snapshot):
-    """The output, knowing what was read (the document formats say so)."""
-    return options.output.about(snapshot, options.scope.files, options.connection.context, options.fail_on)
+def selected_roles(options: VerifyOptions):
+    """With -l, the roles whose replicas are accounted: those whose operator labels (the labels
+    the operator gives every Pod of the role: live.operator_labels) the selector matches, so that
+    every Pod of theirs was listed (the selector is applied by the server) and a replica without
+    one is a replica without a Pod, never one the filter left out (a selector on any other label
+    accounts no role: the Pods it leaves out may be replicas). `-l
+    app.kubernetes.io/instance=NAME` selects a deployment as `-n` would show it, NO-POD rows and
+    a missing Binding included. None: every role."""
+    selector = options.scope.selector
+    if not selector or options.scope.names:
+        return None
+    if any(key not in live.OPERATOR_LABEL_KEYS for key, _, _ in label_selector.parse(selector)):
+        return lambda md, role: False   # other labels: a Pod the selector skips may still be a replica
+    return lambda md, role: label_selector.matches(live.operator_labels(md, role), selector)
+
+
+def about(options: VerifyOptions, snapshot, code=None):
+    """The output, knowing what was read and the exit code (the document formats say so)."""
+    return options.output.about(snapshot, options.scope.files, options.connection.context, options.fail_on, code)
 
 
 def run(options: VerifyOptions, io) -> int:
@@ -41,8 +62,10 @@ def run(options: VerifyOptions, io) -> int:
         return follow(options, io)
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = verify.verify(snapshot, account=looks_for_podless_replicas(options))
-    render.show(view.VIEW, report, about(options, snapshot), io.stdout, io.stderr)
+    report = verify.verify(snapshot, account=looks_for_podless_replicas(options), roles=selected_roles(options))
+    code = exit_code(options, report)
+    code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods else code
+    render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
     newer_than_data(report, io.stderr)
     names = options.scope.names
     if not options.output.structured:
@@ -54,14 +77,17 @@ def run(options: VerifyOptions, io) -> int:
             step = view.next_step(report, options.scope)
             if step:
                 render.line(io.stderr, step)
-        else:
+        elif not (names and set(names) <= set(snapshot.missing_pods)):
             render.nothing_found(snapshot, view.VIEW.empty, io.stderr)
     listed = {i.pod for i in report.items}
     for name in names:
-        if name not in listed:
+        if name not in listed and name not in snapshot.missing_pods:
             render.note(io.stderr, f"pod {name} is neither controlled by a pool-attached ModelDeployment role nor "
                                    f"labelled {api.INJECT_LABEL}=true")
-    return exit_code(options, report)
+    where = "in the input" if snapshot.source == "file" else f"in namespace {snapshot.namespace or 'default'}"
+    for name in snapshot.missing_pods:      # kubectl get: `Error from server (NotFound): pods "x" not found`, exit 1
+        render.error(io.stderr, f'pods "{name}" not found {where}')
+    return code
 
 
 def newer_than_data(report, err):
@@ -135,7 +161,7 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     if options.wait and namespace_missing(client, scope.namespace):
         render.line(io.stderr, f"namespace {scope.namespace} does not exist: nothing to wait for")
         return exitcodes.FINDINGS
-    versions = {}
+    versions: dict = {}
     snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
     snapshot.namespace = scope.namespace
     render.notes(snapshot, io.stderr)
@@ -150,7 +176,8 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         del targets["setting"]
         render.note(io.stderr, f"the Setting {api.setting_ref()} is not watched (list on settings is not allowed): "
                                f"rows are judged with its value as read at the start")
-    events, stop = queue.Queue(), threading.Event()
+    events: queue.Queue = queue.Queue()
+    stop = threading.Event()
     watchers = [kube_watch.Watcher(client, t, versions[t.key], events, stop, kube_watch.watch_seconds(),
                                    options.connection.chunk_size) for t in targets.values()]
     for w in watchers:
@@ -187,7 +214,7 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope):
         if options.wait and now.outcome:
             return _end(options, io, judge.report(), now, now.outcome, clock() - start, line, scope)
         # wait for the next events (the live line's clock ticks meanwhile)
-        batch = []
+        batch: list = []
         while not batch:
             remaining = None if deadline is None else deadline - clock()
             if remaining is not None and remaining <= 0:
@@ -221,11 +248,28 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope):
         changed = judge.apply(updates)
 
 
+def _end_code(options, report, outcome):
+    """The exit code a --wait/--watch run ends with: 0 when the rollout completed, 1 when it cannot
+    or did not in time; --watch alone at --timeout: as verify's."""
+    if outcome == rollout.COMPLETE:
+        return exitcodes.OK
+    if outcome in (rollout.UNBOUND, rollout.REJECTED, rollout.SETTLED) or options.wait:
+        return exitcodes.FINDINGS
+    return exit_code(options, report)
+
+
 def _end(options, io, report, now, outcome, elapsed, line, scope):
     if line:
         line.done()
+    code = _end_code(options, report, outcome)
     if options.output.structured:
-        render.show(view.VIEW, report, options.output, io.stdout)
+        subject = options.output.subject
+        output = options.output.replace(subject=subject.replace(exit_code=code)) if subject else options.output
+        render.show(view.VIEW, report, output, io.stdout)
+    elif options.wait and outcome == rollout.UNBOUND:
+        unbound = {(ns, md) for ns, md, _ in now.unbound}
+        render.show(view.VIEW, _Rows(i for i in report.items if (i.namespace, i.deployment) in unbound),
+                    options.output, io.stdout)
     elif options.wait and outcome != rollout.COMPLETE:
         render.show(view.VIEW, _Rows(now.left), options.output, io.stdout)
     elif options.wait and not options.watch:
@@ -234,20 +278,23 @@ def _end(options, io, report, now, outcome, elapsed, line, scope):
         view.deployment_lines(report, io.stderr)
     if outcome == rollout.COMPLETE:
         view.wait_complete(report, elapsed, io.stderr)
-        return exitcodes.OK
+        return code
+    if outcome == rollout.UNBOUND:
+        view.wait_unbound(now.unbound, io.stderr)
+        return code
     if outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
-        return exitcodes.FINDINGS
+        return code
     if outcome == rollout.SETTLED:
         view.wait_settled(now, elapsed, io.stderr)
         step = view.next_step(_Rows(now.left), scope)
         if step:
             render.line(io.stderr, step)
-        return exitcodes.FINDINGS
+        return code
     if options.wait:
         view.wait_timeout(elapsed, now, io.stderr)
-        return exitcodes.FINDINGS
-    return exit_code(options, report)      # --watch alone, at --timeout
+        return code
+    return code      # --watch alone, at --timeout
 
 
 class _Rows:

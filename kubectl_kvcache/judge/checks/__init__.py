@@ -20,7 +20,7 @@ from __future__ import annotations
 from kubectl_kvcache.judge import setting as setting_mod
 from kubectl_kvcache.operator import records
 from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindings
-from kubectl_kvcache.judge.checks.engine_data import check_engine_data
+from kubectl_kvcache.judge.checks.newer_releases import check_newer_releases
 from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
 from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
                                                    Finding, Report, finding)
@@ -54,7 +54,7 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     roles, role_findings = check_roles(snapshot, deployments, pods, on)
     found += role_findings
     found += check_injection(optins)
-    found += check_engine_data(deployments, optins, pods)
+    found += check_newer_releases(deployments, optins, pods)
     if skipped_workloads:
         found.append(finding("unchecked", (snapshot.namespace, "Workloads", "--skip-workloads"),
                              "the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "

@@ -57,7 +57,7 @@ class BindingEntry(Record):
         self.suggestion = suggestion
 
     def engines(self):
-        seen = []
+        seen: list = []
         for use in self.uses:
             for e in use.engines if use.renders else ():
                 if (e.engine, e.version) not in [(s.engine, s.version) for s in seen]:
@@ -190,7 +190,7 @@ def _auto_example(entry):
 
 
 def _rejected_finding(entry: BindingEntry, obj, on) -> Finding:
-    b = entry.binding
+    dtype = entry.binding.dtype if entry.binding is not None else None     # rejected_by: a Binding that exists
     users = unique(u for u, _, _ in entry.rejected_by)
     parts = [f"{use.kind} {use.name} on " + ", ".join(e.long_label for u, e, _ in entry.rejected_by if u is use)
              for use in users]
@@ -200,8 +200,8 @@ def _rejected_finding(entry: BindingEntry, obj, on) -> Finding:
     if any(u.kind != "ModelDeployment" for u in users):
         effects.append("every Pod injected from now on fails argument parsing")
     first_reason = entry.rejected_by[0][2]
-    message = f"dtype {b.dtype!r} is rejected by {'; '.join(parts)}: {'; '.join(effects)} ({first_reason})"
-    entry.suggestion = suggest_dtype(b.dtype, [e.profile for e in entry.engines()])
+    message = f"dtype {dtype!r} is rejected by {'; '.join(parts)}: {'; '.join(effects)} ({first_reason})"
+    entry.suggestion = suggest_dtype(dtype, [e.profile for e in entry.engines()])
     return finding("binding-dtype-rejected", obj, message, _recovery_fix(entry, on))
 
 
@@ -220,17 +220,8 @@ def _recovery_fix(entry, on):
 
 
 def _no_common_spelling(dtype, entry):
-    rejecting = unique((e.engine, e.version) for _, e, _ in entry.rejected_by)
-    hints = []
-    for engine, version in rejecting:
-        since = accepted_since(engine, dtype)
-        alt = next((a for a in SAME_FORMAT.get(dtype, ()) if accepted_since(engine, a)), None)
-        if since:
-            hints.append(f"{model.DISPLAY_NAMES[engine]} accepts {dtype!r} from {since}")
-        elif alt:
-            hints.append(f"{model.DISPLAY_NAMES[engine]} spells it {alt!r} from {accepted_since(engine, alt)}")
-        else:
-            hints.append(f"{model.DISPLAY_NAMES[engine]} has no spelling of {dtype!r}")
+    # one hint per engine, however many of its releases reject the dtype
+    hints = [_spelling_hint(dtype, engine) for engine in unique(e.engine for _, e, _ in entry.rejected_by)]
     common = sorted(set.intersection(*(set(e.profile.accepted) for e in entry.engines())) - {"auto"})
     near = nearest_spelling(dtype, common)
     if near:
@@ -238,6 +229,19 @@ def _no_common_spelling(dtype, entry):
     else:
         choice = f"one of {', '.join(common)}" if common else "a value each engine accepts (or split the users)"
     return f"a dtype every engine accepts ({'; '.join(hints)}; or upgrade the engine): {choice}"
+
+
+def _spelling_hint(dtype, engine):
+    """What the engine's releases, built in and added, say about `dtype`: the release it is
+    accepted from, a spelling of the same format, or that it has none."""
+    name = model.DISPLAY_NAMES[engine]
+    since = accepted_since(engine, dtype)
+    if since:
+        return f"{name} accepts {dtype!r} from {since}"
+    alt = next((a for a in SAME_FORMAT.get(dtype, ()) if accepted_since(engine, a)), None)
+    if alt:
+        return f"{name} spells it {alt!r} from {accepted_since(engine, alt)}"
+    return f"{name} has no spelling of {dtype!r}"
 
 
 def check_bindings(snapshot, deployments, optins, pods, on) -> tuple[list[BindingEntry], list[Finding]]:

@@ -35,14 +35,14 @@ class EngineAt(Record):
     @property
     def long_label(self):  # the wording of finding messages (tables use render's short label)
         """`SGLang 0.5.19 (from spec.engine.image)`, `vLLM 0.29.0 (version unknown: the operator minimum)`."""
-        name = f"{model.DISPLAY_NAMES[self.engine]} {self.version}"
+        name = model.release_name(self.engine, self.version)
         if self.source == MINIMUM:
             return f"{name} (version unknown: the operator minimum)"
         return f"{name} (from {self.source})"
 
     @property
     def name(self):
-        return f"{model.DISPLAY_NAMES[self.engine]} {self.version}"
+        return model.release_name(self.engine, self.version)
 
     def to_dict(self):
         return {"engine": self.engine, "version": str(self.version), "versionSource": self.source}
@@ -66,10 +66,6 @@ class FlagToken(Record):
     @property
     def where(self):
         return f"{self.source}[{self.index}]"
-
-    @property
-    def value_where(self):
-        return f"{self.value_at[0]}[{self.value_at[1]}]" if self.value_at else None
 
     @property
     def value_text(self):
@@ -150,29 +146,25 @@ def flag_tokens(tokens: Sequence[Token], profile) -> list[FlagToken]:
         if probe.occurrences:
             actual = model.parse([tok] + list(tokens[j + 1:j + 2]), profile)
             value = actual.occurrences[0].value if actual.occurrences else None
-            took = after is not None and value is not None and "=" not in tok.text and after.text == value
+            took = after if after is not None and value is not None and "=" not in tok.text \
+                and after.text == value else None
             found.append(FlagToken(tok.source, tok.index, tok.text, value,
-                                   value_at=(after.source, after.index) if took else None,
-                                   next_text=after.text if took else None))
+                                   value_at=(took.source, took.index) if took is not None else None,
+                                   next_text=took.text if took is not None else None))
         elif probe.error == model.AMBIGUOUS and _could_abbreviate_dtype(tok.text, profile):
             # the word after it was meant as its value: removing the flag alone leaves it a stray positional
-            took = (after is not None and "=" not in tok.text and after.text is not None
-                    and not after.text.startswith("-"))
+            took = after if (after is not None and "=" not in tok.text and after.text is not None
+                             and not after.text.startswith("-")) else None
             found.append(FlagToken(tok.source, tok.index, tok.text, None, ambiguous=probe.reason,
-                                   value_at=(after.source, after.index) if took else None,
-                                   next_text=after.text if took else None))
+                                   value_at=(took.source, took.index) if took is not None else None,
+                                   next_text=took.text if took is not None else None))
     return found
 
 
 def accepted_since(engine, value) -> str | None:
-    """The first release of `engine` that accepts `value` (and still does), from the engine data."""
-    since = None
-    for release, added, removed in model.ACCEPTED_VALUES[engine]:
-        if value in added:
-            since = since or release
-        if value in removed:
-            since = None
-    return since
+    """The first release of `engine` that accepts `value` (and still does), built in or added:
+    the engine model's answer, so that a release added from a file counts (issue 31)."""
+    return model.accepted_since(engine, value)
 
 
 def suggest_dtype(dtype, profiles) -> str | None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from kubectl_kvcache.record import Record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from kubectl_kvcache.engine import Cause
+
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITIES = (ERROR, WARNING, INFO)
@@ -60,10 +64,10 @@ BINDING_FAILURES = frozenset(c.code for c in CODES.values() if c.fails_bindings)
 
 
 class Finding(Record):
-    __slots__ = ("severity", "code", "namespace", "kind", "name", "message", "fix")
+    __slots__ = ("severity", "code", "namespace", "kind", "name", "message", "fix", "cause", "replicas", "policy")
 
     def __init__(self, severity: str, code: str, namespace: str | None, kind: str, name: str, message: str,
-                 fix: str = ""):
+                 fix: str = "", cause=None, replicas: int = 0, policy=None):
         self.severity = severity
         self.code = code
         self.namespace = namespace
@@ -71,33 +75,53 @@ class Finding(Record):
         self.name = name
         self.message = message
         self.fix = fix
+        self.cause = cause          # an UNKNOWN's engine.Cause: what would decide it
+        self.replicas = replicas    # the replicas that UNKNOWN stands for
+        self.policy = policy        # judge.policy.Effect: what a policy rule did to it (None: nothing)
 
     def to_dict(self):
         return {"severity": self.severity, "code": self.code, "namespace": self.namespace, "kind": self.kind,
-                "name": self.name, "message": self.message, "fix": self.fix}
+                "name": self.name, "message": self.message, "fix": self.fix} | (
+            {"cause": self.cause.to_dict(), "replicas": self.replicas} if self.cause is not None else {}) | (
+            {"policy": self.policy.to_dict()} if self.policy is not None else {})
 
 
-def finding(code, obj, message, fix="", severity=None):
+def finding(code, obj, message, fix="", severity=None, cause=None, replicas=0):
     """A Finding for `obj` = (namespace, kind, name); the severity defaults to the code's."""
     namespace, kind, name = obj
-    return Finding(severity or CODES[code].severity, code, namespace, kind, name, message, fix)
+    return Finding(severity or CODES[code].severity, code, namespace, kind, name, message, fix, cause, replicas)
 
 
 class Report(Record):
-    __slots__ = ("setting", "findings", "bindings", "roles", "checked")
+    __slots__ = ("setting", "findings", "bindings", "roles", "checked", "suppressed", "policy")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, setting: dict, findings: list[Finding], bindings: list, roles: list,
-                 checked: dict[str, int]):
+                 checked: dict[str, int], suppressed: list[Finding] | None = None, policy=None):
         self.setting = setting
         self.findings = findings
         self.bindings = bindings    # checks.bindings.BindingEntry
         self.roles = roles          # checks.roles.RoleEntry
         self.checked = checked
+        self.suppressed = [] if suppressed is None else suppressed  # findings a policy ignored (judge/policy.py)
+        self.policy = policy        # judge.policy.Applied: the policy in force and what it changed (None: none)
 
     def summary(self):
         return {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
 
+    def unknown_by_cause(self) -> list[tuple[Cause, int]]:
+        """[(cause, replicas)], most replicas first: what would decide the UNKNOWN replicas, so a
+        fleet's owner sees what to fix first."""
+        counts: dict = {}
+        for f in self.findings:
+            if f.cause is not None:
+                counts[f.cause] = counts.get(f.cause, 0) + f.replicas
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].code, kv[0].subject))
+
     def to_dict(self):
+        causes = self.unknown_by_cause()
         return {"kind": "CheckReport", "setting": self.setting,
-                "findings": [f.to_dict() for f in self.findings], "summary": self.summary()}
+                "findings": [f.to_dict() for f in self.findings], "summary": self.summary()} | (
+            {"unknownByCause": [c.to_dict() | {"replicas": n} for c, n in causes]} if causes else {}) | (
+            {"policy": self.policy.to_dict(), "suppressed": [f.to_dict() for f in self.suppressed]}
+            if self.policy is not None else {})

@@ -63,8 +63,8 @@ class EnginePods:
     """Engine Pods of pool-attached deployments, grouped (verify decides which Pods count)."""
 
     def __init__(self, snapshot):
-        self.by_role: dict[tuple[str, str, str], list[verify.Candidate]] = {}
-        self._roles: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        self.by_role: dict[tuple[str, str, str | None], list[verify.Candidate]] = {}
+        self._roles: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}
         for cand in verify.candidates(snapshot):
             if cand.owner and not cand.problem:
                 key = (cand.pod.namespace, cand.owner["name"], cand.role)

@@ -102,6 +102,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
     today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
     paths = ", ".join(f.removal(lambda _source, j: _role_path(i, j)) for f in flags)
     spelled = ", ".join(f"`{f.shown}` at {f.removal(lambda _source, j: _role_path(i, j))}" for f in flags)
+    cause = None
 
     if after.outcome == model.REJECTED:
         verdict, severity = "REJECTED", ERROR
@@ -110,9 +111,11 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
                else f"After the upgrade the engine exits: {plain(after.reason, _OPERATOR_FIRST)}")
     elif after.outcome == model.UNKNOWN:
         verdict, severity, why = "UNKNOWN", WARNING, plain(after.reason, _OPERATOR_FIRST)
+        cause = after.cause
     elif dtype is None:
         verdict, severity = "UNKNOWN", WARNING
         why = f"Binding {md.binding} {snapshot.absent(md.namespace)}, so its dtype is unknown"
+        cause = model.Cause("spec", f"Binding {md.binding}")
     elif no_store:
         verdict, severity = "NO-STORE", WARNING
         why = (f"Its Pods have no store ({no_store}): the operator renders no --kv-cache-dtype beside them, so "
@@ -140,7 +143,12 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
                         **({"valuePath": _role_path(i, f.value_at[1])} if f.value_at else {}),
                         **({"ambiguous": f.ambiguous} if f.ambiguous else {})} for f in flags],
                       today, after_text, verdict, severity, why)
-    return entry, finding("role-own-flag", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
+    return entry, finding("role-own-flag", (md.namespace, "ModelDeployment", md.name), message, fix, severity,
+                          cause, _replicas(role) if cause is not None else 0)
+
+
+def _replicas(role) -> int:
+    return role.replicas if role.replicas is not None else 1
 
 
 def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding]:
@@ -150,24 +158,27 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
     container = {"name": api.ENGINE_CONTAINER, "command": list(role.command), "env": list(role.env),
                  "image": image or ""}
     pred = predict(container, at.engine, str(at.version))
-    flags = [{"path": f"spec.roles[{i}].{o.source}[{o.index}]", "text": o.text, "value": o.value}
+    flags: list[dict] = [{"path": f"spec.roles[{i}].{o.source}[{o.index}]", "text": o.text, "value": o.value}
              for o in pred.occurrences]
     where = "; ".join(f"`{f['text']}{'' if '=' in f['text'] else ' ' + str(f['value'])}` in "
                       f"{f['path']}" for f in flags)
     if not where and pred.outcome == model.OK:
         where = "no --kv-cache-dtype"
     detail = ", ".join(x for x in (where, f"via {pred.via}" if pred.via else "") if x)
+    cause = None
     if pred.outcome == model.REJECTED:
         verdict, severity, why = "REJECTED", ERROR, f"the engine exits: {pred.reason}"
         after = "REJECTED"
     elif pred.outcome == model.UNKNOWN:
         verdict, severity, why = "UNKNOWN", WARNING, f"what it runs with cannot be known: {pred.reason}"
         after = "UNKNOWN"
+        cause = pred.cause
     else:
         after = pred.effective or "auto (engine default)"
         if dtype is None:
             verdict, severity = "UNKNOWN", WARNING
             why = f"runs {after}; Binding {md.binding} {snapshot.absent(md.namespace)}"
+            cause = model.Cause("spec", f"Binding {md.binding}")
         elif pred.effective is None:
             verdict, severity = "MISSING", WARNING
             why = f"its command passes no --kv-cache-dtype: the engine runs its default, not the Binding's {dtype!r}"
@@ -186,7 +197,8 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
            "UNKNOWN": "check the role's command by hand"}[verdict]
     entry = RoleEntry(md.namespace, md.name, role.name, i, "take-over", at, md.binding, dtype, flags,
                       today, after, verdict, severity, why)
-    return entry, finding("takeover-role", (md.namespace, "ModelDeployment", md.name), message, fix, severity)
+    return entry, finding("takeover-role", (md.namespace, "ModelDeployment", md.name), message, fix, severity,
+                          cause, _replicas(role) if cause is not None else 0)
 
 
 def check_roles(snapshot, deployments, pods, on) -> tuple[list[RoleEntry], list[Finding]]:
@@ -203,6 +215,7 @@ def check_roles(snapshot, deployments, pods, on) -> tuple[list[RoleEntry], list[
         at = ats[-1]
         binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
         for i, role in enumerate(md.roles):
+            result: tuple[RoleEntry, Finding] | None
             if role.command:
                 result = takeover_entry(md, i, role, at, binding, snapshot, pods, on)
             else:

@@ -1,21 +1,101 @@
-"""One printer module per -o format, behind this registry: a new format is one module here and
-one entry in FORMATS. A rows printer (structured False) has show(view, report, output, out, err)
--> rows listed; a data printer (structured True) has write(data, out) and prints a view's
-to_dict(); a document printer (DOCUMENTS: structured too) has show() only and prints the whole
-report (render/report.py) with what was checked. Commands print their human-only lines (notes,
-summaries) unless the format is structured. Light on purpose: the command line reads FORMATS for -o's choices.
+"""The -o formats, one record each: what a format is lives here and nowhere else. A new format is
+its printer module here and its one record in FORMATS; each command's -o choices, their help and
+completion (cli/flags.py), the formats a run over several contexts may print (cli/contexts.py)
+and those --watch can stream (cli/commands/verify.py) are read from the records, as kubectl's
+PrintFlags derives AllowedFormats() from its printers.
+
+What a printer module has, by its record's kind:
+  ROWS      show(view, report, output, out, err): a view's rows, for a person (table, wide, describe)
+  DATA      write(data, out): a view's to_dict(), or any document the command has (json, yaml)
+  DOCUMENT  emit(doc, out): the whole report (render/report.py's Document: the cases per object
+            and the findings one by one, with what was checked), and failed_run(command, message,
+            output, out) for a run that could not judge anything; a DOCUMENT format `recover`
+            offers also has plan(data, command, out)
+A command prints its human-only lines (notes, summaries) only for ROWS formats (`structured`).
 
 `describe` is an -o format rather than a flag: the plugin's commands are the verbs, and the
 block form is one more way to print the same rows, chosen where kubectl users choose a format;
-it combines with -n/-A/-l and names as every -o does, and no flag has to refuse `-o json`."""
+it combines with -n/-A/-l and names as every -o does, and no flag has to refuse `-o json`.
+Light on purpose: the command line reads these records for -o's choices before anything loads."""
 
-FORMATS = {"table": False, "wide": False, "describe": False, "json": True, "yaml": True,    # name -> structured
-           "markdown": True, "junit": True}
-DOCUMENTS = ("markdown", "junit")      # a whole report (render/report.py), not a view's rows or data
+from kubectl_kvcache.record import Record
+
+ROWS, DATA, DOCUMENT = "rows", "data", "document"
+JUDGING = ("verify", "check", "bindings", "roles")      # the commands that judge and report
+EVERY = JUDGING + ("recover", "setting", "engines")    # setting: `setting status`, the one with -o
+
+
+class Format(Record):
+    """One -o format. `commands`: the commands that offer it; `fleet`: one output may hold several
+    contexts (--contexts/--all-contexts); `streams`: each row is one line printed as it comes, so
+    --watch can print a row per change; `help`: what it is for, in -o's help (None: its name says it)."""
+
+    __slots__ = ("name", "kind", "commands", "fleet", "streams", "help")
+
+    def __init__(self, name: str, kind: str, commands: tuple[str, ...], fleet: bool = False, streams: bool = False,
+                 help: str | None = None):
+        self.name = name
+        self.kind = kind
+        self.commands = commands
+        self.fleet = fleet
+        self.streams = streams
+        self.help = help
+
+    @property
+    def structured(self) -> bool:
+        """Data or a document, not rows: no human-only lines go to stdout with it."""
+        return self.kind != ROWS
+
+    def printer(self):
+        """The printer module (imported when first asked for)."""
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{self.name}")
+
+
+FORMATS = {f.name: f for f in (
+    Format("table", ROWS, EVERY, fleet=True, streams=True),
+    Format("wide", ROWS, JUDGING, fleet=True, streams=True),
+    Format("describe", ROWS, JUDGING),
+    Format("json", DATA, EVERY, fleet=True),
+    Format("yaml", DATA, EVERY, fleet=True),
+    Format("markdown", DOCUMENT, JUDGING + ("recover",), fleet=True, help="a report for a change ticket"),
+    Format("junit", DOCUMENT, JUDGING, fleet=True, help="JUnit XML for a CI's test reporter"),
+    Format("sarif", DOCUMENT, ("verify", "check"), fleet=True, help="SARIF 2.1.0 for code scanning"),
+)}
+
+
+def get(name: str) -> Format:
+    return FORMATS[name]
+
+
+def offered(command: str) -> tuple[str, ...]:
+    """The -o choices of `command`, in the registry's order."""
+    return tuple(f.name for f in FORMATS.values() if command in f.commands)
+
+
+def for_fleet(command: str) -> tuple[str, ...]:
+    """Those of `command`'s formats one output of several contexts may hold."""
+    return tuple(n for n in offered(command) if FORMATS[n].fleet)
+
+
+def streaming(command: str) -> tuple[str, ...]:
+    """Those of `command`'s formats --watch can print a row at a time in."""
+    return tuple(n for n in offered(command) if FORMATS[n].streams)
+
+
+def documents() -> tuple[str, ...]:
+    return tuple(n for n, f in FORMATS.items() if f.kind == DOCUMENT)
+
+
+def help_text(command: str, note: str = "") -> str:
+    """-o's help for `command`: its choices, then what the less obvious ones are for."""
+    names = offered(command)
+    said = [f"{n}: {FORMATS[n].help}" for n in names if FORMATS[n].help]
+    return "output format: " + ", ".join(names) + (f" ({'; '.join(([note] if note else []) + said)})"
+                                                   if said or note else "")
 
 
 def printer(name):
     """The printer module of format `name`."""
-    import importlib
-
-    return importlib.import_module(f"{__name__}.{name}")
+    return FORMATS[name].printer()

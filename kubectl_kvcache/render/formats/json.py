@@ -8,7 +8,3 @@ def write(data, out):
     json.dump(data, out, indent=2)
     out.write("\n")
 
-
-def show(view, report, output, out, err=None) -> int:
-    write(view.to_dict(report), out)
-    return -1

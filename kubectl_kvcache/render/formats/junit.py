@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from kubectl_kvcache import __version__
 from kubectl_kvcache.render.core import escape
-from kubectl_kvcache.render.report import FAILED, SKIPPED, document, fact_text
+from kubectl_kvcache.render.report import ERROR, FAILED, SKIPPED, fact_text
 
 _NOT_XML = {0xFFFE: "\\ufffe", 0xFFFF: "\\uffff"}
 
@@ -47,6 +48,9 @@ def _case(parent, case, command):
         reason = f"reason: {case.reason}" if case.reason else ""     # one line, whatever the data holds
         failure = ET.SubElement(el, "failure", type=text(case.status), message=text(case.summary or case.status))
         failure.text = body(reason, fix)
+    elif case.outcome == ERROR:         # a context that could not be read
+        error = ET.SubElement(el, "error", type="PluginError", message=text(case.summary))
+        error.text = text(f"error: {case.summary}")
     elif case.outcome == SKIPPED:
         skipped = ET.SubElement(el, "skipped", type=text(case.status),
                                 message=text(case.reason or case.summary or case.status))
@@ -54,30 +58,54 @@ def _case(parent, case, command):
             skipped.text = body(f"fix: {case.fix}")
     if case.notes:
         out = ET.SubElement(el, "system-out")
-        out.text = body(*(f"{severity} {code}: {message}" for severity, code, message in case.notes))
+        out.text = body(*(f"{severity} {code}: {message}" + (f" fix: {fix}" if fix else "")
+                          for severity, code, message, fix in case.notes))
 
 
 def build(doc) -> ET.Element:
     failures = sum(1 for c in doc.cases if c.outcome == FAILED)
+    errors = sum(1 for c in doc.cases if c.outcome == ERROR)
     root = ET.Element("testsuites", name=f"kubectl kvcache {doc.command}", tests=str(len(doc.cases)),
-                      failures=str(failures), errors="0")
-    suites = {}
+                      failures=str(failures), errors=str(errors))
+    suites: dict = {}
     for case in doc.cases:
         suites.setdefault(case.suite, []).append(case)
     for name, cases in (suites or {"": []}).items():
         suite = ET.SubElement(root, "testsuite", name=text(f"kvcache {doc.command}" + (f" {name}" if name else "")),
                               tests=str(len(cases)), failures=str(sum(1 for c in cases if c.outcome == FAILED)),
-                              errors="0", skipped=str(sum(1 for c in cases if c.outcome == SKIPPED)))
+                              errors=str(sum(1 for c in cases if c.outcome == ERROR)),
+                              skipped=str(sum(1 for c in cases if c.outcome == SKIPPED)))
         _properties(suite, doc)
         for case in cases:
             _case(suite, case, doc.command)
     return root
 
 
-def show(view, report, output, out, err=None) -> int:
-    root = build(document(view, report, output.subject))
+def failed_run(command, message, output, out):
+    """The document of a run that could not judge anything (the cluster unreachable, a bad
+    kubeconfig): one testcase holding the <error>, so the CI reports the failure instead of
+    reading a 0-byte file as no tests."""
+    subject = output.subject
+    root = ET.Element("testsuites", name=f"kubectl kvcache {command}", tests="1", failures="0", errors="1")
+    suite = ET.SubElement(root, "testsuite", name=text(f"kvcache {command}"), tests="1", failures="0", errors="1",
+                          skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for name, value in ((("command", subject.command),) if subject is not None and subject.command else ()) + \
+            (("kubectl-kvcache", __version__),):
+        ET.SubElement(props, "property", name=text(name), value=text(value))
+    case = ET.SubElement(suite, "testcase", name=text(f"kubectl kvcache {command}"), classname=text(f"kvcache.{command}"))
+    error = ET.SubElement(case, "error", type="PluginError", message=text(message))
+    error.text = text(f"error: {message}")
+    _write(root, out)
+
+
+def _write(root, out):
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))
     out.write("\n")
-    return -1
+
+
+def emit(doc, out):
+    """A whole Document (render/report.py), e.g. one across several contexts."""
+    _write(build(doc), out)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from kubectl_kvcache.render.core import escape
-from kubectl_kvcache.render.report import FAILED, PASSED, SKIPPED, document
+from kubectl_kvcache.render.report import ERROR, FAILED, PASSED, SKIPPED, count_text
 
 _BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 -]*")     # a word that means nothing to Markdown
 _VERDICT = {PASSED: "PASSED", FAILED: "FAILED"}
@@ -69,8 +69,9 @@ def _case_head(n, case):
 
 def lines_of(doc) -> list[str]:
     out = [f"# kubectl kvcache {doc.title}", ""]     # the plugin's words and counts only
-    counts = ", ".join(f"{n} {word(w)}" for w, n in doc.counts if n or w in ("failing", "total"))
-    verdict = _VERDICT[doc.verdict] + (" (exit code 1)" if doc.verdict == FAILED else "")
+    counts = ", ".join(word(count_text(n, w)) for w, n in doc.counts if n or w in ("failing", "total"))
+    code_ = 2 if any(c.outcome == ERROR for c in doc.cases) else 1
+    verdict = _VERDICT[doc.verdict] + (f" (exit code {code_})" if doc.verdict == FAILED else "")
     out += [f"**Verdict: {verdict}**" + (f": {counts}" if counts else ""), ""]
     if doc.subject.command:
         out += ["Produced by:", ""] + fenced(doc.subject.command) + [""]
@@ -84,6 +85,11 @@ def lines_of(doc) -> list[str]:
     if contexts:
         out.append(f"- **Contexts:** {', '.join(code(c) for c in contexts)}")
     out.append("")
+
+    unread = [c for c in doc.cases if c.outcome == ERROR]
+    if unread:
+        out += ["## Not read", ""]
+        out += [f"{n}. {code(c.name)}: {code(c.summary)}" for n, c in enumerate(unread, 1)] + [""]
 
     failed = [c for c in doc.cases if c.outcome == FAILED]
     out += ["## Failing", ""]
@@ -113,8 +119,9 @@ def lines_of(doc) -> list[str]:
     if noted:
         out += ["## Notes", ""]
         for case in noted:
-            for severity, what, text in case.notes:
-                out.append(f"- **{word(severity)}** {word(what)} {code(case.name)}: {code(text)}")
+            for severity, what, text, fix in case.notes:
+                out.append(f"- **{word(severity)}** {word(what)} {code(case.name)}: {code(text)}"
+                           + (f" Fix: {code(fix)}" if fix else ""))
         out.append("")
 
     if doc.progress is not None:
@@ -133,7 +140,7 @@ def plan(data, command, out):
     with their manifests, the warnings and what is left to do by hand."""
     import yaml
 
-    from kubectl_kvcache.render.recover import describe
+    from kubectl_kvcache.render.recover import describe, dtype_source, referrer_lines
 
     b, t = data["binding"], data["target"]
     lines = [f"# kubectl kvcache recover: the plan for KVCachePoolBinding {code(b['namespace'] + '/' + b['name'])}",
@@ -150,7 +157,7 @@ def plan(data, command, out):
     for r in b["rejectedBy"]:
         lines.append(f"- **Rejected by:** {code(r['kind'] + ' ' + r['name'])} on {code(r['engine'] + ' ' + r['version'])}: "
                      f"{code(r.get('reason'))}")
-    source = {"flag": "--dtype", "suggestion": "check's suggestion"}.get(t["dtypeSource"], t["dtypeSource"])
+    source = dtype_source(t)
     lines.append(f"- **Target:** {code(t['namespace'] + '/' + t['name'])}, domain {code(t['domain'])}, dtype "
                  f"{code(t['dtype'])} ({source}), strategy {word(t['strategy'])}")      # the plugin's words
     lines += ["", "## Steps", ""]
@@ -161,20 +168,38 @@ def plan(data, command, out):
             lines += [""] + fenced(manifest.rstrip("\n"), "yaml", " " * len(f"{i}. ")) + [""]   # inside the item
     if data["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {code(w)}" for w in data["warnings"]]
+    if data.get("referrers"):
+        lines += ["", "## Pointing at a renamed deployment", ""] + [f"- {code(text)}"
+                                                                    for text in referrer_lines(data["referrers"])]
     if data["manual"]:
         lines += ["", "## By hand (the plan cannot do these)", ""]
         lines += [f"- {code(m['kind'] + ' ' + m['namespace'] + '/' + m['name'])}: {code(m['do'])}"
                   for m in data["manual"]]
+    if data.get("backups"):
+        b = data["backups"]
+        lines += ["", "## Backups", "", f"- **Folder:** {code(b['directory'])} (from {code(b['directorySource'])}; a "
+                                        f"rerun writes into the same one)", f"- **Record:** {code(b['record'])}"]
     while lines and lines[-1] == "":
         lines.pop()
     text = "\n".join(lines)
     out.write(re.sub(r"\n{3,}", "\n\n", text) + "\n")
 
 
-def show(view, report, output, out, err=None) -> int:
-    doc = document(view, report, output.subject)
+def failed_run(command, message, output, out):
+    """The document of a run that could not judge anything: the error, and how it was asked for."""
+    from kubectl_kvcache import __version__
+
+    lines = [f"# kubectl kvcache {command}: could not run", "", "**Verdict: ERROR (exit code 2)**", "",
+             f"- **Error:** {code(message)}", ""]
+    if output.subject is not None and output.subject.command:
+        lines += ["Produced by:", ""] + fenced(output.subject.command) + [""]
+    lines += [f"kubectl-kvcache {__version__}."]
+    out.write("\n".join(lines) + "\n")
+
+
+def emit(doc, out):
+    """A whole Document (render/report.py), e.g. one across several contexts."""
     lines = lines_of(doc)
     while lines and lines[-1] == "":
         lines.pop()
     out.write("\n".join(lines) + "\n")
-    return -1

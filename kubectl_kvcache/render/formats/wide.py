@@ -4,5 +4,5 @@ long prose (reasons, fixes) is -o describe's."""
 from kubectl_kvcache.render.formats import table
 
 
-def show(view, report, output, out, err=None) -> int:
-    return table.show(view, report, output, out, err)
+def show(view, report, output, out, err=None) -> None:
+    table.show(view, report, output, out, err)

@@ -6,7 +6,3 @@ def write(data, out):
 
     out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
 
-
-def show(view, report, output, out, err=None) -> int:
-    write(view.to_dict(report), out)
-    return -1

@@ -22,7 +22,7 @@ _FIX = ("add the release's data (scripts/engine-data --release ENGINE==VERSION -
         "--engine-data FILE or ~/.local/share/kubectl-kvcache/engines/), or a plugin release that has it")
 
 
-def check_engine_data(deployments, optins, pods) -> list[Finding]:
+def check_newer_releases(deployments, optins, pods) -> list[Finding]:
     found = []
     for md in deployments:
         for at in deployment_engines(md, pods.images(md)):
@@ -31,7 +31,7 @@ def check_engine_data(deployments, optins, pods) -> list[Finding]:
                                      _message(at, f"ModelDeployment {md.name}"), _FIX))
     for o in optins:
         container, _ = target_container(o)
-        at = injected_engine(o.annotations, container)
-        if at is not None and at.profile.newer_than_data:
-            found.append(finding(CODE, o.obj, _message(at, f"{o.kind} {o.name}"), _FIX))
+        injected = injected_engine(o.annotations, container)
+        if injected is not None and injected.profile.newer_than_data:
+            found.append(finding(CODE, o.obj, _message(injected, f"{o.kind} {o.name}"), _FIX))
     return found

@@ -1,0 +1,35 @@
+"""How an engine release is named in views and reports (`vLLM 0.29.0 (image tag)`,
+`sglang:0.5.18`): apart from the views, so that the report model (render/report.py) names
+releases as the tables do without importing them (render.core prints reports)."""
+
+from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM, POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, release_name
+
+_SHORT_SOURCE = {SPEC_VERSION: "", SPEC_IMAGE: "image tag", POD_IMAGE: "the Pods' image", IMAGE_TAG: "image tag",
+                 MINIMUM: "version unknown: operator minimum"}
+_LONG_SOURCE = {SPEC_VERSION: "spec.engine.version", SPEC_IMAGE: "spec.engine.image", POD_IMAGE: "the Pods' image",
+                IMAGE_TAG: "the image tag", MINIMUM: "unknown: the operator's minimum"}
+
+
+def engine_label(at):
+    """`vLLM 0.29.0`, `SGLang 0.5.19 (image tag)`: an engine release and where its version was
+    read, when not spec.engine.version (report titles and facts: verify's and check's alike)."""
+    return release_label(at.engine, at.version, at.source)
+
+
+def release_label(engine, version, source):
+    short = _SHORT_SOURCE.get(source, source)
+    return release_name(engine, version) + (f" ({short})" if short else "")
+
+
+def engine_token(at):
+    """`sglang:0.5.18`: an engine release as one word (name:version, as kubectl's IMAGES column)."""
+    return f"{at.engine}:{at.version}"
+
+
+def engine_source(at):
+    """`vllm:0.29.0 (version from spec.engine.version)`: a release and where its version was read."""
+    return release_source(at.engine, at.version, at.source)
+
+
+def release_source(engine, version, source):
+    return f"{engine}:{version} (version from {_LONG_SOURCE.get(source, source)})"

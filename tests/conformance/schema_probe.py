@@ -1,0 +1,311 @@
+"""The schemas of vLLM's JSON config options, read from the real config classes (issue 29).
+
+Runs inside an oracle process (oracle.py `schemas`), never in the plugin. An option whose
+`type=` validates the document with a config dataclass (vLLM's `_compute_kwargs` parse_dataclass:
+`TypeAdapter(cls).validate_json(val)`, vllm@0.33/vllm/engine/arg_utils.py; optional_type around
+it turns "" and "None" into None) has a schema:
+- `fields`: field name -> a word of kvparse.FIELD_TYPES ("bool", "int", "float", "str",
+  "lit:<a>|<b>", a "?" in front: None allowed too, "any": not replayed);
+- `forbid`: a key that is no field is refused (vLLM's @config: pydantic `extra="forbid"`),
+  decided by a probe through the real callable;
+- `coupled`: the fields the class's own checks read together (`__post_init__` and the methods
+  it calls, pydantic model validators: every field when they cannot be read), whose values the
+  model does not judge alone: a document holding them is decided only where a probed document
+  with the same values of those fields was decided;
+- `docs`: documents generated from the schema (each field alone with values of its type and of
+  others, unknown keys, the coupled fields together) and the real callable's answer for each,
+  so that the schema replay is checked against the real thing (test_engine_data) and the
+  coupled cases it probed are decided.
+"""
+
+import ast
+import dataclasses
+import inspect
+import itertools
+import json
+import textwrap
+import typing
+
+
+def is_config_class(value):
+    """A config class: a dataclass, or a pydantic model (vLLM < 0.9's KVTransferConfig,
+    CompilationConfig: `type=Cls.from_cli`, vllm@0.8.5/vllm/config.py)."""
+    return isinstance(value, type) and (dataclasses.is_dataclass(value) or hasattr(value, "model_fields"))
+
+
+def dataclass_of(fn):
+    """(config class, wrapped in optional_type) of a `type=` callable, else (None, False).
+
+    The forms the releases build: parse_dataclass's closure (vLLM >= 0.10), a lambda with the class
+    or its bound `from_cli` as a default (0.9: `lambda x, f=cls: f(**json.loads(x))`), either inside
+    optional_type / parse_type, and the bound `Cls.from_cli` itself (0.6.5-0.8.5)."""
+    optional = False
+    for _ in range(4):
+        if fn is None:
+            return None, False
+        owner = getattr(fn, "__self__", None)
+        if is_config_class(owner) and getattr(fn, "__name__", "") == "from_cli":
+            return owner, optional
+        inner = None
+        cells = []
+        for cell in (getattr(fn, "__closure__", None) or ()):
+            try:
+                cells.append(cell.cell_contents)
+            except ValueError:
+                continue
+        for value in list(getattr(fn, "__defaults__", None) or ()) + cells:
+            if is_config_class(value):
+                return value, optional
+            owner = getattr(value, "__self__", None)
+            if is_config_class(owner) and getattr(value, "__name__", "") == "from_cli":
+                return owner, optional
+            if inspect.isfunction(value) and value.__module__.startswith("vllm") and inner is None:
+                inner = value
+        if inner is None:
+            return None, False
+        optional = optional or "optional" in getattr(fn, "__qualname__", "")
+        fn = inner
+    return None, False
+
+
+def _fields(cls):
+    """[(name, annotation)] of the fields a document may set."""
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, f.type) for f in dataclasses.fields(cls) if f.init]
+    return [(name, info.annotation) for name, info in cls.model_fields.items()]
+
+
+def field_type(hint):
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is bool:
+        return "bool"
+    if hint is int:
+        return "int"
+    if hint is float:
+        return "float"
+    if hint is str:
+        return "str"
+    if origin is typing.Literal and args and all(isinstance(a, str) and "|" not in a for a in args):
+        return "lit:" + "|".join(args)
+    if is_config_class(hint):
+        return "obj"
+    if hint is dict or origin is dict:
+        return "dict"
+    if args and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            inner = field_type(rest[0])
+            return "?" + inner if inner != "any" and not inner.startswith("?") else "any"
+    return "any"
+
+
+def _self_reads(fn, seen, depth=0):
+    """The fields `fn` (a method) reads through self; None: it hands self on (not readable)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+        return None
+    me = node.args.args[0].arg
+    reads = set()
+    owner = fn.__qualname__.rsplit(".", 1)[0]
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == me:
+            reads.add(sub.attr)
+        elif isinstance(sub, ast.Call):
+            handed = [a for a in list(sub.args) + [k.value for k in sub.keywords]
+                      if isinstance(a, ast.Name) and a.id == me]
+            if handed:
+                return None
+        elif isinstance(sub, ast.Name) and sub.id == me and isinstance(getattr(sub, "ctx", None), ast.Load):
+            pass
+    cls = fn.__globals__.get(owner.split(".")[0])
+    for name in sorted(reads):
+        method = getattr(cls, name, None) if cls is not None else None
+        if inspect.isfunction(method) and name not in seen and depth < 4:
+            seen.add(name)
+            inner = _self_reads(method, seen, depth + 1)
+            if inner is None:
+                return None
+            reads |= inner
+    return reads
+
+
+def _checks(cls):
+    """The class's own checks after the fields are set: __post_init__, model_post_init (the first
+    of each in the MRO that the release defines)."""
+    out = []
+    for name in ("__post_init__", "model_post_init"):
+        for klass in cls.__mro__:
+            fn = klass.__dict__.get(name)
+            if fn is not None:
+                if klass.__module__.startswith("vllm"):
+                    out.append(fn)
+                break
+    return out
+
+
+def coupled_fields(cls, names):
+    """The fields the class's own checks read together, or all of them when not readable."""
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    if decorators is not None and (getattr(decorators, "model_validators", None) or
+                                   getattr(decorators, "root_validators", None)):
+        return set(names)
+    reads = set()
+    for fn in _checks(cls):
+        found = _self_reads(fn, set())
+        if found is None:
+            return set(names)
+        reads |= found
+    if decorators is not None:
+        for info in getattr(decorators, "field_validators", {}).values():
+            reads |= set(getattr(info.info, "fields", ()))
+    return reads & set(names)
+
+
+def compared_strings(cls):
+    """The strings the class's checks compare a value to (`self.kv_role not in ["kv_producer",
+    ...]`, vllm@0.8.5/vllm/config.py KVTransferConfig.model_post_init): probed as values."""
+    found = []
+    for fn in _checks(cls):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for part in [node.left] + list(node.comparators):
+                    for sub in ast.walk(part):
+                        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value not in found:
+                            found.append(sub.value)
+    return found[:12]
+
+
+def schema(cls, depth=0):
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - a forward reference the stand-ins cannot resolve
+        hints = {}
+    fields, nested = {}, {}
+    for name, annotation in _fields(cls):
+        hint = hints.get(name, annotation)
+        fields[name] = field_type(hint) if name in hints else "any"
+        if fields[name] == "obj" and depth == 0:
+            try:
+                nested[name] = schema(hint, depth + 1)
+            except Exception:  # noqa: BLE001 - not readable: no nested documents
+                pass
+    config = getattr(cls, "__pydantic_config__", None) or getattr(cls, "model_config", None) or {}
+    extra = config.get("extra") if isinstance(config, dict) else None
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "fields": dict(sorted(fields.items())),
+            "coupled": sorted(coupled_fields(cls, fields)), "strings": compared_strings(cls), "nested": nested,
+            "extra": extra if isinstance(extra, str) or extra is None else str(extra)}
+
+
+RAW = ["0", "1", "2", "3", "4", "null", "[]", '"x"', "", "None", "{", "{}"]
+# fields whose string values the engine looks up in a registry of its own (read here, from the
+# release: the connector factories), crossed with the other coupled fields
+NAMED = {"kv_connector": "KVConnectorFactory", "ec_connector": "ECConnectorFactory"}
+
+
+def _factory_names(name):
+    import sys
+    for module_name, mod in list(sys.modules.items()):
+        if not module_name.startswith("vllm") or mod is None or not hasattr(mod, "__dict__"):
+            continue
+        factory = mod.__dict__.get(name)
+        if isinstance(factory, type) and isinstance(getattr(factory, "_registry", None), dict):
+            return sorted(str(n) for n in factory._registry)
+    return []
+
+
+VALUES = {"bool": [True, False], "int": [0, 1, 8], "float": [0.5, 1], "str": ["x", ""]}
+# what pydantic's lax mode may take for a field of the type (judged only where probed)
+LAX = {"bool": ["True", "true", "false", "False", "1", 1, 0], "int": ["1", 2.0], "float": ["1.5", 2]}
+# connector names launch commands and the operator write, whether or not the release registers them
+KNOWN_CONNECTORS = ["NixlConnector", "LMCacheConnectorV1", "LMCacheConnector", "P2pNcclConnector",
+                    "MooncakeConnector", "MooncakeStoreConnector", "MultiConnector", "OffloadingConnector",
+                    "SharedStorageConnector", "PyNcclConnector", "ExampleConnector"]
+WRONG = [[1], {"a": 1}, "x", 1.5, None, True, 3]
+
+
+def _typed(sch, name, kind):
+    base = kind.lstrip("?")
+    values = list(VALUES.get(base, []))
+    if base.startswith("lit:"):
+        values = base[4:].split("|") + ["no_such_value"]
+    if base == "str":
+        values = [v for v in sch.get("strings", [])] + values
+    if kind.startswith("?"):
+        values.append(None)
+    return values
+
+
+def documents(sch):
+    """Generated documents: each field with values of its type, pydantic's lax ones and wrong ones,
+    a nested config's fields one at a time, unknown keys, the coupled fields together (their typed
+    values crossed, at most a few thousand)."""
+    # an unknown key given 1, true and null: whether the document is read as JSON (vLLM 0.6.5-0.8.5's
+    # CompilationConfig.from_cli reads it with ast.literal_eval, which has no true/false/null)
+    docs = [{}, {"zz_no_such_field": 1}, {"zz_no_such_field": True}, {"zz_no_such_field": None}]
+    typed = {}
+    for name, kind in sch["fields"].items():
+        values = _typed(sch, name, kind)
+        typed[name] = values[:8] or ["x"]
+        if name in NAMED:
+            names = _factory_names(NAMED[name])
+            typed[name] = names[:24] + [n for n in KNOWN_CONNECTORS if n not in names] + typed[name]
+        for v in values + LAX.get(kind.lstrip("?"), []) + WRONG:
+            docs.append({name: v})
+        inner = sch.get("nested", {}).get(name)
+        if inner:
+            docs += [{name: {}}, {name: {"zz_no_such_field": 1}}]
+            for sub, sub_kind in inner["fields"].items():
+                for v in _typed(inner, sub, sub_kind) + LAX.get(sub_kind.lstrip("?"), []) + WRONG[:3]:
+                    docs.append({name: {sub: v}})
+    coupled = [n for n in sch["coupled"] if n in typed]
+    if coupled and len(coupled) <= 6:
+        def width(n):
+            if n in NAMED:
+                return 40
+            return 8 if sch["fields"][n].lstrip("?") == "str" and sch.get("strings") else 3
+        for picks in itertools.islice(itertools.product(*[[...] + typed[n][:width(n)] for n in coupled]), 3000):
+            doc = {n: v for n, v in zip(coupled, picks) if v is not ...}
+            docs.append(doc)
+    out, seen = [], set()
+    for doc in docs:
+        text = json.dumps(doc, sort_keys=True)
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out + [r for r in RAW if r not in seen]
+
+
+def describe(parser, extra_documents=()):
+    """{option: schema with the real callable's answer for each generated document}."""
+    out = {}
+    for action in parser._actions:
+        if not action.option_strings or action.type is None:
+            continue
+        cls, optional = dataclass_of(action.type)
+        if cls is None:
+            continue
+        try:
+            sch = schema(cls)
+        except Exception:  # noqa: BLE001 - not readable: the option stays opaque
+            continue
+        sch["optional"] = optional
+        answers = {}
+        for doc in documents(sch) + list(extra_documents):
+            try:
+                action.type(doc)
+                answers[doc] = True
+            except BaseException:  # noqa: BLE001
+                answers[doc] = False
+        sch["forbid"] = answers.get('{"zz_no_such_field": 1}') is False
+        sch["docs"] = answers
+        for name in action.option_strings:
+            out[name] = sch
+    return out

@@ -1,0 +1,159 @@
+"""JSON config options (issue 29): the model's answer for a document given to a config option
+(`--compilation-config`, `--kv-transfer-config` with any connector, `--kv-events-config`, ...;
+whole documents, levels, and the dotted `-cc.x=y` / `--name.x=y` forms) equals the real entry
+point's, on documents the generator never probed: several fields together, every connector the
+release registers with each role, values of the wrong type, unknown keys."""
+
+import json
+import os
+import random
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import tierstats as tier  # noqa: E402
+from releases import RELEASES  # noqa: E402
+from test_conformance import MODEL, check, model_answer  # noqa: E402
+
+from kubectl_kvcache.engine import data  # noqa: E402
+from kubectl_kvcache.engine.releases import _in_spans, _sample, parse_version  # noqa: E402
+
+COUNT = int(os.environ.get("KVCACHE_DOCUMENT_CASES", "120"))
+PARAMS = [pytest.param(v, id=f"vllm-{v}") for v in RELEASES["vllm"]]
+TYPED = {"bool": [True, False], "int": [0, 2, 16], "float": [0.25, 3], "str": ["x", "y/z"], "dict": [{}, {"k": "v"}],
+         "obj": [{}, {"zz_unknown": 1}]}
+# pydantic's lax mode (a string for a bool or a number, a whole float for an int)
+LAX = {"bool": ["True", "false", "yes", "1", 0], "int": ["4", 4.0], "float": ["0.5"]}
+WRONG = [[1, 2], {"a": 1}, "nope", 2.5, None, True, 7, "1"]
+CONNECTORS = ["NixlConnector", "LMCacheConnectorV1", "P2pNcclConnector", "MooncakeConnector", "MultiConnector",
+              "OffloadingConnector", "SharedStorageConnector", "ExampleConnector", "NoSuchConnector"]
+ROLES = ["kv_both", "kv_producer", "kv_consumer", "kv_nonsense"]
+# what real commands write (issue 29's corpus)
+SEEN = {"--compilation-config": ['{"use_inductor": false}', '{"level": 3}', "3", '{"cudagraph_mode": "FULL_DECODE_ONLY"}',
+                                 '{"cudagraph_capture_sizes": [1, 2, 4, 8]}', '{"mode": 3}', "0",
+                                 '{"pass_config": {"fuse_allreduce_rms": true}}',
+                                 '{"pass_config": {"fuse_rope_kvcache": "True"}, "use_inductor_graph_partition": "True"}'],
+        "--kv-transfer-config": ['{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}',
+                                 '{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_port":"21001",'
+                                 '"kv_connector_extra_config":{"proxy_port":"30001"}}',
+                                 '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":'
+                                 '{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},'
+                                 '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}'],
+        "--kv-events-config": ['{"enable_kv_cache_events": true, "publisher": "zmq"}',
+                               '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}']}
+
+# JSON options of no config class (json.loads, vLLM < 0.10's KEY=VALUE form), when the release has them
+PLAIN = {"--limit-mm-per-prompt": ['{"image": 4, "video": 1}', "image=2,video=1", '{"video": 0}', "image=x", ""],
+         "--mm-processor-kwargs": ['{"max_soft_tokens": 560}', "{x}", '{"num_crops": 4}']}
+
+
+def has_option(version, name):
+    at = _sample("vllm", parse_version(version))
+    return bool(_in_spans(at, data.parsers()["vllm"]["options"].get(name, [])))
+
+
+def schemas(version):
+    at = _sample("vllm", parse_version(version))
+    texts = {n: v for n, rows in data.parsers()["vllm"].get("schemas", {}).items() for v in [_in_spans(at, rows)] if v}
+    return {n: json.loads(texts[v[1:]] if v.startswith("=") else v) for n, v in texts.items()
+            if not v.startswith("=") or v[1:] in texts}
+
+
+def value_for(rng, kind):
+    base = kind.lstrip("?")
+    if rng.random() < 0.2:
+        return rng.choice(WRONG)
+    if base.startswith("lit:"):
+        return rng.choice(base[4:].split("|") + ["no_such_value"])
+    if kind.startswith("?") and rng.random() < 0.2:
+        return None
+    if base in LAX and rng.random() < 0.2:
+        return rng.choice(LAX[base])
+    return rng.choice(TYPED.get(base, WRONG))
+
+
+def nested(rng, names):
+    """A nested config's document (`{"pass_config": {...}}`): its own fields and unknown ones, each
+    given a bool, a lax bool, a number or a string."""
+    doc = {}
+    for name in rng.sample(names, min(len(names), rng.choice([1, 1, 2]))) + (["zz_unknown"] if rng.random() < 0.1 else []):
+        doc[name] = rng.choice([True, False, "True", 1, 0.5, "x"])
+    return doc
+
+
+def document(rng, sch):
+    fields = sorted(sch["f"])
+    doc = {}
+    for name in rng.sample(fields, min(len(fields), rng.choice([1, 2, 2, 3, 4]))):
+        doc[name] = value_for(rng, sch["f"][name])
+        if name in sch.get("n", {}) and rng.random() < 0.7:
+            doc[name] = nested(rng, sch["n"][name])
+    if "kv_connector" in sch["f"] and rng.random() < 0.6:
+        doc["kv_connector"] = rng.choice(CONNECTORS)
+        if rng.random() < 0.9:
+            doc["kv_role"] = rng.choice(ROLES)
+        if rng.random() < 0.3:
+            # a connector's own settings; MultiConnector's nested connectors
+            doc["kv_connector_extra_config"] = rng.choice([
+                {}, {"backends": ["UCX"]}, {"mooncake_protocol": "tcp"},
+                {"connectors": [{"kv_connector": rng.choice(CONNECTORS), "kv_role": rng.choice(ROLES)}
+                                for _ in range(rng.choice([1, 2]))]}])
+    if rng.random() < 0.05:
+        doc["zz_unknown"] = 1
+    return doc
+
+
+def cases(version, seed=29):
+    rng = random.Random(f"{seed} {version}")
+    found = schemas(version)
+    out = []
+    if not found:
+        return out
+    names = sorted(n for n in found if n.startswith("--"))
+    for entry in ("api_server", "serve"):
+        for name, docs in SEEN.items():
+            if name in found:
+                out += [(entry, MODEL[entry] + [name, d, "--kv-cache-dtype", "fp8"]) for d in docs]
+        for name, docs in PLAIN.items():
+            if has_option(version, name):
+                out += [(entry, MODEL[entry] + [name, d, "--kv-cache-dtype", "fp8"]) for d in docs]
+        for _ in range(COUNT):
+            name = rng.choice(names)
+            doc = document(rng, found[name])
+            text = json.dumps(doc, separators=(",", ":") if rng.random() < 0.5 else (", ", ": "))
+            form = rng.random()
+            if form < 0.6:
+                words = [name, text]
+            elif form < 0.8:
+                words = [f"{name}={text}"]
+            else:
+                # the dotted form, one key at a time (vLLM >= 0.9 turns it into JSON for the option)
+                words = []
+                for key, value in doc.items():
+                    shown = value if isinstance(value, str) else json.dumps(value)
+                    words += [f"{name}.{key}", shown] if rng.random() < 0.5 else [f"{name}.{key}={shown}"]
+            out.append((entry, MODEL[entry] + words + (["--kv-cache-dtype", "fp8"] if rng.random() < 0.5 else [])))
+    return out
+
+
+@pytest.mark.parametrize("version", PARAMS)
+def test_config_documents_agree_with_the_real_entry_points(oracles, version):
+    try:
+        found = cases(version)
+        if not found:
+            # never a skip (CI makes a skip a failure): a release before the first one with such data
+            # has nothing to test; a gap after it is a failure
+            first = next((v for v in RELEASES["vllm"] if cases(v)), None)
+            assert first is not None and RELEASES["vllm"].index(version) < RELEASES["vllm"].index(first), (
+                f"vllm {version}: no config-class options in the data, though vllm {first} has some")
+            return
+        check(oracles, "vllm", version, found)
+        decided = sum(1 for entry, argv in found if model_answer("vllm", version, entry, argv)[0][0] != "unknown")
+        tier.STATS["config documents decided"] += decided
+        tier.STATS["config documents"] += len(found)
+    finally:
+        oracles.close_one("vllm", version)

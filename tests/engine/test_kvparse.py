@@ -1,0 +1,105 @@
+"""The vocabularies kvparse replays engine-own behaviour with (the -O rewriting, the engines' own
+argparse Actions): engine-data matches each release to a rule by what the real code did on probes
+(tests/conformance); here, that a rule read back from data is self-consistent and that a rule the
+plugin cannot read (an added release's file is untrusted) is never a definite answer."""
+
+import os
+import sys
+
+import pytest
+
+from kubectl_kvcache.engine import kvparse
+from kubectl_kvcache.engine.argv import Token
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance"))
+
+import fuzz_types  # noqa: E402
+
+RULES = ["items any", "items bool", "items braces lora_name,lora_path", "items pairs first -", "items pairs exact -",
+         "items pairs first name,path/base_model_name", "optional items pairs exact name,path/base_model_name"]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_an_action_rule_is_recovered_from_its_own_answers(rule):
+    # what a real Action answering exactly as `rule` would be matched to answers the same way
+    items, multi = fuzz_types.ACTION_PROBES, fuzz_types.ACTION_MULTI
+    answers = "".join("1" if kvparse.action_accepts(rule, v) else "0" for v in items)
+    answers += "".join("1" if all(kvparse.action_accepts(rule, v) for v in m) else "0" for m in multi)
+    found = kvparse.classify_action(answers, items, multi)
+    assert found is not None
+    assert [kvparse.action_accepts(found, v) for v in items] == [kvparse.action_accepts(rule, v) for v in items]
+
+
+def test_an_action_no_rule_fits_is_not_replayed():
+    items, multi = fuzz_types.ACTION_PROBES, fuzz_types.ACTION_MULTI
+    # takes only the 3rd item: no rule of the vocabulary answers so
+    answers = "".join("1" if k == 2 else "0" for k in range(len(items))) + "0" * len(multi)
+    assert kvparse.classify_action(answers, items, multi) is None
+
+
+@pytest.mark.parametrize("rule", [None, 3, ["items", "any"], "", "items", "items pairs sideways -", "opaque:1"])
+def test_an_unreadable_action_rule_answers_nothing(rule):
+    assert kvparse.action_accepts(rule, "a=b") is None
+
+
+@pytest.mark.parametrize("rule", [3, "dotted", "option --x", "sideways a b", "opaque"])
+def test_an_unreadable_o_rule_is_unknown_at_an_o_token(rule):
+    items = [kvparse._Item("m", Token("m", "args", 0)), kvparse._Item("-O3", Token("-O3", "args", 1))]
+    with pytest.raises(kvparse._Stop) as stop:
+        kvparse.rewrite_o(items, rule)
+    assert stop.value.parse.outcome == kvparse.UNKNOWN
+    # and leaves an argv without -O tokens alone
+    assert kvparse.rewrite_o(items[:1], rule) == items[:1]
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"info": 1}', '{"info": "maybe"}', 7, None])
+def test_an_unreadable_start_up_values_row_is_left_out(text):
+    # an added release's file is untrusted: a row that is not {value: "ok" | "dies: ..."} is
+    # dropped, so the option's values stay UNKNOWN rather than being decided from it
+    rows = {"launch_server --log-level": [[text, "0.5.15", None]], "launch_server --x": [['{"a": "ok"}', "0.5.15", None]]}
+    from kubectl_kvcache.engine.releases import parse_version
+    assert kvparse._start_up_values(rows, parse_version("0.5.15")) == {("launch_server", "--x"): {"a": "ok"}}
+
+
+# --- JSON config documents (issue 29): what judge_document does with the data's schema forms ----
+SCHEMA = {"f": {"level": "int", "backend": "free", "pass_config": "obj", "cache": "obj", "role": "?str"},
+          "c": ["pass_config", "role"], "x": True, "o": True,
+          "d": {'{"pass_config": {}}': 1, '{"pass_config": {"a": true}}': 1, '{"pass_config": {"a": "True"}}': 0,
+                '{"role": "kv_both"}': 1, '{"cache": {"k": 1}}': 0},
+          "n": {"pass_config": ["a", "b"]}, "ni": {"cache": ["k"]}}
+
+
+@pytest.mark.parametrize("doc, want", [
+    ('{"level": 3}', True),
+    ('{"level": [1], "backend": 1}', False),       # wrong JSON type, whatever else
+    ('{"backend": [1, {"a": null}]}', True),         # "free": every probed value was taken
+    ('{"zz": 1}', False),                            # extra="forbid"
+    ('{"pass_config": {"a": true}}', True),          # a coupled nested config, probed
+    ('{"pass_config": {"a": "True"}}', False),
+    ('{"pass_config": {"b": true}}', None),          # not probed
+    ('{"pass_config": {"zz": true}}', False),        # the nested config refuses a key it lacks
+    ('{"pass_config": {"a": true}, "role": "kv_both"}', None),   # the coupled pair not probed
+    ('{"cache": {"k": 1, "dropped": 2}}', False),    # the nested config drops "dropped"
+    ('{"cache": {"k": 2}}', None),
+    ("", True), ("[]", None), ('{"level": 1, "level": 2}', None),
+])
+def test_a_config_document_is_judged_only_where_the_data_settles_it(doc, want):
+    why = []
+    assert kvparse.judge_document(SCHEMA, doc, why) is want
+    assert (want is None) == bool(why)
+
+
+@pytest.mark.parametrize("schema", [{"f": {"p": "obj"}, "c": [], "d": {}, "n": "p", "ni": 3},
+                                    {"f": {"p": "obj"}, "c": [], "d": {}, "n": {"p": "a"}, "ni": {"p": None}}])
+def test_an_unreadable_nested_schema_is_never_a_definite_answer(schema):
+    assert kvparse.judge_document(schema, '{"p": {"a": 1}}') is None
+
+
+@pytest.mark.parametrize("name, value, want", [
+    ("kvs-plain", "", True), ("kvs-plain", "image=2,video=1", True), ("kvs-plain", "a=1,a=2", True),
+    ("kvs-plain", '{"image": 2}', False), ("kvs", "a=1,a=2", False), ("kvs", " Image = 3 ", True),
+    ("kvs-strict", "", False), ("json|kvs", '{"image": 4}', True), ("json|kvs", "{x}", False),
+    ("json|kvs", "image=2", True), ("optional|json|kvs", "None", True),
+])
+def test_the_key_value_forms_of_old_vllm(name, value, want):
+    assert kvparse.type_accepts(name, value) is want
