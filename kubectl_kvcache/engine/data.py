@@ -6,6 +6,20 @@ A new engine release is an edit here, never a code change. Each table is a list 
 earlier row.
 """
 
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
+
+    class _ImageEntrypoint(TypedDict):
+        engine: str | None
+        entrypoint: tuple[str, ...]
+
+    class ImageEntrypoint(_ImageEntrypoint, total=False):
+        """One IMAGE_ENTRYPOINTS entry: "entrypoint_spans" (first or None, until, ENTRYPOINT or None) optional."""
+        entrypoint_spans: list[tuple[str | None, str, tuple[str, ...] | None]]
+
 # Releases the GPUStack Operator supports; used when a Pod's engine version cannot be known.
 OPERATOR_MINIMUM = {"vllm": "0.29.0", "sglang": "0.5.18"}
 
@@ -47,16 +61,23 @@ ACCEPTED_VALUES = {
 # Releases a user added without a new plugin release (`--engine-data FILE`, KVCACHE_ENGINE_DATA,
 # ~/.local/share/kubectl-kvcache/engines/*.json: files `scripts/engine-data --release` writes)
 # are checked and merged in by releasefile.add_releases; parsers() then answers with them.
-def parsers():
+def parsers() -> dict[str, dict[str, Any]]:
+    return _MERGED if _MERGED is not None else builtin_parsers()
+
+
+def builtin_parsers() -> dict[str, dict[str, Any]]:
+    """The built-in data alone (parsers.py), never a merge with added releases."""
     global _PARSERS
     if _PARSERS is None:
         from kubectl_kvcache.engine.parsers import PARSERS
         _PARSERS = PARSERS
-    return _MERGED if _MERGED is not None else _PARSERS
+    return _PARSERS
 
 
-_PARSERS = None
-_MERGED = None
+# {engine: its tables}: JSON-shaped, keyed by what scripts/engine-data writes (read generically by
+# releasefile, so not a TypedDict). _MERGED: with the added releases merged in (None: there are none).
+_PARSERS: dict[str, dict[str, Any]] | None = None
+_MERGED: dict[str, dict[str, Any]] | None = None
 
 # The version of the engine data's format (parsers.py and the files of added releases): bumped
 # by whoever changes what scripts/engine-data writes, so that an older file is refused, not misread.
@@ -94,7 +115,7 @@ ARGPARSE_PYTHON = "3.11"
 # minor is a Python the image may run. vLLM's Dockerfile moved from 3.10 to 3.12 during 0.6.x
 # (vllm-project/vllm Dockerfile: ARG PYTHON_VERSION); where the release is not pinned down both
 # are listed: more Pythons can only mean UNKNOWN more often, never a wrong definite answer.
-IMAGE_PYTHONS = {
+IMAGE_PYTHONS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
     "vllm": [("0.3.3", ("3.10", "3.12")), ("0.7.0", ("3.12",))],
     "sglang": [("0.2.14", ("3.10", "3.12"))],
 }
@@ -111,7 +132,7 @@ CONFIG_KEYS = {"vllm": ("kv_cache_dtype", "kv-cache-dtype"), "sglang": ("kv-cach
 # ["vllm", "serve"] at dead20baf70df70580ecb093f82b0b7b8676e4f5 (0.11.1 on). The switch between
 # them is not pinned to a release. (This was `vllm serve` from 0.5.3, which the real-command tier
 # found wrong on the aibrix compose files of vllm-openai:v0.6.6.)
-IMAGE_ENTRYPOINTS = {
+IMAGE_ENTRYPOINTS: dict[str, ImageEntrypoint] = {
     "vllm/vllm-openai": {"engine": "vllm", "entrypoint": ("vllm", "serve"),
                          "entrypoint_spans": [(None, "0.9.0", ("python3", "-m", "vllm.entrypoints.openai.api_server")),
                                               ("0.9.0", "0.11.1", None)]},

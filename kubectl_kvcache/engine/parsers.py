@@ -28,7 +28,7 @@ parse_args hands to argparse on every probe argv, or "opaque" (not replayed). "a
 option -> the kvparse.action_accepts rule its engine-own Action matched on every probe item.
 """
 
-PARSERS = {
+PARSERS: dict[str, dict] = {
   "vllm": {
     "releases": ["0.3.3", "0.4.0", "0.4.1", "0.4.2", "0.4.3", "0.5.0", "0.5.1", "0.5.3", "0.5.5", "0.6.0", "0.6.5", "0.6.6", "0.7.0", "0.8.5", "0.9.0", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.24.0", "0.25.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"],
     "values": {

@@ -17,7 +17,11 @@ import re
 
 from kubectl_kvcache.engine import data, kvparse, releases
 from kubectl_kvcache.engine.argv import Token
-from kubectl_kvcache.engine.releases import DISPLAY_NAMES, DTYPE_OPTION, ENGINES, _at, parse_version
+from kubectl_kvcache.engine.releases import DISPLAY_NAMES, DTYPE_OPTION, ENGINES, _at, data_version, parse_version
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # The fields of the document scripts/engine-data --release writes ("_" is its comment).
 FIELDS = ("schema", "engine", "release", "data", "_")
@@ -60,14 +64,13 @@ def _type(value) -> str:
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _fail(name, parts, what):
+def _fail(name, parts, what) -> NoReturn:
     raise EngineDataError(f"{name}: {path_of(parts)}: {what}")
 
 
-def _builtin():
+def _builtin() -> dict[str, dict[str, Any]]:
     """The built-in data alone ({engine: tables}), never a merge of earlier added files."""
-    data.parsers()
-    return data._PARSERS
+    return data.builtin_parsers()
 
 
 def _row_length(key):
@@ -228,7 +231,7 @@ def check_document(name, doc):
         _fail(name, ["schema"], f"{_shown(schema)}, this plugin reads schema {data.ENGINE_DATA_SCHEMA} (write it "
                                 f"again with this plugin's scripts/engine-data)")
     engine = doc.get("engine")
-    if engine not in ENGINES:
+    if not isinstance(engine, str) or engine not in ENGINES:
         _fail(name, ["engine"], f"{_shown(engine)} is not one of {', '.join(ENGINES)}")
     release = doc.get("release")
     if not isinstance(release, str) or not _RELEASE.fullmatch(release) or parse_version(release) is None:
@@ -261,7 +264,7 @@ def builtin_slice(engine, release) -> dict:
                 return row[:-2] + [release, None]
         return None
 
-    out = {"releases": [release]}
+    out: dict[str, Any] = {"releases": [release]}
     for key, value in _builtin()[engine].items():
         if key == "releases":
             continue
@@ -301,7 +304,8 @@ def _check_not_redefined(name, engine, builtin_release, release, body):
     differs = _first_difference(body, theirs, ["data"])
     if differs is None:
         return
-    mine_at, theirs_at = body, theirs
+    mine_at: object = body
+    theirs_at: object = theirs
     for part in differs[1:]:
         mine_at = mine_at[part] if isinstance(mine_at, (dict, list)) and _has(mine_at, part) else _MISSING
         theirs_at = theirs_at[part] if isinstance(theirs_at, (dict, list)) and _has(theirs_at, part) else _MISSING
@@ -364,8 +368,8 @@ def _merge(builtin, added):
     generator writes: {name: spans} tables and span lists are re-spanned over the union of the
     releases (the added release's own facts win for it); other values stay the built-in ones."""
     old_releases, new_releases = list(builtin["releases"]), list(added["releases"])
-    union = sorted(set(old_releases) | set(new_releases), key=parse_version)
-    out = {"releases": union}
+    union = sorted(set(old_releases) | set(new_releases), key=data_version)   # check_document refused any that does not parse
+    out: dict[str, Any] = {"releases": union}
     for key in sorted(set(builtin) | set(added)):
         if key == "releases":
             continue
@@ -388,9 +392,8 @@ def add_releases(documents):
     built-in data alone. Each file is checked field by field first (releasefile: a built-in
     release may not be redefined). Raises EngineDataError naming the file and field of the first
     bad one; then the data is left as it was."""
-    data.parsers()
-    merged = {e: dict(data._PARSERS[e]) for e in releases.ENGINES}
-    added = {e: {} for e in releases.ENGINES}
+    merged = {e: dict(_builtin()[e]) for e in releases.ENGINES}
+    added: dict[str, dict[str, str]] = {e: {} for e in releases.ENGINES}     # engine -> {release: its file}
     spelled: dict = {}     # (engine, Version) -> (release text, file): one release, one spelling
     for name, doc in documents:
         engine, release, body = check_document(name, doc)

@@ -12,6 +12,19 @@ from functools import lru_cache
 from kubectl_kvcache.engine import data
 from kubectl_kvcache.record import Record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class _ImageEntry(TypedDict):
+        engine: str | None
+        entrypoint: tuple[str, ...] | None
+        image: str
+
+    class ImageEntry(_ImageEntry, total=False):
+        """What image_entrypoint answers; "unpinned" (first, until) only where "entrypoint" is None."""
+        unpinned: tuple[str | None, str]
+
 ENGINES = ("vllm", "sglang")
 DISPLAY_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
@@ -52,8 +65,12 @@ class Version(_Ordered):
             return NotImplemented
         return self._order == other._order
 
-    def __hash__(self):
+    def _hash(self):
         return hash(self._order)
+
+    # An attribute, as Record declares __hash__ (typed object, so that a mutable record may set
+    # None): a `def __hash__` would not type-check against that declaration.
+    __hash__ = _hash
 
     def __lt__(self, other):
         if other.__class__ is not self.__class__:
@@ -88,9 +105,18 @@ def parse_version(text) -> Version | None:
     if not m:
         return None
     nums = [int(x) for x in m.group(1).split(".")]
-    nums += [0] * (4 - len(nums))
+    a, b, c, d = nums + [0] * (4 - len(nums))     # the pattern allows one to four parts
     post = int(m.group(2)) + 1 if m.group(2) is not None else 0
-    return Version(tuple(nums), post, str(text).strip().lstrip("v"))
+    return Version((a, b, c, d), post, str(text).strip().lstrip("v"))
+
+
+def data_version(text) -> Version:
+    """A release number the plugin's own data holds (a table row, the operator's minimum): one
+    that does not parse is a bug in the data, raised as ValueError."""
+    version = parse_version(text)
+    if version is None:
+        raise ValueError(f"{text!r} in the engine data is not a release number")
+    return version
 
 
 def normalise_engine(name) -> str | None:
@@ -307,7 +333,7 @@ def known_releases(engine):
 
 def image_pythons(engine, version) -> tuple[str, ...]:
     """The CPython minor releases (`3.12`) the images of this engine release may run."""
-    found = ()
+    found: tuple[str, ...] = ()
     for since, minors in data.IMAGE_PYTHONS.get(engine, ()):
         if _at(version, since) or not found:
             found = minors
@@ -315,7 +341,7 @@ def image_pythons(engine, version) -> tuple[str, ...]:
 
 
 def minimum_version(engine) -> Version:
-    return parse_version(data.OPERATOR_MINIMUM[engine])
+    return data_version(data.OPERATOR_MINIMUM[engine])
 
 
 # --- where a version comes from -----------------------------------------------------------
@@ -374,7 +400,7 @@ def _matches_repo(repository, key):
     return repository == key or repository.endswith("/" + key)
 
 
-def version_from_image(ref, engine=None) -> tuple[str, Version] | None:
+def version_from_image(ref, engine=None) -> tuple[str | None, Version] | None:
     """(engine or None, version) read from a well-known image's tag, else None."""
     image = parse_image(ref)
     if not image.tag:
@@ -394,14 +420,14 @@ def version_from_image(ref, engine=None) -> tuple[str, Version] | None:
     return None
 
 
-def image_entrypoint(ref, version=None) -> dict | None:
+def image_entrypoint(ref, version=None) -> ImageEntry | None:
     """The ENTRYPOINT of a well-known image as {'engine', 'entrypoint', 'image'}; None when the
     image is not known; 'entrypoint' None (with 'unpinned', the span) where the image's releases
     between two known ENTRYPOINTs are not pinned to one. An unknown version is the newest image's."""
     image = parse_image(ref)
     for key, entry in data.IMAGE_ENTRYPOINTS.items():
         if _matches_repo(image.repository, key):
-            found = {"engine": entry["engine"], "entrypoint": tuple(entry["entrypoint"]), "image": key}
+            found: ImageEntry = {"engine": entry["engine"], "entrypoint": tuple(entry["entrypoint"]), "image": key}
             for first, until, entrypoint in entry.get("entrypoint_spans", ()):
                 if version is not None and (first is None or version >= parse_version(first)) \
                         and version < parse_version(until):

@@ -383,14 +383,23 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         item.cause = pred.cause
         return item
     item.effective = pred.effective if pred.effective is not None else "auto"
-    if cand.binding and binding is None and setting_on:
-        item.reason = f"Binding {cand.binding} not found in namespace {pod.namespace}"
-        item.cause = model.Cause("spec", f"Binding {cand.binding}")
-        return item
     note = "; the container last exited with code 2, which this prediction does not explain" if confirmed else ""
     if not setting_on:
         item.status = OK
         item.reason = off_reason + "; the engine starts (" + pred.reason + ")" + note
+        return item
+    if binding is None and cand.binding:
+        item.reason = f"Binding {cand.binding} not found in namespace {pod.namespace}"
+        item.cause = model.Cause("spec", f"Binding {cand.binding}")
+        return item
+    if binding is None:
+        # Not from a cluster's objects (decode refuses spec.kvCache without a poolRef name; an
+        # injected Pod without the annotation is a problem above), but a Candidate built otherwise
+        # is UNKNOWN, not a crash.
+        where = (f"ModelDeployment {cand.owner['name']} spec.kvCache.poolRef.name" if cand.owner
+                 else f"annotation {api.BINDING_ANNOTATION}")
+        item.reason = f"no Binding is named ({where})"
+        item.cause = model.Cause("spec", where)
         return item
     if binding.dtype is None:
         item.reason = f"Binding {binding.name} has no spec.domain.dtype"

@@ -470,7 +470,7 @@ def dump(data):
              'option -> the kvparse.action_accepts rule its engine-own Action matched on every probe item.',
              '"""',
              "",
-             "PARSERS = {"]
+             "PARSERS: dict[str, dict] = {"]
     keys = list(data)
     for k, key in enumerate(keys):
         tail = "," if k < len(keys) - 1 else ""

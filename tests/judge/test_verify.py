@@ -144,6 +144,24 @@ def test_binding_or_deployment_missing_is_unknown(tmp_path):
     assert by_pod["b"].status == "UNKNOWN" and "other-md is not in the input" in by_pod["b"].reason
 
 
+@pytest.mark.parametrize("kind", ["deployment", "injected"])
+def test_a_candidate_that_names_no_binding_is_unknown_not_a_crash(tmp_path, kind):
+    """Decoding never makes one (spec.kvCache needs a poolRef name; an injected Pod without the
+    annotation is a problem), but judge_candidate given one raised AttributeError (binding.dtype)."""
+    if kind == "deployment":
+        objs = (o.deployment("md", "vLLM", "0.29.0"), o.md_pod("p", "md", o.vllm_argv("fp8")))
+        where = "ModelDeployment md spec.kvCache.poolRef.name"
+    else:
+        objs = (o.injected_pod("p", "b1", "vLLM", [o.container("vllm", args=["m", "--kv-cache-dtype", "fp8"],
+                                                               image="vllm/vllm-openai:v0.29.0")]),)
+        where = "annotation kvcache.gpustack.ai/binding"
+    snapshot = snapshot_of(o.binding("b1", "fp8"), *objs, tmp_path=tmp_path)
+    cand = verify.candidate(snapshot.pods[0], snapshot).replace(binding=None)
+    item = verify.judge_candidate(cand, snapshot, True)
+    assert (item.status, item.reason, str(item.cause)) == ("UNKNOWN", f"no Binding is named ({where})", f"spec: {where}")
+    assert verify.judge_candidate(cand, snapshot, False).status == "OK"     # the Setting off: nothing is expected
+
+
 def test_both_api_versions_and_engine_spellings(tmp_path):
     report = judge(o.binding("b1", "fp8", api_version="worker.gpustack.ai/v1"),
                    o.deployment("md1", "VLLM", api_version="worker.gpustack.ai/v1"),
