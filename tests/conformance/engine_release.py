@@ -27,9 +27,9 @@ from kubectl_kvcache.engine import data  # noqa: E402
 from kubectl_kvcache.engine.releasefile import is_release  # noqa: E402
 
 
-def release_document(engine, version, root=None, origin="the released wheel's own parser"):
+def release_document(engine, version, root=None, origin="--release from the released wheel's own parser"):
     """The engine data document of one release, its parser read from `root` (the folder of its
-    .py files; by default its released wheel, downloaded into the engine cache)."""
+    .py files; by default its released wheel, downloaded into the engine cache), `origin` saying so."""
     root = root or wheels.ensure(engine, version)
     described = {engine: {version: engine_data.describe_release(engine, version, root)}}
     saved = engine_data.RELEASES
@@ -39,7 +39,7 @@ def release_document(engine, version, root=None, origin="the released wheel's ow
     finally:
         engine_data.RELEASES = saved
     return {"schema": data.ENGINE_DATA_SCHEMA, "engine": engine, "release": version,
-            "_": f"written by scripts/engine-data --release from {origin}", "data": built[engine]}
+            "_": f"written by scripts/engine-data {origin}", "data": built[engine]}
 
 
 def local_document(engine, version, wheel=None, source=None):
@@ -47,8 +47,8 @@ def local_document(engine, version, wheel=None, source=None):
     reading = local_release.wheel(engine, version, wheel) if wheel else local_release.source(engine, version, source)
     with reading as (root, where):
         flag = "--wheel" if wheel else "--source"
-        return release_document(engine, version, root, f"the own parser of {where}, not a release from PyPI "
-                                                        f"({flag})")
+        return release_document(engine, version, root, f"--release {flag} from the parser in {where}, not a "
+                                                        f"release published on PyPI")
 
 
 def main(argv=None):
