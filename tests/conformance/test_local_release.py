@@ -157,6 +157,26 @@ def test_a_source_tree_is_the_release_it_holds(released, tmp_path):
     judged_alike(str(out))
 
 
+def test_sglangs_repository_layout_is_read_from_python(tmp_path):
+    """SGLang's repository keeps the package and its pyproject.toml (static version) in python/."""
+    root = wheels.cached("sglang", "0.2.14")
+    if root is None:
+        if os.environ.get("KVCACHE_REQUIRE_CONFORMANCE") == "1":
+            pytest.fail("sglang==0.2.14 is not in the engine cache: run scripts/engine-wheels")
+        pytest.skip("sglang==0.2.14 is not in the engine cache: run scripts/engine-wheels")
+    shutil.copytree(os.path.join(root, "sglang"), tmp_path / "sglang-checkout" / "python" / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "sglang-checkout" / "python" / "pyproject.toml").write_text(
+        '[project]\nname = "sglang"\nversion = "0.2.15rc1"\n')
+    docs = {}
+    for label, extra in (("0.2.14", ()), ("0.2.15", ("--source", str(tmp_path / "sglang-checkout")))):
+        done = engine_data("--release", f"sglang=={label}", *extra, "--output", str(tmp_path / f"{label}.json"))
+        assert done.returncode == 0, done.stderr
+        docs[label] = json.loads((tmp_path / f"{label}.json").read_text())
+    assert relabelled(docs["0.2.15"], "0.2.14") == docs["0.2.14"]["data"]
+    assert "(sglang 0.2.15rc1)" in docs["0.2.15"]["_"]
+
+
 def _refused(tmp_path, *args):
     out = tmp_path / "out.json"
     done = engine_data(*args, "--output", str(out), timeout=120)
