@@ -34,6 +34,12 @@ _ACTIONS = ("store", "append", "extend", "custom", "fails", "help", "version")
 _NAME_MAX = 200
 
 
+def is_release(text) -> bool:
+    """Whether `text` is a release as a file may name it (scripts/engine-data checks its label
+    with this before reading a parser)."""
+    return isinstance(text, str) and bool(_RELEASE.fullmatch(text)) and parse_version(text) is not None
+
+
 class EngineDataError(ValueError):
     """An added release file the plugin cannot use: the message names the file and the field."""
 
@@ -234,7 +240,7 @@ def check_document(name, doc):
     if not isinstance(engine, str) or engine not in ENGINES:
         _fail(name, ["engine"], f"{_shown(engine)} is not one of {', '.join(ENGINES)}")
     release = doc.get("release")
-    if not isinstance(release, str) or not _RELEASE.fullmatch(release) or parse_version(release) is None:
+    if not is_release(release):
         _fail(name, ["release"], f"{_shown(release)} is not a release number as the engines publish them "
                                  f"(0.34.0, 0.10.1.1, 0.5.4.post3)")
     if not isinstance(doc.get("_", ""), str):

@@ -13,8 +13,9 @@ import wheels  # noqa: E402
 
 
 class OracleProcess:
-    def __init__(self, engine, version, python=None):
-        root = wheels.cached(engine, version)
+    def __init__(self, engine, version, python=None, root=None):
+        """`root`: the folder of the release's .py files; default its engine cache entry."""
+        root = root or wheels.cached(engine, version)
         if root is None:
             raise FileNotFoundError(f"{engine}=={version} is not in the engine cache (run scripts/engine-wheels)")
         self.engine, self.version = engine, version

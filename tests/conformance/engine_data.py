@@ -133,8 +133,9 @@ def action_rule(row):
     return classify_action(answers, ACTION_PROBES, ACTION_MULTI)
 
 
-def describe_release(engine, version):
-    oracle = OracleProcess(engine, version)
+def describe_release(engine, version, root=None):
+    """What the real parser of one release says (root: its .py files, default its cache entry)."""
+    oracle = OracleProcess(engine, version, root=root)
     try:
         answers = oracle.ask_many([{"describe": entry} for entry in ENTRIES[engine]])
         found = behaviours(oracle, engine)

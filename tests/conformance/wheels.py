@@ -64,6 +64,42 @@ def _download(engine, version, into, log):
     return os.path.join(into, wheels[0])
 
 
+def kept(name):
+    """Whether a file of a wheel (its path inside it, `/`-separated) is kept: the .py files and
+    the dist-info METADATA, never a path that could land outside the entry."""
+    keep = name.endswith(".py") or (".dist-info/" in name and name.endswith("/METADATA"))
+    return keep and not name.startswith("/") and ".." not in name.split("/")
+
+
+def extract(wheel, tree):
+    """The kept files of a wheel (a released one, or a local one: engine_release.py --wheel)
+    extracted into `tree`; how many. Raises zipfile.BadZipFile for a file that is not a zip."""
+    count = 0
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            if kept(name):
+                zf.extract(name, tree)
+                count += 1
+    return count
+
+
+def copy_kept(source, tree, under):
+    """The kept files of a source tree's folder `source` copied into `tree`/`under` (a local
+    source checkout, engine_release.py --source: read like a wheel's files, never written to,
+    and no compiled extension of a build in it imported); how many."""
+    count = 0
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        rel = os.path.relpath(folder, source)
+        for name in sorted(files):
+            inside = "/".join(p for p in (under, "" if rel == "." else rel.replace(os.sep, "/"), name) if p)
+            if kept(inside) and os.path.isfile(os.path.join(folder, name)):
+                os.makedirs(os.path.join(tree, os.path.dirname(inside)), exist_ok=True)
+                shutil.copyfile(os.path.join(folder, name), os.path.join(tree, inside))
+                count += 1
+    return count
+
+
 def ensure(engine, version, log=lambda msg: print(msg, file=sys.stderr)):
     """The cached folder of `engine==version`, downloading it if needed. Raises RuntimeError."""
     hit = cached(engine, version)
@@ -86,13 +122,7 @@ def ensure(engine, version, log=lambda msg: print(msg, file=sys.stderr)):
             wheel = _download(engine, version, download, log)
             size = os.path.getsize(wheel)
             tree = os.path.join(tmp, "tree")
-            kept = 0
-            with zipfile.ZipFile(wheel) as zf:
-                for name in zf.namelist():
-                    keep = name.endswith(".py") or (".dist-info/" in name and name.endswith("/METADATA"))
-                    if keep and not name.startswith("/") and ".." not in name.split("/"):
-                        zf.extract(name, tree)
-                        kept += 1
+            kept = extract(wheel, tree)
             with open(os.path.join(tree, MARKER), "w") as f:
                 f.write(f"{engine}=={version} {os.path.basename(wheel)} {size} bytes, {kept} files kept\n")
             shutil.rmtree(download)
