@@ -89,7 +89,8 @@ class Item(Record):
         } | ({"engineData": self.engine_data} if self.engine_data else {}) | (
             {"cause": self.cause.to_dict()} if self.cause is not None and self.status == UNKNOWN else {}) \
           | ({"notRolled": self.stale} if self.stale else {}) \
-          | ({"policy": self.policy.to_dict()} if self.policy is not None else {})
+          | ({"severity": self.policy.now or self.policy.was, "policy": self.policy.to_dict()}
+             if self.policy is not None else {})       # as a check finding: its severity now, policy's the one it had
 
     @property
     def key(self):
