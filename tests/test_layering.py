@@ -339,3 +339,18 @@ def test_the_operators_api_is_spelled_in_operator_api_only():
                        for c in _literals(tree) if c.value in words or "/apis/" in c.value)
     assert offenders == []
 
+
+
+def test_verify_without_a_policy_loads_no_policy_module():
+    """verify reads and judges a policy only when one is given: its start-up pays for neither the
+    policy file's reader nor check's registry that judge/policy.py carries."""
+    modules = loaded_after(RUN.format(argv=["verify", "-A", "-f", EXAMPLE, "-o", "json"]), site=False)
+    assert "kubectl_kvcache.judge.verify" in modules
+    assert not {"kubectl_kvcache.judge.policy", "kubectl_kvcache.load.policy"} & modules
+
+
+def test_verify_and_check_share_one_policy_matcher():
+    """One home for what a policy means: the flows apply judge/policy.py, nothing else matches rules."""
+    users = {name for name, (_, tree) in MODULES.items() if "kubectl_kvcache.judge.policy" in imports(tree)}
+    assert {"kubectl_kvcache.cli.flows.verify", "kubectl_kvcache.cli.flows.check"} <= users
+    assert all(n.startswith(("kubectl_kvcache.cli.", "kubectl_kvcache.judge.")) for n in users), users

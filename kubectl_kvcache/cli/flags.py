@@ -138,34 +138,44 @@ def color_flag(p):
                         "never in -o " + "|".join(n for n, f in format_records.FORMATS.items() if f.structured))
 
 
-def policy_flags(p):
-    """--policy, --ignore, --severity (docs/policy.md): what a finding code's severity is, or that it is ignored."""
+def policy_flags(p, command="check"):
+    """--policy, --ignore, --severity (docs/policy.md): what a code's severity is, or that it is
+    ignored; check's codes are its finding codes, verify's its statuses."""
+    what = "status" if command == "verify" else "finding code"
+    results = "replicas" if command == "verify" else "findings"
     p.add_argument("--policy", metavar="FILE",
-                   help="a policy file (YAML or JSON, docs/policy.md): rules that set a finding code's severity or "
+                   help=f"a policy file (YAML or JSON, docs/policy.md): rules that set a {what}'s severity or "
                         "ignore it, for everything or for namespaces, kinds, names and labels")
     p.add_argument("--ignore", action="append", default=[], metavar="CODE",
-                   help="ignore the findings of this code (still counted: -o json lists them under suppressed); "
+                   help=f"ignore the {results} of this {what} (still counted: -o json lists them under suppressed); "
                         "repeatable; wins over --policy")
     p.add_argument("--severity", action="append", default=[], metavar="CODE=LEVEL",
-                   help="give the findings of this code the severity LEVEL (error, warning, info); repeatable; "
-                        "wins over --policy")
+                   help=f"give the {results} of this {what} the severity LEVEL (error, warning, info); "
+                        "repeatable; wins over --policy")
+
+
+def policy_given(ns) -> bool:
+    """Whether --policy, --ignore or --severity was given."""
+    return getattr(ns, "policy", None) is not None or bool(getattr(ns, "ignore", None)) \
+        or bool(getattr(ns, "severity", None))
 
 
 def policy(ns):
     """The judge.policy.Policy of --policy FILE (read and checked here, before any request), then
-    --ignore and --severity; None when none of them was given."""
-    path = getattr(ns, "policy", None)
-    ignore, severity = getattr(ns, "ignore", None) or (), getattr(ns, "severity", None) or ()
-    if path is None and not ignore and not severity:
+    --ignore and --severity, in the codes of the command (ns.command); None when none was given."""
+    if not policy_given(ns):
         return None
     from kubectl_kvcache.judge import policy as judge_policy
 
-    base = judge_policy.Policy(())
+    path = getattr(ns, "policy", None)
+    ignore, severity = getattr(ns, "ignore", None) or (), getattr(ns, "severity", None) or ()
+    command = "verify" if getattr(ns, "command", None) == "verify" else "check"
+    base = judge_policy.Policy((), command=command)
     if path is not None:
         from kubectl_kvcache.load import policy as load_policy
 
-        base = judge_policy.from_file(load_policy.read(path))
-    return base.replace(rules=base.rules + judge_policy.from_flags(ignore, severity))
+        base = judge_policy.from_file(load_policy.read(path), command)
+    return base.replace(rules=base.rules + judge_policy.from_flags(ignore, severity, command))
 
 
 def human_format(text):

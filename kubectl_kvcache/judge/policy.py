@@ -1,6 +1,9 @@
-"""Per-code policy (docs/policy.md): after check has judged, before anything is rendered, each
-finding's severity set or the finding ignored by the rules of a policy file and of --ignore and
---severity. Pure: a report and rules in, a report out.
+"""Per-code policy (docs/policy.md): after check or verify has judged, before anything is rendered,
+each result's severity set or the result ignored by the rules of a policy file and of --ignore and
+--severity. Pure: a report and rules in, a report out. One matcher for both commands: what differs
+is their vocabulary (Terms: check's finding codes, verify's statuses) and what a result is about
+(a check finding names its object; a verify replica is its Pod, or its ModelDeployment when it
+has none).
 
 A finding is matched by the rules in order and the last one that matches wins (the file's rules,
 then the flags', so a flag overrides the file, as kubectl's flags override its kubeconfig). An
@@ -19,7 +22,36 @@ from kubectl_kvcache.record import Record
 # The kinds findings are about (docs/check.md "Finding codes", its "about" column), for a rule's `kinds`.
 KINDS = ("KVCachePoolBinding", "ModelDeployment", "Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
          "Job", "CronJob", "Setting", "Workloads")
+# What verify's results are about: a replica's Pod, or its ModelDeployment when it has no Pod (NO-POD).
+VERIFY_KINDS = ("Pod", "ModelDeployment")
 _RANK = {s: n for n, s in enumerate(SEVERITIES)}
+
+
+class Terms(Record):
+    """What one command's policy may name: its codes (a rule's `code`), the kinds its results are
+    about, what a code is called in errors, what a result is called in reports, and whether codes
+    are matched whatever their case (verify's statuses, as --fail-on takes them)."""
+
+    __slots__ = ("command", "codes", "kinds", "code_word", "noun", "upper")
+
+    def __init__(self, command: str, codes: tuple[str, ...], kinds: tuple[str, ...], code_word: str, noun: str,
+                 upper: bool = False):
+        self.command = command
+        self.codes = codes
+        self.kinds = kinds
+        self.code_word = code_word
+        self.noun = noun
+        self.upper = upper
+
+
+def terms(command: str = "check") -> Terms:
+    """The vocabulary of `command`'s policy (check's finding codes; verify's statuses but OK)."""
+    if command == "verify":
+        from kubectl_kvcache.judge import verify
+
+        return Terms("verify", tuple(s for s in verify.STATUSES if s != verify.OK), VERIFY_KINDS, "verify status",
+                     "result", upper=True)
+    return Terms("check", tuple(CODES), KINDS, "finding code", "finding")
 
 
 class Rule(Record):
@@ -65,14 +97,17 @@ class Effect(Record):
 
 
 class Policy(Record):
-    """The rules in force and where they came from: `file` and `digest` (None: flags only)."""
+    """The rules in force and where they came from: `file` and `digest` (None: flags only), and
+    the command whose codes they name."""
 
-    __slots__ = ("rules", "file", "digest")
+    __slots__ = ("rules", "file", "digest", "command")
 
-    def __init__(self, rules: tuple[Rule, ...], file: str | None = None, digest: str | None = None):
+    def __init__(self, rules: tuple[Rule, ...], file: str | None = None, digest: str | None = None,
+                 command: str = "check"):
         self.rules = rules
         self.file = file
         self.digest = digest
+        self.command = command
 
 
 class Applied(Record):
@@ -96,52 +131,58 @@ class Applied(Record):
         flags = sum(1 for r in self.policy.rules if r.where.startswith("--"))
         if self.policy.file and flags:
             source += " and flags"
-        n = self.changed
-        return f"{source}: {n} {'finding' if n == 1 else 'findings'} changed, {self.ignored} of them ignored"
+        n, noun = self.changed, terms(self.policy.command).noun
+        return f"{source}: {n} {noun if n == 1 else noun + 's'} changed, {self.ignored} of them ignored"
 
 
 # -- building the rules ----------------------------------------------------------------------
 
-def _known_code(code, where):
-    if code not in CODES:
-        raise PluginError(f"{where}: unknown finding code {code!r} (the codes: {', '.join(CODES)})")
-    return code
+def _known_code(code, where, vocabulary: Terms):
+    """`code` as the command spells it; an unknown one (for this command) is an error naming `where`."""
+    found = code.upper() if vocabulary.upper else code
+    if found not in vocabulary.codes:
+        theirs = "the codes" if vocabulary.command == "check" else f"{vocabulary.command}'s codes"
+        raise PluginError(f"{where}: unknown {vocabulary.code_word} {code!r} ({theirs}: "
+                          f"{', '.join(vocabulary.codes)})")
+    return found
 
 
-def from_file(document) -> Policy:
-    """The rules of a load.policy.PolicyFile, each code checked against the registry (CODES)."""
+def from_file(document, command: str = "check") -> Policy:
+    """The rules of a load.policy.PolicyFile, each code and kind checked against `command`'s terms."""
+    vocabulary = terms(command)
     rules = []
     for r in document.rules:
-        _known_code(r["code"], r["where"] + ".code")
+        code = _known_code(r["code"], r["where"] + ".code", vocabulary)
         for kind in r["kinds"] or ():
-            if kind not in KINDS:
-                raise PluginError(f"{r['where']}.kinds: unknown kind {kind!r} (findings are about: "
-                                  f"{', '.join(KINDS)})")
-        rules.append(Rule(r["code"], r["severity"], _set(r["namespaces"]), _set(r["kinds"]), _set(r["names"]),
+            if kind not in vocabulary.kinds:
+                raise PluginError(f"{r['where']}.kinds: unknown kind {kind!r} ({vocabulary.noun}s of "
+                                  f"{command} are about: {', '.join(vocabulary.kinds)})")
+        rules.append(Rule(code, r["severity"], _set(r["namespaces"]), _set(r["kinds"]), _set(r["names"]),
                           r["selector"], r["reason"], r["where"]))
-    return Policy(tuple(rules), document.path, document.digest)
+    return Policy(tuple(rules), document.path, document.digest, command)
 
 
 def _set(values):
     return None if values is None else frozenset(values)
 
 
-def _codes(values, flag):
+def _codes(values, flag, vocabulary):
     """Codes from a repeatable flag; each value may also be a comma-separated list (pflag's StringSlice)."""
     for value in values:
         for code in value.split(","):
-            yield _known_code(code.strip(), flag)
+            yield _known_code(code.strip(), flag, vocabulary)
 
 
-def from_flags(ignore=(), severity=()) -> tuple[Rule, ...]:
-    """--ignore CODE and --severity CODE=LEVEL, for every finding of the code, in that order."""
-    rules = [Rule(code, None, where="--ignore") for code in _codes(ignore, "--ignore")]
+def from_flags(ignore=(), severity=(), command: str = "check") -> tuple[Rule, ...]:
+    """--ignore CODE and --severity CODE=LEVEL, for every result of the code, in that order."""
+    vocabulary = terms(command)
+    rules = [Rule(code, None, where="--ignore") for code in _codes(ignore, "--ignore", vocabulary)]
     for value in severity:
         for pair in value.split(","):
             code, eq, level = pair.partition("=")
             if not eq or level not in SEVERITIES:
                 raise PluginError(f"--severity: {pair!r}: must be CODE=LEVEL, LEVEL one of {', '.join(SEVERITIES)}")
-            rules.append(Rule(_known_code(code.strip(), "--severity"), level, where="--severity"))
+            rules.append(Rule(_known_code(code.strip(), "--severity", vocabulary), level, where="--severity"))
     return tuple(rules)
 
 
@@ -169,23 +210,72 @@ def _no_labels(kind, namespace, name):
     return {}
 
 
+def effect(policy: Policy, result, labels=_no_labels) -> Effect | None:
+    """What the last rule matching `result` (anything with code, severity, namespace, kind and
+    name) does to it; None when no rule matches or the one that does leaves its severity as it is."""
+    rule = next((r for r in reversed(policy.rules) if r.matches(result, labels)), None)
+    if rule is None or rule.severity == result.severity:
+        return None
+    return Effect(result.severity, rule.severity, rule.where, rule.reason)
+
+
 def apply(report, policy: Policy | None, labels=_no_labels):
     """`report` (checks.Report) with the policy's rules applied; with no policy, itself."""
     if policy is None:
         return report
     kept, suppressed, changed = [], list(report.suppressed), 0
     for f in report.findings:
-        rule = next((r for r in reversed(policy.rules) if r.matches(f, labels)), None)
-        if rule is None or rule.severity == f.severity:
+        change = effect(policy, f, labels)
+        if change is None:
             kept.append(f)
             continue
         changed += 1
-        effect = Effect(f.severity, rule.severity, rule.where, rule.reason)
-        if rule.severity is None:
-            suppressed.append(f.replace(policy=effect))
+        if change.now is None:
+            suppressed.append(f.replace(policy=change))
         else:
-            kept.append(f.replace(severity=rule.severity, policy=effect))
+            kept.append(f.replace(severity=change.now, policy=change))
     if changed:     # the Setting's finding stays last, as check puts it
         kept.sort(key=lambda f: (f.code == "setting", _RANK[f.severity], f.namespace or "", f.kind, f.name, f.code))
     ignored = len(suppressed) - len(report.suppressed)
     return report.replace(findings=kept, suppressed=suppressed, policy=Applied(policy, changed, ignored))
+
+
+class VerifyResult(Record):
+    """A verify replica as a rule matches it: its status is its code, its severity what
+    --fail-on makes it (judge.verify.severity), and it is about its Pod, or its ModelDeployment
+    when it has none."""
+
+    __slots__ = ("code", "severity", "namespace", "kind", "name")
+
+    def __init__(self, code: str, severity: str, namespace: str, kind: str, name: str):
+        self.code = code
+        self.severity = severity
+        self.namespace = namespace
+        self.kind = kind
+        self.name = name
+
+
+def verify_result(item, fail_on=()) -> VerifyResult:
+    from kubectl_kvcache.judge import verify
+
+    kind, name = ("Pod", item.pod) if item.pod is not None else ("ModelDeployment", item.deployment or "")
+    return VerifyResult(item.status, verify.severity(item, fail_on) or "", item.namespace, kind, name)
+
+
+def apply_verify(report, policy: Policy | None, fail_on=(), labels=_no_labels):
+    """`report` (verify.Report) with the policy's rules applied; with no policy, itself. An OK
+    replica is no result a rule can name (OK is not one of verify's codes); a replica a rule
+    changed carries its Effect, one it ignored leaves `items` for `suppressed`. The rollout's
+    per-deployment progress is a fact about the replicas, and stays as judged."""
+    if policy is None:
+        return report
+    kept, suppressed, changed = [], list(report.suppressed), 0
+    for item in report.items:
+        change = None if item.policy is not None else effect(policy, verify_result(item, fail_on), labels)
+        if change is None:
+            kept.append(item)
+            continue
+        changed += 1
+        (kept if change.now is not None else suppressed).append(item.replace(policy=change))
+    ignored = len(suppressed) - len(report.suppressed)
+    return report.replace(items=kept, suppressed=suppressed, policy=Applied(policy, changed, ignored))

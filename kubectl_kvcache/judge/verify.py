@@ -41,7 +41,8 @@ STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a
 class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
-                 "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale")
+                 "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale",
+                 "policy")
     __hash__ = None     # mutable: judged field by field
 
     def __init__(self, namespace: str, pod: str | None, container: str | None, owner: dict | None, role: str | None,
@@ -49,7 +50,8 @@ class Item(Record):
                  effective: str | None, status: str, reason: str, occurrences: list[dict] | None = None,
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
-                 slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None):
+                 slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None,
+                 policy=None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -75,6 +77,7 @@ class Item(Record):
         self.cause = cause                      # UNKNOWN: what would decide it (model.Cause)
         self.stale = stale                      # an operator Pod: why it was not rendered from the spec as it
                                                 # is now ("" when it was; None when not told: see stale_reason)
+        self.policy = policy                    # judge.policy.Effect: what a policy rule did to it (None: nothing)
 
     def to_dict(self):
         return {
@@ -85,7 +88,9 @@ class Item(Record):
             "state": self.state,
         } | ({"engineData": self.engine_data} if self.engine_data else {}) | (
             {"cause": self.cause.to_dict()} if self.cause is not None and self.status == UNKNOWN else {}) \
-          | ({"notRolled": self.stale} if self.stale else {})
+          | ({"notRolled": self.stale} if self.stale else {}) \
+          | ({"severity": self.policy.now or self.policy.was, "policy": self.policy.to_dict()}
+             if self.policy is not None else {})       # as a check finding: its severity now, policy's the one it had
 
     @property
     def key(self):
@@ -179,16 +184,19 @@ class DeploymentProgress(Record):
 
 
 class Report(Record):
-    __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted")
+    __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted", "suppressed", "policy")
     __hash__ = None     # mutable
 
     def __init__(self, setting_value: bool, setting_source: str, items: list[Item],
-                 deployments: list[DeploymentProgress] | None = None, accounted: bool = True):
+                 deployments: list[DeploymentProgress] | None = None, accounted: bool = True,
+                 suppressed: list[Item] | None = None, policy=None):
         self.setting_value = setting_value
         self.setting_source = setting_source
         self.items = items
         self.deployments = [] if deployments is None else deployments
         self.accounted = accounted          # replicas without a Pod were looked for (not with -l or named Pods)
+        self.suppressed = [] if suppressed is None else suppressed  # replicas a policy ignored (judge/policy.py)
+        self.policy = policy        # judge.policy.Applied: the policy in force and what it changed (None: none)
 
     def summary(self):
         counts = {"total": len(self.items)}
@@ -201,7 +209,25 @@ class Report(Record):
                 "setting": {"value": self.setting_value, "source": self.setting_source},
                 "items": [i.to_dict() for i in self.items],
                 "summary": self.summary(),
-                "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None}
+                "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None} | (
+            {"policy": self.policy.to_dict(), "suppressed": [i.to_dict() for i in self.suppressed]}
+            if self.policy is not None else {})
+
+
+def severity(item: Item, fail_on=()) -> str | None:
+    """What a replica weighs, in check's words, for the policy and the reports: `error` when its
+    status makes verify exit 1 (--fail-on; default every status but OK), `warning` when --fail-on
+    tolerates it, None when OK; the severity a policy rule gave it when one did."""
+    if item.policy is not None:
+        return item.policy.now
+    if item.status == OK:       # the words are check's SEVERITIES (judge.checks imports this module)
+        return None
+    return "error" if item.status in (fail_on or STATUSES) else "warning"
+
+
+def fails(item: Item, fail_on=()) -> bool:
+    """Whether this replica makes verify exit 1 (the one place that says so: exit code and reports)."""
+    return severity(item, fail_on) == "error"
 
 
 class Candidate(Record):

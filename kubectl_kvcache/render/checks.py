@@ -22,13 +22,17 @@ def _namespace(get):
 
 # -- check -----------------------------------------------------------------------------------
 
+def policy_text(effect) -> str:
+    """What a policy rule did to a result: `--severity: was warning (why)`."""
+    return f"{effect.where}: was {effect.was}" + (f" ({effect.reason})" if effect.reason else "")
+
+
 def _finding_fields(f):
     return [("Name", f.name), ("Namespace", f.namespace), ("Kind", f.kind), ("Severity", f.severity),
             ("Code", f.code), ("Object", object_ref(f.kind, f.name)), ("Message", f.message)] + (
         [("Cause", f"{f.cause} ({f.replicas} {'replica' if f.replicas == 1 else 'replicas'})")]
         if f.cause is not None else []) + [("Fix", f.fix)] + (
-        [("Policy", f"{f.policy.where}: was {f.policy.was}" + (f" ({f.policy.reason})" if f.policy.reason else ""))]
-        if f.policy is not None else [])
+        [("Policy", policy_text(f.policy))] if f.policy is not None else [])
 
 
 CHECK = View(

@@ -97,12 +97,14 @@ class Finding(Record):
     verify: the status); `failed`: it makes the exit code 1; `path`: where it is, outermost
     first, as (kind, name) pairs (context, namespace, the object, role, replica); `key`: its
     identity across runs, built without Pod names or positions (a rollout renames every Pod);
-    `file`: the -f file it was read from, when known."""
+    `file`: the -f file it was read from, when known; `suppression`: the policy rule that ignored
+    it and its reason (None: not ignored; an ignored finding never fails)."""
 
-    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file")
+    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file", "suppression")
 
     def __init__(self, code: str, severity: str, failed: bool, message: str, fix: str,
-                 path: tuple[tuple[str, str], ...], key: str, file: str | None = None):
+                 path: tuple[tuple[str, str], ...], key: str, file: str | None = None,
+                 suppression: str | None = None):
         self.code = code
         self.severity = severity
         self.failed = failed
@@ -111,6 +113,7 @@ class Finding(Record):
         self.path = path
         self.key = key
         self.file = file
+        self.suppression = suppression
 
 
 class Rule(Record):
@@ -273,31 +276,44 @@ def _verify(report, subject):
     from kubectl_kvcache.render import labels as view
 
     failing = set(subject.failing or (s for s in judge.STATUSES if s != judge.OK))
+    ignored = list(getattr(report, "suppressed", ()))      # a policy's ignored replicas: cases that pass, noted
+    judged = report.items + ignored
     releases = sorted({view.release_label(i.engine, i.engine_version, i.version_source)
-                       for i in report.items if i.engine and i.engine_version})
+                       for i in judged if i.engine and i.engine_version})
+    policy = [("Policy", report.policy.text(), ())] if getattr(report, "policy", None) is not None else []
     facts = [("Setting", _setting_text(report.setting_value, report.setting_source), ()),
              ("Engine releases", "" if releases else "none", tuple(releases)),
-             ("Judged", f"{len(report.items)} engine {'replica' if len(report.items) == 1 else 'replicas'}"
-                        + (" in" if report.items else ""), _seen(i.namespace for i in report.items)),
-             ("Fails on", ", ".join(s for s in judge.STATUSES if s in failing), ())]
+             ("Judged", f"{len(judged)} engine {'replica' if len(judged) == 1 else 'replicas'}"
+                        + (" in" if judged else ""), _seen(i.namespace for i in judged))] + policy + [
+             ("Fails on", ", ".join(s for s in judge.STATUSES if s in failing)
+              + (" (each as the policy sets it: an error fails)" if policy else ""), ())]
     cases = []
-    names = replica_names(report.items)
-    for item in report.items:
+    names = replica_names(judged)
+    for item in judged:
         name = names[id(item)]
-        if item.status == judge.OK:
+        suppressed = item.policy is not None and item.policy.now is None
+        if item.status == judge.OK or suppressed:
             outcome = PASSED
-        elif item.status in failing:
+        elif judge.fails(item, subject.failing):
             outcome = FAILED
         else:
             outcome = SKIPPED if item.status == judge.UNKNOWN else PASSED
         pod = f"Pod {item.pod}" + (f" container {item.container}" if item.container else "") \
             if item.pod is not None else "no Pod"
-        summary = f"{item.status}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
-                  + _runs(item, judge) + f" ({pod})"
-        if outcome == PASSED and item.status != judge.OK:
+        what = f"Binding {item.binding or '<none>'} expects {_value(item.expected)}, " + _runs(item, judge) \
+            + f" ({pod})"
+        summary = f"{item.status}: {what}"
+        notes: tuple = ()
+        if suppressed:
+            summary += f" (ignored by the policy: {item.policy.where})"
+            notes = ((f"suppressed {item.policy.was}", item.status, what + (f": {item.reason}" if item.reason else ""),
+                      item.fix or ""),)
+        elif outcome == PASSED and item.policy is not None:
+            summary += f" (made {item.policy.now} by the policy: {item.policy.where})"
+        elif outcome == PASSED and item.status != judge.OK:
             summary += " (tolerated by --fail-on)"
         cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, item.status, summary,
-                          item.reason, item.fix, context=_context(item)))
+                          item.reason, item.fix, notes, context=_context(item)))
     counts = report.summary()
     progress = None
     if report.accounted:
@@ -520,14 +536,21 @@ def _object_key(kind, name):
     return f"{kind}/{_workload_of(name) if kind == 'Pod' and name else name}"
 
 
+def _suppression(effect) -> str | None:
+    """The justification of a finding a policy rule ignored: the rule, and its reason."""
+    if effect is None or effect.now is not None:
+        return None
+    return f"ignored by {effect.where}" + (f": {effect.reason}" if effect.reason else "")
+
+
 def _verify_findings(report, subject):
     from kubectl_kvcache.judge import verify as judge
 
-    failing = set(subject.failing or (s for s in judge.STATUSES if s != judge.OK))
-    names = replica_names(report.items)
+    ignored = list(getattr(report, "suppressed", ()))
+    names = replica_names(report.items + ignored)
     file = _file_of(subject)
     found = []
-    for item in report.items:
+    for item in report.items + ignored:
         if item.status == judge.OK:
             continue
         replica = names[id(item)]       # namespace/deployment/role/N[/container], namespace/injected/owner/N
@@ -543,8 +566,12 @@ def _verify_findings(report, subject):
             if item.pod is not None else "no Pod"
         message = f"{item.status}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
                   + _runs(item, judge) + f" ({pod})" + (f": {item.reason}" if item.reason else "")
-        found.append(Finding(item.status, item.status, item.status in failing, message, item.fix or "",
-                             tuple(path), f"verify|{item.status}|{replica}", file))
+        suppression = _suppression(item.policy)
+        # the severity is the status, or what a policy rule made it (an ignored one: what it was)
+        severity = item.status if item.policy is None else (item.policy.now or item.policy.was)
+        failed = suppression is None and judge.fails(item, subject.failing)
+        found.append(Finding(item.status, severity, failed, message, item.fix or "", tuple(path),
+                             f"verify|{item.status}|{replica}", file, suppression))
     return found
 
 
@@ -560,7 +587,9 @@ def _check_findings(report, subject):
 
     failing = set(subject.failing or (checks.ERROR,))
     file = _file_of(subject)
-    return [_check_finding(f, f.severity in failing, "check", file) for f in report.findings]
+    return [_check_finding(f, f.severity in failing, "check", file) for f in report.findings] + [
+        _check_finding(f, False, "check", file).replace(suppression=_suppression(f.policy))
+        for f in getattr(report, "suppressed", ())]
 
 
 def _bindings_findings(report, subject):

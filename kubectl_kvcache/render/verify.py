@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from kubectl_kvcache.render.checks import release_source
+from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
@@ -70,7 +70,9 @@ def _item_fields(item):
             ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
             ("Restarts", _restarts(item)), ("Reason", item.reason)] + (
         [("Cause", _cause(item))] if _cause(item) else []) + [
-            ("Fix", item.fix or None), ("Argv", _argv_rows(item))]
+            ("Fix", item.fix or None)] + (
+        [("Policy", f"{policy_text(item.policy)}, now {item.policy.now}")] if item.policy is not None else []) + [
+            ("Argv", _argv_rows(item))]
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
@@ -98,7 +100,10 @@ def summary(report):
     head = f"{pods} {'pod' if pods == 1 else 'pods'}"
     if counts[NO_POD]:
         head += f", {counts[NO_POD]} {'replica' if counts[NO_POD] == 1 else 'replicas'} without a Pod"
-    return f"{head}: " + ", ".join(parts) if parts else head
+    text = f"{head}: " + ", ".join(parts) if parts else head
+    if report.policy is not None:
+        text += "; policy " + report.policy.text()
+    return text
 
 
 def deployment_line(d) -> str:

@@ -202,3 +202,18 @@ def test_describe_says_which_rule_changed_a_finding(files):
 def test_policy_completes_file_names():
     code, out, err = _run("__complete", "check", "--policy", "")
     assert out.splitlines()[-1] == ":0"         # cobra's ShellCompDirectiveDefault: the shell's file names
+
+
+def test_sarif_lists_what_the_policy_ignored_as_suppressed_results(files):
+    """docs/policy.md: an ignored finding stays in -o sarif, with `suppressions` (kind external)."""
+    import sarif_schema
+
+    write, _, error = files
+    path = _policy(write, [{"code": "binding-dtype-rejected", "ignore": True, "reason": "tracked in JIRA-1"}])
+    code, out, err = _run("check", "-f", error, "-o", "sarif", "--policy", path)
+    log = json.loads(out)
+    assert code == 0 and not list(sarif_schema.validator().iter_errors(log))
+    (result,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "binding-dtype-rejected"]
+    assert result["suppressions"] == [{"kind": "external", "status": "accepted",
+                                       "justification": f"ignored by {path}: rules[0]: tracked in JIRA-1"}]
+    assert result["properties"]["failed"] is False

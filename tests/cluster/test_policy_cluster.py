@@ -91,3 +91,38 @@ def test_every_context_of_a_fleet_run_is_judged_with_the_policy(objects, tmp_pat
     assert [(c["context"], c["policy"]["ignored"], sorted(s["name"] for s in c["suppressed"]))
             for c in data["contexts"]] == [("east", 2, ["bench", "serve"]), ("west", 2, ["bench", "serve"])]
     assert not any(f["code"] == "injection-refused" for f in data["findings"])
+
+
+@pytest.fixture(scope="module")
+def opted_in(cluster):
+    """Two Pods opted into injection whose engine annotation names no engine the plugin judges
+    (UNKNOWN whatever the Setting says); one labelled part-of=benchmarks on its own metadata."""
+    ns = cluster.new_namespace("vpolicy")
+    main_ = [o.container("main", command=["vllm", "serve", "m"], args=[])]
+    bench = o.injected_pod("bench-0", "b", engine="tgi", containers=main_, ns=ns)
+    bench["metadata"]["labels"]["part-of"] = "benchmarks"
+    cluster.apply([o.binding("b", "fp8", ns=ns), bench,
+                   o.injected_pod("serve-0", "b", engine="tgi", containers=main_, ns=ns)])
+    return ns
+
+
+def test_verify_a_selector_matches_the_pods_labels_the_server_lists(cluster, opted_in, tmp_path):
+    """verify's results are its replicas' Pods: a rule's selector matches their labels as listed."""
+    kubeconfig = cluster.admin_kubeconfig
+    code, out, err = plugin(kubeconfig, "verify", "-n", opted_in, "-o", "json")
+    assert code == 1 and sorted((i["pod"], i["status"]) for i in json.loads(out)["items"]) == [
+        ("bench-0", "UNKNOWN"), ("serve-0", "UNKNOWN")]
+
+    path = _policy(tmp_path, [{"code": "UNKNOWN", "ignore": True, "selector": "part-of=benchmarks"}])
+    code, out, err = plugin(kubeconfig, "verify", "-n", opted_in, "-o", "json", "--policy", path)
+    data = json.loads(out)
+    assert [i["pod"] for i in data["items"]] == ["serve-0"] and [s["pod"] for s in data["suppressed"]] == ["bench-0"]
+    assert code == 1 and data["policy"]["ignored"] == 1
+
+    path = _policy(tmp_path, [{"code": "UNKNOWN", "severity": "warning", "namespaces": [opted_in]}])
+    code, out, err = plugin(kubeconfig, "verify", "-n", opted_in, "--policy", path)
+    assert code == 0, err
+    assert f"{path} (sha256:" in err and "2 results changed, 0 of them ignored" in err
+
+    code, out, err = plugin(kubeconfig, "verify", "-n", opted_in, "--wait", "--policy", path)
+    assert code == 2 and err.startswith("error: --policy/--ignore/--severity judge a report, not a rollout")

@@ -124,3 +124,118 @@ def test_comma_lists_as_pflag_reads_them():
     rules = policy.from_flags(ignore=["binding-auto,binding-unused"], severity=["setting=warning,unchecked=error"])
     assert [(r.code, r.severity) for r in rules] == [("binding-auto", None), ("binding-unused", None),
                                                       ("setting", "warning"), ("unchecked", "error")]
+
+
+# -- verify: its statuses are the codes, a replica is about its Pod (or its ModelDeployment) ----
+
+from kubectl_kvcache.judge import verify as verify_judge  # noqa: E402
+from kubectl_kvcache.judge.verify import STATUSES, Item, Report as VerifyReport  # noqa: E402
+
+VERIFY_CODES = tuple(s for s in STATUSES if s != verify_judge.OK)
+
+
+def _item(rng, n):
+    status = rng.choice(STATUSES)
+    pod = None if status == verify_judge.NO_POD else f"pod-{n}"
+    owner = {"kind": "ModelDeployment", "name": rng.choice(NAMES)}
+    return Item(rng.choice(NAMESPACES[:2]), pod, "main", owner, "server", "vllm", "0.10.0", "b", "fp8", None,
+                status, f"reason {n}", slot=n if pod is None else None)
+
+
+def _verify_rule(rng, i):
+    def some(values):
+        return frozenset(rng.sample(values, rng.randint(1, 2))) if rng.random() < 0.4 else None
+    return policy.Rule(rng.choice(VERIFY_CODES), rng.choice(SEVERITIES + (None,)), some(NAMESPACES[:2]),
+                       some(policy.VERIFY_KINDS), some(NAMES + ("pod-0", "pod-1", "pod-2")),
+                       rng.choice(SELECTORS), where=f"v.yaml: rules[{i}]")
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_verify_the_last_matching_rule_decides_over_fail_on_and_nothing_is_lost(seed):
+    rng = random.Random(seed)
+    items = [_item(rng, n) for n in range(rng.randint(0, 20))]
+    fail_on = tuple(rng.sample(VERIFY_CODES, rng.randint(0, 3)))
+    labels_of = {}
+    for i in items:
+        kind, name = ("Pod", i.pod) if i.pod is not None else ("ModelDeployment", i.deployment)
+        labels_of[(kind, i.namespace, name)] = rng.choice(LABELS)
+
+    def labels(kind, ns, name):
+        return labels_of.get((kind, ns, name), {})
+    rules = tuple(_verify_rule(rng, i) for i in range(rng.randint(1, 8)))
+    report = VerifyReport(True, "cluster", items)
+    out = policy.apply_verify(report, policy.Policy(rules, "v.yaml", "sha256:x", "verify"), fail_on, labels)
+    assert sorted(i.reason for i in out.items + out.suppressed) == sorted(i.reason for i in items)
+    kept = {i.reason: i for i in out.items}
+    ignored = {i.reason: i for i in out.suppressed}
+    changed = 0
+    for i in items:
+        # docs/policy.md: before the policy, a status --fail-on fails (default: every one but OK) is an error
+        was = None if i.status == verify_judge.OK else \
+            ("error" if i.status in (fail_on or VERIFY_CODES) else "warning")
+        kind, name = ("Pod", i.pod) if i.pod is not None else ("ModelDeployment", i.deployment)
+        result = policy.VerifyResult(i.status, was or "", i.namespace, kind, name)
+        deciding = [r for r in rules if _decides(r, result, labels)]
+        rule = deciding[-1] if deciding and was is not None else None
+        if rule is None or rule.severity == was:
+            assert kept[i.reason] == i and verify_judge.fails(i, fail_on) == (was == "error")
+            continue
+        changed += 1
+        got = ignored[i.reason] if rule.severity is None else kept[i.reason]
+        assert got.policy == policy.Effect(was, rule.severity, rule.where, rule.reason)
+        assert got.status == i.status       # the status is a fact; the policy changes what it weighs
+        assert verify_judge.fails(got, fail_on) == (rule.severity == "error")
+    assert (out.policy.changed, out.policy.ignored) == (changed, len(out.suppressed))
+    assert out.summary()["total"] == len(out.items)
+    data = out.to_dict()
+    assert data["policy"]["changed"] == changed and len(data["suppressed"]) == len(out.suppressed)
+
+
+@pytest.mark.parametrize("code", VERIFY_CODES)
+def test_every_verify_status_can_be_ignored_and_regraded(code):
+    item = Item("ns", "p-0", "main", None, None, "vllm", None, "b", "fp8", None, code, "x")
+    ok = Item("ns", "p-1", "main", None, None, "vllm", None, "b", "fp8", "fp8", verify_judge.OK, "y")
+    report = VerifyReport(True, "cluster", [item, ok])
+    out = policy.apply_verify(report, policy.Policy(policy.from_flags(ignore=[code.lower()], command="verify"),
+                                                    command="verify"))
+    assert out.items == [ok] and [s.status for s in out.suppressed] == [code]
+    assert out.policy.text() == "flags: 1 result changed, 1 of them ignored"
+    for level in SEVERITIES:
+        rules = policy.from_flags(severity=[f"{code}={level}"], command="verify")
+        out = policy.apply_verify(report, policy.Policy(rules, command="verify"))
+        assert [verify_judge.severity(i) for i in out.items] == [level, None]
+        assert any(verify_judge.fails(i) for i in out.items) == (level == "error")
+    # --fail-on tolerates it: a warning, raised back to an error by a rule
+    other = next(s for s in VERIFY_CODES if s != code)
+    assert verify_judge.severity(item, (other,)) == "warning" and not verify_judge.fails(item, (other,))
+    out = policy.apply_verify(report, policy.Policy(policy.from_flags(severity=[f"{code}=error"], command="verify"),
+                                                    command="verify"), (other,))
+    assert verify_judge.fails(out.items[0], (other,)) and out.items[0].policy.was == "warning"
+
+
+def test_verify_no_policy_is_the_report_itself():
+    report = VerifyReport(True, "cluster", [Item("n", "p", "main", None, None, None, None, "b", "fp8", None,
+                                                 verify_judge.MISMATCH, "m")])
+    assert policy.apply_verify(report, None) is report
+    assert "policy" not in report.to_dict() and "suppressed" not in report.to_dict()
+
+
+@pytest.mark.parametrize("command, code", [("verify", "binding-auto"), ("verify", "OK"), ("check", "MISMATCH")])
+def test_a_code_of_the_other_command_is_unknown(command, code):
+    with pytest.raises(PluginError) as exc:
+        policy.from_flags(ignore=[code], command=command)
+    word = "verify status" if command == "verify" else "finding code"
+    assert str(exc.value).startswith(f"--ignore: unknown {word} {code!r}")
+
+
+def test_a_verify_rule_names_verify_kinds():
+    class Doc:
+        path, digest = "v.yaml", "sha256:x"
+        rules = ({"code": "MISMATCH", "severity": None, "namespaces": None, "kinds": ("KVCachePoolBinding",),
+                  "names": None, "selector": None, "reason": "", "where": "v.yaml: rules[0]"},)
+    with pytest.raises(PluginError) as exc:
+        policy.from_file(Doc(), "verify")
+    assert str(exc.value).startswith("v.yaml: rules[0].kinds: unknown kind 'KVCachePoolBinding'")
+    Doc.rules = (dict(Doc.rules[0], kinds=("Pod",), code="mismatch"),)
+    (rule,) = policy.from_file(Doc(), "verify").rules
+    assert rule.code == "MISMATCH" and rule.kinds == {"Pod"}

@@ -54,7 +54,7 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
     flags.output_flags(p, name)
     if strict:
         p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
-        flags.policy_flags(p)
+        flags.policy_flags(p, name)
     if skip_workloads:
         flags.skip_workloads_flag(p)
     connection_flags.add(p)

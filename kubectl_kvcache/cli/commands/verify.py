@@ -24,19 +24,24 @@ HELP = dict(
                 "each one as a block with the reason, the fix and the argv; after a summary that is not all OK, "
                 "the command "
                 "to run next is printed on stderr.\n\n" + flags.SCOPE_NOTE
-                + "-l/--selector selects Pods by label (ANDed with the plugin's own selectors).",
+                + "-l/--selector selects Pods by label (ANDed with the plugin's own selectors).\n\n"
+                  "--policy, --ignore and --severity (docs/policy.md) take verify's statuses as codes: a replica "
+                  "whose status --fail-on makes fail is an error, one it tolerates a warning, and a rule may give it "
+                  "another severity (error fails) or ignore it; they judge a report, not a rollout, so they are "
+                  "not taken with --watch or --wait.",
     examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod llama-long-server-0",
               "verify -n llm-prod llama-long-server-0 -o describe",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
-              "verify -f saved.json -o json", "verify --all-contexts -A"))
+              "verify -f saved.json -o json", "verify -A --ignore MISSING --severity MISMATCH=warning",
+              "verify -A --policy examples/verify-policy.yaml", "verify --all-contexts -A"))
 
 
 class VerifyOptions(Record):
-    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments")
+    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments", "policy")
 
     def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
                  watch: bool = False, wait: bool = False, timeout: float | None = None,
-                 deployments: tuple[str, ...] = ()):
+                 deployments: tuple[str, ...] = (), policy=None):
         self.connection = connection
         self.scope = scope
         self.output = output
@@ -45,6 +50,7 @@ class VerifyOptions(Record):
         self.wait = wait            # block until every replica runs its expected value
         self.timeout = timeout      # seconds --wait/--watch run; None: no limit
         self.deployments = deployments  # --wait/--watch md/NAME: only these ModelDeployments
+        self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
 
 
 def md_types() -> set[str]:
@@ -94,6 +100,7 @@ def add(sub, commands):
                         "REJECTED, when rolling will not change any replica left, or at --timeout")
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
+    flags.policy_flags(v, NAME)
     connection_flags.add(v)
     contexts.add(v)
 
@@ -109,6 +116,10 @@ def options(ns) -> VerifyOptions:
             raise PluginError(f"--fail-on: {unknown[0] if unknown else ns.fail_on!r} is not a status (use a "
                               f"comma-separated list of {', '.join(STATUSES)})")
         fail_on = tuple(dict.fromkeys(words))
+    if (ns.watch or ns.wait) and flags.policy_given(ns):
+        # a policy judges a report; --wait's "done" is the rollout's, never a policy's (docs/policy.md)
+        raise PluginError(f"--policy/--ignore/--severity judge a report, not a rollout: they cannot be used with "
+                          f"--{'wait' if ns.wait else 'watch'} (wait, then run verify with the policy)")
     if (ns.watch or ns.wait) and ns.filename:
         raise PluginError("--watch/--wait follow a live cluster: they cannot be used with -f/--filename")
     deployments = deployment_names(ns.pods) if (ns.watch or ns.wait) else ()
@@ -129,7 +140,8 @@ def options(ns) -> VerifyOptions:
                              (DEFAULT_ROLLOUT_TIMEOUT if ns.wait else "0"), "--timeout")
     pods = () if (ns.watch or ns.wait) else ns.pods
     inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=pods), flags.output(ns),
-                          fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout, deployments=deployments)
+                          fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout, deployments=deployments,
+                          policy=flags.policy(ns))
     return contexts.wrap(ns, NAME, inner, (
         (ns.pods, "naming Pods picks them in one cluster"),
         (ns.watch or ns.wait, "--watch/--wait follow one cluster's rollout")))

@@ -66,10 +66,9 @@ def fan_out(names, job, parallel) -> dict:
 
 def _verify(inner, conn, trace):
     from kubectl_kvcache.cli.flows import verify as flow
-    from kubectl_kvcache.judge import verify
 
     snapshot = reader.read(conn, inner.scope, None, trace)
-    report = verify.verify(snapshot, account=flow.looks_for_podless_replicas(inner), roles=flow.selected_roles(inner))
+    report = flow.judged(inner, snapshot)
     return view.Result(conn.context, report, code=flow.exit_code(inner, report), notes=tuple(snapshot.notes),
                        namespace=snapshot.namespace)
 
@@ -199,7 +198,7 @@ def _summary(command, r, inner, err):
 
         for d in r.report.deployments:
             view.context_line(err, r.context, verify.deployment_line(d))
-        if r.report.items:
+        if r.report.items or r.report.suppressed:
             view.context_line(err, r.context, verify.summary(r.report))
         else:
             view.nothing_found(err, r.context, inner.empty, r.namespace)

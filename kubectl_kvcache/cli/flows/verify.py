@@ -26,9 +26,19 @@ TICK = 1.0                  # how often the live progress line's clock moves
 
 
 def exit_code(options: VerifyOptions, report) -> int:
-    """1 when an item's status is one of --fail-on (default: every status but OK)."""
-    fail_on = set(options.fail_on or (s for s in verify.STATUSES if s != verify.OK))
-    return exitcodes.FINDINGS if any(i.status in fail_on for i in report.items) else exitcodes.OK
+    """1 when an item fails: its status is one of --fail-on (default: every status but OK), or a
+    policy rule made it an error; a replica the policy ignored is not in `items`."""
+    return exitcodes.FINDINGS if any(verify.fails(i, options.fail_on) for i in report.items) else exitcodes.OK
+
+
+def judged(options: VerifyOptions, snapshot):
+    """The report of `snapshot`: judged, then the policy applied (judge/policy.py)."""
+    report = verify.verify(snapshot, account=looks_for_podless_replicas(options), roles=selected_roles(options))
+    if options.policy is None:
+        return report
+    from kubectl_kvcache.judge import policy as judge_policy     # only then: it loads check's registry
+
+    return judge_policy.apply_verify(report, options.policy, options.fail_on, judge_policy.labels_of(snapshot))
 
 
 def looks_for_podless_replicas(options: VerifyOptions) -> bool:
@@ -62,7 +72,7 @@ def run(options: VerifyOptions, io) -> int:
         return follow(options, io)
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
-    report = verify.verify(snapshot, account=looks_for_podless_replicas(options), roles=selected_roles(options))
+    report = judged(options, snapshot)
     code = exit_code(options, report)
     code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods else code
     render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
@@ -72,7 +82,7 @@ def run(options: VerifyOptions, io) -> int:
         if names and not options.output.describe:     # -o describe has printed each one's block
             view.pod_details(report, io.stdout)
         view.deployment_lines(report, io.stderr)
-        if report.items:
+        if report.items or report.suppressed:
             render.line(io.stderr, view.summary(report))
             step = view.next_step(report, options.scope)
             if step:

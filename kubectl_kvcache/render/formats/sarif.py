@@ -4,7 +4,8 @@ finding code of the command's registry (check: judge/checks/findings.py CODES; v
 statuses, judge/verify.py MEANINGS), one result per finding of render/report.py's per-finding
 list: its level (a finding that fails the run is `error`; a warning `warning`; the rest `note`),
 its logical locations (namespace, object, role, replica; the context first on a run over
-several), the -f file as its physical location when the input is one file, and a partial
+several), the -f file as its physical location when the input is one file, `suppressions`
+(kind external: the policy file or flags) when a policy rule ignored it, and a partial
 fingerprint hashed from the finding's key (no Pod name, no position: a rollout that renames
 every Pod leaves every alert where it was). The invocation holds the command line with its
 secrets replaced (cli/flags.command_line) and the exit code.
@@ -88,6 +89,9 @@ def _result(finding, index, command):
         result["ruleIndex"] = index
     if finding.fix:
         result["properties"]["fix"] = _text(finding.fix)
+    if finding.suppression is not None:     # a policy rule ignored it: kept, never an alert (docs/policy.md)
+        result["suppressions"] = [{"kind": "external", "status": "accepted",
+                                   "justification": _text(finding.suppression)}]
     return result
 
 
