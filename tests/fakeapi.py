@@ -242,8 +242,9 @@ def _cluster_api(**kw):
 
 
 def _binding(ns, name, dtype="fp8"):
+    """On a domain of its own: one pool's Bindings sharing one are contested (judge/checks/claims.py)."""
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"poolRef": {"name": "pool"}, "domain": {"blockSize": 16, "dtype": dtype}}}
+            "spec": {"poolRef": {"name": "pool"}, "domain": {"name": f"{ns}-{name}", "blockSize": 16, "dtype": dtype}}}
 
 
