@@ -40,7 +40,7 @@ def test_two_pools_sharing_a_backend_contest_the_domain_on_both_sides(write):
     assert sorted(claimed) == ["sgl-fp8", "sgl-fp8-e4m3"] and code == 1
     f = claimed["sgl-fp8-e4m3"]
     assert f["severity"] == "error" and "KVCachePoolBinding prod/sgl-fp8 (pool pool-a)" in f["message"]
-    assert "backend mooncake serves the pools" in f["message"] and "users (ds)" in f["message"]
+    assert "backend mooncake serves both Bindings' pools" in f["message"] and "users (ds)" in f["message"]
     code, out, _ = kvcache("bindings", "-A", "-f", path, "-o", "json")
     verdicts = {i["name"]: i["verdict"] for i in json.loads(out)["items"]}
     assert verdicts == {"sgl-fp8": "DOMAIN CLAIMED by prod/sgl-fp8-e4m3", "sgl-fp8-e4m3": "DOMAIN CLAIMED by prod/sgl-fp8"}

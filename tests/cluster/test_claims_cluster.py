@@ -59,7 +59,7 @@ def test_one_domain_is_contested_per_master_and_unknown_without_the_pools(cluste
     report = json.loads(out)
     claimed = _ours(report, "binding-domain-claimed")
     assert sorted(claimed) == ["claims-x", "claims-y"] and code == 1, err
-    assert "backend claims-mc-1 serves the pools" in claimed["claims-x"]["message"]
+    assert "backend claims-mc-1 serves both Bindings' pools" in claimed["claims-x"]["message"]
     assert "claims-b/claims-y (pool claims-p2)" in claimed["claims-x"]["message"]
     assert not _ours(report, "unchecked") and "KVCachePools" not in err
     code, out, _ = plugin(cluster.admin_kubeconfig, "bindings", "-A", "--skip-workloads", "-o", "json")

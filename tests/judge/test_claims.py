@@ -66,7 +66,7 @@ def test_two_pools_on_one_backend_contest_the_domain_and_the_message_names_the_b
                [pool("p1", "mooncake"), pool("p2", "mooncake")])
     assert claimed(r) == ["a", "b"]
     f = found(r, "binding-domain-claimed", "a")[0]
-    assert "other/b (pool p2)" in f.message and "backend mooncake serves the pools" in f.message
+    assert "other/b (pool p2)" in f.message and "backend mooncake serves both Bindings' pools" in f.message
 
 
 def test_two_pools_on_two_backends_keep_two_ledgers():
@@ -136,7 +136,8 @@ def test_three_claimants_each_name_the_other_two():
     r = report([binding("a", "p1"), binding("b", "p1"), binding("c", "p2")],
                [pool("p1", "mooncake"), pool("p2", "mooncake")])
     assert verdict(r, "a") == "DOMAIN CLAIMED by team/b, team/c"
-    assert "team/b and team/c (pool p2)" in found(r, "binding-domain-claimed", "a")[0].message
+    f = found(r, "binding-domain-claimed", "a")[0]
+    assert "team/b and team/c (pool p2)" in f.message and "backend mooncake serves all their pools" in f.message
 
 
 def test_with_a_namespace_only_its_bindings_are_judged_against_every_binding_read():
@@ -147,3 +148,12 @@ def test_with_a_namespace_only_its_bindings_are_judged_against_every_binding_rea
 def test_a_contested_binding_nobody_names_is_not_called_unused():
     r = report([binding("a", "p1"), binding("b", "p1")], [pool("p1", "mooncake")])
     assert not [f for f in r.findings if f.code == "binding-unused"]
+
+
+def test_undecided_claimants_for_one_reason_are_one_finding():
+    r = report([binding("a", "p1"), binding("b", "p2"), binding("c", "p2")], [pool("p1", "mooncake")])
+    (f,) = found(r, "unchecked", "a")
+    assert "team/b (pool p2) and team/c (pool p2)" in f.message and "KVCachePool p2 is not in the input" in f.message
+    assert "the master (KVCacheBackend) serving pool p1 serves theirs too" in f.message
+    # b and c share p2, whichever master serves it: contested; against a, undecided
+    assert claimed(r) == ["b", "c"] and len(found(r, "unchecked", "b")) == 1

@@ -156,12 +156,16 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
     if claim is not None and claim.rivals:
         verdicts.append("DOMAIN CLAIMED by " + ", ".join(f"{o.namespace}/{o.name}" for o, _ in claim.rivals))
         results.append(_claimed_finding(entry, obj, claim.rivals))
+    undecided: dict[str, list] = {}
     for other, why in claim.undecided if claim is not None else ():
+        undecided.setdefault(why, []).append(other)
+    for why, others in undecided.items():
         results.append(finding(
             "unchecked", obj,
-            f"domain.name {b.domain!r} is also claimed by KVCachePoolBinding {other.namespace}/{other.name} on pool "
-            f"{other.pool}: whether one master (KVCacheBackend) serves both pools, which would leave the domain "
-            f"managed for neither, is not checked ({why})",
+            f"domain.name {b.domain!r} is also claimed by KVCachePoolBinding "
+            + " and ".join(f"{o.namespace}/{o.name} (pool {o.pool})" for o in others)
+            + f": whether the master (KVCacheBackend) serving pool {b.pool} serves theirs too, which would leave "
+              f"the domain managed for neither, is not checked ({why})",
             "give check the pools' spec.backends: " + (
                 "add the KVCachePools to the input (kubectl get kvcachepools -o json)" if source == "file"
                 else "run it as a user who may list kvcachepools")))
@@ -253,7 +257,7 @@ def _claimed_finding(entry: BindingEntry, obj, rivals) -> Finding:
         shared = (f"they share pool {b.pool}, served by backend {backends}" if backends else
                   f"they share pool {b.pool}, so whichever backend serves it serves them all")
     else:
-        shared = f"backend {backends} serves the pools of all of them"
+        shared = f"backend {backends} serves " + ("both Bindings' pools" if len(rivals) == 1 else "all their pools")
     where = f"on backend {backends}" if backends else f"on pool {b.pool}'s backend"
     users = f", so its users ({', '.join(u.ref for u in entry.uses)}) get no KV cache pool" if entry.uses else ""
     return finding(
