@@ -50,10 +50,11 @@ class FakeAPI:
     resourceVersion precondition, dryRun), paged lists of ModelDeployments and Pods."""
 
     def __init__(self, setting=None, deployments=(), pods=(), setting_version="v1", served=("gpustack.ai",
-                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=()):
+                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None):
         self.setting = setting
         self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
+        self.pools = None if pools is None else list(pools)     # None: kvcachepools not served
         self.pods = list(pods)
         self.configmaps = []                 # recovery records (`setting` notes a running one)
         self.setting_version = setting_version
@@ -80,6 +81,10 @@ class FakeAPI:
             assert parts[:3] == ["apis", "gpustack.ai", self.setting_version], path
             assert parts[3:] == ["namespaces", NS, "settings", NAME], path
             return self._setting_get() if method == "GET" else self._setting_patch(query, body, content_type)
+        if parts[-1] == "kvcachepools" and self.pools is not None:
+            self._check_forbidden(method, "kvcachepools")
+            assert method == "GET" and len(parts) == 4, path      # cluster-scoped
+            return self._page(self.pools, query)
         if parts[-1] == "kvcachepoolbindings":
             self._check_forbidden(method, "kvcachepoolbindings")
             assert method == "GET" and len(parts) == 4, path
@@ -117,6 +122,8 @@ class FakeAPI:
     def _group_version(self, group, version):
         names = ["settings", "settings/status"] if group == "gpustack.ai" else ["modeldeployments",
                                                                                "kvcachepoolbindings"]
+        if group != "gpustack.ai" and self.pools is not None:
+            names.append("kvcachepools")
         return {"resources": [{"name": n} for n in names]}
 
     def _page(self, items, query):
@@ -235,8 +242,9 @@ def _cluster_api(**kw):
 
 
 def _binding(ns, name, dtype="fp8"):
+    """On a domain of its own: one pool's Bindings sharing one are contested (judge/checks/claims.py)."""
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"poolRef": {"name": "pool"}, "domain": {"blockSize": 16, "dtype": dtype}}}
+            "spec": {"poolRef": {"name": "pool"}, "domain": {"name": f"{ns}-{name}", "blockSize": 16, "dtype": dtype}}}
 
 

@@ -189,8 +189,9 @@ def skip_workloads_flag(p):
                         "users RBAC does not let list them): their Pod templates' injection opt-ins are not checked")
 
 
-def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
+def scope(ns, pods=(), workloads=False, selected=True, pools=False) -> Scope:
     """-A wins over -n, as in kubectl. `selected`: whether -l narrows what is read (verify's Pods).
+    `pools`: the KVCachePools are listed too (check, bindings: which master holds a domain).
     Names and the namespace are validated as Kubernetes validates them, before any request."""
     namespace = None if ns.all_namespaces else ns.namespace
     if namespace is not None:
@@ -204,7 +205,7 @@ def scope(ns, pods=(), workloads=False, selected=True) -> Scope:
                  selector=ns.selector if selected else None,
                  names=tuple(pods), files=tuple(ns.filename), workloads=workloads and not skipped,
                  workloads_skipped=skipped, assume_setting={"on": True, "off": False}.get(ns.assume_setting),
-                 workloads_flag="--skip-workloads" if hasattr(ns, "skip_workloads") else None)
+                 workloads_flag="--skip-workloads" if hasattr(ns, "skip_workloads") else None, pools=pools)
 
 
 def output(ns) -> Output:

@@ -39,6 +39,8 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot
 
 
 NAMESPACE = api.Resource("Namespace", "", "namespaces", "v1")
+POOLS_UNREAD = ("the KVCachePools could not be listed: which master (KVCacheBackend) holds a domain is not known, "
+                "so two Bindings on one domain.name in different pools are not judged")
 
 
 def missing_namespaces(client, namespaces) -> list[str]:
@@ -93,12 +95,23 @@ class _Lists:
             "bindings": lambda: self.listed("bindings")(binding_path, decode.binding_record, chunk=chunk,
                                                         what=f"list {api.BINDING.name} {where}"),
         }
+        if self.scope.pools:
+            lists["pools"] = self.pools
         if setting_version is not None:
             lists["setting"] = (lambda: _get_setting(client, setting_version)) if self.versions is None else \
                 (lambda: _listed_setting(self.listed("setting"), client, setting_version))
         found = _run_all(lists)
         found["setting_version"] = setting_version
         return found
+
+    def pools(self):
+        """Every KVCachePool (cluster-scoped), paged; None with a note when RBAC refuses the list
+        or the server does not serve the kind: what depends on them is then not judged."""
+        try:
+            return self.client.list(api.collection_path(self.client, api.POOL), decode.pool_record, chunk=self.chunk,
+                                    what=f"list {api.POOL.name}")
+        except (Forbidden, NotFound) as exc:
+            return POOLS_UNREAD + f" ({exc})"
 
     def pod_jobs(self):
         """The named Pods (verify POD...), else the Pods of ModelDeployments and those opted into
@@ -143,6 +156,11 @@ def _assemble(results, scope: Scope) -> records.Snapshot:
     for b in operator["bindings"]:
         result.bindings[(b.namespace, b.name)] = b
     _set_setting(result, operator, scope)
+    pools = operator.get("pools")
+    if isinstance(pools, str):
+        result.notes.append(pools)
+    elif pools is not None:
+        result.pools = {p.name: p for p in pools}
     seen = set()
     result.missing_pods = tuple(p for p in results.get("pods", ()) if isinstance(p, str))
     for key in ("pods", "md_pods", "injected_pods"):

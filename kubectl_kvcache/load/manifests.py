@@ -12,7 +12,7 @@ from kubectl_kvcache.operator import api, decode, fields, records
 
 # Kinds a saved cluster commonly holds that the snapshot does not read: not worth a note (recover
 # reads Services, autoscalers, budgets, ingresses and routes itself: load/recovery.load_referrers).
-_KNOWN_UNUSED = {"KVCachePool", "KVCacheBackend", "Namespace", "Service", "ConfigMap", "Event",
+_KNOWN_UNUSED = {"KVCacheBackend", "Namespace", "Service", "ConfigMap", "Event",
                  "HorizontalPodAutoscaler", "PodDisruptionBudget", "Ingress", "HTTPRoute"}
 WORKLOADS_SKIPPED = ("--skip-workloads: the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, "
                      "Jobs and CronJobs were not read, so their injection opt-ins are not checked")
@@ -38,6 +38,11 @@ def _add_object(obj, scope, result, ignored, intern):
     elif kind == api.BINDING_KIND and group == api.BINDING.group:
         record = decode.binding_record(obj)
         result.bindings[(record.namespace, record.name)] = record
+    elif kind == api.POOL_KIND and group == api.POOL.group:
+        record = decode.pool_record(obj)
+        if result.pools is None:
+            result.pools = {}
+        result.pools[record.name] = record
     elif kind == api.SETTING_KIND and group == api.SETTING.group:
         meta = obj.get("metadata")
         if meta.__class__ is not dict or meta.get("name").__class__ is not str or not meta.get("name"):
@@ -61,6 +66,7 @@ def load_files(paths, scope: Scope, stdin=None) -> records.Snapshot:
 def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     """The snapshot of saved objects, `(object, where, location)` as read_objects yields them."""
     result = records.Snapshot(source="file")
+    result.pools = {}       # the input's: one not in it is not known (Snapshot.absent)
     ignored: dict = {}
     intern = decode.Interner()
     for obj, where, location in objects:

@@ -10,12 +10,12 @@ class Scope(Record):
     """Which objects a command looks at."""
 
     __slots__ = ("namespace", "all_namespaces", "selector", "names", "files", "workloads", "workloads_skipped",
-                 "assume_setting", "workloads_flag")
+                 "assume_setting", "workloads_flag", "pools")
 
     def __init__(self, namespace: str | None = None, all_namespaces: bool = False, selector: str | None = None,
                  names: tuple[str, ...] = (), files: tuple[str, ...] = (), workloads: bool = False,
                  workloads_skipped: bool = False, assume_setting: bool | None = None,
-                 workloads_flag: str | None = None):
+                 workloads_flag: str | None = None, pools: bool = False):
         self.namespace = namespace                  # -n; None: the context's namespace (or all with -A)
         self.all_namespaces = all_namespaces
         self.selector = selector                    # -l, ANDed with the plugin's own selectors
@@ -28,6 +28,7 @@ class Scope(Record):
         # the flag of the command that does without the workload lists (a refusal names it); None:
         # the command has none (recover: it re-points the templates, it needs them)
         self.workloads_flag = workloads_flag
+        self.pools = pools                          # also list the KVCachePools (which master holds a domain)
 
 
 def resolve_namespace(scope: Scope, client=None) -> str | None:

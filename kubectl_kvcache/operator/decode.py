@@ -16,7 +16,7 @@ from kubectl_kvcache.operator.api import SETTING_GROUP, SETTING_NAME
 from kubectl_kvcache.operator.fields import (
     INT32, as_bool, as_env, as_env_from, as_int, as_list, as_obj, as_objects, as_str, as_str_list,
     as_str_map, bad, describe, kv_annotations, metadata, type_name, with_spec)
-from kubectl_kvcache.operator.records import Binding, Deployment, Pod, Role, RoleStatus, Setting, Workload
+from kubectl_kvcache.operator.records import Binding, Deployment, Pod, Pool, Role, RoleStatus, Setting, Workload
 
 _CONTAINER_FIELDS = ("name", "image", "command", "args", "env", "envFrom")
 _STR_OR_NONE = (str, type(None))
@@ -315,7 +315,15 @@ def binding_record(obj) -> Binding:
         phase=as_str(status.get("phase"), what, "status.phase") or "",
         labels=dict(as_str_map(meta.get("labels"), what, "metadata.labels")),
         created=as_str(meta.get("creationTimestamp"), what, "metadata.creationTimestamp") or "",
+        deleting=as_str(meta.get("deletionTimestamp"), what, "metadata.deletionTimestamp") or "",
     )
+
+
+@_reading('KVCachePool')
+def pool_record(obj) -> Pool:
+    """spec.backends: the masters it names (the operator admits one; a stored pool may name any number)."""
+    what, meta, spec = with_spec(obj, "KVCachePool")
+    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")))
 
 
 @_reading('Setting')

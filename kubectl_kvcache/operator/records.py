@@ -111,12 +111,12 @@ class Deployment(Record):
 
 
 class Binding(Record):
-    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created")
+    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created", "deleting")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, pool: str | None, domain: str, dtype: str | None,
                  used_by: tuple[tuple[str, str, str], ...] = (), phase: str = "",
-                 labels: dict[str, str] | None = None, created: str = ""):
+                 labels: dict[str, str] | None = None, created: str = "", deleting: str = ""):
         self.namespace = namespace
         self.name = name
         self.pool = pool
@@ -125,7 +125,24 @@ class Binding(Record):
         self.used_by = used_by
         self.phase = phase
         self.labels = {} if labels is None else labels     # for -l on bindings/check
-        self.created = created              # metadata.creationTimestamp: who claimed a pool's domain first
+        self.created = created              # metadata.creationTimestamp
+        self.deleting = deleting            # metadata.deletionTimestamp: being deleted
+
+    @property
+    def releasing(self) -> bool:
+        """Being deleted and held by nothing: the pool reconciler no longer counts its domain claim
+        (kv_cache_pool.go: kvCachePoolBindingIsReleasing)."""
+        return bool(self.deleting) and not self.used_by
+
+
+class Pool(Record):
+    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends."""
+
+    __slots__ = ("name", "backends")
+
+    def __init__(self, name: str, backends: tuple[str, ...]):
+        self.name = name
+        self.backends = backends
 
 
 class Setting(Record):
@@ -160,7 +177,7 @@ class Workload(Record):
 
 class Snapshot(Record):
     __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
-                 "missing_namespaces", "missing_pods", "server")
+                 "missing_namespaces", "missing_pods", "server", "pools")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -178,6 +195,9 @@ class Snapshot(Record):
         self.missing_namespaces: tuple[str, ...] = ()   # namespaces asked for that the cluster says do not exist
         self.missing_pods: tuple[str, ...] = ()         # Pods named (verify POD...) that do not exist: NotFound, exit 1
         self.server = None                  # the API server it was read from (None: files)
+        # KVCachePools by name; None: not read (the command does not need them, or RBAC refused them).
+        # From files they are the input's: a pool not in it is not known to be absent (absent()).
+        self.pools: dict[str, Pool] | None = None
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""

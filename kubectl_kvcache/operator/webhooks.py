@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from kubectl_kvcache.operator import api
+from kubectl_kvcache.operator import api, masters
 from kubectl_kvcache.record import Record
 
 DTYPE_ARG = "--kv-cache-dtype"
@@ -219,8 +219,7 @@ def backend_declares_no_ledger(backend) -> bool:
 
 def shared_masters(own_pool, other_pool, pools) -> list[str]:
     """The backends both pools name (poolsSharedMasters); a pool not in `pools` names none."""
-    mine, theirs = pool_backends(pools.get(own_pool)), pool_backends(pools.get(other_pool))
-    return [b for b in mine if b in theirs]
+    return masters.shared(pool_backends(pools.get(own_pool)), pool_backends(pools.get(other_pool)))
 
 
 class Cluster(Record):

@@ -1,7 +1,7 @@
 """Issue 16, "feels like kubectl": scope flags (-A wins, -l on check/bindings/roles), help, the
 fix of a verify row and the next command, fixes that name every entry to delete, near-miss
-spellings, a Binding reusing a claimed domain, the wording of setting and of absent objects, and
-tables fitted to a terminal. Through cli.main on files written by the test, and the pure parts."""
+spellings, the wording of setting and of absent objects, and tables fitted to a terminal (a
+Binding reusing a claimed domain: test_check_claims.py). Through cli.main on files written by the test, and the pure parts."""
 
 import io
 import json
@@ -257,43 +257,6 @@ def test_a_near_miss_own_flag_gets_the_nearest_spelling(write):
         "md", binding_name="b1", roles=[{"name": "server", "kind": "server", "extraArgs": ["--kv-cache-dtype=FP8"]}])))
     assert only(report, "role-own-flag")["fix"].endswith(
         "(its value 'FP8' is not a spelling vLLM 0.29.0 accepts; the nearest is 'fp8')")
-
-
-def _claimed(old_status="Bound", new_status="Pending", old_ts="2026-01-01T00:00:00Z",
-             new_ts="2026-02-01T00:00:00Z", new_pool="pool-a", new_domain="sgl"):
-    old = o.binding("sgl-fp8", "fp8", domain="sgl", ns="prod")
-    new = o.binding("sgl-fp8-e4m3", "fp8_e4m3", domain=new_domain, ns="prod", pool=new_pool)
-    for b, status, ts in ((old, old_status, old_ts), (new, new_status, new_ts)):
-        b["status"] = {"phase": status} if status else {}
-        if ts:
-            b["metadata"]["creationTimestamp"] = ts
-    return [old, new, o.deployment("ds", engine="SGLang", version="0.5.18", binding_name="sgl-fp8-e4m3", ns="prod")]
-
-
-def test_a_binding_reusing_a_claimed_domain_is_an_error_not_just_unused(write):
-    path = write(*_claimed())
-    code, report, _ = check_json("check", "-A", "-f", path)
-    f = only(report, "binding-domain-claimed")
-    assert (f["severity"], f["name"]) == ("error", "sgl-fp8-e4m3") and "operator will not bind" in f["message"]
-    assert "KVCachePoolBinding prod/sgl-fp8 (reported Bound" in f["message"] and code == 1
-    code, out, _ = kvcache("bindings", "-A", "-f", path, "-o", "json")
-    verdicts = {i["name"]: i["verdict"] for i in json.loads(out)["items"]}
-    assert verdicts["sgl-fp8-e4m3"] == "DOMAIN CLAIMED by prod/sgl-fp8" and code == 1
-
-
-@pytest.mark.parametrize("kw", [
-    dict(new_pool="pool-b"), dict(new_domain="sgl-v2"),
-    dict(new_status="Bound"),                               # the operator bound it: its status wins
-    dict(old_status="", new_status="", old_ts="", new_ts=""),  # no evidence either way: say nothing
-])
-def test_no_claim_without_a_shared_domain_or_evidence(write, kw):
-    _, report, _ = check_json("check", "-A", "-f", write(*_claimed(**kw)))
-    assert not [f for f in report["findings"] if f["code"] == "binding-domain-claimed"]
-
-
-def test_the_older_binding_claims_when_neither_is_bound(write):
-    _, report, _ = check_json("check", "-A", "-f", write(*_claimed(old_status="", new_status="")))
-    assert "(created earlier;" in only(report, "binding-domain-claimed")["message"]
 
 
 # -- wording -------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ NS = "team"
 
 # -- builders: records made from the shared object builders (tests/objects.py) ---------------
 
-def binding(name, dtype, ns=NS, pool="pool-a", domain="default", used_by=()):
-    return decode.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain, used_by=used_by))
+def binding(name, dtype, ns=NS, pool="pool-a", domain=None, used_by=()):
+    """A Binding on its own domain (named after it): Bindings sharing one are the claims tests'."""
+    return decode.binding_record(o.binding(name, dtype, ns=ns, pool=pool, domain=domain or name, used_by=used_by))
 
 
 role = o.role

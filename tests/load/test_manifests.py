@@ -18,6 +18,7 @@ SETTING = {"apiVersion": "gpustack.ai/v1", "kind": "Setting", "spec": {"value": 
     ("Setting", dict(SETTING, metadata="model-deployment-kv-cache-dtype-owned")),
     ("KVCachePoolBinding", dict(o.binding("b1", "fp8"), metadata=None)),
     ("ModelDeployment", dict(o.deployment("md"), metadata=None)),
+    ("KVCachePool", dict(o.pool("p"), metadata=None)),
     ("Pod", dict(o.md_pod("p", "md", o.vllm_argv("fp8")), metadata=None)),
 ])
 @pytest.mark.parametrize("command", ["verify", "check"])
@@ -39,3 +40,21 @@ def test_another_setting_is_still_not_the_one_read(tmp_path):
     code, out, err = kvcache("check", "-A", "-f", str(path), "-o", "json")
     assert code in (0, 1), err
     assert json.loads(out)["setting"]["source"] != "file"
+
+
+def test_pools_in_the_input_are_read_and_a_malformed_one_is_bad_input(tmp_path):
+    from kubectl_kvcache.load.manifests import load_files
+    from kubectl_kvcache.load.scope import Scope
+
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(o.as_list(o.pool("p1", backends=["mc"]), o.pool("p2", backends=[]))))
+    snapshot = load_files([str(path)], Scope())
+    assert {n: p.backends for n, p in snapshot.pools.items()} == {"p1": ("mc",), "p2": ()}
+    assert not [n for n in snapshot.notes if "KVCachePool" in n]
+    path.write_text(json.dumps(o.as_list(o.binding("b1", "fp8"))))
+    assert load_files([str(path)], Scope()).pools == {}     # read from the input: none in it
+    bad = o.pool("p1")
+    bad["spec"]["backends"] = "mc"
+    path.write_text(json.dumps(o.as_list(bad)))
+    code, out, err = kvcache("check", "-A", "-f", str(path))
+    assert code == 2 and out == "" and "KVCachePool p1" in err and "spec.backends" in err

@@ -68,7 +68,8 @@ def add(sub, commands):
 def options(ns) -> CheckOptions:
     # -l picks what is reported, not what is read: a Binding's users must all be judged
     inner = CheckOptions(ns.command, connection_flags.connection(ns),
-                         flags.scope(ns, workloads=ns.command != "roles", selected=False),
+                         flags.scope(ns, workloads=ns.command != "roles", selected=False,
+                                     pools=ns.command != "roles"),
                          flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector,
                          policy=flags.policy(ns))
     return contexts.wrap(ns, ns.command, inner)

@@ -7,14 +7,12 @@ from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.judge.checks.engines import (EngineAt, accepted_since, deployment_engines, dtype_outcome,
                                                   injected_engine, plain, suggest_dtype)
 from kubectl_kvcache.judge import fixes
+from kubectl_kvcache.judge.checks.claims import Claim, claims
 from kubectl_kvcache.judge.checks.findings import Finding, finding
 from kubectl_kvcache.judge.checks.inputs import EnginePods, target_container, unique
 from kubectl_kvcache.engine import SAME_FORMAT
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
-
-
-BOUND = "Bound"     # status.phase of a Binding the operator bound (its domain is claimed)
 
 
 class Use(Record):
@@ -111,7 +109,7 @@ def _without_store(md, pods: EnginePods) -> bool:
         renderer.store_view(c.pod.container(api.ENGINE_CONTAINER) or {}, engine).rendered is False for c in cands)
 
 
-def judge_binding(entry: BindingEntry, on: bool, claimed_by: records.Binding | None = None,
+def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
                   source: str = "file") -> list[Finding]:
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
@@ -155,26 +153,30 @@ def judge_binding(entry: BindingEntry, on: bool, claimed_by: records.Binding | N
             f"ModelDeployment {u[2]}" for u in stale) + (", not in the input" if source == "file" else
                                                           f", which were not found in namespace {entry.namespace} "
                                                           f"(deleted since?)") + ": their engines are not checked"))
-    if claimed_by is not None:
-        holder = claimed_by
-        verdicts.append(f"DOMAIN CLAIMED by {holder.namespace}/{holder.name}")
+    if claim is not None and claim.rivals:
+        verdicts.append("DOMAIN CLAIMED by " + ", ".join(f"{o.namespace}/{o.name}" for o, _ in claim.rivals))
+        results.append(_claimed_finding(entry, obj, claim.rivals))
+    undecided: dict[str, list] = {}
+    for other, why in claim.undecided if claim is not None else ():
+        undecided.setdefault(why, []).append(other)
+    for why, others in undecided.items():
         results.append(finding(
-            "binding-domain-claimed", obj,
-            f"domain.name {b.domain!r} on pool {b.pool} is still claimed by KVCachePoolBinding "
-            f"{holder.namespace}/{holder.name} ("
-            + ("reported Bound" if holder.phase == BOUND else "created earlier")
-            + "; a domain stays claimed until its Binding is gone): the operator will not bind this one"
-            + (f", so its users ({', '.join(u.ref for u in entry.uses)}) get no KV cache pool" if entry.uses else ""),
-            f"recreate it with a domain.name no Binding on pool {b.pool} uses (domain is immutable), and point "
-            f"its users at the new one; or delete {holder.namespace}/{holder.name} first if it is the one being "
-            f"replaced (its deletion completes once no deployment holds it)"))
-    if not entry.uses and not b.used_by and claimed_by is None:
+            "unchecked", obj,
+            f"domain.name {b.domain!r} is also claimed by KVCachePoolBinding "
+            + " and ".join(f"{o.namespace}/{o.name} (pool {o.pool})" for o in others)
+            + f": whether the master (KVCacheBackend) serving pool {b.pool} serves theirs too, which would leave "
+              f"the domain managed for neither, is not checked ({why})",
+            "give check the pools' spec.backends: " + (
+                "add the KVCachePools to the input (kubectl get kvcachepools -o json)" if source == "file"
+                else "run it as a user who may list kvcachepools")))
+    if not entry.uses and not b.used_by and not (claim is not None and claim.rivals):
         verdicts.append("UNUSED")
         results.append(finding("binding-unused", obj,
                                f"named by no ModelDeployment, injected Pod or workload template "
                                f"(dtype {b.dtype!r}, pool {b.pool}, domain {b.domain})",
                                "nothing to do; delete it if it is no longer needed"))
-    if (unknown or any(u.problem for u in entry.uses)) and not entry.rejected_by:
+    if (unknown or any(u.problem for u in entry.uses) or (claim is not None and claim.undecided and not claim.rivals)) \
+            and not entry.rejected_by:
         verdicts.append("UNKNOWN")
     entry.verdict = ", ".join(verdicts) or "OK"
     return results
@@ -244,39 +246,37 @@ def _spelling_hint(dtype, engine):
     return f"{name} has no spelling of {dtype!r}"
 
 
+def _claimed_finding(entry: BindingEntry, obj, rivals) -> Finding:
+    """The operator's reconcile-time refusal (kv_cache_pool.go): no winner, each names the others."""
+    b = entry.binding
+    assert b is not None    # a claim is judged of a Binding that exists
+    backends = " and ".join(dict.fromkeys(m for _, m in rivals if m))
+    names = " and ".join(f"{o.namespace}/{o.name}" + (f" (pool {o.pool})" if o.pool != b.pool else "")
+                         for o, _ in rivals)
+    if all(o.pool == b.pool for o, _ in rivals):
+        shared = (f"they share pool {b.pool}, served by backend {backends}" if backends else
+                  f"they share pool {b.pool}, so whichever backend serves it serves them all")
+    else:
+        shared = f"backend {backends} serves " + ("both Bindings' pools" if len(rivals) == 1 else "all their pools")
+    where = f"on backend {backends}" if backends else f"on pool {b.pool}'s backend"
+    users = f", so its users ({', '.join(u.ref for u in entry.uses)}) get no KV cache pool" if entry.uses else ""
+    return finding(
+        "binding-domain-claimed", obj,
+        f"domain.name {b.domain!r} is also claimed by KVCachePoolBinding {names}, and {shared}: a master keeps one "
+        f"ledger entry per domain, so the operator manages it for neither Binding (DomainExclusive False, "
+        f"DomainClaimedByMultipleBindings) and grants it no quota{users}",
+        f"delete one of them (admission refuses a second claim, so they raced it); to keep this one, recreate it with "
+        f"a domain.name no Binding {where} uses (domain is immutable) and point its users at the new one")
+
+
 def check_bindings(snapshot, deployments, optins, pods, on) -> tuple[list[BindingEntry], list[Finding]]:
     uses = binding_uses(snapshot, deployments, optins, pods)
     keys = [k for k in snapshot.bindings if records.in_namespace(k[0], snapshot.namespace)]
     keys += [k for k in uses if k not in snapshot.bindings]
-    claims = domain_claims(snapshot.bindings.values())
+    contested = claims(snapshot)
     entries, found = [], []
     for key in sorted(set(keys)):
-        binding = snapshot.bindings.get(key)
-        # the operator's own status wins over the guess: a Binding it reports Bound holds its domain
-        holder = (claims.get((binding.pool, binding.domain))
-                  if binding and binding.pool and binding.phase != BOUND else None)
-        entry = BindingEntry(key[0], key[1], binding, uses.get(key, []))
-        found += judge_binding(entry, on, holder if _claims_before(holder, binding) else None, snapshot.source)
+        entry = BindingEntry(key[0], key[1], snapshot.bindings.get(key), uses.get(key, []))
+        found += judge_binding(entry, on, contested.get(key), snapshot.source)
         entries.append(entry)
     return entries, found
-
-
-def _claims_before(holder, binding) -> bool:
-    """Evidence that `holder`, not `binding`, holds their shared domain: the operator reports it
-    Bound, or it was created earlier. Without either (no status, no timestamps) nothing is said."""
-    if holder is None or holder is binding:
-        return False
-    return holder.phase == BOUND or bool(holder.created and binding.created and holder.created < binding.created)
-
-
-def domain_claims(bindings) -> dict[tuple[str, str], records.Binding]:
-    """Which Binding holds each (pool, domain.name): one the operator reports bound
-    (status.phase Bound), else the oldest by metadata.creationTimestamp (then namespace/name).
-    A domain stays claimed until
-    its Binding is gone, so a newer Binding naming it is not bound. Only what was read is seen:
-    with -n, Bindings of other namespaces on the same pool are not."""
-    claims: dict[tuple[str, str], records.Binding] = {}
-    for b in sorted(bindings, key=lambda b: (b.phase != BOUND, b.created or "\uffff", b.namespace, b.name)):
-        if b.pool:
-            claims.setdefault((b.pool, b.domain), b)
-    return claims

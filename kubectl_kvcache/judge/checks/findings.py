@@ -43,8 +43,8 @@ CODES = {c.code: c for c in (
     Code("binding-auto", WARNING, "KVCachePoolBinding",
          "a stored Binding declares auto: it keeps working, a new one may not"),
     Code("binding-domain-claimed", ERROR, "KVCachePoolBinding",
-         "a Binding reuses a domain.name another Binding still claims on the same pool: the operator will not "
-         "bind it", fails_bindings=True),
+         "a Binding claims a domain.name another Binding claims on the same master (a backend serving both "
+         "their pools): the operator manages it for neither", fails_bindings=True),
     Code("binding-unused", INFO, "KVCachePoolBinding", "a Binding nobody in the input names"),
     Code("role-own-flag", WARNING, "ModelDeployment",
          "a role passes --kv-cache-dtype itself in extraArgs (error when its value differs from the Binding's or "
