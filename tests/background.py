@@ -56,7 +56,10 @@ def wait(job, poll=1.0, say=lambda text: print(text, file=sys.stderr, flush=True
 
 
 def needs(item):
-    """The background job a collected test needs (by its markers), or None."""
+    """The background job a collected test needs (by its markers, or the pinned_kubectl fixture
+    of tests/conftest.py), or None."""
+    if "pinned_kubectl" in getattr(item, "fixturenames", ()):
+        return BINARIES
     for marker, job in NEEDS.items():
         if item.get_closest_marker(marker) is not None:
             return job

@@ -2,6 +2,7 @@
 stdout, or Failed with its exit status and log; with jobs pending, the tests that need none run
 first, the engine wheels' tier before the binaries' ones."""
 
+import os
 import threading
 import time
 
@@ -74,3 +75,31 @@ def test_the_tests_that_need_no_job_run_first(monkeypatch, tmp_path):
     monkeypatch.setenv("KVCACHE_BACKGROUND", str(tmp_path))
     background.order(items)
     assert [i.name for i in items] == ["unit1", "unit2", "conf1", "conf2", "cluster1", "parity", "cluster2"]
+
+
+def test_a_test_with_the_pinned_kubectl_waits_for_the_binaries(monkeypatch, tmp_path):
+    item = _Item("tabs")
+    item.fixturenames = ("tmp_path", "pinned_kubectl")
+    assert background.needs(item) == background.BINARIES
+    assert background.needs(_Item("unit")) is None
+
+
+def test_the_real_collection_puts_the_kubectl_tests_last(tmp_path):
+    """The suite as collected on a cold machine (CI once ran tests/kube's kubectl tests before the
+    Go build ended: each skipped, so failed): every test that uses the pinned kubectl comes after
+    every test of its files that does not."""
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, KVCACHE_BACKGROUND=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        os.path.join(here, "kube", "test_transport.py"), os.path.join(here, "kube", "test_kubeconfig.py")],
+                       capture_output=True, text=True, env=env, cwd=os.path.dirname(here), timeout=300)
+    ids = [line for line in p.stdout.splitlines() if "::" in line]
+    assert ids, p.stdout + p.stderr
+    uses = [i for i, t in enumerate(ids) if any(name in t for name in (
+        "test_decoding_matches_the_real_kubectl", "test_tabs_are_read_as_the_real_kubectl_reads_them",
+        "test_each_framing_is_read_as_kubectl_reads_it", "test_the_request_line_and_the_certificate_check_are_kubectls"))]
+    plain = [i for i, t in enumerate(ids) if "test_an_unsupported_proxy_scheme_is_one_line" in t
+             or "test_a_control_character_in_the_server_is_refused" in t]
+    assert uses and plain and max(plain) < min(uses), "\n".join(ids)

@@ -527,7 +527,7 @@ class Client:
         url = self._transport.prefix + _safe_path(path)
         if query:
             url += "?" + urlencode(query)
-        started = time.monotonic()
+        started = self._moment()
         headers = self._headers_now()
         if accept:
             headers = [(k, accept.encode() if k == "Accept" else v) for k, v in headers]
@@ -566,7 +566,7 @@ class Client:
             if status == 401 and not renewed and self._renewed(started, headers):
                 renewed = True
                 headers = self._headers_now(headers)
-                started = time.monotonic()
+                started = self._moment()
                 continue
             break
         if status >= 400:
@@ -575,6 +575,11 @@ class Client:
                 error.lost = lost or f"the API server answered {status}, and may have applied it"
             raise error
         return data if raw else _decode(data, what)
+
+    def _moment(self):
+        """When a request starts, on the token file's own clock (FileToken.clock): a 401 compares
+        it with when the token was read, so both must come from one clock."""
+        return self._token.clock() if self._token is not None else None
 
     def _renewed(self, started, sent) -> bool:
         """After a 401: the token read before the request is forgotten (ResetTokenOlderThan), and
@@ -845,7 +850,7 @@ class Client:
         if fields:
             query["fieldSelector"] = fields
         url = self._transport.prefix + _safe_path(path) + "?" + urlencode(query)
-        started = time.monotonic()
+        started = self._moment()
         headers = self._headers_now()
         with self._lock:
             self.requests += 1

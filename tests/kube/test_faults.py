@@ -722,7 +722,7 @@ def _token_file_client(fake, tmp_path, token):
 def test_a_token_file_is_re_read_after_its_period_and_after_a_401(fake_server, tmp_path, monkeypatch):
     from kubectl_kvcache.kube import kubeconfig
 
-    now = [1000.0]
+    now = [1e12]        # the token's clock, far from time.monotonic()'s (CI failed when uptime < 1,051 s)
     sent = []
     valid = {"Bearer token-one"}
 
@@ -748,6 +748,7 @@ def test_a_token_file_is_re_read_after_its_period_and_after_a_401(fake_server, t
     now[0] += 2                             # 51 s: past period (60 s) minus leeway (10 s)
     client.get("/api/v1/pods")
     assert sent[-1] == "Bearer token-two"
+    now[0] += 1                             # a second later (within the period: token-two is cached)
     path.write_text("token-three\n")        # rotated again, and the old token revoked at once
     valid.clear()
     valid.add("Bearer token-three")

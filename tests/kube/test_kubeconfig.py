@@ -19,7 +19,6 @@ from kubectl_kvcache.cli.flows import setting
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.kube.connection import Connection
 
-BINARY_CACHE = os.environ.get("KVCACHE_TEST_BIN_CACHE") or os.path.expanduser("~/.cache/kubectl-kvcache/test-binaries")
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
@@ -359,20 +358,6 @@ def test_in_cluster_when_there_is_no_kubeconfig(tmp_path, monkeypatch):
 
 # -- held to the real kubectl --------------------------------------------------------------------
 
-def _kubectl():
-    folder = os.environ.get("KUBEBUILDER_ASSETS")
-    if not folder or not os.path.isfile(os.path.join(folder, "kubectl")):
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        version = open(os.path.join(root, "hack", "kube", "KUBE_VERSION")).read().strip()
-        folder = os.path.join(BINARY_CACHE, version)      # read before the tests' HOME is replaced
-    path = os.path.join(folder, "kubectl")
-    if not os.path.isfile(path):
-        if os.environ.get("KVCACHE_NO_SKIPS") == "1":
-            pytest.fail(f"no kubectl in {folder} (run scripts/test-binaries)")
-        pytest.skip(f"no kubectl in {folder} (run scripts/test-binaries)")
-    return path
-
-
 def _config_view(kubectl, paths, home):
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "KUBECONFIG": os.pathsep.join(paths)}
     p = subprocess.run([kubectl, "config", "view", "--raw", "-o", "json"], capture_output=True, text=True, env=env)
@@ -386,13 +371,13 @@ def _mine(paths):
         return None
 
 
-def test_decoding_matches_the_real_kubectl(tmp_path):
+def test_decoding_matches_the_real_kubectl(tmp_path, pinned_kubectl):
     """A few hundred generated documents (tests/kubeconfig_gen.py), alone and merged in pairs: what
     kubectl prints for each, or that it refuses it, is what load_merged gives."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import kubeconfig_gen
 
-    kubectl = _kubectl()
+    kubectl = pinned_kubectl
     samples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kubeconfig_samples")
     files = [os.path.join(samples, f) for f in sorted(os.listdir(samples))]
     for i, data in enumerate(kubeconfig_gen.documents(seed=16, count=300)):
@@ -520,12 +505,13 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize("server,user,kubectl_says,plugin_says", REFUSALS, ids=[r[2][:30] for r in REFUSALS])
-def test_what_kubectl_refuses_before_sending_the_plugin_refuses(tmp_path, server, user, kubectl_says, plugin_says):
+def test_what_kubectl_refuses_before_sending_the_plugin_refuses(tmp_path, server, user, kubectl_says, plugin_says,
+                                                                pinned_kubectl):
     from kubectl_kvcache.kube import client as kube
 
     path = write(tmp_path, "config", config(server=server, user=user))
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    p = subprocess.run([_kubectl(), "get", "pods", "--kubeconfig", path, "--request-timeout", "5s"],
+    p = subprocess.run([pinned_kubectl, "get", "pods", "--kubeconfig", path, "--request-timeout", "5s"],
                        capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
     assert p.returncode != 0 and kubectl_says in p.stderr, p.stderr
     with open(os.devnull) as devnull:
@@ -596,14 +582,14 @@ def _tab_documents(token, rng, count):
 
 
 @pytest.mark.parametrize("token", ["abc", '"a&b"', "&t abc"], ids=["libyaml", "pure-python-loader", "anchor"])
-def test_tabs_are_read_as_the_real_kubectl_reads_them(tmp_path, token):
+def test_tabs_are_read_as_the_real_kubectl_reads_them(tmp_path, token, pinned_kubectl):
     """Tabs where kubectl (go-yaml v2's scanner, libyaml's) takes them: after `key:`, after a value, in
     blank lines, and where it refuses them. An `&` (a token, an anchor) sends the document through
     PyYAML's pure-Python scanner, which took only spaces there: 178 of 544 such documents were refused
     where kubectl connects."""
     import random
 
-    kubectl = _kubectl()
+    kubectl = pinned_kubectl
     rng = random.Random(f"tabs-{token}")
     mismatches, accepted = [], 0
     for i, text in enumerate(_tab_documents(token, rng, 120)):

@@ -284,10 +284,10 @@ def framing_peer():
 
 
 @pytest.fixture(scope="module")
-def kubectl_reads(framing_peer, tmp_path_factory):
+def kubectl_reads(framing_peer, tmp_path_factory, pinned_kubectl):
     """What kubectl reads for each framing (/NAME/a), eight kubectl processes at a time, each
     with an empty HOME and no kubeconfig or proxy from the environment."""
-    kubectl = kubectl_binary()
+    kubectl = pinned_kubectl
     home = str(tmp_path_factory.mktemp("home"))
     env = {k: v for k, v in os.environ.items() if k.lower() not in (
         "kubeconfig", "http_proxy", "https_proxy", "no_proxy", "all_proxy")}
@@ -732,23 +732,15 @@ def test_an_unsupported_proxy_scheme_is_one_line(tmp_path):
 
 # -- what a proxy receives, from kubectl and from the plugin ----------------------------------------
 
-def kubectl_binary():
-    for folder in (os.environ.get("KUBEBUILDER_ASSETS"),
-                   os.path.expanduser("~/.cache/kubectl-kvcache/test-binaries/v1.37.2")):
-        if folder and os.path.exists(os.path.join(folder, "kubectl")):
-            return os.path.join(folder, "kubectl")
-    pytest.skip("no kubectl of the pinned release (scripts/test-binaries builds it)")
-
-
 @pytest.mark.parametrize("kind, server", [("http", "https://localhost:{port}"), ("http", "http://localhost:{port}"),
                                           ("socks5", "https://localhost:{port}"),
                                           ("socks5h-env", "https://10.1.2.3:{port}")],
                          ids=["http-connect", "http-absolute-form", "socks5", "socks5h-env-ip"])
-def test_a_proxy_receives_from_the_plugin_what_it_receives_from_kubectl(proxies, tmp_path, monkeypatch, kind,
+def test_a_proxy_receives_from_the_plugin_what_it_receives_from_kubectl(proxies, tmp_path, monkeypatch, pinned_kubectl, kind,
                                                                         server):
     """The same kubeconfig (a proxy-url with userinfo; socks5h from HTTPS_PROXY: kubectl refuses
     it in a proxy-url) for both; the proxy records the first thing each sends, then refuses."""
-    kubectl = kubectl_binary()
+    kubectl = pinned_kubectl
     proxy = proxies("socks5" if kind.startswith("socks") else "http", refuse=True)
     url = proxy.url("us%40er:p%3Ass@").replace("socks5://", f"{kind.split('-')[0]}://")
     server = server.format(port=1)
@@ -785,10 +777,11 @@ def test_a_proxy_receives_from_the_plugin_what_it_receives_from_kubectl(proxies,
 
 
 @pytest.mark.parametrize("cert", ["proxy", "other"])
-def test_an_https_proxy_is_trusted_by_the_clusters_ca_as_kubectl_trusts_it(proxies, pki, tmp_path, monkeypatch, cert):
+def test_an_https_proxy_is_trusted_by_the_clusters_ca_as_kubectl_trusts_it(proxies, pki, tmp_path, monkeypatch, cert,
+                                                                            pinned_kubectl):
     """kubectl verifies an https:// proxy with the cluster's own TLS config (its CA): a proxy
     certificate that CA signed gets the CONNECT, another does not; the plugin does the same."""
-    kubectl = kubectl_binary()
+    kubectl = pinned_kubectl
     proxy = proxies("https", tls=pki[cert], refuse=True)
     path = kubeconfig(tmp_path, "https://localhost:1", ca=pki["ca"], proxy=proxy.url("u:p@"), user={"token": "t"})
     env = dict(os.environ, KUBECACHEDIR=str(tmp_path / "cache"))
@@ -808,7 +801,8 @@ def test_an_https_proxy_is_trusted_by_the_clusters_ca_as_kubectl_trusts_it(proxi
 # -- the server URL as Go reads it, held to kubectl ------------------------------------------------
 
 @pytest.mark.parametrize("host,prefix", [("[::ffff:127.0.0.1]", "/%7Eprefix"), ("127.0.0.1", "/a%20b/../c!(x)")])
-def test_the_request_line_and_the_certificate_check_are_kubectls(peer, pki, tmp_path, monkeypatch, host, prefix):
+def test_the_request_line_and_the_certificate_check_are_kubectls(peer, pki, tmp_path, monkeypatch, host, prefix,
+                                                                 pinned_kubectl):
     """A certificate for IP 127.0.0.1 is good for [::ffff:127.0.0.1] (crypto/x509 verify.go
     VerifyHostname compares with net.IP.Equal); the prefix is sent as rest/request.go URL builds
     it (path.Join of the decoded Path, written by url.URL.EscapedPath): kubectl and the plugin
@@ -817,7 +811,7 @@ def test_the_request_line_and_the_certificate_check_are_kubectls(peer, pki, tmp_
         monkeypatch.delenv(name, raising=False)
     server = peer(tls=pki["server"])
     path = kubeconfig(tmp_path, f"https://{host}:{server.port}{prefix}", ca=pki["ca"])
-    p = subprocess.run([kubectl_binary(), "--kubeconfig", path, "get", "--raw", "/x"], capture_output=True,
+    p = subprocess.run([pinned_kubectl, "--kubeconfig", path, "get", "--raw", "/x"], capture_output=True,
                        text=True, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=30)
     assert p.returncode == 0, p.stderr
     theirs = server.heads[-1].split("\r\n")[0]
