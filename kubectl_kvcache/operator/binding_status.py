@@ -61,7 +61,8 @@ def readiness(obj: dict | None) -> Readiness:
     if obj is None:
         return Readiness(WAITING, "not created")
     meta = obj.get("metadata") or {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    found = obj.get("status")
+    status: dict = found if isinstance(found, dict) else {}
     phase, message = status.get("phase") or "", status.get("phaseMessage") or ""
     if meta.get("deletionTimestamp"):
         return Readiness(NEVER, "it is being deleted" + (f" (phase {phase}: {message})" if phase and message else ""))
