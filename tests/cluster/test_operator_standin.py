@@ -158,8 +158,8 @@ def test_a_domain_two_stored_bindings_claim_on_one_master_is_ready_for_neither(c
     # other; the same name on another master is no contest.
     ns = cluster.new_namespace("standin")
     shared, apart = f"{ns}-shared", f"{ns}-apart"
-    cluster.apply([o.pool(shared, backends=[f"{ns}-mc"]), o.pool(apart, backends=[f"{ns}-other"]),
-                   o.binding("a", "bfloat16", ns=ns, pool=shared, domain="same"),
+    cluster.apply([o.pool(shared, backends=[f"{ns}-mc"]), o.pool(apart, backends=[f"{ns}-other"])])  # served
+    cluster.apply([o.binding("a", "bfloat16", ns=ns, pool=shared, domain="same"),
                    o.binding("b", "bfloat16", ns=ns, pool=shared, domain="same"),
                    o.binding("c", "bfloat16", ns=ns, pool=apart, domain="same")], with_status=False)
     standin = cluster.operator_standin([ns])
