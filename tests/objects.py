@@ -13,18 +13,49 @@ def _uid(kind, ns, name):
 
 
 def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPERATOR_API_VERSION, used_by=(),
-            ceiling="100Gi"):
+            ceiling="100Gi", status=None):
+    """status: binding_status(...) (default: Ready, as the operator reports a served Binding)."""
     spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}, "quotaCeiling": ceiling}
     if dtype is not None:
         spec["domain"]["dtype"] = dtype
     if domain:
         spec["domain"]["name"] = domain
-    status = {"phase": "Bound"}
+    status = dict(binding_status(domain or "default") if status is None else status)
     if used_by:
         status["usedBy"] = [{"kind": "ModelDeployment", "namespace": ns, "name": n} for n in used_by]
     return {"apiVersion": api_version, "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns, "uid": _uid("b", ns, name)},
             "spec": spec, "status": status}
+
+
+def _condition(kind, true, reason, message):
+    return {"type": kind, "status": "True" if true else "False", "reason": reason, "message": message,
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+def binding_status(domain="default", contested_by=(), granted=True):
+    """A Binding's status as the operator's pool reconciler writes it (gpustack-operator
+    pkg/worker/controllers/worker/kv_cache_pool.go: observeKVCachePoolBinding,
+    summarizeKVCachePoolBinding): Ready with DomainExclusive, QuotaObserved and QuotaGranted True;
+    contested_by (other claimants' "ns/name"): Error, DomainExclusive False
+    (DomainClaimedByMultipleBindings) and no other axis; granted False: Error, QuotaGranted False
+    (ZeroGranted, as after a master restart)."""
+    q = f'"{domain}"'       # Go's %q
+    if contested_by:
+        message = (f"reuse domain {q} is also claimed by {', '.join(sorted(contested_by))}, so it is managed "
+                   f"for neither: one ledger entry cannot carry two namespaces' quotas. Admission refuses a second "
+                   f"claim, so this is two creates that raced it — delete one of them")
+        return {"phase": "Error", "phaseMessage": message,
+                "conditions": [_condition("DomainExclusive", False, "DomainClaimedByMultipleBindings", message)]}
+    observed = f"the master's figures for reuse domain {q} were read"
+    grant = (_condition("QuotaGranted", True, "Granted", f"the master grants reuse domain {q} 107374182400 bytes")
+             if granted else
+             _condition("QuotaGranted", False, "ZeroGranted", f"the master grants reuse domain {q} zero bytes, "
+                        f"so no write can succeed"))
+    return {"phase": "Ready" if granted else "Error", "phaseMessage": observed if granted else grant["message"],
+            "conditions": [_condition("DomainExclusive", True, "Exclusive",
+                                      f"reuse domain {q} is claimed by this binding alone"),
+                           _condition("QuotaObserved", True, "Observed", observed), grant]}
 
 
 def pool(name="pool-a", backends=("mooncake",), total="1Ti", ledger=None, endpoint="mc-leader.gpustack-system.svc:50051"):

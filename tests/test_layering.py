@@ -21,7 +21,8 @@ PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.judge.verify", "kubectl_kvcac
         "kubectl_kvcache.judge.live", "kubectl_kvcache.judge.anchor", "kubectl_kvcache.judge.policy",
         "kubectl_kvcache.judge.referrers",
         "kubectl_kvcache.operator.records", "kubectl_kvcache.operator.decode", "kubectl_kvcache.operator.fields",
-        "kubectl_kvcache.operator.paths", "kubectl_kvcache.operator.recovery_inputs"]
+        "kubectl_kvcache.operator.paths", "kubectl_kvcache.operator.recovery_inputs",
+        "kubectl_kvcache.operator.binding_status"]
 HTTP_MODULES = ("kubernetes", "urllib3", "requests", "http", "socket", "ssl", "urllib.request")
 
 

@@ -9,7 +9,7 @@ contract (docs/recover.md):
   {"action": "create", "object": {...}}
   {"action": "patch", "target": {kind, namespace, name}, "patch": {...}}      (JSON merge patch)
   {"action": "delete", "target": {kind, namespace, name, uid}}
-  {"action": "wait", "target": {kind, namespace, name}, "for": "available|bound|unused|deleted|value=..."}
+  {"action": "wait", "target": {kind, namespace, name}, "for": "available|ready|unused|deleted|value=..."}
 
 A refusal is a PluginError (one line, exit 2) saying why. The executor is cli/flows/recover.py.
 """
@@ -46,7 +46,7 @@ NAME_MAX = 63        # a ModelDeployment's name is its Pods' app.kubernetes.io/i
 PATCHABLE = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob")
 
 # `for` of wait steps
-AVAILABLE, BOUND, UNUSED, DELETED = "available", "bound", "unused", "deleted"
+AVAILABLE, READY, UNUSED, DELETED = "available", "ready", "unused", "deleted"
 
 
 def value_for(value: bool) -> str:
@@ -212,7 +212,7 @@ class Delete(Record):
 
 
 class Wait(Record):
-    """Poll `target` until `condition` (AVAILABLE, BOUND, UNUSED, DELETED, value=true|false)."""
+    """Poll `target` until `condition` (AVAILABLE, READY, UNUSED, DELETED, value=true|false)."""
 
     action = "wait"
     __slots__ = ("target", "condition")
@@ -526,13 +526,13 @@ def _setting_decision(inputs: Recovery, target: _Target, movers, warnings) -> _S
 
 def _steps(inputs: Recovery, request: Request, target: _Target, movers, setting: _SettingPart, warnings,
            manual, pointed) -> list:
-    """Setting off; the new Binding, bound; each deployment moved; templates re-pointed; the old
+    """Setting off; the new Binding, ready; each deployment moved; templates re-pointed; the old
     Binding unused and deleted; Setting back on."""
     ns, steps = target.namespace, []
     if setting.turn_off:
         steps += [SetSetting(False), Wait(setting_ref(), value_for(False))]
     steps += [Create(target.binding, None if not inputs.binding_gone else
-                     f"backup sha256:{anchors.digest(target.old)}"), Wait(ref(BINDING_KIND, ns, target.name), BOUND)]
+                     f"backup sha256:{anchors.digest(target.old)}"), Wait(ref(BINDING_KIND, ns, target.name), READY)]
     taken = {_meta(m).get("name") for m in inputs.deployments}
     for md, present in movers:
         steps += _move(md, present, request.strategy, target.name, target.old_dtype, target.dtype, inputs, taken,

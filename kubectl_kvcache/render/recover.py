@@ -18,7 +18,7 @@ def _ref(target) -> str:
 
 
 _FOR = {"available": "is available (condition Available=True for its current generation)",
-        "bound": "is bound (status.phase Bound: its domain is claimed)",
+        "ready": "is ready (status.phase Ready and condition QuotaGranted=True: its domain is granted a quota)",
         "unused": "is used by no ModelDeployment (status.usedBy)",
         "deleted": "is gone (its finalizers released)"}
 

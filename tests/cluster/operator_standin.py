@@ -13,12 +13,16 @@ Each pass (`reconcile()`), for the objects in its namespaces:
 - what is there at its first pass counts as stored before it started: admitted as it is, as the
   upgrade finds it (a webhook judges writes, never what is stored);
 - KVCachePoolBindings: a finalizer while a ModelDeployment names one, released once none does;
-  status.phase Bound and status.usedBy; a Binding the webhook would refuse (dtype missing or not
-  lowercase, `auto` created while the Setting is on, a changed domain; and, when its KVCachePool
-  exists, every rule that reads the pool, its backends and the other Bindings: operator/webhooks.py
-  binding_create_refusals) is marked `Admitted=False` with the webhook's message and serves no
-  deployment. A Binding naming a pool that does not exist is admitted (most test scenes have no
-  pools: the stand-in's one leniency). The store is the pool's: a pool that reports no
+  status.usedBy, and the status the operator's pool reconciler writes (kv_cache_pool.go): phase
+  Ready with DomainExclusive, QuotaObserved and QuotaGranted True; phase Error, DomainExclusive
+  False (DomainClaimedByMultipleBindings) on every Binding claiming one domain on one master;
+  nothing on the Bindings of a pool that serves none (no single backend, no clientEndpoint); a
+  Binding the webhook would refuse (dtype missing or not lowercase, `auto` created while the
+  Setting is on, a changed domain; and, when its KVCachePool exists, every rule that reads the
+  pool, its backends and the other Bindings: operator/webhooks.py binding_create_refusals) is
+  marked `Admitted=False` with the webhook's message and serves no deployment. A Binding naming a
+  pool that does not exist is admitted and reported Ready (most test scenes have no pools: the
+  stand-in's one leniency; the operator would write no status). The store is the pool's: a pool that reports no
   status.clientEndpoint has none to render (a missing pool: a store, as before pools were modelled);
 - ModelDeployments: each role's Pods rendered as the renderer builds them (base command, the
   rendered arguments -- the Binding's dtype only beside a store and with the Setting on -- then
@@ -48,12 +52,15 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+for _path in (ROOT, os.path.join(ROOT, "tests")):      # the plugin, and tests/objects.py's status builder
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 from kubectl_kvcache.engine import predict  # noqa: E402
 from kubectl_kvcache.operator import renderer, webhooks  # noqa: E402
 from kubectl_kvcache.operator.api import GROUP, VERSION  # noqa: E402
+from kubectl_kvcache.operator import masters  # noqa: E402
+import objects  # noqa: E402
 
 API = f"/apis/{GROUP}/{VERSION}"
 SETTING = "/apis/gpustack.ai/v1/namespaces/gpustack-system/settings/model-deployment-kv-cache-dtype-owned"
@@ -245,13 +252,18 @@ class StandInOperator:
                 self.ok("PATCH", path, {"metadata": patch}, MERGE)
                 changes += 1
             used_by = [{"kind": "ModelDeployment", "namespace": ns, "name": u} for u in users]
-            if st.get("phase") != "Bound" or (st.get("usedBy") or []) != used_by or (
-                    not errors and _condition_is(st, "Admitted", "False")):
-                self.ok("PATCH", path + "/status", {"status": {"phase": "Bound", "usedBy": used_by,
-                                                               "conditions": None if not errors else
-                                                               st.get("conditions")}}, MERGE)
-                changes += 1
             pool = pools.get(fields["pool"])
+            want = _operator_status(b, fields, pools, admitted)
+            if want is None:            # the operator's pass never reaches it: only usedBy is written
+                want = {"usedBy": used_by}
+            else:
+                want = dict(want, usedBy=used_by)
+                if errors:              # a refused update: the stand-in's mark stays beside the operator's
+                    want["conditions"] = want["conditions"] + [c for c in st.get("conditions") or ()
+                                                               if c.get("type") == "Admitted"]
+            if any(st.get(k) != v for k, v in want.items()) or (not errors and _condition_is(st, "Admitted", "False")):
+                self.ok("PATCH", path + "/status", {"status": want}, MERGE)
+                changes += 1
             fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")))
             usable.setdefault(ns, {})[name] = fields
         return usable, changes
@@ -389,6 +401,41 @@ def kubelet_status(container, engine, version):
                   lastState={"terminated": {"exitCode": 2, "reason": "Error", "startedAt": NOW, "finishedAt": NOW}})
     return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if cs["ready"] else "False"}],
             "containerStatuses": [cs]}
+
+
+def _served_by(pool) -> str | None:
+    """The master whose pass writes a pool's Bindings: its one backend, once the pool reports the
+    address that backend published (kv_cache_pool.go: a pool naming none or several backends, or
+    whose backend publishes no address, stops before its Bindings)."""
+    if not (pool.get("status") or {}).get("clientEndpoint"):
+        return None
+    return masters.serving(webhooks.pool_backends(pool))
+
+
+def _operator_status(b, fields, pools, admitted):
+    """The status the operator's pool reconciler writes on Binding `b` (kv_cache_pool.go:
+    observeKVCachePoolBinding, summarizeKVCachePoolBinding; objects.binding_status): Ready; Error
+    with DomainExclusive False (DomainClaimedByMultipleBindings, naming the others) when another
+    admitted Binding claims its domain on the same master, none of them released (deleting, used by
+    none). None: the operator writes nothing (its pool is unserved). A pool that does not exist:
+    Ready (the stand-in's one leniency; the operator would write nothing)."""
+    pool = pools.get(fields["pool"])
+    if pool is None:
+        return objects.binding_status(fields["name"])
+    master = _served_by(pool)
+    if master is None:
+        return None
+    me = (b["metadata"]["namespace"], b["metadata"]["name"])
+    others = []
+    for other in admitted:
+        meta = other["metadata"]
+        if (meta["namespace"], meta["name"]) == me or (meta.get("deletionTimestamp") and not (
+                other.get("status") or {}).get("usedBy")):
+            continue
+        theirs = webhooks.binding_fields(other)
+        if theirs["name"] == fields["name"] and theirs["pool"] in pools and _served_by(pools[theirs["pool"]]) == master:
+            others.append(f"{meta['namespace']}/{meta['name']}")
+    return objects.binding_status(fields["name"], contested_by=others)
 
 
 def _admitted(meta):

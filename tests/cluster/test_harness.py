@@ -270,7 +270,7 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
          "metadata": {"name": "b", "namespace": "demo-ns"},
          "spec": {"poolRef": {"name": "p"}, "domain": {"dtype": "fp8"}},
-         "status": {"phase": "Bound"}},
+         "status": {"phase": "Ready"}},
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "demo-ns"},
          "spec": {"containers": [{"name": "main", "image": "x"}]},
          "status": {"phase": "Running"}},
@@ -290,7 +290,7 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
                               "-n", "demo-ns", "-o", "json"], env=kenv, capture_output=True,
                              text=True, check=True)
         items = {i["kind"]: i for i in json.loads(out.stdout)["items"]}
-        assert items["KVCachePoolBinding"]["status"]["phase"] == "Bound"
+        assert items["KVCachePoolBinding"]["status"]["phase"] == "Ready"
         assert items["Pod"]["status"]["phase"] == "Running"
         st = run("status")
         assert st.returncode == 0 and st.stdout.strip() == line, st.stderr

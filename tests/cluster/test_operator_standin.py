@@ -104,7 +104,8 @@ def test_it_marks_what_the_webhooks_refuse(cluster):
     assert pods(cluster, ns) == []          # neither is rendered
     # a stored `auto` Binding stays usable and updatable (AutoDtypeIsJudgedAtCreationWhileOwned)
     stored = cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/stored-auto")
-    assert stored["status"]["phase"] == "Bound" and not stored["status"].get("conditions")
+    assert stored["status"]["phase"] == "Ready"
+    assert [c["type"] for c in stored["status"]["conditions"]] == ["DomainExclusive", "QuotaObserved", "QuotaGranted"]
     assert standin.errors == []
 
 
@@ -142,4 +143,32 @@ def test_it_judges_a_new_binding_against_its_pool_and_renders_the_pools_store(cl
         by.setdefault(p["metadata"]["labels"]["app.kubernetes.io/instance"], []).append(p)
     assert "--kv-cache-dtype" in by["lit"][0]["spec"]["containers"][0]["command"]      # its pool has an endpoint
     assert "chat" not in by             # no store and nothing else to render (inject.go: Render)
+    # kv_cache_pool.go: the pool's pass writes its Bindings' status; a pool whose backend publishes
+    # no address stops before that, so its Binding carries no phase
+    def phase(name):
+        return (cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/{name}").get("status")
+                or {}).get("phase")
+    assert (phase("fits"), phase("first"), phase("dark")) == ("Ready", "Ready", None)
+    assert standin.errors == []
+
+
+def test_a_domain_two_stored_bindings_claim_on_one_master_is_ready_for_neither(cluster):
+    # kv_cache_pool_binding_reconcile_test.go (AContestedDomainNamesTheOtherClaimant): managed for
+    # neither, phase Error, DomainExclusive False (DomainClaimedByMultipleBindings), each naming the
+    # other; the same name on another master is no contest.
+    ns = cluster.new_namespace("standin")
+    shared, apart = f"{ns}-shared", f"{ns}-apart"
+    cluster.apply([o.pool(shared, backends=[f"{ns}-mc"]), o.pool(apart, backends=[f"{ns}-other"])])  # served
+    cluster.apply([o.binding("a", "bfloat16", ns=ns, pool=shared, domain="same"),
+                   o.binding("b", "bfloat16", ns=ns, pool=shared, domain="same"),
+                   o.binding("c", "bfloat16", ns=ns, pool=apart, domain="same")], with_status=False)
+    standin = cluster.operator_standin([ns])
+    assert standin.settle(timeout=60)
+    st = {n: cluster.request_ok("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/{n}")["status"] for n in "abc"}
+    for me, other in (("a", "b"), ("b", "a")):
+        exclusive = st[me]["conditions"][0]
+        assert (st[me]["phase"], exclusive["type"], exclusive["status"], exclusive["reason"]) == \
+            ("Error", "DomainExclusive", "False", "DomainClaimedByMultipleBindings")
+        assert f'reuse domain "same" is also claimed by {ns}/{other},' in st[me]["phaseMessage"]
+    assert st["c"]["phase"] == "Ready"
     assert standin.errors == []

@@ -2,9 +2,11 @@
 
 The harness has no operator, so `Operator` (a thread) does what the GPUStack Operator would, on
 one namespace: it reports the Setting's spec.value in status.value, keeps each Binding's
-status (phase Bound, usedBy: the ModelDeployments naming it) and its finalizer, releasing the
-finalizer of a deleted Binding only once no deployment names it, and marks ModelDeployments
-Available (unless the test holds one back: no spare capacity). It records when each deployment
+status (what the operator's pool reconciler writes on a served Binding: phase Ready with
+DomainExclusive, QuotaObserved and QuotaGranted True, objects.binding_status; or the status a test
+sets, e.g. a contested domain; usedBy: the ModelDeployments naming it) and its finalizer,
+releasing the finalizer of a deleted Binding only once no deployment names it, and marks
+ModelDeployments Available (unless the test holds one back: no spare capacity). It records when each deployment
 appeared, became available and went, so the tests can check the order of what the plugin did.
 """
 
@@ -20,6 +22,7 @@ import time
 
 import pytest
 
+import objects
 from kubectl_kvcache import cli
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
@@ -38,6 +41,7 @@ class Operator(threading.Thread):
         super().__init__(daemon=True)
         self.cluster, self.ns = cluster, ns
         self.hold = set()                   # deployments not made available (no capacity)
+        self.status_of = {}                 # Binding name -> the status the operator reports instead of Ready
         self.hooks = []                     # callables run on every tick
         self.stopping = threading.Event()
         self.events = []                    # (monotonic time, event, name)
@@ -105,8 +109,10 @@ class Operator(threading.Thread):
                                                       "resourceVersion": meta["resourceVersion"]}}, MERGE)
             used_by = [{"kind": "ModelDeployment", "namespace": self.ns, "name": u} for u in users]
             st = b.get("status") or {}
-            if st.get("phase") != "Bound" or (st.get("usedBy") or []) != used_by:
-                self.req("PATCH", path + "/status", {"status": {"phase": "Bound", "usedBy": used_by}}, MERGE)
+            want = dict(self.status_of.get(name) or objects.binding_status(b["spec"]["domain"].get("name") or "default"),
+                        usedBy=used_by)
+            if any(st.get(k) != v for k, v in want.items()):
+                self.req("PATCH", path + "/status", {"status": want}, MERGE)
         for hook in list(self.hooks):
             hook(self)
 
@@ -524,6 +530,28 @@ def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path
     assert "The Setting is off: step 1 of this recovery turned it off" in p.stderr
     assert setting_value(cluster) == "false"
     assert {"alpha", "beta", "alpha-fp8-e4m3"} <= set(mds(cluster, ns))
+
+
+def test_a_new_binding_whose_domain_is_contested_stops_the_wait_at_once(scene, tmp_path):
+    # kv_cache_pool.go: a domain two Bindings claim on one master is managed for neither (phase
+    # Error, DomainExclusive False, DomainClaimedByMultipleBindings); it stays so until one of them
+    # is deleted, so the wait ends at once, naming the Binding and the operator's message.
+    cluster, ns = scene
+    with Operator(cluster, ns) as op:
+        op.status_of["sgl-fp8-e4m3"] = objects.binding_status("sgl-fp8-e4m3", contested_by=["other-team/raced"])
+        started = time.monotonic()
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "120s",
+                   "--backup-dir", str(tmp_path / "b"), cwd=tmp_path)
+        took = time.monotonic() - started
+    assert p.returncode == 2, p.stderr
+    line = one_error_line(p.stderr)
+    assert line.startswith(f"error: KVCachePoolBinding {ns}/sgl-fp8-e4m3 will not become ready: phase Error, "
+                           f"condition DomainExclusive=False (DomainClaimedByMultipleBindings): reuse domain "
+                           f'"sgl-fp8-e4m3" is also claimed by other-team/raced'), line
+    assert "delete one of them" in line
+    assert took < 60                        # not the 120 s timeout
+    assert "Stopped at step 4 of 16. Done: 1, 2, 3. Left: 4," in p.stderr
+    assert {"alpha", "beta"} <= set(mds(cluster, ns)) and not {"alpha-fp8-e4m3", "beta-fp8-e4m3"} & set(mds(cluster, ns))
 
 
 def test_client_dry_run_lists_the_requests_and_sends_nothing(scene, tmp_path):

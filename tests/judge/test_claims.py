@@ -115,12 +115,12 @@ def test_a_pool_missing_from_the_cluster_is_served_by_nothing():
     assert claimed(r) == [] and not found(r, "unchecked", "a")
 
 
-@pytest.mark.parametrize("older, bound", [("a", "a"), ("a", "b"), ("b", None)])
-def test_no_binding_holds_a_contested_domain_whatever_its_phase_or_age(older, bound):
-    # the reconciler picks no winner (DomainClaimedByMultipleBindings on both): neither Bound nor
-    # creationTimestamp decides
+@pytest.mark.parametrize("older, ready", [("a", "a"), ("a", "b"), ("b", None)])
+def test_no_binding_holds_a_contested_domain_whatever_its_phase_or_age(older, ready):
+    # the reconciler picks no winner (DomainClaimedByMultipleBindings on both): neither a phase
+    # Ready written before the race nor creationTimestamp decides
     stamps = {older: "2026-01-01T00:00:00Z"}
-    made = [binding(n, "p1", phase="Bound" if n == bound else "Error",
+    made = [binding(n, "p1", phase="Ready" if n == ready else "Error",
                     created=stamps.get(n, "2026-02-01T00:00:00Z")) for n in ("a", "b")]
     assert claimed(report(made, [pool("p1", "mooncake")])) == ["a", "b"]
 

@@ -61,7 +61,7 @@ def test_side_by_side_plan_of_the_rejected_binding_in_execution_order():
                               "setting": {"on": True, "turnOff": True, "turnOnAtEnd": True}}
     assert actions(plan) == [
         "setting False", "wait Setting model-deployment-kv-cache-dtype-owned value=false",
-        "create KVCachePoolBinding sgl-fp8-e4m3", "wait KVCachePoolBinding sgl-fp8-e4m3 bound",
+        "create KVCachePoolBinding sgl-fp8-e4m3", "wait KVCachePoolBinding sgl-fp8-e4m3 ready",
         "create ModelDeployment deepseek-sgl-fp8-e4m3", "wait ModelDeployment deepseek-sgl-fp8-e4m3 available",
         "delete ModelDeployment deepseek-sgl",
         "wait KVCachePoolBinding sgl-fp8 unused", "delete KVCachePoolBinding sgl-fp8",
@@ -361,7 +361,7 @@ def test_resume_of_replace_recreates_a_deleted_deployment_from_its_backup(tmp_pa
                         recover.resumed(recover.Request(), _inputs(str(path), backups=[old]).anchor))
     steps = plan.to_dict()["steps"]
     assert actions(plan.to_dict())[:4] == ["create KVCachePoolBinding b-fp8-e4m3", "wait KVCachePoolBinding b-fp8-e4m3 "
-                                           "bound", "create ModelDeployment s", "wait ModelDeployment s available"]
+                                           "ready", "create ModelDeployment s", "wait ModelDeployment s available"]
     assert steps[2]["from"].startswith("backup sha256:")
     # the target and strategy come from the anchor, and the plan says so
     assert plan.target["strategy"] == "replace" and plan.target["dtypeSource"] == "anchor"
@@ -415,7 +415,7 @@ def test_resume_after_the_old_binding_went_plans_from_its_backup(tmp_path):
     plan = recover.plan(inputs, recover.resumed(recover.Request(dtype="fp8_e4m3"), inputs.anchor))
     assert plan.binding["exists"] is False
     assert actions(plan.to_dict()) == ["create KVCachePoolBinding b-fp8-e4m3",
-                                       "wait KVCachePoolBinding b-fp8-e4m3 bound",
+                                       "wait KVCachePoolBinding b-fp8-e4m3 ready",
                                        "setting True", "wait Setting model-deployment-kv-cache-dtype-owned value=true"]
     assert any("an earlier run of this recovery turned the Setting off" in n for n in plan.notes)
     # without a verified backup of the old Binding, it is simply not found

@@ -21,7 +21,7 @@ from kubectl_kvcache import exitcodes, render
 from kubectl_kvcache.judge import anchor as anchors, checks, recover
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import recovery
-from kubectl_kvcache.operator import api, decode, records
+from kubectl_kvcache.operator import api, binding_status, decode, records
 from kubectl_kvcache.cli.flows.recovery_record import Journal, Taken, held
 from kubectl_kvcache.cli.flows import setting as setting_flow
 from kubectl_kvcache.cli.flows.setting import setting_path
@@ -608,9 +608,14 @@ class Executor:
         if cond == recover.AVAILABLE:
             return lambda obj: (obj is not None and _available(obj),
                                 "not created" if obj is None else _availability(obj))
-        if cond == recover.BOUND:
-            return lambda obj: (obj is not None and (obj.get("status") or {}).get("phase") == "Bound",
-                                f"phase {((obj or {}).get('status') or {}).get('phase') or 'unset'}")
+        if cond == recover.READY:
+            def ready(obj):     # as the operator's deployments read it; NEVER ends the wait (and the run)
+                found = binding_status.readiness(obj)
+                if found.state == binding_status.NEVER:
+                    raise PluginError(f"{step.target.kind} {step.target.namespace}/{step.target.name} "
+                                      f"will not become ready: {found.text}")
+                return found.state == binding_status.USABLE, found.text
+            return ready
         if cond == recover.UNUSED:
             def unused(obj):
                 users = [u.get("name") for u in ((obj or {}).get("status") or {}).get("usedBy") or ()
