@@ -57,16 +57,6 @@ def job(name, args, kind="Job"):
     return {"apiVersion": "batch/v1", "kind": kind, "metadata": {"name": name, "namespace": "team"}, "spec": spec}
 
 
-@pytest.fixture
-def write(tmp_path):
-    def _write(*objects, name="objs.json", fmt="json"):
-        path = tmp_path / name
-        doc = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
-        path.write_text(json.dumps(doc) if fmt == "json" else yaml.safe_dump_all(objects))
-        return str(path)
-    return _write
-
-
 # -- the example cluster: examples/README.md "Expected check findings" ------------------------
 
 def test_example_check_json():

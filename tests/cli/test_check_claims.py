@@ -4,17 +4,7 @@ KVCachePools read from the input, a pool the input does not hold said as such, t
 import json
 
 import objects as o
-import pytest
 from runcli import kvcache
-
-
-@pytest.fixture
-def write(tmp_path):
-    def _write(*objs):
-        path = tmp_path / "objs.json"
-        path.write_text(json.dumps(o.as_list(*objs)))
-        return str(path)
-    return _write
 
 
 def _bindings(old_pool="pool-a", new_pool="pool-b", domain="sgl"):

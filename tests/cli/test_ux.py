@@ -23,15 +23,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
 
 
-@pytest.fixture
-def write(tmp_path):
-    def _write(*objs):
-        path = tmp_path / "objs.json"
-        path.write_text(json.dumps(o.as_list(*objs)))
-        return str(path)
-    return _write
-
-
 def labelled(obj, **labels):
     obj["metadata"].setdefault("labels", {}).update(labels)
     return obj
