@@ -174,8 +174,8 @@ def _rule(rule, where):
             raise PluginError(f"{where}.{_shown(key)}: unknown field (a rule has {', '.join(_RULE)})")
     code = rule.get("code")
     if not isinstance(code, str) or not code:
-        raise PluginError(f"{where}.code: {'missing' if code is None else 'must be a string'} (a finding code, "
-                          f"docs/check.md)")
+        raise PluginError(f"{where}.code: {'missing' if code is None else 'must be a string'} (check's finding code or "
+                          f"verify's status, docs/policy.md)")
     if ("severity" in rule) == ("ignore" in rule):
         raise PluginError(f"{where}: give exactly one of severity (error, warning, info) and ignore: true")
     severity = rule.get("severity")

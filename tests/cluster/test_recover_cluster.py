@@ -231,6 +231,16 @@ def mds(cluster, ns):
     return {m["metadata"]["name"]: m for m in items}
 
 
+def release(cluster, ns, name):
+    """The finalizer that holds ModelDeployment `name` dropped, and the object gone (within 10 s)."""
+    cluster.request("PATCH", f"{API}/namespaces/{ns}/modeldeployments/{name}",
+                    {"metadata": {"finalizers": None}}, content_type=MERGE)
+    deadline = time.monotonic() + 10
+    while name in mds(cluster, ns):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def binding(cluster, ns, name):
     status, obj = cluster.request("GET", f"{API}/namespaces/{ns}/kvcachepoolbindings/{name}")
     return obj if status == 200 else None
@@ -365,12 +375,7 @@ def test_replace_interrupted_while_waiting_then_resumed_from_its_backup(scene, t
         assert "Stopped at step" in err and one_error_line(err) == "error: interrupted"
         assert "alpha" in mds(cluster, ns) and mds(cluster, ns)["alpha"]["metadata"].get("deletionTimestamp")
         # the finalizer goes: alpha is gone, only its backup knows it
-        cluster.request("PATCH", f"{API}/namespaces/{ns}/modeldeployments/alpha",
-                        {"metadata": {"finalizers": None}}, content_type=MERGE)
-        deadline = time.monotonic() + 10
-        while "alpha" in mds(cluster, ns):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        release(cluster, ns, "alpha")
         p = plugin(cluster, *resume_argv(err), "--yes", cwd=tmp_path)
         assert p.returncode == 0, err + p.stderr + p.stdout
         assert "already done" in p.stdout
@@ -896,12 +901,7 @@ def test_a_backup_edited_before_a_resume_is_refused(scene, tmp_path):
         status, _ = cluster.request("PATCH", CM.format(ns=ns) + "/kvcache-recover-sgl-fp8",
                                     {"data": {key: json.dumps(edited)}}, user=user, content_type=MERGE)
         assert status == 200
-        cluster.request("PATCH", f"{API}/namespaces/{ns}/modeldeployments/alpha",
-                        {"metadata": {"finalizers": None}}, content_type=MERGE)
-        deadline = time.monotonic() + 10
-        while "alpha" in mds(cluster, ns):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        release(cluster, ns, "alpha")
         argv = resume_argv(p.stderr)
         p = plugin(cluster, *argv, "--yes", cwd=tmp_path)
         assert p.returncode == 2, p.stdout + p.stderr
