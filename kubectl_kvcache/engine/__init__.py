@@ -11,7 +11,7 @@ Pure: imports nothing outside this package, reads no files and no cluster.
 Inside: data (the releases' facts), releases (versions, profiles, images, added releases),
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
-predict, webhook.
+predict, webhook, words (what a running engine reports it runs with; why a crashed one died).
 """
 
 from kubectl_kvcache.engine.argv import Token
@@ -25,10 +25,11 @@ from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINE
                                              parse_version, profile, release_name, resolve_versions)
 from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
+from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words
 
 __all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
-           "release_name", "resolve_versions"]
+           "release_name", "resolve_versions", "ExitCause", "Observed", "exit_cause", "observe_words"]

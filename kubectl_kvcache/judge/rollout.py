@@ -77,9 +77,10 @@ def progress(report: Report, deployments=None, setting=None) -> Progress:
 def rejects(item: Item) -> bool:
     """A replica confirmed REJECTED that ends the wait: its Pod was rendered from its deployment's
     spec as the spec is now (verify.stale_reason ""), or cannot be told apart (an injected Pod:
-    None). A rejected Pod of an older render -- the crash-looping replica a `setting off` or a new
+    None); so does a start-up failure after the parse its previous log names (Item.exit_cause). A
+    rejected Pod of an older render -- the crash-looping replica a `setting off` or a new
     Binding is rolling away -- is waited for: the replica replacing it is rendered differently."""
-    return item.confirmed_rejected and not item.stale
+    return (item.confirmed_rejected or item.startup_failed) and not item.stale
 
 
 def pending_value(setting) -> bool | None:

@@ -42,7 +42,7 @@ class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
                  "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale",
-                 "policy")
+                 "policy", "observed", "exit_cause")
     __hash__ = None     # mutable: judged field by field
 
     def __init__(self, namespace: str, pod: str | None, container: str | None, owner: dict | None, role: str | None,
@@ -51,7 +51,7 @@ class Item(Record):
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
                  slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None,
-                 policy=None):
+                 policy=None, observed=None, exit_cause=None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -78,6 +78,8 @@ class Item(Record):
         self.stale = stale                      # an operator Pod: why it was not rendered from the spec as it
                                                 # is now ("" when it was; None when not told: see stale_reason)
         self.policy = policy                    # judge.policy.Effect: what a policy rule did to it (None: nothing)
+        self.observed = observed                # engine.words.Observed: what the engine itself reports (None: unread)
+        self.exit_cause = exit_cause            # engine.words.ExitCause: why its last container died, in its words
 
     def to_dict(self):
         return {
@@ -90,7 +92,25 @@ class Item(Record):
             {"cause": self.cause.to_dict()} if self.cause is not None and self.status == UNKNOWN else {}) \
           | ({"notRolled": self.stale} if self.stale else {}) \
           | ({"severity": self.policy.now or self.policy.was, "policy": self.policy.to_dict()}
-             if self.policy is not None else {})       # as a check finding: its severity now, policy's the one it had
+             if self.policy is not None else {}) \
+          | ({"observed": self.observed.to_dict() | {"agrees": self.observed_agrees}}
+             if self.observed is not None else {}) \
+          | ({"exitCause": self.exit_cause.to_dict()} if self.exit_cause is not None else {})
+        # (the policy: as a check finding, its severity now, policy's the one it had)
+
+    @property
+    def observed_agrees(self) -> bool | None:
+        """Whether the engine's own report is the predicted value (None: nothing observed, or
+        nothing predicted to hold it against: only SGLang's torch dtype, an UNKNOWN row)."""
+        seen = self.observed.dtype if self.observed is not None else None
+        if seen is None or self.effective is None or self.status in (UNKNOWN, NO_POD):
+            return None
+        return seen == self.effective
+
+    @property
+    def startup_failed(self) -> bool:
+        """Its engine died after the parse (the previous container's log names the error)."""
+        return self.exit_cause is not None and self.exit_cause.kind == "startup"
 
     @property
     def key(self):
@@ -108,14 +128,16 @@ class Item(Record):
 
     @property
     def confirmed_rejected(self) -> bool:
-        """REJECTED and the engine container already exited with the parser's code 2."""
-        return self.status == REJECTED and (self.state or {}).get("lastExitCode") == PARSE_ERROR_EXIT
+        """REJECTED and the engine container already exited with the parser's code 2, or its
+        previous log holds the parser's error."""
+        return self.status == REJECTED and ((self.state or {}).get("lastExitCode") == PARSE_ERROR_EXIT
+                                            or (self.exit_cause is not None and self.exit_cause.kind == "rejected"))
 
     @property
     def progress(self) -> str:
         """DONE, CRASHING, TO_ROLL or STUCK (see above)."""
         state = self.state or {}
-        if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected:
+        if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected or self.startup_failed:
             return CRASHING
         if self.status == NO_POD or self.terminating:
             return TO_ROLL
@@ -220,6 +242,8 @@ def severity(item: Item, fail_on=()) -> str | None:
     tolerates it, None when OK; the severity a policy rule gave it when one did."""
     if item.policy is not None:
         return item.policy.now
+    if item.status == OK and (item.observed_agrees is False or item.startup_failed):
+        return "error"          # the engine says otherwise than the prediction: never green
     if item.status == OK:       # the words are check's SEVERITIES (judge.checks imports this module)
         return None
     return "error" if item.status in (fail_on or STATUSES) else "warning"

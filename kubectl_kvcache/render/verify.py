@@ -56,6 +56,43 @@ def _cause(item):
     return str(item.cause) if item.cause is not None and item.status == "UNKNOWN" else None
 
 
+def _observed(item):
+    """OBSERVED: the dtype the engine reports (`=` the prediction holds, `!` it differs), SGLang's
+    torch dtype beside it; `-` when not read (no --observe, not running, nothing found)."""
+    seen = item.observed
+    if seen is None:
+        return "-"
+    text = seen.dtype if seen.dtype is not None else seen.resolved
+    if seen.dtype is not None and seen.resolved:
+        text += f"({seen.resolved.removeprefix('torch.')})"
+    agrees = item.observed_agrees
+    return text + ("" if agrees is None else ("=" if agrees else "!"))
+
+
+def _observed_long(item):
+    seen = item.observed
+    if seen is None:
+        return None
+    agrees = item.observed_agrees
+    said = f"{seen.dtype or seen.resolved} ({'its /metrics' if seen.source == 'metrics' else 'its log'})"
+    if seen.dtype is not None and seen.resolved:
+        said += f", resolved to {seen.resolved}"
+    if agrees is True:
+        said += ": the engine confirms the prediction"
+    elif agrees is False:
+        said += f": the engine contradicts the prediction ({item.effective}): the model is wrong or the engine " \
+                f"rewrote the value after the parse"
+    return said
+
+
+def _exit_cause(item):
+    cause = item.exit_cause
+    if cause is None:
+        return None
+    kind = "its argument parser refused the argv" if cause.kind == "rejected" else "a start-up failure after the parse"
+    return f"{kind}: {cause.line}"
+
+
 def _argv_rows(item):
     return [[pos, element] + ([mark] if mark else []) for pos, element, mark in argv_listing(item)]
 
@@ -69,6 +106,8 @@ def _item_fields(item):
             ("Binding", item.binding), ("Expected", item.expected), ("Effective", item.effective),
             ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
             ("Restarts", _restarts(item)), ("Reason", item.reason)] + (
+        [("Observed", _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
+        [("Exit cause", _exit_cause(item))] if item.exit_cause else []) + (
         [("Cause", _cause(item))] if _cause(item) else []) + [
             ("Fix", item.fix or None)] + (
         [("Policy", f"{policy_text(item.policy)}, now {item.policy.now}")] if item.policy is not None else []) + [
@@ -84,7 +123,8 @@ VIEW = View(
     wide=(Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
           Column("version", lambda i: i.engine_version), Column("container", lambda i: i.container),
           Column("owner", _owner), Column("state", _state), Column("ready", _ready),
-          Column("restarts", _restarts), Column("exit", _exit), Column("cause", _cause, text=True)),
+          Column("restarts", _restarts), Column("exit", _exit), Column("observed", _observed),
+          Column("cause", _cause, text=True)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
     empty="pool-attached engine pods",
@@ -281,8 +321,15 @@ def wait_unbound(unbound, err):
 
 def wait_rejected(items, err):
     for item in items:
+        if not item.confirmed_rejected:         # a start-up failure after the parse (judge/rollout.rejects)
+            line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} fails at start-up "
+                      f"after its arguments were parsed: {item.exit_cause.line if item.exit_cause else item.reason}")
+            if item.binding and item.expected:
+                line(err, f"  if the Binding's dtype ({item.expected}) is the cause, recover with: kubectl kvcache "
+                          f"recover {item.binding} -n {item.namespace}")
+            continue
         line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
-                  f"(its engine exited with code 2: {item.reason}): the rollout crash-loops every replica it "
+                  f"({'its engine said: ' + item.exit_cause.line if item.exit_cause else 'its engine exited with code 2: ' + item.reason}): the rollout crash-loops every replica it "
                   f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}")
 
 
@@ -317,3 +364,16 @@ def watch_reconnect(what, why, err):
 
 def watch_relist(what, err):
     line(err, f"note: {what}: its resourceVersion expired (410 Gone); listed again")
+
+
+def observation_notes(read, err):
+    """What could not be read of the engines' own word, once per kind (the prediction stands)."""
+    from kubectl_kvcache.render.core import note
+
+    for kind in sorted(read.denied):
+        what = "pods/proxy (vLLM's /metrics)" if kind == "metrics" else "pods/log"
+        note(err, f"not allowed to get {what}: the engines' own reports are not read; the prediction stands")
+    for kind, (count, first) in sorted(read.failed.items()):
+        note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed (first: {first})")
+    if read.skipped:
+        note(err, f"{read.skipped} reads of the engines' logs were not made: the time for them ran out")
