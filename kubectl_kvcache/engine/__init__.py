@@ -25,11 +25,11 @@ from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINE
                                              parse_version, profile, release_name, resolve_versions)
 from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
-from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words
+from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words, writes as reports_written
 
 __all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
-           "release_name", "resolve_versions", "ExitCause", "Observed", "exit_cause", "observe_words"]
+           "release_name", "resolve_versions", "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written"]

@@ -49,7 +49,7 @@ DEFAULT = "auto"    # every release's default --kv-cache-dtype: absent from the 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SECRET_ASSIGN = re.compile(r"(?i)((?:api[_-]?key|[a-z_-]*token|[a-z_-]*secret|password|passwd|authorization)"
-                            r"['\"]?\s*[:=]\s*['\"]?)[^'\"\s,)}]+")
+                            r"['\"]?\s*[:=]\s*\[?['\"]?)[^'\"\s,)}\]]+")
 _SECRET_FLAG = re.compile(r"(?i)(--(?:api-key|[a-z-]*token|[a-z-]*secret|[a-z-]*password)[ =])\S+")
 _USAGE = re.compile(r"^usage: ")
 _ARGPARSE_ERROR = re.compile(r"^[\w.\-/ ]{1,80}: error: (.+)$")
@@ -108,16 +108,6 @@ def writes(engine: str, version: str | None) -> tuple[str, ...] | None:
     from kubectl_kvcache.engine.words_data import WRITES
 
     return WRITES.get(engine, {}).get(version or "")
-
-
-def described(engine: str, version: str | None) -> str:
-    """What the release writes, in words: for the note that nothing was found."""
-    found = writes(engine, version)
-    if found is None:
-        return f"the engine data does not say which reports {engine} {version} writes"
-    if not found:
-        return f"{engine} {version} writes no report of its KV-cache dtype"
-    return f"{engine} {version} writes " + ", ".join(dict.fromkeys(FORMATS[engine][f][0] for f in found))
 
 
 def observe(engine: str, text: str, source: str = "log") -> Observed | None:

@@ -47,9 +47,11 @@ def targets(items, observe: bool, metrics: bool = False):
     for item in items:
         if item.pod is None or item.container is None or item.status == NO_POD:
             continue
-        log = observe and running(item) and not metrics
+        written = engine.reports_written(item.engine or "", item.engine_version)   # None: a release not in the data
+        log = observe and running(item) and not metrics and (written is None or any(f != "metrics" for f in written))
         previous = crashed(item) and not metrics
-        port = _port(item) if metrics and item.engine == "vllm" and running(item) and observe else None
+        port = _port(item) if (metrics and item.engine == "vllm" and running(item) and observe
+                               and (written is None or "metrics" in written)) else None
         if log or previous or port is not None:
             found.append((item.namespace, item.pod, item.container, log, previous, port))
     return found
