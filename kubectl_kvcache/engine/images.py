@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from kubectl_kvcache.engine import data
-from kubectl_kvcache.engine.releases import Version, parse_version
+from kubectl_kvcache.engine.releases import SPEC_VERSION, Version, parse_version
 from kubectl_kvcache.record import Record
 
 PLATFORMS = ("cuda", "rocm", "cpu", "xpu", "npu")
@@ -154,3 +154,23 @@ def read(ref: str, engine: str | None = None) -> ImageRead:
     return ImageRead(text, fam_engine, None, platform,
                      f"tag {tag!r} of {key} names no release{pin} (a moving tag, a branch or a private build)",
                      family=key)
+
+
+def resolve_versions(engine, declared=None, images=()) -> tuple[tuple[Version, str], ...]:
+    """The releases of `engine` to judge against, each with where it was read: the declared
+    version; else the releases the first group of `images` ((source, [image refs]) in order)
+    names (all distinct ones, in order); else () -- the caller judges across every release
+    (`all_releases`) and says the release is unknown."""
+    if declared:
+        parsed = parse_version(declared)
+        if parsed:
+            return ((parsed, SPEC_VERSION),)
+    for source, refs in images:
+        found = []
+        for ref in refs:
+            hit = read(ref, engine).release if ref else None
+            if hit and (hit, source) not in found:
+                found.append((hit, source))
+        if found:
+            return tuple(found)
+    return ()

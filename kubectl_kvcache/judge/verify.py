@@ -284,8 +284,20 @@ def _deployment_candidate(pod, snapshot):
     role = md.role(role_name) if role_name else None
     if role is None:
         return None     # a router or elastic-EP head Pod: not an engine replica
-    return Candidate(pod, container, owner, role.name, md.engine, md.engine_version, md.binding,
-                     takeover=bool(role.command))
+    # The Pod runs its own image: the role's stated image (model_deployment_render.go,
+    # renderModelDeploymentPodTemplate: a stated image always wins), read from its tag; else the image
+    # synthesized from spec.engine.version (SynthesizeModelDeploymentImage), whose release it is.
+    return Candidate(pod, container, owner, role.name, md.engine, None if role.image else md.engine_version,
+                     md.binding, takeover=bool(role.command))
+
+
+def _role_release(md, role) -> str | None:
+    """The release a role's replicas run, as text: its stated image's (None when unreadable), else
+    spec.engine.version (the synthesized image's; model_deployment_render.go)."""
+    if role.image:
+        found = model.read_image(role.image, model.normalise_engine(md.engine)).release
+        return str(found) if found is not None else None
+    return md.engine_version
 
 
 def _injected_candidate(pod):
@@ -785,7 +797,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
+                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"

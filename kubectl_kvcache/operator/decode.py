@@ -241,6 +241,8 @@ def deployment_record(obj) -> Deployment:
             command=tuple(as_str_list(role.get("command"), what, path + ".command")),
             extra_args=tuple(as_str_list(role.get("extraArgs"), what, path + ".extraArgs")),
             env=tuple(as_env(role.get("env"), what, path + ".env")),
+            # api/worker/v1alpha1/model_deployment.go ModelDeploymentRole.Image (maxLength 512)
+            image=as_str(role.get("image"), what, path + ".image") or None,
         ))
     kv = spec.get("kvCache")
     binding = None
@@ -262,7 +264,6 @@ def deployment_record(obj) -> Deployment:
         kv_cache=kv is not None,
         roles=tuple(roles),
         status_dtype=as_str(domain.get("dtype"), what, "status.kvCache.domain.dtype"),
-        image=as_str(engine.get("image"), what, "spec.engine.image"),
         labels=dict(as_str_map(meta.get("labels"), what, "metadata.labels")),
         status_roles=_role_statuses(status, what),
     )

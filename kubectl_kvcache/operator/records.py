@@ -58,10 +58,11 @@ def injection_target(annotations: dict[str, str], containers) -> tuple[dict | No
 
 
 class Role(Record):
-    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env")
+    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env", "image")
 
     def __init__(self, name: str, kind: str, replicas: int | None, command: tuple[str, ...],
-                 extra_args: tuple[str, ...], env: tuple[dict, ...]):
+                 extra_args: tuple[str, ...], env: tuple[dict, ...], image: str | None = None):
+        self.image = image      # spec.roles[].image: when set, what the operator runs (a stated image always wins)
         self.name = name
         self.kind = kind
         self.replicas = replicas
@@ -84,12 +85,12 @@ class RoleStatus(Record):
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "image", "labels", "status_roles")
+                 "labels", "status_roles")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
                  binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
-                 image: str | None = None, labels: dict[str, str] | None = None,
+                 labels: dict[str, str] | None = None,
                  status_roles: tuple[RoleStatus, ...] = ()):
         self.namespace = namespace
         self.name = name
@@ -99,7 +100,6 @@ class Deployment(Record):
         self.kv_cache = kv_cache            # spec.kvCache is set
         self.roles = roles
         self.status_dtype = status_dtype
-        self.image = image
         self.labels = {} if labels is None else labels     # for -l on roles/check
         self.status_roles = status_roles
 
