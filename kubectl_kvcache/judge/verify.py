@@ -11,7 +11,6 @@ from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, setting as setting_mod
 from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
-from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import NOT_SERVED
 
@@ -734,11 +733,7 @@ def setting_on(snapshot) -> bool:
     Setting's API group) it renders nothing, whatever the Setting's default will be."""
     if _not_served(snapshot):
         return False
-    value = setting_mod.effective_value(snapshot.setting)
-    if value is None:
-        raise PluginError(f"the Setting {api.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
-                          f"which is not a boolean")
-    return value
+    return setting_mod.owned(snapshot.setting)     # unreadable: on, as the operator reads it
 
 
 def verify(snapshot: records.Snapshot, account: bool = True, predictor=None, roles=None) -> Report:

@@ -260,3 +260,12 @@ def test_a_replica_that_will_be_given_a_rejected_spelling_is_will_reject_not_mis
     code = cli.main(["verify", "-f", str(path), "--assume-setting", "on"], io.StringIO(""), out := io.StringIO(),
                     err := io.StringIO())
     assert "WILL-REJECT" in out.getvalue() and "1 MISSING, 1 WILL-REJECT" in err.getvalue()
+
+
+@pytest.mark.parametrize("value, expected", [("yes", "fp8"), ("on", "fp8"), ("TRUE", "fp8"), ("False", None)])
+def test_an_unreadable_setting_value_counts_as_on(value, expected, tmp_path):
+    """ModelDeploymentOwnsKVCacheDtype returns `err != nil || owned`: a status.value strconv.ParseBool
+    cannot read ("yes", "on") is ON for the operator (the old code stopped with an error)."""
+    item = only(judge(o.setting(value), o.binding("b1", "fp8"), o.deployment("md", "vLLM", "0.29.0"),
+                      o.md_pod("p", "md", o.vllm_argv("fp8")), tmp_path=tmp_path))
+    assert item.expected == expected
