@@ -17,9 +17,12 @@ tests (gpustack/gpustack-operator at 6678d71, pkg/worker/webhooks/worker/):
 - The Setting (`settingtest.MergeDelegatedSettings` cases): unset reads its default, on; the
   operator caches it, so a change reaches the webhooks within about 30 s.
 
-The Go source of the ModelDeployment rule's spelling scan is not in the index read (only its
-test): the abbreviation rule here (a prefix of --kv-cache-dtype reaching into `dtype`) is the
-plugin's reading of the test's cases, said so in its one test.
+Which spellings name an owned flag is ModelDeploymentResolveArg
+(pkg/worker/controllers/worker/model_deployment_connector.go; `resolve_arg` here): vLLM's `_` to
+`-` up to the first `.`, a dotted tail cut, then the exact key, and ANY prefix longer than `--`
+of a key (an exact other owned flag excepted), erring toward refusing. The rules of the Pod
+injection webhook's resolution (pod_kv_cache_resolve.go, inject/types.go, inject/engine.go) are
+`injection_refusals`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from kubectl_kvcache.record import Record
 DTYPE_ARG = "--kv-cache-dtype"
 MD_REFUSAL = f'"{DTYPE_ARG}" is set by the operator while spec.kvCache names a pool'
 SETTING_PROPAGATION_SECONDS = 30     # the operator's settings cache (docs/reference/settings.md)
-_ABBREVIATION_FLOOR = "--kv-cache-d"  # shorter prefixes are shared by other --kv-cache-* options
+
+# The (engine, key) catalog of the arguments the operator owns (model_deployment_connector.go:
+# modelDeploymentOwnedKeys), with the dtype it renders beside the store connector (6678d71).
+OWNED_ARGS = {
+    "vllm": ("--kv-transfer-config", "--kv-events-config", DTYPE_ARG),
+    "sglang": ("--hicache-storage-backend", "--hicache-storage-backend-extra-config", "--disaggregation-mode",
+               "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port", DTYPE_ARG),
+}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -54,17 +64,38 @@ class FieldError(Record):
         return f"{self.field}: {self.type} value{shown}: {self.detail}"
 
 
+def vllm_flag_key(key: str) -> str:
+    """vLLM's own rewrite of a flag key: `_` -> `-` between the leading `--` and the first `.`
+    (model_deployment_connector.go: modelDeploymentVLLMFlagKey)."""
+    if not key.startswith("--"):
+        return key
+    head, dot, tail = key.partition(".")
+    return head.replace("_", "-") + dot + tail
+
+
+def resolve_arg(engine: str, arg: str, keys) -> str | None:
+    """Which of `keys` the engine's parser reads a command-line entry as, or None
+    (model_deployment_connector.go: ModelDeploymentResolveArg). The name is the entry before `=`
+    (ModelDeploymentArgName); for vLLM it is rewritten and its dotted tail cut; `--` alone is no
+    flag; an exact key wins, an exact other owned flag is itself; else the first key the name is a
+    prefix of, without counting other registered flags (the operator errs toward refusing)."""
+    family = "vllm" if engine in ("vllm", "vllm-ascend") else engine
+    name = arg.split("=", 1)[0]
+    if family == "vllm":
+        name = vllm_flag_key(name).split(".", 1)[0]
+    if not name.startswith("--") or len(name) == 2:
+        return None
+    if name in keys:
+        return name
+    if name in OWNED_ARGS.get(family, ()):
+        return None
+    return next((key for key in keys if key.startswith(name)), None)
+
+
 def names_dtype(entry: str, engine: str) -> bool:
     """Whether one command-line entry names --kv-cache-dtype as the webhook reads it for `engine`
-    (`vllm`, `vllm-ascend` or `sglang`)."""
-    if not entry.startswith("--"):
-        return False
-    name = entry.split("=", 1)[0]
-    if engine in ("vllm", "vllm-ascend"):
-        name = "--" + name[2:].replace("_", "-")
-    if name == DTYPE_ARG:
-        return True
-    return name.startswith(_ABBREVIATION_FLOOR) and DTYPE_ARG.startswith(name)
+    (`vllm`, `vllm-ascend` or `sglang`): resolve_arg against the dtype key."""
+    return resolve_arg(engine, entry, (DTYPE_ARG,)) == DTYPE_ARG
 
 
 def md_refusals(engine: str, roles, kv_cache: bool, setting_on: bool, deleting: bool = False) -> list[FieldError]:
