@@ -324,7 +324,16 @@ def binding_record(obj) -> Binding:
 def pool_record(obj) -> Pool:
     """spec.backends: the masters it names (the operator admits one; a stored pool may name any number)."""
     what, meta, spec = with_spec(obj, "KVCachePool")
-    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")))
+    status = as_obj(obj.get("status"), what, "status")
+    ledger = None
+    for path, c in as_objects(status.get("conditions"), what, "status.conditions"):
+        if as_str(c.get("type"), what, path + ".type") == "QuotaLedgerAvailable":
+            ledger = (as_str(c.get("status"), what, path + ".status") or "",
+                      as_str(c.get("reason"), what, path + ".reason") or "",
+                      as_str(c.get("message"), what, path + ".message") or "")
+    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")),
+                client_endpoint=as_str(status.get("clientEndpoint"), what, "status.clientEndpoint") or "",
+                ledger=ledger)
 
 
 @_reading('Setting')

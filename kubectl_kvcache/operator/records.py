@@ -136,13 +136,18 @@ class Binding(Record):
 
 
 class Pool(Record):
-    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends."""
+    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends, and
+    what the injection webhook reads of its status (api/worker/v1alpha1/kv_cache_pool.go:
+    status.clientEndpoint, the QuotaLedgerAvailable condition; pod_kv_cache_resolve.go)."""
 
-    __slots__ = ("name", "backends")
+    __slots__ = ("name", "backends", "client_endpoint", "ledger")
 
-    def __init__(self, name: str, backends: tuple[str, ...]):
+    def __init__(self, name: str, backends: tuple[str, ...], client_endpoint: str = "",
+                 ledger: tuple[str, str, str] | None = None):
         self.name = name
         self.backends = backends
+        self.client_endpoint = client_endpoint    # status.clientEndpoint ('' until published)
+        self.ledger = ledger                      # QuotaLedgerAvailable (status, reason, message); None: absent
 
 
 class Setting(Record):
