@@ -322,6 +322,12 @@ for path, value in (("spec.domain.name", 1), ("spec.poolRef.name", ["p"]), ("sta
                     ("metadata.name", 1), ("metadata.name", DELETE), ("metadata.namespace", ["team"])):
     field_case("binding", BINDING, path, value, label="missing" if value is DELETE else None, context=B_CONTEXT)
 
+POOL = o.pool("pool-a", ledger="Available")       # status: what the injection webhook reads (pod_kv_cache_resolve.go)
+POOL_CONTEXT = (o.binding("b1", "fp8", pool="pool-a"),)
+for path, value in (("status.clientEndpoint", 50051), ("status.conditions", "QuotaLedgerAvailable"),
+                    ("status.conditions[0].status", True), ("status.conditions[0].type", ["QuotaLedgerAvailable"])):
+    field_case("pool", POOL, path, value, context=POOL_CONTEXT)
+
 SETTING = o.setting("true")
 for path, value in (("status.value", True), ("status.value", 1), ("status.value", ["true"]), ("spec.value", False),
                     ("status.editable", "yes"), ("status.sensitive", "no"), ("status.description", ["d"]),
