@@ -586,7 +586,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
     """The Fix for a non-OK item: the first step below that has one."""
     ctx = _fix_context(item, cand, snapshot)
     if item.status == UNKNOWN:
-        return _unknown_fix(cand, ctx)
+        return _release_fix(item, ctx) or _unknown_fix(cand, ctx)
     return (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
             or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
             or _pod_args_fix(item, cand, ctx)
@@ -607,6 +607,16 @@ def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _Fi
 
 def _hint(item: Item, ctx: _FixContext) -> str:
     return _nearest(item, ctx.profile) if ctx.profile else ""
+
+
+def _release_fix(item: Item, ctx: _FixContext) -> Fix | None:
+    """UNKNOWN because the release decides and its image names none (predict.across)."""
+    if item.version_source != model.UNREAD or item.cause is None or item.cause.code != "image":
+        return None
+    where = (f"spec.roles[{ctx.role_index}].image of {ctx.where}" if ctx.role is not None and ctx.role.image
+             else f"the image of {ctx.where}")
+    return Fix(f"pin {where} to a tag that names its release (e.g. vllm/vllm-openai:v0.29.0, "
+               f"lmsysorg/sglang:v0.5.18-cu129): the release decides this dtype and the tag names none")
 
 
 def _unknown_fix(cand: Candidate, ctx: _FixContext) -> Fix:

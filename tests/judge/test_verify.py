@@ -269,3 +269,23 @@ def test_an_unreadable_setting_value_counts_as_on(value, expected, tmp_path):
     item = only(judge(o.setting(value), o.binding("b1", "fp8"), o.deployment("md", "vLLM", "0.29.0"),
                       o.md_pod("p", "md", o.vllm_argv("fp8")), tmp_path=tmp_path))
     assert item.expected == expected
+
+
+def test_an_unreadable_role_image_is_unknown_with_its_fix(tmp_path):
+    """The role's image is what runs (a stated image always wins); its tag names no release, and
+    bfloat16 is accepted only from vLLM 0.11.0: UNKNOWN, the fix pins the image."""
+    md = o.deployment("md", "vLLM", "0.29.0", roles=[o.role(image="vllm/vllm-openai:nightly")])
+    item = only(judge(o.binding("b1", "bfloat16"), md,
+                      o.md_pod("p", "md", o.vllm_argv("bfloat16"), image="vllm/vllm-openai:nightly"),
+                      tmp_path=tmp_path))
+    assert (item.status, item.engine_version, item.version_source) == ("UNKNOWN", None, UNREAD)
+    assert "vLLM 0.3.3-0.10.2: rejected" in item.reason and "vLLM 0.11.0-0.33.0: runs bfloat16" in item.reason
+    assert item.fix.startswith("pin spec.roles[0].image of ModelDeployment md to a tag")
+
+
+def test_a_role_image_pod_is_judged_at_its_tag_not_engine_version(tmp_path):
+    md = o.deployment("md", "vLLM", "0.29.0", roles=[o.role(image="vllm/vllm-openai:v0.10.2")])
+    item = only(judge(o.binding("b1", "bfloat16"), md,
+                      o.md_pod("p", "md", o.vllm_argv("bfloat16"), image="vllm/vllm-openai:v0.10.2"),
+                      tmp_path=tmp_path))
+    assert (item.status, item.engine_version, item.version_source) == ("REJECTED", "0.10.2", IMAGE_TAG)
