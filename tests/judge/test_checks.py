@@ -688,3 +688,17 @@ def test_the_launch_the_webhook_cannot_see_is_refused_unless_declared():
     assert "the annotations select sglang" in refused(run(binding("b", "bf16"), tpl), "Deployment", "w")[0].message
     tpl = workload("w", [container(command=["python", "-m", "vllm.entrypoints.openai.api_server"])])
     assert "cannot identify" in refused(run(binding("b", "fp8"), tpl), "Deployment", "w")[0].message
+
+
+def test_a_roles_own_flag_is_judged_at_its_role_image():
+    """The role runs vllm/vllm-openai:v0.10.2 (its stated image), whose parser rejects bfloat16,
+    whatever engine.version says: its own `--kv-cache-dtype bfloat16` is REJECTED there."""
+    md = deployment("md", version="0.29.0",
+                    roles=[role(image="vllm/vllm-openai:v0.10.2", extra_args=["--kv-cache-dtype", "bfloat16"])])
+    r = run(binding("b", "fp8"), md)
+    (entry_,) = r.roles
+    assert entry_.verdict == "REJECTED" and str(entry_.engine.version) == "0.10.2"
+    assert entry_.engine.source == engine.ROLE_IMAGE
+    md = deployment("md", version="0.29.0", roles=[role(extra_args=["--kv-cache-dtype", "bfloat16"])])
+    (entry_,) = run(binding("b", "bfloat16"), md).roles
+    assert entry_.verdict == "SAME"
