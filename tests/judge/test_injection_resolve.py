@@ -105,3 +105,9 @@ def test_transport_rule():
     assert webhooks.transport_refusal("vllm-ascend", ["tcp", "ascend"]) is None
     assert webhooks.transport_refusal("vllm", ["tcp"]) is None
     assert webhooks.transport_refusal("sglang", ["rdma"]) is None
+
+
+def test_an_ascend_opt_in_says_its_transport_is_not_read():
+    found = [f for f in checks.check(snap(o.binding("b", "fp8"), tpl(manufacturer="ascend"))).findings
+             if f.code == "unchecked" and "transport" in f.message]
+    assert len(found) == 1 and "'CANN'" in found[0].message and "MatchTransport" in found[0].message

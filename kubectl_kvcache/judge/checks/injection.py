@@ -89,6 +89,15 @@ def resolution_findings(optins: list[OptIn], snapshot) -> list[Finding]:
         if (o.existing_pod and o.annotation("injected")) or not o.annotation("engine"):
             # an admitted Pod's spelling was taken; a missing annotation is said below (unchecked)
             refusals = [r for r in refusals if "ParseEngine" not in r.rule]
+        if (not refusals and o.annotation("engine") == "vllm" and o.annotation("manufacturer") == webhooks.ASCEND
+                and binding is not None):
+            # inject/engine.go MatchTransport: vLLM-Ascend's store backend takes only the ascend
+            # transport (CANN); the plugin does not read the KVCacheBackends, so it says so
+            found.append(finding("unchecked", o.obj, f"vLLM-Ascend accepts only the 'ascend' transport (API 'CANN'): "
+                                                     f"whether pool {binding.pool}'s KVCacheBackend offers it is not "
+                                                     f"read (inject/engine.go: MatchTransport)",
+                                 f"check spec.transport.protocol of pool {binding.pool}'s KVCacheBackend: "
+                                 f"kubectl get kvcachepools {binding.pool} -o jsonpath='{{.spec.backends}}'"))
         if not refusals:
             continue
         reasons = "; ".join(f"{r.why} ({r.rule})" for r in refusals)
