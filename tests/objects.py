@@ -80,8 +80,10 @@ def backend(name="mooncake", multi_tenancy=None):
     return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCacheBackend", "metadata": {"name": name}, "spec": spec}
 
 
-def role(name="server", extra_args=None, command=None, env=None, replicas=1):
+def role(name="server", extra_args=None, command=None, env=None, replicas=1, image=None):
     r = {"name": name, "kind": "server", "replicas": replicas}
+    if image is not None:
+        r["image"] = image      # api/worker/v1alpha1 ModelDeploymentRole.Image
     if extra_args is not None:
         r["extraArgs"] = list(extra_args)
     if command is not None:
@@ -96,8 +98,9 @@ def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="tea
     spec = {"engine": {"name": engine}, "roles": roles if roles is not None else [role()]}
     if version is not None:
         spec["engine"]["version"] = version
-    if image:
-        spec["engine"]["image"] = image
+    if image:   # the image every role states (there is no spec.engine.image)
+        for r in spec["roles"]:
+            r.setdefault("image", image)
     if binding_name is not None and kv_cache:
         spec["kvCache"] = {"poolRef": {"name": binding_name}}
     return {"apiVersion": api_version, "kind": "ModelDeployment",

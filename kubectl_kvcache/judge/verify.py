@@ -11,7 +11,6 @@ from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, setting as setting_mod
 from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
-from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import NOT_SERVED
 
@@ -308,8 +307,20 @@ def _deployment_candidate(pod, snapshot):
     role = md.role(role_name) if role_name else None
     if role is None:
         return None     # a router or elastic-EP head Pod: not an engine replica
-    return Candidate(pod, container, owner, role.name, md.engine, md.engine_version, md.binding,
-                     takeover=bool(role.command))
+    # The Pod runs its own image: the role's stated image (model_deployment_render.go,
+    # renderModelDeploymentPodTemplate: a stated image always wins), read from its tag; else the image
+    # synthesized from spec.engine.version (SynthesizeModelDeploymentImage), whose release it is.
+    return Candidate(pod, container, owner, role.name, md.engine, None if role.image else md.engine_version,
+                     md.binding, takeover=bool(role.command))
+
+
+def _role_release(md, role) -> str | None:
+    """The release a role's replicas run, as text: its stated image's (None when unreadable), else
+    spec.engine.version (the synthesized image's; model_deployment_render.go)."""
+    if role.image:
+        found = model.read_image(role.image, model.normalise_engine(md.engine)).release
+        return str(found) if found is not None else None
+    return md.engine_version
 
 
 def _injected_candidate(pod):
@@ -599,7 +610,7 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
     """The Fix for a non-OK item: the first step below that has one."""
     ctx = _fix_context(item, cand, snapshot)
     if item.status == UNKNOWN:
-        return _unknown_fix(cand, ctx)
+        return _release_fix(item, ctx) or _unknown_fix(cand, ctx)
     return (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
             or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
             or _pod_args_fix(item, cand, ctx)
@@ -620,6 +631,16 @@ def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _Fi
 
 def _hint(item: Item, ctx: _FixContext) -> str:
     return _nearest(item, ctx.profile) if ctx.profile else ""
+
+
+def _release_fix(item: Item, ctx: _FixContext) -> Fix | None:
+    """UNKNOWN because the release decides and its image names none (predict.across)."""
+    if item.version_source != model.UNREAD or item.cause is None or item.cause.code != "image":
+        return None
+    where = (f"spec.roles[{ctx.role_index}].image of {ctx.where}" if ctx.role is not None and ctx.role.image
+             else f"the image of {ctx.where}")
+    return Fix(f"pin {where} to a tag that names its release (e.g. vllm/vllm-openai:v0.29.0, "
+               f"lmsysorg/sglang:v0.5.18-cu129): the release decides this dtype and the tag names none")
 
 
 def _unknown_fix(cand: Candidate, ctx: _FixContext) -> Fix:
@@ -746,11 +767,7 @@ def setting_on(snapshot) -> bool:
     Setting's API group) it renders nothing, whatever the Setting's default will be."""
     if _not_served(snapshot):
         return False
-    value = setting_mod.effective_value(snapshot.setting)
-    if value is None:
-        raise PluginError(f"the Setting {api.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
-                          f"which is not a boolean")
-    return value
+    return setting_mod.owned(snapshot.setting)     # unreadable: on, as the operator reads it
 
 
 def verify(snapshot: records.Snapshot, account: bool = True, predictor=None, roles=None) -> Report:
@@ -809,7 +826,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
+                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"

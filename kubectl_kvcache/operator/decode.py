@@ -241,6 +241,8 @@ def deployment_record(obj) -> Deployment:
             command=tuple(as_str_list(role.get("command"), what, path + ".command")),
             extra_args=tuple(as_str_list(role.get("extraArgs"), what, path + ".extraArgs")),
             env=tuple(as_env(role.get("env"), what, path + ".env")),
+            # api/worker/v1alpha1/model_deployment.go ModelDeploymentRole.Image (maxLength 512)
+            image=as_str(role.get("image"), what, path + ".image") or None,
         ))
     kv = spec.get("kvCache")
     binding = None
@@ -262,7 +264,6 @@ def deployment_record(obj) -> Deployment:
         kv_cache=kv is not None,
         roles=tuple(roles),
         status_dtype=as_str(domain.get("dtype"), what, "status.kvCache.domain.dtype"),
-        image=as_str(engine.get("image"), what, "spec.engine.image"),
         labels=dict(as_str_map(meta.get("labels"), what, "metadata.labels")),
         status_roles=_role_statuses(status, what),
     )
@@ -323,7 +324,16 @@ def binding_record(obj) -> Binding:
 def pool_record(obj) -> Pool:
     """spec.backends: the masters it names (the operator admits one; a stored pool may name any number)."""
     what, meta, spec = with_spec(obj, "KVCachePool")
-    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")))
+    status = as_obj(obj.get("status"), what, "status")
+    ledger = None
+    for path, c in as_objects(status.get("conditions"), what, "status.conditions"):
+        if as_str(c.get("type"), what, path + ".type") == "QuotaLedgerAvailable":
+            ledger = (as_str(c.get("status"), what, path + ".status") or "",
+                      as_str(c.get("reason"), what, path + ".reason") or "",
+                      as_str(c.get("message"), what, path + ".message") or "")
+    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")),
+                client_endpoint=as_str(status.get("clientEndpoint"), what, "status.clientEndpoint") or "",
+                ledger=ledger)
 
 
 @_reading('Setting')

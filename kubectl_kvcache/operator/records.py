@@ -58,10 +58,11 @@ def injection_target(annotations: dict[str, str], containers) -> tuple[dict | No
 
 
 class Role(Record):
-    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env")
+    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env", "image")
 
     def __init__(self, name: str, kind: str, replicas: int | None, command: tuple[str, ...],
-                 extra_args: tuple[str, ...], env: tuple[dict, ...]):
+                 extra_args: tuple[str, ...], env: tuple[dict, ...], image: str | None = None):
+        self.image = image      # spec.roles[].image: when set, what the operator runs (a stated image always wins)
         self.name = name
         self.kind = kind
         self.replicas = replicas
@@ -84,12 +85,12 @@ class RoleStatus(Record):
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "image", "labels", "status_roles")
+                 "labels", "status_roles")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
                  binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
-                 image: str | None = None, labels: dict[str, str] | None = None,
+                 labels: dict[str, str] | None = None,
                  status_roles: tuple[RoleStatus, ...] = ()):
         self.namespace = namespace
         self.name = name
@@ -99,7 +100,6 @@ class Deployment(Record):
         self.kv_cache = kv_cache            # spec.kvCache is set
         self.roles = roles
         self.status_dtype = status_dtype
-        self.image = image
         self.labels = {} if labels is None else labels     # for -l on roles/check
         self.status_roles = status_roles
 
@@ -136,13 +136,18 @@ class Binding(Record):
 
 
 class Pool(Record):
-    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends."""
+    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends, and
+    what the injection webhook reads of its status (api/worker/v1alpha1/kv_cache_pool.go:
+    status.clientEndpoint, the QuotaLedgerAvailable condition; pod_kv_cache_resolve.go)."""
 
-    __slots__ = ("name", "backends")
+    __slots__ = ("name", "backends", "client_endpoint", "ledger")
 
-    def __init__(self, name: str, backends: tuple[str, ...]):
+    def __init__(self, name: str, backends: tuple[str, ...], client_endpoint: str = "",
+                 ledger: tuple[str, str, str] | None = None):
         self.name = name
         self.backends = backends
+        self.client_endpoint = client_endpoint    # status.clientEndpoint ('' until published)
+        self.ledger = ledger                      # QuotaLedgerAvailable (status, reason, message); None: absent
 
 
 class Setting(Record):

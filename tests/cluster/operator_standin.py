@@ -344,8 +344,10 @@ class StandInOperator:
         """The engine container the renderer builds for one role, or None when it refuses to render."""
         spec = md.get("spec") or {}
         model = (spec.get("model") or {}).get("name") or md["metadata"]["name"]
-        image = (spec.get("engine") or {}).get("image") or (
-            f"gpustack/runner:cuda12.9-vllm{version}" if engine == "vllm" else f"lmsysorg/sglang:v{version}")
+        # A STATED IMAGE ALWAYS WINS, else the runner image synthesized from the engine and its version
+        # (model_deployment_render.go renderModelDeploymentPodTemplate; model_deployment_image.go
+        # SynthesizeModelDeploymentImage, on an NVIDIA InstanceType observed at CUDA 12.9)
+        image = role.get("image") or f"gpustack/runner:cuda12.9-{engine}{version}"
         env = list(role.get("env") or [])
         if role.get("command"):            # take-over: the role's command alone, nothing added
             return {"name": "main", "image": image, "command": list(role["command"]), "env": env}

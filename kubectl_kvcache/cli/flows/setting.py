@@ -71,7 +71,8 @@ def run_status(client, options: SettingOptions, io) -> int:
     else:
         view.status(record, io.stdout)
     if st.effective_value(record) is None:
-        render.note(io.stderr, f"status.value {record.status_value!r} is not a value the operator accepts")
+        render.note(io.stderr, f"status.value {record.status_value!r} is not a value strconv.ParseBool reads: "
+                               f"{st.UNREADABLE_MEANS}")
         return exitcodes.FINDINGS
     return exitcodes.OK
 
