@@ -236,3 +236,36 @@ if __name__ == "__main__":
         print(json.dumps(_sglang_main(sys.argv[2], json.loads(sys.argv[3]))))
     else:
         sys.exit("usage: engine_lines.py sglang VERSION JSON_ARGV")
+
+
+def vllm_listed_dtypes(version):
+    """Every dtype some attention backend of the release lists in `supported_kv_cache_dtypes`
+    (the base class's default included: vllm/v1/attention/backend.py, or
+    vllm/attention/backends/abstract.py before it; each backend under */attention/backends/),
+    on any platform: a dtype outside it has no backend anywhere and start-up fails in
+    get_attn_backend_cls. None when the release has no such list (older selectors)."""
+    base = root("vllm", version)
+    listed, found = set(), False
+    for sub in ("vllm/attention", "vllm/v1/attention"):
+        for dirpath, _, files in os.walk(os.path.join(base, sub)):
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                    text = f.read()
+                if "supported_kv_cache_dtypes" not in text:
+                    continue
+                for node in ast.walk(ast.parse(text)):
+                    target = getattr(node, "target", None) if isinstance(node, ast.AnnAssign) else (
+                        node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+                    if getattr(target, "id", None) == "supported_kv_cache_dtypes" and node.value is not None:
+                        found = True
+                        listed |= {c.value for c in ast.walk(node.value)
+                                   if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return listed if found else None
+
+
+def vllm_startup_fails(version, dtype):
+    """Whether vLLM `version` fails at backend selection with --kv-cache-dtype `dtype`."""
+    listed = vllm_listed_dtypes(version)
+    return bool(dtype) and dtype != "auto" and listed is not None and dtype not in listed

@@ -1055,7 +1055,7 @@ class Cluster:
         return mapping
 
     # ------------------------------------------------- the operator's stand-in
-    def operator_standin(self, namespaces=None, interval=0.2):
+    def operator_standin(self, namespaces=None, interval=0.2, kubelet=None):
         """A StandInOperator (tests/cluster/operator_standin.py) on this cluster: a small controller
         that plays the GPUStack Operator's dtype behaviour. Not started: use `with` (a thread), or
         call reconcile()/settle() to step it."""
@@ -1066,7 +1066,7 @@ class Cluster:
             mod = importlib.util.module_from_spec(spec)
             sys.modules["kvcache_operator_standin"] = mod
             spec.loader.exec_module(mod)
-        return mod.StandInOperator(self, namespaces, interval)
+        return mod.StandInOperator(self, namespaces, interval, kubelet=kubelet)
 
     # ---------------------------------------------------------------- misc
     def state(self):

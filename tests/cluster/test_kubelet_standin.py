@@ -118,3 +118,50 @@ def test_reader_without_pods_log_is_forbidden_before_the_node(cluster, kubelet, 
     r = cluster.kubectl("logs", "-n", ns, "p", kubeconfig=cluster.reader_kubeconfig)
     assert r.returncode == 1 and "Forbidden" in r.stderr and 'pods/log' in r.stderr
     assert len(kubelet.requests) == before
+
+
+def test_the_operator_standin_places_its_pods_with_the_engines_own_words(cluster, kubelet):
+    # the scene of test_observe_cluster.py, read with kubectl: an SGLang 0.5.12 replica its parser
+    # refuses (`fp8`: exit 2, the parser's own stderr), a vLLM 0.11.2 replica with bfloat16 that no
+    # attention backend of the release lists (exit 1, the selector's error), running replicas with
+    # their start-up line and vLLM's cache_config_info on the Pod IP
+    import objects as o
+    cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                   "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+                   "spec": {"value": "true"}}, with_status=False)
+    ns = cluster.new_namespace("kplace")
+    cluster.apply([o.binding("e4", "fp8_e4m3", ns=ns), o.binding("f8", "fp8", ns=ns),
+                   o.binding("bf", "bfloat16", ns=ns),
+                   o.deployment("sg-run", ns=ns, engine="SGLang", version="0.5.12", binding_name="e4"),
+                   o.deployment("sg-bad", ns=ns, engine="SGLang", version="0.5.12", binding_name="f8"),
+                   o.deployment("vl-bf", ns=ns, version="0.11.2", binding_name="bf"),
+                   o.deployment("vl-run", ns=ns, version="0.18.0", binding_name="f8")], with_status=False)
+    standin = cluster.operator_standin([ns], kubelet=kubelet)
+    for _ in range(6):
+        standin.reconcile()
+    assert not standin.errors, standin.errors
+    pods = {p["metadata"]["labels"]["app.kubernetes.io/instance"]: p
+            for p in cluster.request_ok("GET", f"/api/v1/namespaces/{ns}/pods")["items"]}
+    assert {p["spec"]["nodeName"] for p in pods.values()} == {NODE}
+
+    def logs(name, *extra):
+        return cluster.kubectl("logs", "-n", ns, pods[name]["metadata"]["name"], *extra)
+
+    def last_exit(name):
+        return pods[name]["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"]
+
+    assert "kv_cache_dtype='fp8_e4m3'" in logs("sg-run").stdout
+    assert last_exit("sg-bad") == 2
+    err = logs("sg-bad", "--previous").stdout
+    assert err.startswith("usage: launch_server.py") and err.splitlines()[-1].startswith(
+        "launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'fp8'")
+    tail = logs("sg-bad", "--previous", "--tail=1").stdout
+    assert tail == err.splitlines(keepends=True)[-1]
+    assert last_exit("vl-bf") == 1
+    assert "No valid attention backend found" in logs("vl-bf", "--previous", "--tail=1").stdout
+    assert "'kv_cache_dtype': 'fp8'" in logs("vl-run").stdout
+    ip = pods["vl-run"]["status"]["podIP"]
+    name = pods["vl-run"]["metadata"]["name"]
+    metrics = cluster.kubectl("get", "--raw", f"/api/v1/namespaces/{ns}/pods/{name}:8000/proxy/metrics",
+                              check=True).stdout
+    assert 'cache_dtype="fp8"' in metrics and ip.startswith("198.1")
