@@ -172,9 +172,20 @@ def _prefix(version):
 def vllm_startup_log(version, non_default):
     """The `non-default args:` line (vllm/entrypoints/utils.py), `non_default` the dict of the
     arguments the Pod set (their parsed values), with the release's real line number."""
-    n = _require("vllm", version, "vllm/entrypoints/utils.py", 'logger.info("non-default args: %s"')
-    return (f"{_prefix(version)}INFO {STAMP_VLLM} [utils.py:{n}] non-default args: "
-            f"{non_default!r}\n")
+    needle = 'logger.info("non-default args: %s"'
+    for rel in NON_DEFAULT_FILES:
+        if os.path.exists(os.path.join(root("vllm", version), rel)) and \
+                needle in _source("vllm", version, rel):
+            n = _require("vllm", version, rel, needle)
+            return (f"{_prefix(version)}INFO {STAMP_VLLM} [{os.path.basename(rel)}:{n}] "
+                    f"non-default args: {non_default!r}\n")
+    raise AssertionError(f"vllm=={version}: no {needle!r} in {NON_DEFAULT_FILES}")
+
+
+# where log_non_default_args lives: vllm/entrypoints/utils.py (to 0.2x), then
+# vllm/entrypoints/serve/utils/api_utils.py (0.29.0, through redact_sensitive_args: the Pod's
+# arguments here hold no secret, so the dict prints as it is)
+NON_DEFAULT_FILES = ("vllm/entrypoints/utils.py", "vllm/entrypoints/serve/utils/api_utils.py")
 
 
 def _cache_config_fields(version):
@@ -225,7 +236,16 @@ def startup_log(engine, version, argv, dtype):
     """A running replica's log head for `engine` at `version` launched with `argv`."""
     if engine == "sglang":
         return sglang_startup_log(version, argv)
-    nd = {"model_tag": "m"}
+    # the dict log_non_default_args prints: what differs from the parser's defaults, in the
+    # parser's dest order; typed here for the positional model and the Pod's value flags that
+    # differ from vLLM's defaults (--port 8000 is the default and so absent)
+    nd = {}
+    if argv and not argv[0].startswith("-"):
+        nd["model_tag"] = argv[0]
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag.startswith("--") and "=" not in flag and not value.startswith("--"):
+            if (flag, value) != ("--port", "8000"):
+                nd[flag[2:].replace("-", "_")] = int(value) if value.isdigit() else value
     if dtype:
         nd["kv_cache_dtype"] = dtype
     return vllm_startup_log(version, nd)

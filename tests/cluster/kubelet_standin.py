@@ -26,7 +26,8 @@ What is served (the kubelet's behaviour, from its code):
   line's time, tailLines, timestamps (RFC3339Nano prefix), then limitBytes on the bytes written.
 
 The log text itself is set by the test (or the operator stand-in) per container instance: see
-set_log(); engine_lines.py produces it from the engines' own code.
+set_log(); engine_lines.py produces it from the engines' own code. It keeps its state in memory:
+scripts/demo-cluster runs it in the operator stand-in's process (operator_standin.py --kubelet).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import ipaddress
 import os
 import socket
 import ssl
-import sys
 import threading
 import time
 import urllib.parse
@@ -419,16 +419,3 @@ def _metrics_handler(holder):
             self.wfile.write(body)
 
     return Handler
-
-
-def main(argv=None):
-    """`python kubelet_standin.py --state-dir DIR`: serve the demo cluster in DIR until
-    SIGTERM/SIGINT (the logs and metrics come from the operator stand-in in the same process:
-    scripts/demo-cluster runs both through operator_standin.py --kubelet)."""
-    print("use operator_standin.py --kubelet", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-

@@ -560,6 +560,9 @@ def main(argv=None):
         import kubelet_standin
         kubelet = kubelet_standin.KubeletStandIn(cluster).start()
     standin = StandInOperator(cluster, interval=args.interval, kubelet=kubelet)
+    if kubelet is not None:
+        print(f"kubelet stand-in: Node {kubelet.node} at 127.0.0.1:{kubelet.port} (not a kubelet)",
+              file=sys.stderr, flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -570,6 +573,8 @@ def main(argv=None):
             changes = standin.reconcile()
             if changes:
                 print(f"operator stand-in: pass {standin.passes}: {changes} changes", file=sys.stderr, flush=True)
+            while standin.errors:
+                print(f"operator stand-in: {standin.errors.pop(0)}", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001 - a controller keeps going; the log says why
             print(f"operator stand-in: pass {standin.passes} failed: {exc!r}", file=sys.stderr, flush=True)
         stop.wait(args.interval)

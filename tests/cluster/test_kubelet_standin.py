@@ -76,7 +76,7 @@ def test_previous_without_a_terminated_instance_is_the_kubelets_400(cluster, kub
     r = cluster.kubectl("logs", "-n", ns, "fresh", "--previous")
     assert r.returncode == 1
     assert r.stderr.strip() == ('Error from server (BadRequest): previous terminated container '
-                                f'"engine" in pod "fresh" not found')
+                                '"engine" in pod "fresh" not found')
 
 
 def test_a_waiting_container_is_the_kubelets_400(cluster, kubelet, ns):
