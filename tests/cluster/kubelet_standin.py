@@ -106,6 +106,10 @@ class KubeletStandIn:
             srv.shutdown()
             srv.server_close()
         if self._egress is not None:
+            try:
+                self._egress.shutdown(socket.SHUT_RDWR)     # wakes the accept() below (Linux)
+            except OSError:
+                pass
             self._egress.close()
             try:
                 os.unlink(self.cluster.egress_socket)
@@ -122,7 +126,9 @@ class KubeletStandIn:
 
     def _serve(self, srv):
         self._servers.append(srv)
-        t = threading.Thread(target=srv.serve_forever, name="kubelet-standin", daemon=True)
+        # a short poll: stop() shuts every server down in turn (one per Pod endpoint)
+        t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
+                             name="kubelet-standin", daemon=True)
         t.start()
         self._threads.append(t)
 
