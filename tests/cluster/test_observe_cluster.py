@@ -68,7 +68,9 @@ def test_observed_dtypes_and_crash_causes_in_json(cluster, scene):
     assert set(by) == {"sg-run", "sg-bad", "vl-bf", "vl-run"}, err
     sg = by["sg-run"]["observed"]
     assert sg["dtype"] == "fp8_e4m3" and sg["source"] == "log"
-    assert "kv_cache_dtype='fp8_e4m3'" in sg["line"] and len(sg["line"]) <= 300
+    # the server_args line is 11 KB long (ServerArgs of 0.5.12): the 300 characters shown must
+    # hold the value read
+    assert "fp8_e4m3" in sg["line"] and len(sg["line"]) <= 300
     vl = by["vl-run"]["observed"]
     assert vl["dtype"] == "fp8" and vl["source"] in ("log", "metrics")
     assert 'cache_dtype="fp8"' in vl["line"] or "'kv_cache_dtype': 'fp8'" in vl["line"]
@@ -99,13 +101,30 @@ def test_without_observe_nothing_is_read_from_the_node(cluster, kubelet, scene):
     assert all(not i.get("observed") for i in json.loads(out)["items"])
 
 
-def test_wait_ends_at_once_on_a_start_up_failure(cluster, scene):
+@pytest.fixture(scope="module")
+def startup_failure(cluster, kubelet):
+    """A namespace whose only replica fails after the parse: vLLM 0.11.2 accepts
+    `--kv-cache-dtype bfloat16` (its CacheDType) but no attention backend of the release lists it,
+    so the engine exits 1 at backend selection; today's prediction calls it OK."""
+    ns = cluster.new_namespace("observe-startup")
+    cluster.apply([o.binding("bf", "bfloat16", ns=ns),
+                   o.deployment("vl-bf", ns=ns, version="0.11.2", binding_name="bf")], with_status=False)
+    standin = cluster.operator_standin([ns], kubelet=kubelet)
+    for _ in range(4):
+        standin.reconcile()
+    assert not standin.errors, standin.errors
+    return ns
+
+
+def test_wait_ends_at_once_on_a_start_up_failure(cluster, startup_failure):
+    # without the engine's word, --wait waits for a crash-looping replica whose exit code is 1
+    # until --timeout; with it, the start-up failure ends the wait at once (exit 1), in its words
     t0 = time.monotonic()
-    code, out, err = plugin(cluster, "verify", "-n", scene, "--observe", "--wait", "--timeout=90s",
-                            timeout=150)
+    code, out, err = plugin(cluster, "verify", "-n", startup_failure, "--observe", "--wait",
+                            "--timeout=60s", timeout=120)
     took = time.monotonic() - t0
-    assert code == 1 and took < 45, (took, out, err)
-    assert "No valid attention backend found" in out + err or "invalid choice" in out + err
+    assert code == 1 and took < 30, (took, out, err)
+    assert "No valid attention backend found" in out + err
 
 
 def test_a_user_without_pods_log_gets_one_note_and_the_prediction(cluster, scene):
