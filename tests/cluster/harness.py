@@ -20,6 +20,7 @@ uses it too.
 import atexit
 import base64
 import ctypes
+import hashlib
 import importlib.util
 import itertools
 import json
@@ -697,8 +698,14 @@ class Cluster:
     @property
     def egress_socket(self):
         """The Unix socket of the "cluster" egress (HTTP CONNECT): kubelet_standin.py listens
-        here; with nothing listening, pods/log and pods/proxy fail as with an unreachable node."""
-        return self._p("egress.sock")
+        here; with nothing listening, pods/log and pods/proxy fail as with an unreachable node.
+        A Unix socket's path holds at most 107 bytes: a deep workdir gets one in the temp folder,
+        named after it (so attach() finds the same)."""
+        path = self._p("egress.sock")
+        if len(path.encode()) <= 100:
+            return path
+        digest = hashlib.sha256(self.workdir.encode()).hexdigest()[:16]
+        return os.path.join(tempfile.gettempdir(), f"kvcache-egress-{digest}.sock")
 
     def egress_selector_config(self):
         """Write the EgressSelectorConfiguration (apiserver.k8s.io/v1beta1) and return its path.

@@ -578,6 +578,8 @@ def main(argv=None):
         except Exception as exc:  # noqa: BLE001 - a controller keeps going; the log says why
             print(f"operator stand-in: pass {standin.passes} failed: {exc!r}", file=sys.stderr, flush=True)
         stop.wait(args.interval)
+    if kubelet is not None:
+        kubelet.stop()                  # removes the egress socket (it may sit in the temp folder)
     return 0
 
 
