@@ -1,6 +1,6 @@
 """What an engine container writes, per release, for the kubelet stand-in to serve: start-up log
 lines, crash output and vLLM's /metrics text, produced by the engines' own code from the cached
-wheels (~/.cache/kubectl-kvcache/engines, as the conformance tier reads them) where that code runs
+wheels (tests/conformance/wheels.py's cache, as the conformance tier reads them) where that code runs
 here, else a typed fallback that cites the upstream file and format it follows and checks, in the
 wheel, that the format is really there (so a release that changed it fails loudly, not silently).
 
@@ -39,8 +39,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
-ENGINES = os.path.join(os.path.expanduser(os.environ.get("KVCACHE_CACHE", "~/.cache/kubectl-kvcache")),
-                       "engines")
 STAMP_SGLANG = "2026-01-01 00:00:00"       # configure_logger's datefmt %Y-%m-%d %H:%M:%S
 STAMP_VLLM = "01-01 00:00:00"              # vllm/logger.py _DATE_FORMAT %m-%d %H:%M:%S
 
@@ -49,11 +47,26 @@ class Unavailable(RuntimeError):
     """The release is not in the engine cache (scripts/engine-wheels ENGINE==VERSION)."""
 
 
+# tests download a release that is not cached yet (wheels.ensure: pip download, .py files kept);
+# the demo does not (a vLLM wheel is hundreds of MB): it serves no log and says so
+download = True
+
+
 def root(engine, version):
-    d = os.path.join(ENGINES, f"{engine}-{version}")
-    if not os.path.isdir(os.path.join(d, engine)):
-        raise Unavailable(f"{engine}=={version} is not in {ENGINES} (scripts/engine-wheels)")
-    return d
+    """The release's cached .py files (tests/conformance/wheels.py's cache)."""
+    if CONFORMANCE not in sys.path:
+        sys.path.insert(0, CONFORMANCE)
+    import wheels
+    hit = wheels.cached(engine, version)
+    if hit:
+        return hit
+    if not download:
+        raise Unavailable(f"{engine}=={version} is not in the engine cache: scripts/engine-wheels "
+                          f"{engine}=={version}")
+    try:
+        return wheels.ensure(engine, version)
+    except RuntimeError as e:
+        raise Unavailable(f"{engine}=={version}: {e}") from None
 
 
 def _source(engine, version, rel):
@@ -74,6 +87,7 @@ def _require(engine, version, rel, needle):
 
 @functools.lru_cache(maxsize=None)
 def _sglang(version, argv):
+    root("sglang", version)                 # cached (or fetched) here, where `download` is decided
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "sglang", version, json.dumps(list(argv))],
                        capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONWARNINGS="ignore"))

@@ -557,7 +557,9 @@ def main(argv=None):
     cluster = harness.Cluster.attach(args.state_dir)
     kubelet = None
     if args.kubelet:
+        import engine_lines
         import kubelet_standin
+        engine_lines.download = False   # the demo serves no log for a release not cached (said in its log)
         kubelet = kubelet_standin.KubeletStandIn(cluster).start()
     standin = StandInOperator(cluster, interval=args.interval, kubelet=kubelet)
     if kubelet is not None:
