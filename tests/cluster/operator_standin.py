@@ -33,6 +33,10 @@ Each pass (`reconcile()`), for the objects in its namespaces:
   status.roles and the Available condition as the operator reports them;
 - Pods: status written as a kubelet would: an engine container the plugin's engine model says
   REJECTS its argv last exited with code 2 and waits in CrashLoopBackOff; the rest run ready.
+  With a kubelet stand-in (kubelet=, or --kubelet), Pods go on its Node with a Pod IP, and what
+  the engine writes is served there (serve_engine): the parser's stderr as the previous log of a
+  rejected argv, exit 1 and the backend selector's error for a vLLM dtype no attention backend of
+  the release lists, the start-up line (and vLLM's /metrics) of a running one;
   A Pod whose ModelDeployment is gone is deleted (the garbage collector's part).
 
 Not played: the injection webhook (a controller cannot mutate a Pod at creation), quotas, routers.
@@ -52,7 +56,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-for _path in (ROOT, os.path.join(ROOT, "tests")):      # the plugin, and tests/objects.py's status builder
+for _path in (ROOT, os.path.join(ROOT, "tests"), os.path.dirname(os.path.abspath(__file__))):      # the plugin, and tests/objects.py's status builder
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
@@ -87,8 +91,9 @@ def engine_of(md):
 class StandInOperator:
     """The stand-in controller (see the module docstring). `namespaces` None: all of them."""
 
-    def __init__(self, cluster, namespaces=None, interval=0.2):
+    def __init__(self, cluster, namespaces=None, interval=0.2, kubelet=None):
         self.cluster = cluster
+        self.kubelet = kubelet              # a kubelet_standin.KubeletStandIn: Pods go on its Node
         self.namespaces = None if namespaces is None else set(namespaces)
         self.interval = interval
         self.errors = []
@@ -380,9 +385,17 @@ class StandInOperator:
                                                  "name": meta["name"], "uid": meta["uid"], "controller": True,
                                                  "blockOwnerDeletion": True}]},
                "spec": {"containers": [container]}}
+        if self.kubelet is not None:
+            pod["spec"]["nodeName"] = self.kubelet.node
         _, created = self.ok("POST", f"/api/v1/namespaces/{ns}/pods", pod)
-        self.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{created['metadata']['name']}/status",
-                {"status": kubelet_status(container, engine, version)}, MERGE)
+        name = created["metadata"]["name"]
+        status = kubelet_status(container, engine, version)
+        if self.kubelet is not None:
+            try:
+                status = serve_engine(self.kubelet, ns, name, container, engine, version, status)
+            except Exception as e:  # noqa: BLE001 - a release without cached code: no log, said here
+                self.errors.append(f"kubelet stand-in, pod {ns}/{name}: {e}")
+        self.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": status}, MERGE)
 
     def _delete(self, pod):
         # gracePeriodSeconds 0: there is no kubelet to confirm a graceful stop of a Pod bound to a node
@@ -403,6 +416,61 @@ def kubelet_status(container, engine, version):
                   lastState={"terminated": {"exitCode": 2, "reason": "Error", "startedAt": NOW, "finishedAt": NOW}})
     return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if cs["ready"] else "False"}],
             "containerStatuses": [cs]}
+
+
+def _engine_argv(container, engine):
+    """The engine's own arguments in the container's command (after `vllm serve` /
+    `python3 -m sglang.launch_server`)."""
+    cmd = list(container.get("command") or []) + list(container.get("args") or [])
+    if engine == "vllm":
+        return cmd[2:] if cmd[:2] == ["vllm", "serve"] else cmd
+    return cmd[3:] if cmd[1:3] == ["-m", "sglang.launch_server"] else cmd
+
+
+def _dtype(argv):
+    value = None
+    for i, a in enumerate(argv):
+        if a == "--kv-cache-dtype" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith("--kv-cache-dtype="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def serve_engine(kubelet, ns, name, container, engine, version, status):
+    """Give the Pod an IP on the kubelet stand-in's Node and what its engine writes there (from
+    engine_lines.py, the release's own code or format): a rejected argv exits 2 with the parser's
+    stderr as the previous instance's log; a vLLM dtype no attention backend of the release lists
+    exits 1 with get_attn_backend_cls's error; a running engine logs its start-up line and, for
+    vLLM, serves vllm:cache_config_info on the Pod IP at its --port."""
+    import engine_lines
+    cs = status["containerStatuses"][0]
+    argv = _engine_argv(container, engine)
+    dtype = _dtype(argv)
+    ip = kubelet.next_ip()
+    status = dict(status, podIP=ip, podIPs=[{"ip": ip}], hostIP="127.0.0.1")
+    if cs.get("lastState"):                         # rejected by the parser (kubelet_status)
+        cs["lastState"]["terminated"]["containerID"] = f"containerd://{name}-0"
+        if engine == "sglang":
+            text, _code = engine_lines.sglang_rejection(version, argv)
+        else:
+            text, _code = engine_lines.vllm_rejection(version, dtype or "")
+        kubelet.set_log(ns, name, cs["name"], "", previous=text)
+        return status
+    if engine == "vllm" and engine_lines.vllm_startup_fails(version, dtype):
+        cs.update(ready=False, started=False, restartCount=3,
+                  state={"waiting": {"reason": "CrashLoopBackOff",
+                                     "message": f"back-off restarting failed container {cs['name']}"}},
+                  lastState={"terminated": {"exitCode": 1, "reason": "Error", "startedAt": NOW,
+                                            "finishedAt": NOW, "containerID": f"containerd://{name}-0"}})
+        status["conditions"] = [{"type": "Ready", "status": "False"}]
+        kubelet.set_log(ns, name, cs["name"], "", previous=engine_lines.vllm_backend_failure(version, dtype))
+        return status
+    kubelet.set_log(ns, name, cs["name"], engine_lines.startup_log(engine, version, argv, dtype))
+    if engine == "vllm":
+        port = argv[argv.index("--port") + 1] if "--port" in argv[:-1] else "8000"
+        kubelet.set_metrics(ip, int(port), engine_lines.vllm_metrics(version, dtype or "auto"))
+    return status
 
 
 def _served_by(pool) -> str | None:
@@ -481,11 +549,24 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="Run the operator stand-in against a harness cluster.")
     ap.add_argument("--state-dir", required=True, help="the harness state directory (scripts/demo-cluster's)")
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    ap.add_argument("--kubelet", action="store_true",
+                    help="also serve Node kvcache-node's kubelet (kubelet_standin.py): Pods go there, "
+                         "with logs and /metrics from engine_lines.py")
     args = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import harness
 
-    standin = StandInOperator(harness.Cluster.attach(args.state_dir), interval=args.interval)
+    cluster = harness.Cluster.attach(args.state_dir)
+    kubelet = None
+    if args.kubelet:
+        import engine_lines
+        import kubelet_standin
+        engine_lines.download = False   # the demo serves no log for a release not cached (said in its log)
+        kubelet = kubelet_standin.KubeletStandIn(cluster).start()
+    standin = StandInOperator(cluster, interval=args.interval, kubelet=kubelet)
+    if kubelet is not None:
+        print(f"kubelet stand-in: Node {kubelet.node} at 127.0.0.1:{kubelet.port} (not a kubelet)",
+              file=sys.stderr, flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -496,9 +577,13 @@ def main(argv=None):
             changes = standin.reconcile()
             if changes:
                 print(f"operator stand-in: pass {standin.passes}: {changes} changes", file=sys.stderr, flush=True)
+            while standin.errors:
+                print(f"operator stand-in: {standin.errors.pop(0)}", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001 - a controller keeps going; the log says why
             print(f"operator stand-in: pass {standin.passes} failed: {exc!r}", file=sys.stderr, flush=True)
         stop.wait(args.interval)
+    if kubelet is not None:
+        kubelet.stop()                  # removes the egress socket (it may sit in the temp folder)
     return 0
 
 

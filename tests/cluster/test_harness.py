@@ -1,6 +1,7 @@
 """Tests of the real-API-server harness itself (tests/cluster/harness.py)."""
 
 import json
+import time
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 # Tests that use the cluster/bare_cluster/cluster_binaries fixtures are marked
@@ -294,8 +295,17 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
         assert items["Pod"]["status"]["phase"] == "Running"
         st = run("status")
         assert st.returncode == 0 and st.stdout.strip() == line, st.stderr
-        assert "operator: stand-in controller, pid" in st.stderr      # the operator stand-in runs beside it
-        standin = int(st.stderr.split("stand-in controller, pid ", 1)[1].split()[0])
+        assert "operator: stand-in controller and kubelet, pid" in st.stderr   # the stand-ins run beside it
+        standin = int(st.stderr.split("stand-in controller and kubelet, pid ", 1)[1].split()[0])
+        node = None
+        for _ in range(100):                # the stand-in kubelet registers Node kvcache-node
+            got = subprocess.run([os.path.join(cluster_binaries, "kubectl"), "get", "node", "kvcache-node",
+                                  "-o", "json"], env=kenv, capture_output=True, text=True)
+            node = json.loads(got.stdout) if got.returncode == 0 else None
+            if node and (node.get("status") or {}).get("daemonEndpoints"):
+                break
+            time.sleep(0.1)
+        assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
         again = run("up")  # idempotent
         assert again.returncode == 0 and again.stdout.strip() == line
     finally:
