@@ -54,6 +54,8 @@ _SECRET_FLAG = re.compile(r"(?i)(--(?:api-key|[a-z-]*token|[a-z-]*secret|[a-z-]*
 _USAGE = re.compile(r"^usage: ")
 _ARGPARSE_ERROR = re.compile(r"^[\w.\-/ ]{1,80}: error: (.+)$")
 # start-up failures named even where no traceback's last line made it into the tail
+_ARGPARSE_MESSAGES = ("argument ", "unrecognized arguments: ", "the following arguments are required: ",
+                      "one of the arguments ", "ambiguous option: ", "expected one argument", "invalid choice: ")
 _STARTUP_MARKERS = ("No valid attention backend found", "invalid tool call parser", "validation error for")
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit)\b(?::\s.*)?$")
 REJECTED, STARTUP = "rejected", "startup"
@@ -154,10 +156,11 @@ def exit_cause(text: str) -> ExitCause | None:
     for line in lines:
         if _USAGE.match(line):
             usage = True
-        elif usage:
-            m = _ARGPARSE_ERROR.match(line)
-            if m:
-                rejected = line
+            continue
+        m = _ARGPARSE_ERROR.match(line)
+        # argparse's own messages (Lib/argparse.py); its usage may be cut off a bounded tail
+        if m and (usage or m.group(1).startswith(_ARGPARSE_MESSAGES)):
+            rejected = line
     if rejected is not None:
         return ExitCause(REJECTED, redact(rejected))
     for line in reversed(lines):       # a traceback ends with the exception that killed the process

@@ -11,7 +11,8 @@ either).
 from __future__ import annotations
 
 from kubectl_kvcache import engine
-from kubectl_kvcache.judge.verify import CRASH_LOOP, NO_POD, Item
+from kubectl_kvcache.judge import fixes
+from kubectl_kvcache.judge.verify import CRASH_LOOP, NO_POD, REJECTED, Item
 
 DEFAULT_PORT = {"vllm": 8000}       # vLLM's --port default (vllm/entrypoints/openai/cli_args.py)
 
@@ -65,6 +66,7 @@ def apply(items, read) -> None:
             continue
         if got.previous is not None and crashed(item):
             item.exit_cause = engine.exit_cause(got.previous)
+            dtype_failure(item)
         seen = None
         if got.metrics is not None:
             seen = engine.observe_words(item.engine or "", got.metrics, source="metrics")
@@ -72,6 +74,26 @@ def apply(items, read) -> None:
             seen = engine.observe_words(item.engine or "", got.log)
         if seen is not None or item.observed is None:
             item.observed = seen if seen is not None else item.observed
+
+
+_DTYPE_WORDS = ("kv_cache_dtype", "kv-cache-dtype", "kv cache dtype", "cache_dtype")
+
+
+def dtype_failure(item: Item) -> None:
+    """A start-up failure whose line names the KV-cache dtype (vLLM's "No valid attention backend
+    found ... kv_cache_dtype not supported", a CacheConfig validation error) is the engine refusing
+    the dtype after its parse: REJECTED, whatever the parse predicted. Any other start-up failure
+    leaves the dtype's verdict alone (the replica still fails: judge/verify.severity)."""
+    cause = item.exit_cause
+    if cause is None or cause.kind != "startup" or item.status == REJECTED:
+        return
+    if any(w in cause.line.lower() for w in _DTYPE_WORDS):
+        item.status = REJECTED
+        item.reason = f"the engine exits at start-up after its parse, on the KV-cache dtype: {cause.line}"
+        if item.binding and item.expected and item.effective == item.expected and not item.takeover:
+            item.fix = f"the Binding's dtype {item.expected!r} does not start on this release: " + \
+                fixes.recover_fix(item.namespace, item.binding)
+            item.recover = True
 
 
 def unread(items, read) -> list[Item]:

@@ -16,8 +16,8 @@ from kubectl_kvcache.errors import Forbidden, PluginError
 from kubectl_kvcache.record import Record
 
 HEAD_BYTES = 64 << 10       # the start-up log head: the engines write their arguments and config early
-TAIL_LINES = 80             # a crashed container's last lines: its traceback or argparse's error
-TAIL_BYTES = 16 << 10
+TAIL_LINES = 40             # a crashed container's last lines: its traceback or argparse's error (the
+TAIL_BYTES = 64 << 10       # kubelet cuts limitBytes from the start of the tail: room for the last line)
 METRICS_BYTES = 1 << 20     # a vLLM /metrics page is some 100 KiB
 WORKERS = 8                 # requests at a time (client-go's default QPS is 5, burst 10)
 READ_TIMEOUT = 10.0         # seconds, one request

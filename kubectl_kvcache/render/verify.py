@@ -57,16 +57,15 @@ def _cause(item):
 
 
 def _observed(item):
-    """OBSERVED: the dtype the engine reports (`=` the prediction holds, `!` it differs), SGLang's
-    torch dtype beside it; `-` when not read (no --observe, not running, nothing found)."""
+    """OBSERVED: the dtype the engine reports, SGLang's torch dtype beside it; `-` when not read (no
+    --observe, not running, nothing found). Held against EFFECTIVE in describe and the exit code."""
     seen = item.observed
     if seen is None:
         return "-"
     text = seen.dtype if seen.dtype is not None else seen.resolved
     if seen.dtype is not None and seen.resolved:
         text += f"({seen.resolved.removeprefix('torch.')})"
-    agrees = item.observed_agrees
-    return text + ("" if agrees is None else ("=" if agrees else "!"))
+    return text
 
 
 def _observed_long(item):
@@ -370,8 +369,7 @@ def observation_notes(read, err):
     """What could not be read of the engines' own word, once per kind (the prediction stands)."""
     from kubectl_kvcache.render.core import note
 
-    for kind in sorted(read.denied):
-        what = "pods/proxy (vLLM's /metrics)" if kind == "metrics" else "pods/log"
+    for what in sorted({"pods/proxy (vLLM's /metrics)" if kind == "metrics" else "pods/log" for kind in read.denied}):
         note(err, f"not allowed to get {what}: the engines' own reports are not read; the prediction stands")
     for kind, (count, first) in sorted(read.failed.items()):
         note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed (first: {first})")

@@ -93,7 +93,7 @@ def test_the_engine_confirms_or_contradicts_the_prediction(fake_server):
 def test_wide_shows_observed_and_describe_the_engines_line(fake_server):
     cluster = Cluster([running("md-server-0", "fp8")], logs={"md-server-0": NON_DEFAULT % "fp8"})
     code, out, _, _ = run(fake_server, cluster, "verify", "--observe", "-o", "wide")
-    assert code == 0 and "OBSERVED" in out.splitlines()[0] and " fp8= " in out
+    assert code == 0 and "OBSERVED" in out.splitlines()[0] and " fp8 " in out.splitlines()[1]
     code, out, _, _ = run(fake_server, cluster, "verify", "--observe", "-o", "describe")
     assert "the engine confirms the prediction" in out and "kv_cache_dtype': 'fp8'" in out and SECRET not in out
 

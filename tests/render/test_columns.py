@@ -54,13 +54,13 @@ def words(value):
 # -- what each command's columns hold, from its -o json -------------------------------------------
 
 def _observed(seen):
-    """OBSERVED from -o json's `observed`: the dtype (its torch dtype), = or ! for agreement; - unread."""
+    """OBSERVED from -o json's `observed`: the dtype (its torch dtype); - unread."""
     if seen is None:
         return "-"
     text = seen["dtype"] or seen["resolved"]
     if seen["dtype"] and seen["resolved"]:
         text += f"({seen['resolved'].removeprefix('torch.')})"
-    return text + {True: "=", False: "!", None: ""}[seen["agrees"]]
+    return text
 
 
 def verify_rows(data, wide):
