@@ -140,9 +140,6 @@ def options(ns) -> VerifyOptions:
     if ns.watch and ns.output not in formats.streaming(NAME):
         raise PluginError(f"--watch prints table rows: use -o {' or -o '.join(formats.streaming(NAME))} "
                           f"(--wait -o {ns.output} prints the final report)")
-    if ns.observe and ns.filename:
-        raise PluginError("--observe reads the engines' logs from a live cluster: it cannot be used with "
-                          "-f/--filename")
     if ns.timeout is not None and not (ns.watch or ns.wait):
         raise PluginError("--timeout needs --wait or --watch")
     timeout = parse_duration(ns.timeout if ns.timeout is not None else

@@ -75,6 +75,9 @@ def run(options: VerifyOptions, io) -> int:
     report = judged(options, snapshot)
     if snapshot.source == "cluster":
         listen(options, report.items, io.stderr)
+    elif options.observe:
+        render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
+                               "(OBSERVED stays -)")
     code = exit_code(options, report)
     code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods else code
     render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
