@@ -107,6 +107,12 @@ class Item(Record):
         return seen == self.effective
 
     @property
+    def rolling(self) -> bool:
+        """An OK replica of an accounted deployment that is not done yet: an older render the
+        rollout still replaces, Pending, not ready, terminating, or crash-looping."""
+        return self.status == OK and self.owner is not None and self.state is not None and self.progress != DONE
+
+    @property
     def startup_failed(self) -> bool:
         """Its engine died after the parse (the previous container's log names the error)."""
         return self.exit_cause is not None and self.exit_cause.kind == "startup"
@@ -243,6 +249,8 @@ def severity(item: Item, fail_on=()) -> str | None:
         return item.policy.now
     if item.status == OK and (item.observed_agrees is False or item.startup_failed):
         return "error"          # the engine says otherwise than the prediction: never green
+    if item.status == OK and not fail_on and item.rolling:
+        return "error"          # OK as rendered, but its deployment still rolls it: not done, never green
     if item.status == OK:       # the words are check's SEVERITIES (judge.checks imports this module)
         return None
     return "error" if item.status in (fail_on or STATUSES) else "warning"

@@ -222,6 +222,8 @@ def record(ref, out):
 def finished(total, backups, ref, namespace, name, out):
     line(out, f"Recovery finished: {total} steps done. Backups: {escape(backups)} and {escape(ref)} (kubectl get "
               f"configmap {escape(name)} -n {escape(namespace)} -o yaml; delete it once they are no longer needed)")
+    line(out, f"next: kubectl kvcache verify -n {escape(namespace)} --wait   (the recreated deployments' replicas "
+              f"still roll: it ends when every one runs the new Binding's dtype)")
 
 
 def already_finished(record, out):

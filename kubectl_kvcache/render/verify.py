@@ -135,6 +135,9 @@ VIEW = View(
 def summary(report):
     counts = report.summary()
     parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]]
+    rolling = sum(1 for i in report.items if i.rolling)
+    if rolling:     # OK as rendered, not done: never a green summary in the middle of a rollout
+        parts[0 if counts[OK] else len(parts)] += f" ({rolling} of them still rolling)"
     pods = counts["total"] - counts[NO_POD]
     head = f"{pods} {'pod' if pods == 1 else 'pods'}"
     if counts[NO_POD]:
@@ -190,6 +193,9 @@ def next_step(report, scope):
     with their fixes, on the same scope and input."""
     bad = [i for i in report.items if i.status != OK]
     if not bad:
+        if any(i.rolling for i in report.items):
+            return f"next: kubectl kvcache verify {' '.join(_scope_args(scope) + ['--wait'])}   " \
+                   f"(follows the rollout until every replica is done)"
         return None
     recover = sorted({(i.namespace, i.binding) for i in bad if i.recover})
     if len(recover) == 1 and not scope.files:      # recovery acts on the cluster, not on saved files
