@@ -279,6 +279,15 @@ def wait_unbound(unbound, err):
                   f"existing one")
 
 
+def wait_held(held, err):
+    """Followed deployments whose rollout the operator holds (judge/holds.py): waiting does not end
+    a hold, its cause has to, so the wait ends at once and names what holds it."""
+    for h in held:
+        line(err, f"ModelDeployment {h.namespace}/{h.deployment}: {h.text}")
+        if h.message:
+            line(err, f"  the operator says: {h.message}")
+
+
 def wait_rejected(items, err):
     for item in items:
         line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
