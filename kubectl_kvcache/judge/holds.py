@@ -132,3 +132,29 @@ def created_during_hold(item, unresolved_now: bool) -> bool:
     """A replica the operator rendered while the connection did not resolve: no connector, so no
     dtype at all (a Pod, not a NO-POD row, whose argv has no --kv-cache-dtype: verify's MISSING)."""
     return unresolved_now and item.pod is not None and item.status == "MISSING"
+
+
+def serving(obj) -> tuple[bool, str]:
+    """Whether a ModelDeployment object serves, as the operator writes it (model_deployment.go,
+    ModelDeploymentStatus): status.phase Ready ("every role's ready count equals its desired count")
+    and, where written, ReplicasUpToDate not False and not for an older generation. There is no
+    Available condition and no status.observedGeneration in its status type. With the words that
+    say what it reads."""
+    status = obj.get("status") if isinstance(obj, dict) else None
+    status = status if isinstance(status, dict) else {}
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    generation = meta.get("generation") if isinstance(meta, dict) else None
+    phase = status.get("phase") if isinstance(status.get("phase"), str) else ""
+    rollout = next((c for c in status.get("conditions") or () if isinstance(c, dict)
+                    and c.get("type") == "ReplicasUpToDate"), None)
+    said = f"phase {phase or 'not written yet'}"
+    if rollout is not None:
+        said += f", ReplicasUpToDate={rollout.get('status')} ({rollout.get('reason')})"
+    if phase != "Ready":
+        return False, said
+    if rollout is not None:
+        observed = rollout.get("observedGeneration")
+        if rollout.get("status") == "False" or (observed is not None and generation is not None
+                                                and observed != generation):
+            return False, said
+    return True, said

@@ -583,10 +583,16 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
     ctx = _fix_context(item, cand, snapshot)
     if item.status == UNKNOWN:
         return _unknown_fix(cand, ctx)
-    return (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
-            or _held_fix(item, cand, ctx) or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
-            or _pod_args_fix(item, cand, ctx)
-            or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+    fix = (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
+           or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
+           or _pod_args_fix(item, cand, ctx)
+           or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+    held = None if cand.takeover else _held_fix(item, cand, ctx)
+    if held is None:
+        return fix
+    if fix.text.startswith("nothing to change"):    # the next reconcile does not roll a held replica
+        return held
+    return Fix(f"{fix.text}; {held.text}", fix.recover)
 
 
 def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _FixContext:

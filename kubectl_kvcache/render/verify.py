@@ -127,6 +127,8 @@ def deployment_line(d) -> str:
     terminating = sum(r.terminating for r in d.roles)
     if terminating:
         text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
+    if d.hold is not None:
+        text += f"; {d.hold.text}"
     return text
 
 

@@ -87,11 +87,11 @@ class Operator(threading.Thread):
             if name in self.hold or available(m):
                 continue
             gen = m["metadata"]["generation"]
+            # what the operator writes once every role is ready (model_deployment.go: phase Ready,
+            # ReplicasUpToDate True): objects.md_status
             self.req("PATCH", f"{API}/namespaces/{self.ns}/modeldeployments/{name}/status",
-                     {"status": {"observedGeneration": gen, "conditions": [
-                         {"type": "Available", "status": "True", "observedGeneration": gen,
-                          "reason": "MinimumReplicasAvailable", "message": "every role has its minimum replicas ready",
-                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, MERGE)
+                     {"status": objects.md_status(m, objects.rollout_condition("UpToDate", generation=gen))["status"]},
+                     MERGE)
             self.events.append((time.monotonic(), "available", name))
         for b in self.req("GET", f"{API}/namespaces/{self.ns}/kvcachepoolbindings")[1]["items"]:
             meta, name = b["metadata"], b["metadata"]["name"]
@@ -119,8 +119,10 @@ class Operator(threading.Thread):
 
 def available(md):
     gen = md["metadata"].get("generation")
-    return any(c.get("type") == "Available" and c.get("status") == "True" and c.get("observedGeneration") == gen
-               for c in (md.get("status") or {}).get("conditions") or ())
+    status = md.get("status") or {}
+    return status.get("phase") == "Ready" and any(
+        c.get("type") == "ReplicasUpToDate" and c.get("status") == "True" and c.get("observedGeneration") == gen
+        for c in status.get("conditions") or ())
 
 
 # -- the scene --------------------------------------------------------------------------------
