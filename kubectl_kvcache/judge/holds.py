@@ -46,7 +46,8 @@ class Hold(Record):
     @property
     def text(self) -> str:
         """One line: what holds it, why, and what unblocks it."""
-        by = f"KVCachePoolBinding {self.binding}" if self.binding else "its KV cache connection"
+        by = ("its model weights" if self.reason == HELD_BY_WEIGHTS else
+              f"KVCachePoolBinding {self.binding}" if self.binding else "its KV cache connection")
         return (f"rollout held by {by} (ReplicasUpToDate=False, {self.reason}): {self.cause}; "
                 f"{self.unblock}")
 
@@ -88,8 +89,10 @@ def hold(md, binding, pool=None) -> Hold | None:
         return None
     if c.reason == HELD_BY_WEIGHTS:
         return Hold(md.namespace, md.name, md.binding, c.reason, c.message,
-                    "the model's weights are not available to this pass",
-                    f"it rolls once they are; kubectl describe modeldeployment {md.name} -n {md.namespace}")
+                    "the model weights the replacements need are blocked (its WeightsReady condition says what "
+                    "blocks them)",
+                    f"the held replicas roll once the weights are ready: kubectl describe modeldeployment {md.name} "
+                    f"-n {md.namespace}")
     return Hold(md.namespace, md.name, md.binding, c.reason, c.message, *_cache_cause(md, binding, pool))
 
 

@@ -100,3 +100,12 @@ def test_a_mismatch_is_not_settled_while_the_operator_says_it_is_rolling(tmp_pat
     item, = verify.verify(snap).items
     assert item.status == verify.MISMATCH
     assert not rollout.settled(item, snap.deployments["team", "md"])
+
+
+def test_a_hold_on_weights_names_weights_ready_not_the_store(tmp_path):
+    md = o.md_status(o.deployment("md"), {"type": "ReplicasUpToDate", "status": "False",
+                                          "reason": "RolloutHeldByWeights", "message": "held"})
+    snap = snapshot_of(o.binding("b1", "fp8"), md, o.md_pod("md-0", "md", o.vllm_argv()), tmp_path=tmp_path)
+    d, = verify.verify(snap).deployments
+    assert d.hold.reason == "RolloutHeldByWeights" and "WeightsReady" in d.hold.cause
+    assert rollout.progress(verify.verify(snap), snap.deployments, snap.setting).outcome == rollout.HELD
