@@ -313,6 +313,7 @@ class StandInOperator:
         p2p = bool(spec.get("kvTransfer"))
         role_status, all_ready = [], True
         accounted = outdated = held = 0
+        missing = kv_cache and binding is None     # a Binding not there (or never admitted): nothing rendered
         for role in roles:
             rname = role.get("name") or "server"
             kind = (role.get("kind") or "server").lower()
@@ -333,6 +334,11 @@ class StandInOperator:
             ready = [p for p in current if _ready(p)]
             accounted += len(live)
             outdated += len(old)
+            if missing:
+                all_ready = False
+                role_status.append({"name": rname, "desired": want, "ready": 0, "quotaReserved": 0,
+                                    "unmanaged": bool(role.get("command")), "kind": kind})
+                continue
             if unresolved:
                 held += len(old)
                 if len(live) < want:

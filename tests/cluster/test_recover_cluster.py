@@ -530,7 +530,7 @@ def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path
     assert p.returncode == 2
     line = one_error_line(p.stderr)
     assert f"timed out after 2s waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available " \
-           f"(no Available condition yet)" in line, line
+           f"(phase not written yet)" in line, line
     assert f"waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available (up to 2s)" in p.stderr
     assert "Stopped at step 6 of 16. Done: 1, 2, 3, 4, 5. Left: 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16." in p.stderr
     # the state this run left the cluster in is said (issue 30 #4): step 1 turned the Setting off
