@@ -8,7 +8,7 @@ the engine (`main`, or the injection annotation's), and the verdict.
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.judge import fixes, setting as setting_mod
+from kubectl_kvcache.judge import fixes, holds, setting as setting_mod
 from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.record import Record
@@ -168,19 +168,19 @@ class RoleProgress(Record):
     def to_dict(self):
         s = self.status
         return {"name": self.name, "desired": self.desired, "pods": self.pods, "terminating": self.terminating,
-                "statusReplicas": s.replicas if s else None, "statusReady": s.ready if s else None,
-                "statusUpdated": s.updated if s else None}
+                "statusDesired": s.desired if s else None, "statusReady": s.ready if s else None}
 
 
 class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
-    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on")
+    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on",
+                 "hold", "up_to_date")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
                  roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
-                 setting_on: bool = True):
+                 setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None):
         self.namespace = namespace
         self.name = name
         self.binding = binding
@@ -190,6 +190,8 @@ class DeploymentProgress(Record):
         self.stuck = stuck                  # status -> number, for the STUCK rows
         self.unbound = unbound              # the Binding spec.kvCache.poolRef.name names does not exist
         self.setting_on = setting_on        # why `expected` is None when the Binding is there
+        self.hold = hold                    # the operator holds the rollout (judge/holds.py)
+        self.up_to_date = up_to_date        # ReplicasUpToDate=True for this generation (None: not written)
 
     @property
     def desired(self):
@@ -197,9 +199,11 @@ class DeploymentProgress(Record):
 
     @property
     def complete(self) -> bool:
-        """Every replica runs the expected value: no row is anything but done, none is missing."""
+        """Every replica runs the expected value: no row is anything but done, none is missing; and
+        where the operator writes ReplicasUpToDate, it says True for the current generation."""
         return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
-                                                          or self.counts[STUCK] or self.unbound)
+                                                          or self.counts[STUCK] or self.unbound
+                                                          or self.hold or self.up_to_date is False)
 
     def to_dict(self):
         return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
@@ -207,6 +211,8 @@ class DeploymentProgress(Record):
                 "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
                 **({"bindingMissing": True} if self.unbound else {}),
+                **({"held": self.hold.to_dict()} if self.hold else {}),
+                **({"replicasUpToDate": self.up_to_date} if self.up_to_date is not None else {}),
                 "roles": [r.to_dict() for r in self.roles]}
 
 
@@ -601,10 +607,10 @@ class _FixContext(Record):
     """What a fix reads about an item's Pod: its Binding, its ModelDeployment and role (and the
     role's index in spec.roles), how the fix names what to edit, the engine release's profile."""
 
-    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile")
+    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile", "pool")
 
     def __init__(self, pod: records.Pod, binding: records.Binding | None, md: records.Deployment | None,
-                 role_index: int | None, role: records.Role | None, where: str, profile):
+                 role_index: int | None, role: records.Role | None, where: str, profile, pool=None):
         self.pod = pod
         self.binding = binding
         self.md = md
@@ -612,6 +618,7 @@ class _FixContext(Record):
         self.role = role
         self.where = where
         self.profile = profile
+        self.pool = pool                    # the Binding's KVCachePool record when read (judge/holds.py)
 
 
 def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool) -> Fix:
@@ -619,10 +626,16 @@ def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on:
     ctx = _fix_context(item, cand, snapshot)
     if item.status == UNKNOWN:
         return _release_fix(item, ctx) or _unknown_fix(cand, ctx)
-    return (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
-            or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
-            or _pod_args_fix(item, cand, ctx)
-            or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+    fix = (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
+           or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
+           or _pod_args_fix(item, cand, ctx)
+           or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+    held = None if cand.takeover else _held_fix(item, cand, ctx)
+    if held is None:
+        return fix
+    if fix.text.startswith("nothing to change"):    # the next reconcile does not roll a held replica
+        return held
+    return Fix(f"{fix.text}; {held.text}", fix.recover)
 
 
 def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _FixContext:
@@ -633,8 +646,9 @@ def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _Fi
     role = md.roles[role_index] if md is not None and role_index is not None else None
     profile = (model.profile(item.engine, model.parse_version(item.engine_version))
                if item.engine and item.engine_version else None)
+    pool = (snapshot.pools or {}).get(binding.pool) if binding is not None and binding.pool else None
     return _FixContext(pod, binding, md, role_index, role,
-                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile)
+                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile, pool)
 
 
 def _hint(item: Item, ctx: _FixContext) -> str:
@@ -686,6 +700,24 @@ def _takeover_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
     verb = "add" if item.status == MISSING else "set"
     dtype = ctx.binding.dtype if ctx.binding else None
     return Fix(f"{verb} `--kv-cache-dtype {dtype}` in {path} if it should run the Binding's value")
+
+
+def _held_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
+    """A replica of a deployment whose rollout the operator holds (judge/holds.py): the next
+    reconcile does not roll it; the hold's cause has to end first."""
+    if not cand.owner or ctx.md is None or item.status not in (MISSING, WILL_REJECT, MISMATCH, REJECTED):
+        return None
+    pool = ctx.pool
+    held = holds.hold(ctx.md, ctx.binding, pool)
+    cut = holds.unresolved(ctx.md, ctx.binding, pool)
+    during = ("; this replica was created while the connection did not resolve (no connector, no dtype)"
+              if holds.created_during_hold(item, cut is not None or held is not None) else "")
+    if held is not None:
+        return Fix(f"held, not rolling: {held.text}{during}")
+    if during and cut is not None:
+        return Fix(f"nothing to change in the spec, but the next reconcile does not fix it: {cut[0]}{during}; "
+                   f"{cut[1]}")
+    return None
 
 
 def _not_rolled_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
@@ -827,8 +859,8 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
             missing = max(0, desired - len(live))
             shown = min(missing, MAX_NO_POD_ROWS)   # a role asking for millions is one summary row
             for n, slot in enumerate(range(len(live), len(live) + shown)):
-                reported = (f"; status.roles reports {status.replicas} replicas, {status.ready} ready, "
-                            f"{status.updated} updated" if status else "")
+                reported = (f"; status.roles reports {status.desired} desired, {status.ready} ready"
+                            if status else "")
                 last = n == shown - 1 and missing > shown
                 which = (f"replicas {slot + 1}-{desired} of {desired}" if last else
                          f"replica {slot + 1} of {desired}")
@@ -858,7 +890,10 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
             if row.progress == STUCK:
                 stuck[row.status] = stuck.get(row.status, 0) + 1
         progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck,
-                                           unbound=unbound, setting_on=on))
+                                           unbound=unbound, setting_on=on,
+                                           hold=holds.hold(md, binding, (snapshot.pools or {}).get(
+                                               binding.pool) if binding is not None and binding.pool else None),
+                                           up_to_date=holds.up_to_date(md)))
     items = sorted(items + extra, key=row_order)
     return items, progress
 

@@ -72,26 +72,49 @@ class Role(Record):
 
 
 class RoleStatus(Record):
-    """What the operator reports for a role in status.roles[]."""
+    """What the operator reports for a role in status.roles[], exactly the fields its Go type has
+    (api/worker/v1alpha1/model_deployment.go, ModelDeploymentRoleStatus): instances desired and
+    ready, quotaReserved, unmanaged, kind, assignedFlavors. It has no replicas/updated counts: how
+    far a rollout is, is the ReplicasUpToDate condition (Deployment.rollout)."""
 
-    __slots__ = ("name", "replicas", "ready", "updated")
+    __slots__ = ("name", "desired", "ready", "quota_reserved", "unmanaged", "kind", "assigned_flavors")
 
-    def __init__(self, name: str, replicas: int | None, ready: int | None, updated: int | None):
+    def __init__(self, name: str, desired: int | None, ready: int | None, quota_reserved: int | None = None,
+                 unmanaged: bool | None = None, kind: str | None = None, assigned_flavors: tuple[str, ...] = ()):
         self.name = name
-        self.replicas = replicas
+        self.desired = desired
         self.ready = ready
-        self.updated = updated
+        self.quota_reserved = quota_reserved
+        self.unmanaged = unmanaged
+        self.kind = kind
+        self.assigned_flavors = assigned_flavors
+
+
+class Condition(Record):
+    """One status condition as the operator writes it (type, status, reason, message); the
+    generation it was written for when the object says (observedGeneration), else None."""
+
+    __slots__ = ("type", "status", "reason", "message", "observed_generation")
+
+    def __init__(self, type: str, status: str, reason: str = "", message: str = "",
+                 observed_generation: int | None = None):
+        self.type = type
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.observed_generation = observed_generation
 
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "labels", "status_roles")
+                 "labels", "status_roles", "rollout", "generation")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
                  binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
                  labels: dict[str, str] | None = None,
-                 status_roles: tuple[RoleStatus, ...] = ()):
+                 status_roles: tuple[RoleStatus, ...] = (), rollout: Condition | None = None,
+                 generation: int | None = None):
         self.namespace = namespace
         self.name = name
         self.engine = engine                # as written (vLLM, vllm, ...)
@@ -102,6 +125,8 @@ class Deployment(Record):
         self.status_dtype = status_dtype
         self.labels = {} if labels is None else labels     # for -l on roles/check
         self.status_roles = status_roles
+        self.rollout = rollout              # status.conditions ReplicasUpToDate (None: not written)
+        self.generation = generation        # metadata.generation
 
     def role_status(self, name):
         return next((r for r in self.status_roles if r.name == name), None)
@@ -111,12 +136,13 @@ class Deployment(Record):
 
 
 class Binding(Record):
-    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created", "deleting")
+    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created", "deleting",
+                 "readiness")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, pool: str | None, domain: str, dtype: str | None,
                  used_by: tuple[tuple[str, str, str], ...] = (), phase: str = "",
-                 labels: dict[str, str] | None = None, created: str = "", deleting: str = ""):
+                 labels: dict[str, str] | None = None, created: str = "", deleting: str = "", readiness=None):
         self.namespace = namespace
         self.name = name
         self.pool = pool
@@ -127,6 +153,7 @@ class Binding(Record):
         self.labels = {} if labels is None else labels     # for -l on bindings/check
         self.created = created              # metadata.creationTimestamp
         self.deleting = deleting            # metadata.deletionTimestamp: being deleted
+        self.readiness = readiness          # binding_status.Readiness: usable by a deployment (None: not read)
 
     @property
     def releasing(self) -> bool:

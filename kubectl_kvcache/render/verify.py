@@ -169,6 +169,8 @@ def deployment_line(d) -> str:
     terminating = sum(r.terminating for r in d.roles)
     if terminating:
         text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
+    if d.hold is not None:
+        text += f"; {d.hold.text}"
     return text
 
 
@@ -322,6 +324,15 @@ def wait_unbound(unbound, err):
                   f"(spec.kvCache.poolRef.name), which does not exist in namespace {namespace}: no rollout can "
                   f"bring its replicas to a Binding's dtype; create the Binding, or recreate the deployment on an "
                   f"existing one")
+
+
+def wait_held(held, err):
+    """Followed deployments whose rollout the operator holds (judge/holds.py): waiting does not end
+    a hold, its cause has to, so the wait ends at once and names what holds it."""
+    for h in held:
+        line(err, f"ModelDeployment {h.namespace}/{h.deployment}: {h.text}")
+        if h.message:
+            line(err, f"  the operator says: {h.message}")
 
 
 def wait_rejected(items, err):

@@ -369,6 +369,20 @@ directory("dir-no-manifests", {"README.txt": "kind: Pod\n"}, ["no .json, .yaml o
 directory("dir-one-bad", {"a.json": json.dumps(o.as_list(*CONTEXT)), "b.yaml": "kind: 3\n"},
           ["b.yaml", "kind must be a string"])
 
+# the operator's ModelDeployment status (api/worker/v1alpha1/model_deployment.go): status.roles[]
+# and the ReplicasUpToDate condition, shaped by objects.md_status / rollout_condition
+MD_STATUS = copy.deepcopy(MD)
+MD_STATUS["status"] = {"kvCache": {"domain": {"dtype": "fp8"}},
+                       "roles": [{"name": "server", "desired": 2, "ready": 1, "quotaReserved": 2, "unmanaged": False,
+                                  "kind": "server", "assignedFlavors": ["h100"]}],
+                       "conditions": [o.rollout_condition("UpToDate", generation=1)]}
+for path, value in (("status.roles[0].desired", "2"), ("status.roles[0].ready", 1.5),
+                    ("status.roles[0].quotaReserved", 1 << 40), ("status.roles[0].unmanaged", "false"),
+                    ("status.roles[0].kind", 1), ("status.roles[0].assignedFlavors", "h100"),
+                    ("status.conditions", "ReplicasUpToDate"), ("status.conditions[0].reason", 7),
+                    ("status.conditions[0].observedGeneration", "1")):
+    field_case("md", MD_STATUS, path, value, context=MD_CONTEXT)
+
 
 if __name__ == "__main__":
     with open(os.path.join(HERE, "manifest.json"), "w", encoding="utf-8") as f:

@@ -6,17 +6,13 @@ discovery, merge patches and error mapping are the real code; only the HTTP roun
 import io
 import json
 import shlex
-import types
 
 import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as hs
 
-from kubectl_kvcache import cli
-from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.judge import setting
-from kubectl_kvcache.load import reader
 from kubectl_kvcache.cli.flows import setting as setting_cmd
 from kubectl_kvcache.cli.commands.setting import SettingOptions
 from kubectl_kvcache.cli.flows.setting import reverse_command

@@ -29,8 +29,12 @@ Each pass (`reconcile()`), for the objects in its namespaces:
   extraArgs; a take-over role's command alone), ONE replica per role replaced or created per
   pass, and only while the role's current replicas are ready (a crash-looping replica stalls the
   role, as a rollout stalls); a spec the webhook would refuse (a role passing the flag itself,
-  the Setting on) is marked `Admitted=False` and not rolled to; status.kvCache.domain.dtype,
-  status.roles and the Available condition as the operator reports them;
+  the Setting on) is marked `Admitted=False` and not rolled to; status (phase, roles[] with
+  desired/ready/quotaReserved/unmanaged/kind, kvCache{binding,pool,domain}, the ReplicasUpToDate
+  condition) as the operator's Go types write it. When the connection does not resolve (no usable
+  Binding, or its pool publishes no client endpoint) the render has no connector: outdated
+  replicas are left in place (ReplicasUpToDate=False, RolloutHeldByCache) and missing ones are
+  created without a connector or dtype (model_deployment_rollout.go, model_deployment_binding.go);
 - Pods: status written as a kubelet would: an engine container the plugin's engine model says
   REJECTS its argv last exited with code 2 and waits in CrashLoopBackOff; the rest run ready.
   With a kubelet stand-in (kubelet=, or --kubelet), Pods go on its Node with a Pod IP, and what
@@ -269,7 +273,11 @@ class StandInOperator:
             if any(st.get(k) != v for k, v in want.items()) or (not errors and _condition_is(st, "Admitted", "False")):
                 self.ok("PATCH", path + "/status", {"status": want}, MERGE)
                 changes += 1
-            fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")))
+            fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")),
+                          # modelDeploymentBindingUsable (model_deployment_binding.go): phase Ready and
+                          # QuotaGranted True (a Binding being deleted was skipped above)
+                          usable=want.get("phase") == "Ready" and _condition_is(want, "QuotaGranted", "True"),
+                          binding=name)
             usable.setdefault(ns, {})[name] = fields
         return usable, changes
 
@@ -307,46 +315,71 @@ class StandInOperator:
         dtype = binding["dtype"] if (binding and on) else None
         store = bool(binding and binding.get("store"))
         version = (spec.get("engine") or {}).get("version") or renderer.MINIMUMS[engine]
+        p2p = bool(spec.get("kvTransfer"))
         role_status, all_ready = [], True
+        accounted = outdated = held = 0
+        missing = kv_cache and binding is None     # a Binding not there (or never admitted): nothing rendered
         for role in roles:
             rname = role.get("name") or "server"
+            kind = (role.get("kind") or "server").lower()
             want = 1 if role.get("replicas") is None else max(0, int(role["replicas"]))
-            container = self._container(md, engine, version, role, dtype, store, bool(spec.get("kvTransfer")))
+            # resolveModelDeploymentConnection (model_deployment_binding.go): no usable Binding, or a
+            # pool with no client endpoint, and the connection does not resolve this pass: the
+            # render carries no connector (and no dtype), outdated replicas are LEFT IN PLACE
+            # (model_deployment_rollout.go: RolloutHeldByCache), missing ones are created as rendered.
+            unresolved = kv_cache and not role.get("command") and not (
+                binding and binding.get("usable") and (store or (engine == "vllm" and p2p and kind in ("prefill",
+                                                                                                      "decode"))))
+            container = self._container(md, engine, version, role, dtype, store, p2p, connector=not unresolved)
             mine = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == rname]
             live = [p for p in mine if not p["metadata"].get("deletionTimestamp")]
-            if container is None:           # the renderer refuses: nothing to roll to
-                role_status.append({"name": rname, "replicas": len(live), "readyReplicas": 0, "updatedReplicas": 0})
-                all_ready = False
-                continue
             digest = hashlib.sha256(json.dumps(container, sort_keys=True).encode()).hexdigest()[:10]
             current = [p for p in live if (p["metadata"].get("annotations") or {}).get(HASH) == digest]
             old = sorted((p for p in live if p not in current), key=_ready)   # a failing one goes first
             ready = [p for p in current if _ready(p)]
-            if len(current) < want and len(ready) == len(current):
+            accounted += len(live)
+            outdated += len(old)
+            if missing:
+                all_ready = False
+                role_status.append({"name": rname, "desired": want, "ready": 0, "quotaReserved": 0,
+                                    "unmanaged": bool(role.get("command")), "kind": kind})
+                continue
+            if unresolved:
+                held += len(old)
+                if len(live) < want:
+                    self._create(md, rname, kind, container, digest, engine, version)
+                    accounted += 1
+                    changes += 1
+            elif len(current) < want and len(ready) == len(current):
                 if old:
                     self._delete(old[0])
-                self._create(md, rname, role.get("kind") or "server", container, digest, engine, version)
+                self._create(md, rname, kind, container, digest, engine, version)
+                accounted += 1
                 changes += 1
             elif len(live) > want and len(ready) == len(current):
                 self._delete((old or current)[0])
                 changes += 1
-            role_status.append({"name": rname, "replicas": len(live), "readyReplicas": len(ready),
-                                "updatedReplicas": len(current)})
-            all_ready = all_ready and len(ready) >= want and not old
-        status = {"observedGeneration": generation, "roles": role_status,
-                  "conditions": [_condition("Available", "True" if all_ready else "False",
-                                            "MinimumReplicasAvailable" if all_ready else "RollingOut",
-                                            "every role has its minimum replicas ready" if all_ready else
-                                            "replicas are being created or replaced", generation)]}
-        if binding is not None:
-            status["kvCache"] = {"domain": {"name": binding.get("name"), "dtype": binding.get("dtype")}}
+            n_ready = sum(1 for p in live if _ready(p))
+            # ModelDeploymentRoleStatus (api/worker/v1alpha1/model_deployment.go): these fields only
+            role_status.append({"name": rname, "desired": want, "ready": min(n_ready, want),
+                                "quotaReserved": min(len(live), want), "unmanaged": bool(role.get("command")),
+                                "kind": kind})
+            all_ready = all_ready and n_ready >= want
+        status = {"phase": "Ready" if all_ready else "Starting", "roles": role_status,
+                  "conditions": [_rollout_condition(accounted, outdated, held, generation)]}
+        if binding is not None and binding.get("usable"):
+            # ModelDeploymentKVCacheStatus: absent while the Binding cannot be resolved
+            status["kvCache"] = {"binding": binding["binding"], "pool": binding.get("pool") or "",
+                                 "domain": {"name": binding.get("name"), "blockSize": binding.get("blockSize") or 0,
+                                            "dtype": binding.get("dtype")}}
         if not _subset(status, md.get("status") or {}):
             self.ok("PATCH", path + "/status", {"status": status}, MERGE)
             changes += 1
         return changes
 
-    def _container(self, md, engine, version, role, dtype, store, p2p):
-        """The engine container the renderer builds for one role, or None when it refuses to render."""
+    def _container(self, md, engine, version, role, dtype, store, p2p, connector=True):
+        """The engine container the renderer builds for one role (`connector` False: the connection
+        did not resolve, and the render carries no connector and no dtype)."""
         spec = md.get("spec") or {}
         model = (spec.get("model") or {}).get("name") or md["metadata"]["name"]
         # A STATED IMAGE ALWAYS WINS, else the runner image synthesized from the engine and its version
@@ -358,9 +391,7 @@ class StandInOperator:
             return {"name": "main", "image": image, "command": list(role["command"]), "env": env}
         kind = (role.get("kind") or "server").lower()
         rendered = []
-        if spec.get("kvCache"):
-            if not store and (engine != "vllm" or not (p2p and kind in ("prefill", "decode"))):
-                return None                 # inject.go:Render: no store and nothing else to render
+        if spec.get("kvCache") and connector:
             rendered = renderer.rendered_args(engine, dtype, store=store, kind=kind,
                                               p2p=p2p and kind in ("prefill", "decode"))
             env = renderer.rendered_env(engine, store) + env
@@ -529,6 +560,22 @@ def _subset(want, have):
 
 def _ready(pod):
     return any(c.get("ready") for c in (pod.get("status") or {}).get("containerStatuses") or ())
+
+
+def _rollout_condition(accounted, outdated, held, generation):
+    """ReplicasUpToDate as observeModelDeploymentRollout writes it
+    (pkg/worker/controllers/worker/model_deployment_rollout.go): the reasons and the messages are
+    objects.rollout_condition's, which fills the Go format strings."""
+    if accounted == 0:
+        reason = "RolloutNotObserved"
+    elif held:
+        reason = "RolloutHeldByCache"
+    elif outdated:
+        reason = "RolloutInProgress"
+    else:
+        reason = "UpToDate"
+    return dict(objects.rollout_condition(reason, held=held, outdated=outdated, generation=generation),
+                lastTransitionTime=NOW)
 
 
 def _condition(type_, status, reason, message, generation=None):

@@ -168,8 +168,11 @@ def test_pods_with_owner_and_status(cluster):
                   "kvCache": {"poolRef": {"name": "b1"}},
                   "roles": [{"name": "server", "kind": "server", "replicas": 1,
                              "extraArgs": ["--kv-cache-dtype", "fp8"]}]},
-         "status": {"kvCache": {"domain": {"dtype": "fp8"}},
-                    "roles": [{"name": "server", "unmanaged": False}]}},
+         # as the operator's Go type has it (model_deployment.go: ModelDeploymentStatus)
+         "status": {"kvCache": {"binding": "b1", "pool": "pool-a",
+                                "domain": {"name": "default", "blockSize": 16, "dtype": "fp8"}},
+                    "roles": [{"name": "server", "desired": 1, "ready": 1, "quotaReserved": 1,
+                               "unmanaged": False, "kind": "server"}]}},
         {"apiVersion": "v1", "kind": "Pod",
          "metadata": {"name": "md1-server-0", "namespace": ns,
                       "labels": {"app.kubernetes.io/instance": "md1"},

@@ -87,11 +87,11 @@ class Operator(threading.Thread):
             if name in self.hold or available(m):
                 continue
             gen = m["metadata"]["generation"]
+            # what the operator writes once every role is ready (model_deployment.go: phase Ready,
+            # ReplicasUpToDate True): objects.md_status
             self.req("PATCH", f"{API}/namespaces/{self.ns}/modeldeployments/{name}/status",
-                     {"status": {"observedGeneration": gen, "conditions": [
-                         {"type": "Available", "status": "True", "observedGeneration": gen,
-                          "reason": "MinimumReplicasAvailable", "message": "every role has its minimum replicas ready",
-                          "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, MERGE)
+                     {"status": objects.md_status(m, objects.rollout_condition("UpToDate", generation=gen))["status"]},
+                     MERGE)
             self.events.append((time.monotonic(), "available", name))
         for b in self.req("GET", f"{API}/namespaces/{self.ns}/kvcachepoolbindings")[1]["items"]:
             meta, name = b["metadata"], b["metadata"]["name"]
@@ -119,8 +119,10 @@ class Operator(threading.Thread):
 
 def available(md):
     gen = md["metadata"].get("generation")
-    return any(c.get("type") == "Available" and c.get("status") == "True" and c.get("observedGeneration") == gen
-               for c in (md.get("status") or {}).get("conditions") or ())
+    status = md.get("status") or {}
+    return status.get("phase") == "Ready" and any(
+        c.get("type") == "ReplicasUpToDate" and c.get("status") == "True" and c.get("observedGeneration") == gen
+        for c in status.get("conditions") or ())
 
 
 # -- the scene --------------------------------------------------------------------------------
@@ -528,7 +530,7 @@ def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path
     assert p.returncode == 2
     line = one_error_line(p.stderr)
     assert f"timed out after 2s waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available " \
-           f"(no Available condition yet)" in line, line
+           f"(phase not written yet)" in line, line
     assert f"waiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available (up to 2s)" in p.stderr
     assert "Stopped at step 6 of 16. Done: 1, 2, 3, 4, 5. Left: 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16." in p.stderr
     # the state this run left the cluster in is said (issue 30 #4): step 1 turned the Setting off

@@ -321,7 +321,7 @@ def _end_code(options, report, outcome):
     or did not in time; --watch alone at --timeout: as verify's."""
     if outcome == rollout.COMPLETE:
         return exitcodes.OK
-    if outcome in (rollout.UNBOUND, rollout.REJECTED, rollout.SETTLED) or options.wait:
+    if outcome in (rollout.UNBOUND, rollout.HELD, rollout.REJECTED, rollout.SETTLED) or options.wait:
         return exitcodes.FINDINGS
     return exit_code(options, report)
 
@@ -349,6 +349,9 @@ def _end(options, io, report, now, outcome, elapsed, line, scope):
         return code
     if outcome == rollout.UNBOUND:
         view.wait_unbound(now.unbound, io.stderr)
+        return code
+    if outcome == rollout.HELD:
+        view.wait_held(now.held, io.stderr)
         return code
     if outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
