@@ -544,3 +544,15 @@ def test_without_a_recovery_nothing_is_said_and_a_forbidden_list_is_no_error(run
     assert code == 0, err
     assert "recovery" not in err
     assert api.patches[0].body == {"metadata": {"resourceVersion": "100"}, "spec": {"value": "true"}}
+
+
+def test_recover_help_names_each_output_format_once(capsys):
+    """issue 39 item 7: `recover --help` listed markdown twice, with two meanings."""
+    from kubectl_kvcache.cli import app
+
+    try:
+        app.main(["recover", "--help"])
+    except SystemExit:
+        pass
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("markdown:") == 1, out
