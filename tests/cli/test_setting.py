@@ -556,3 +556,17 @@ def test_recover_help_names_each_output_format_once(capsys):
         pass
     out = " ".join(capsys.readouterr().out.split())
     assert out.count("markdown:") == 1, out
+
+
+@pytest.mark.parametrize("command", ["verify", "check", "bindings", "roles", "setting", "recover"])
+def test_help_fits_80_columns(command, capsys, monkeypatch):
+    """issue 39 item 5: a help example 99 columns wide wrapped in an 80-column terminal."""
+    from kubectl_kvcache.cli import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    try:
+        app.main([command, "--help"])
+    except SystemExit:
+        pass
+    wide = [line for line in capsys.readouterr().out.splitlines() if len(line) > 80]
+    assert not wide, wide

@@ -23,7 +23,7 @@ HELP = dict(
                 "kvcache-recover-BINDING in the namespace): rerunning the same command from anywhere continues it.",
     examples=("recover sgl-fp8 -n llm-prod", "recover sgl-fp8 -n llm-prod --dtype fp8_e4m3 -o yaml",
               "recover sgl-fp8 -n llm-prod --strategy replace", "recover sgl-fp8 -n llm-prod --apply",
-              "recover sgl-fp8 -n llm-prod --apply --backup-dir ./recover-sgl-fp8-20260310T0900Z"))
+              "recover sgl-fp8 -n llm-prod --apply --backup-dir ./backups"))
 
 
 class RecoverOptions(Record):
