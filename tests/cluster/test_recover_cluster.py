@@ -272,6 +272,8 @@ def resume_argv(stderr):
 
     argv = shlex.split(line[len("To continue: "):])
     assert argv[:3] == ["kubectl", "kvcache", "recover"]
+    # the resume command runs from any directory: its --backup-dir is absolute (issue 39 item 6)
+    assert os.path.isabs(argv[argv.index("--backup-dir") + 1]), line
     return argv[2:]
 
 
@@ -454,7 +456,7 @@ def test_rbac_refusal_part_way_then_resumed(scene, tmp_path):
                 op.hooks.remove(revoke)
         op.hooks.append(revoke)
         p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--backup-dir",
-                   str(tmp_path / "b"), kubeconfig=kc, cwd=tmp_path)
+                   "b", kubeconfig=kc, cwd=tmp_path)
         assert p.returncode == 2, p.stderr + p.stdout
         line = one_error_line(p.stderr)
         assert line.startswith("error: forbidden: cannot delete modeldeployments.worker.gpustack.ai alpha"), line
