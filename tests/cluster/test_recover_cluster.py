@@ -520,7 +520,7 @@ def test_on_a_terminal_it_asks_once_and_shows_the_wait(scene, tmp_path):
     assert re.search(rf"\r\x1b\[Kwaiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available \([12]s of 600s\)", err)
     assert "Recovery finished: 16 steps done" in out
     # the window's next step is named: the replicas may still roll (issue 39 item 2)
-    assert f"'kubectl kvcache verify -n {ns} --wait'" in out
+    assert f"'kubectl kvcache verify -n {ns} --wait'" in " ".join(out.split())   # wrapped at 80 columns
 
 
 def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path):
