@@ -274,6 +274,8 @@ def resume_argv(stderr):
 
     argv = shlex.split(line[len("To continue: "):])
     assert argv[:3] == ["kubectl", "kvcache", "recover"]
+    # the resume command runs from any directory: its --backup-dir is absolute (issue 39 item 6)
+    assert os.path.isabs(argv[argv.index("--backup-dir") + 1]), line
     return argv[2:]
 
 
@@ -456,7 +458,7 @@ def test_rbac_refusal_part_way_then_resumed(scene, tmp_path):
                 op.hooks.remove(revoke)
         op.hooks.append(revoke)
         p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--backup-dir",
-                   str(tmp_path / "b"), kubeconfig=kc, cwd=tmp_path)
+                   "b", kubeconfig=kc, cwd=tmp_path)
         assert p.returncode == 2, p.stderr + p.stdout
         line = one_error_line(p.stderr)
         assert line.startswith("error: forbidden: cannot delete modeldeployments.worker.gpustack.ai alpha"), line
@@ -519,6 +521,8 @@ def test_on_a_terminal_it_asks_once_and_shows_the_wait(scene, tmp_path):
     assert code == 0, err
     assert re.search(rf"\r\x1b\[Kwaiting until ModelDeployment {ns}/alpha-fp8-e4m3 is available \([12]s of 600s\)", err)
     assert "Recovery finished: 16 steps done" in out
+    # the window's next step is named: the replicas may still roll (issue 39 item 2)
+    assert f"'kubectl kvcache verify -n {ns} --wait'" in " ".join(out.split())   # wrapped at 80 columns
 
 
 def test_without_spare_capacity_it_times_out_and_deletes_nothing(scene, tmp_path):

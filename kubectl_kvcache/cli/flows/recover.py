@@ -675,7 +675,7 @@ class Executor:
         argv = ["kubectl", "kvcache", "recover", self.plan.binding["name"], "-n", self.namespace,
                 "--dtype", goal["dtype"], "--name", goal["name"], "--domain", goal["domain"],
                 "--strategy", goal["strategy"],
-                "--backup-dir", self.backup_dir]
+                "--backup-dir", os.path.abspath(self.backup_dir)]
         if o.timeout is not None:
             argv += ["--timeout", f"{o.timeout:g}s"]
         else:
