@@ -34,13 +34,31 @@ def test_the_shipped_reports_per_release_equal_the_wheels():
         "kubectl_kvcache/engine/words_data.py differs from the wheels: run tests/conformance/words_data.py --write"
 
 
+@pytest.fixture
+def words_oracles(oracles):
+    """The shared oracles, each one this test asked closed after it: a `words` request imports and
+    runs logging code the other tiers' requests never do, and its first run memoizes the parsers'
+    adders for its entry point (oracle.py run), so later tests get a fresh process."""
+    asked = set()
+
+    class Asking:
+        def get(self, engine, version):
+            asked.add((engine, version))
+            return oracles.get(engine, version)
+
+    yield Asking()
+    for engine, version in asked:
+        oracles.close_one(engine, version)
+
+
 def _lines(oracles, engine, version, extra):
     entry, base = ENTRY[engine]
     return oracles.get(engine, version).ask({"words": entry, "argv": base + extra})
 
 
 @pytest.mark.parametrize("engine,version", [("vllm", v) for v in VLLM] + [("sglang", v) for v in SGLANG])
-def test_the_reader_reads_what_the_release_writes(oracles, engine, version):
+def test_the_reader_reads_what_the_release_writes(words_oracles, engine, version):
+    oracles = words_oracles
     chosen = "fp8_e5m2"      # accepted by every release of both engines that writes these lines
     answer = _lines(oracles, engine, version, ["--kv-cache-dtype", chosen, "--api-key", SECRET])
     assert answer["outcome"] == "ok" and answer["lines"], answer
@@ -55,7 +73,8 @@ def test_the_reader_reads_what_the_release_writes(oracles, engine, version):
 
 
 @pytest.mark.parametrize("engine,version", [("vllm", VLLM[0]), ("vllm", VLLM[-1]), ("sglang", SGLANG[-1])])
-def test_a_refused_spelling_is_named_in_the_engines_words(oracles, engine, version):
+def test_a_refused_spelling_is_named_in_the_engines_words(words_oracles, engine, version):
+    oracles = words_oracles
     """argparse's refusal (its usage, then `prog: error: ...`, exit 2) is REJECTED; a release that
     checks the value after the parse (vLLM 0.33's CacheConfig) dies with a traceback whose last
     line is the start-up failure."""
