@@ -49,5 +49,52 @@ LISTED = {
 }
 
 
+# Releases between two of the old samples (issue 38), judged "as the earlier one" before every
+# release was in the data: the fuzz tier replays each with its own real parser on every run.
+BETWEEN = {
+    "vllm": ["0.13.0", "0.14.1", "0.15.1", "0.22.1", "0.26.0", "0.34.0"],
+    "sglang": ["0.4.3.post2", "0.5.1.post3", "0.5.6.post2", "0.5.9", "0.5.14", "0.5.22"],
+}
+
+# The releases the engine data sampled before it held every one (issue 13's list and each
+# boundary): the conformance tier replays these on every run.
+SAMPLED = {
+    "vllm": ["0.3.3", "0.4.0", "0.4.1", "0.4.2", "0.4.3", "0.5.0", "0.5.1", "0.5.3", "0.5.5", "0.6.0",
+             "0.6.5", "0.6.6", "0.7.0", "0.8.5", "0.9.0", "0.10.0", "0.10.1", "0.10.2", "0.11.0",
+             "0.11.1", "0.11.2", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.24.0", "0.25.0",
+             "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"],
+    "sglang": ["0.2.14", "0.4.1", "0.4.2", "0.4.7", "0.4.8", "0.4.9", "0.5.2", "0.5.3", "0.5.4",
+               "0.5.4.post2", "0.5.4.post3", "0.5.5", "0.5.12", "0.5.13", "0.5.15", "0.5.16", "0.5.18",
+               "0.5.20", "0.5.21", "0.5.23"],
+}
+
+ROTATING = 4   # further releases per engine the tier replays, a different slice every day
+
+
 def all_releases():
     return [(engine, v) for engine in ("vllm", "sglang") for v in RELEASES[engine]]
+
+
+def tier_releases(day=None):
+    """{engine: [release]} the conformance tier replays this run: SAMPLED, BETWEEN and ROTATING
+    more per engine, chosen by the UTC day (KVCACHE_TIER_DAY overrides; KVCACHE_TIER_ALL=1: all),
+    so every release is replayed within len(rest)/ROTATING days. That every release's shipped
+    data equals its parser is proved each run by tests/conformance/test_engine_data.py's check
+    of the whole parsers.py against the saved descriptions, regenerated from the wheels."""
+    import os
+    import time
+    if os.environ.get("KVCACHE_TIER_ALL") == "1":
+        return {e: list(vs) for e, vs in RELEASES.items()}
+    if day is None:
+        day = int(os.environ.get("KVCACHE_TIER_DAY") or time.time() // 86400)
+    out = {}
+    for engine, versions in RELEASES.items():
+        fixed = set(SAMPLED[engine]) | set(BETWEEN[engine])
+        rest = [v for v in versions if v not in fixed]
+        start = (day * ROTATING) % len(rest) if rest else 0
+        chosen = set((rest + rest)[start:start + min(ROTATING, len(rest))])
+        out[engine] = [v for v in versions if v in fixed or v in chosen]
+    return out
+
+
+TIER = tier_releases()
