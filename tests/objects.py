@@ -80,8 +80,10 @@ def backend(name="mooncake", multi_tenancy=None):
     return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCacheBackend", "metadata": {"name": name}, "spec": spec}
 
 
-def role(name="server", extra_args=None, command=None, env=None, replicas=1):
+def role(name="server", extra_args=None, command=None, env=None, replicas=1, image=None):
     r = {"name": name, "kind": "server", "replicas": replicas}
+    if image is not None:
+        r["image"] = image      # api/worker/v1alpha1 ModelDeploymentRole.Image
     if extra_args is not None:
         r["extraArgs"] = list(extra_args)
     if command is not None:
@@ -96,8 +98,9 @@ def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="tea
     spec = {"engine": {"name": engine}, "roles": roles if roles is not None else [role()]}
     if version is not None:
         spec["engine"]["version"] = version
-    if image:
-        spec["engine"]["image"] = image
+    if image:   # the image every role states (there is no spec.engine.image)
+        for r in spec["roles"]:
+            r.setdefault("image", image)
     if binding_name is not None and kv_cache:
         spec["kvCache"] = {"poolRef": {"name": binding_name}}
     return {"apiVersion": api_version, "kind": "ModelDeployment",
@@ -221,3 +224,46 @@ def hostile(evil):
 
 def as_list(*objs):
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(objs)}
+
+
+# ReplicasUpToDate as the operator writes it (gpustack-operator
+# pkg/worker/controllers/worker/model_deployment_rollout.go, observeModelDeploymentRollout): the
+# messages are the Go format strings, filled with the counts.
+def rollout_condition(reason, held=0, outdated=0, generation=None):
+    if reason == "RolloutHeldByCache":
+        status, message = "False", (
+            f"{held} of {outdated} replicas differ from what this pass rendered and were left in place: the KV "
+            "cache connection could not be resolved, and recreating them on that alone would rebuild every "
+            "replica whenever the store blinks. Until it resolves, an edit that changes a replica's rendered "
+            "Pod without changing the group's shape waits with them -- withheld rather than dropped, and it "
+            "rolls out once the connection returns")
+    elif reason == "RolloutInProgress":
+        status, message = "False", (f"{outdated} replicas differed from what this pass rendered and were deleted; "
+                                    "the pass that finds them gone creates the replacements")
+    elif reason == "RolloutNotObserved":
+        status, message = "Unknown", ("this pass accounted for no replica: it compared no hash and created none, "
+                                      "so whether the replicas match the current render was not established "
+                                      "either way")
+    else:
+        status, message = "True", "every replica matches what this pass rendered"
+    c = {"type": "ReplicasUpToDate", "status": status, "reason": reason, "message": message,
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    if generation is not None:
+        c["observedGeneration"] = generation
+    return c
+
+
+def md_status(md, rollout=None, ready=None, generation=None):
+    """Give ModelDeployment `md` the status the operator writes (api/worker/v1alpha1/model_deployment.go,
+    ModelDeploymentStatus/ModelDeploymentRoleStatus): per role desired, ready, quotaReserved,
+    unmanaged, kind; the ReplicasUpToDate condition `rollout` (rollout_condition) when given."""
+    roles = []
+    for r in md["spec"]["roles"]:
+        desired = 1 if r.get("replicas") is None else r["replicas"]
+        roles.append({"name": r["name"], "desired": desired, "ready": desired if ready is None else ready,
+                      "quotaReserved": desired, "unmanaged": bool(r.get("command")),
+                      "kind": (r.get("kind") or "server").lower()})
+    md["status"] = {"phase": "Ready", "roles": roles, **({"conditions": [rollout]} if rollout else {})}
+    if generation is not None:
+        md["metadata"]["generation"] = generation
+    return md

@@ -11,24 +11,29 @@ Pure: imports nothing outside this package, reads no files and no cluster.
 Inside: data (the releases' facts), releases (versions, profiles, images, added releases),
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
-predict, webhook.
+predict, webhook, words (what a running engine reports it runs with; why a crashed one died).
 """
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.cause import CODES as CAUSE_CODES, Cause
 from kubectl_kvcache.engine.data import SAME_FORMAT
 from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, UNKNOWN, Parse, parse
-from kubectl_kvcache.engine.predict import CachedPredict, Prediction, predict
+from kubectl_kvcache.engine.predict import CachedPredict, Prediction, across, predict
 from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINES, IMAGE_TAG, MINIMUM,
                                              POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, Profile, Version, accepted_since,
                                              is_ascend_image, known_releases, minimum_version, normalise_engine,
-                                             parse_version, profile, release_name, resolve_versions)
+                                             parse_version, profile, release_name)
+from kubectl_kvcache.engine.images import ImageRead, read as read_image, resolve_versions
+from kubectl_kvcache.engine.releases import ROLE_IMAGE, UNREAD, all_releases, releases_before
 from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
+from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words, writes as reports_written
 
 __all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
-           "release_name", "resolve_versions"]
+           "release_name", "resolve_versions", "ImageRead", "read_image", "ROLE_IMAGE", "UNREAD", "all_releases",
+           "releases_before", "across",
+           "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written"]

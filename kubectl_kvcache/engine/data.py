@@ -149,6 +149,42 @@ IMAGE_VERSION_PATTERNS = [
     ("lmsysorg/sglang", r"^v?(?P<version>\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?:$|-)"),
 ]
 
+# How people name the engines' images (engine/images.py reads a reference with these): the
+# repository (its last path segments, whatever registry or mirror path precedes them), the engine
+# it runs, its platform unless the tag says another, and how its tag carries the release:
+#   "lead": the tag starts with the release (`v0.10.2`, `0.5.4.post3-cu126`, `v0.9.1rc1-a3`);
+#   "runner": gpustack/runner's `<backend><runtime>[-<variant>]-<engine><release>`
+#             (SynthesizeModelDeploymentImage, controllers/worker/model_deployment_image.go);
+#   "embedded": `<engine>_<release>` inside the tag (rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521).
+# From the images' own publishers: vllm-project/vllm (docker/Dockerfile*, the release workflow's
+# tags), sgl-project/sglang (docker/*.Dockerfile, the release workflow's tags), vllm-project/vllm-ascend,
+# ROCm/vllm, gpustack/runner; checked against the reference table in tests/engine/image_refs.py.
+IMAGE_FAMILIES: list[tuple[str, str | None, str | None, str]] = [
+    ("gpustack/runner", None, None, "runner"),
+    ("vllm/vllm-openai", "vllm", "cuda", "lead"),
+    ("q9t5s3a7/vllm-cpu-release-repo", "vllm", "cpu", "lead"),
+    ("q9t5s3a7/vllm-arm64-cpu-release-repo", "vllm", "cpu", "lead"),
+    ("ascend/vllm-ascend", "vllm", "npu", "lead"),
+    ("intel/vllm", "vllm", "xpu", "lead"),
+    ("rocm/vllm", "vllm", "rocm", "embedded"),
+    ("rocm/vllm-dev", "vllm", "rocm", "embedded"),
+    ("lmsysorg/sglang", "sglang", "cuda", "lead"),
+    ("rocm/sgl-dev", "sglang", "rocm", "lead"),
+]
+
+# What a tag's suffix words say about the platform (`-cu126`, `-rocm630`, `-mi30x`, `-cpu`, `-xpu`,
+# `-910b`, `-a3`, `-npu`, `cann8.1`), and gpustack/runner's backend tokens
+# (model_deployment_image.go: modelDeploymentBackends): cann is Ascend's npu. Tried in order.
+IMAGE_PLATFORM_WORDS: list[tuple[str, str]] = [
+    (r"^cu\d+", "cuda"), (r"^cuda\d*", "cuda"), (r"^rocm\d*", "rocm"), (r"^mi\d+x?$", "rocm"),
+    (r"^cpu$", "cpu"), (r"^xeon$", "cpu"), (r"^xpu$", "xpu"), (r"^npu$", "npu"), (r"^cann\d*", "npu"),
+    (r"^910[bc]?$", "npu"), (r"^a[23]$", "npu"), (r"^310p$", "npu"), (r"^ascend$", "npu"),
+]
+
+# gpustack/runner backends that are none of the five platforms the plugin names
+# (model_deployment_image.go: modelDeploymentBackends): the accelerator's own stack.
+RUNNER_OTHER_BACKENDS = ("maca", "musa", "corex", "dtk", "hggc")
+
 # How an argv reaches the engine's parser: `program subcommand` pairs -> (engine, entry point) and
 # `python -m` modules -> (engine, required subcommand or None, entry point). The entry point names
 # the parser in parsers.py (its options and positionals) and how the engine prepares the argv.

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from kubectl_kvcache.engine import releases as engines, kvparse
 from kubectl_kvcache.engine.argv import Undecidable, build_argv
 from kubectl_kvcache.engine.cause import Cause
+from kubectl_kvcache.engine.images import read as read_image, resolve_versions
 from kubectl_kvcache.engine.launch import Launch, find_launch
 from kubectl_kvcache.record import Record
 
@@ -35,16 +36,40 @@ class Prediction(Record):
         self.cause = cause                    # unknown: what would decide it (engine/cause.py)
 
 
-def _version(engine, declared_version, image):
-    """(Version, source, note) for an engine: declared, else from the image tag, else the minimum."""
+def _releases(engine, declared_version, image):
+    """(releases, source, note): the one release declared or read from the image's tag; else every
+    release it may be (a pre-release: the one before and its own; unreadable: every release the
+    data has), judged across, never one assumed in silence."""
     note = ""
     if declared_version and not engines.parse_version(declared_version):
         note = f"engine version {declared_version!r} is not a release number; "
-    version, source = engines.resolve_versions(engine, declared_version, ((engines.IMAGE_TAG, (image,)),))[0]
-    if source == engines.MINIMUM:
-        note += (f"version unknown: judged as {engines.DISPLAY_NAMES[engine]} {version}, "
-                 f"the operator's minimum")
-    return version, source, note
+    found = resolve_versions(engine, declared_version, ((engines.IMAGE_TAG, (image,)),))
+    if found:
+        return (found[0][0],), found[0][1], note
+    seen = read_image(image, engine)
+    span = engines.releases_before(engine, seen.before) if seen.before else engines.all_releases(engine)
+    note += (f"release unknown ({seen.why}): judged across {engines.DISPLAY_NAMES[engine]} "
+             f"{span[0]}-{span[-1]}")
+    return span, engines.UNREAD, note
+
+
+def across(results, span, engine, image) -> kvparse.Parse:
+    """One answer for several releases: theirs when they all agree, else UNKNOWN naming which
+    releases do what (the release decides, and it could not be read)."""
+    first = results[0]
+    if all((r.outcome, r.effective, r.error) == (first.outcome, first.effective, first.error) for r in results):
+        return first
+    runs: list[list] = []     # [said, first, last]: consecutive releases that do the same
+    for version, r in zip(span, results, strict=True):
+        said = r.outcome if r.outcome != kvparse.OK else f"runs {r.effective or 'auto'}"
+        if runs and runs[-1][0] == said:
+            runs[-1][2] = version
+        else:
+            runs.append([said, version, version])
+    told = "; ".join(f"{engines.DISPLAY_NAMES[engine]} {first}" + (f"-{last}" if last != first else "") + f": {said}"
+                     for said, first, last in runs)
+    return kvparse.Parse(kvparse.UNKNOWN, None, None, f"the release decides and it is not known: {told}",
+                         cause=Cause("image", image or "the image"))
 
 
 def predict(container: dict, declared_engine=None, declared_version=None, manufacturer=None) -> Prediction:
@@ -52,7 +77,8 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     image = container.get("image") or ""
     pre_version = None
     if engine:
-        pre_version = _version(engine, declared_version, image)[0]
+        span = _releases(engine, declared_version, image)[0]
+        pre_version = span[0] if len(span) == 1 else None
     argv = build_argv(container, pre_version)
     if isinstance(argv, Undecidable):
         return Prediction(kvparse.UNKNOWN, None, None, argv.reason, engine, None, None, cause=argv.cause)
@@ -65,10 +91,14 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
                           f"declared engine is {engine} but the argv starts {launch.engine} ({launch.via})",
                           engine, None, None, via=launch.via, cause=Cause("engine", launch.engine))
     engine = launch.engine
-    version, source, note = _version(engine, declared_version, image)
+    span, source, note = _releases(engine, declared_version, image)
+    ascend = (manufacturer or "").lower() == "ascend" or read_image(image).platform == "npu" \
+        or engines.is_ascend_image(image)
+    results = [kvparse.parse(launch.args, engines.profile(engine, v), platform_may_extend=ascend, entry=launch.entry)
+               for v in span]
+    result = across(results, span, engine, image)
+    version = span[-1]
     profile = engines.profile(engine, version)
-    ascend = (manufacturer or "").lower() == "ascend" or engines.is_ascend_image(image)
-    result = kvparse.parse(launch.args, profile, platform_may_extend=ascend, entry=launch.entry)
     if profile.newer_than_data:
         note += ("; " if note else "") + profile.beyond_data
     missing = profile.not_in_data
@@ -77,7 +107,8 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
                           str(version), source, result.occurrences, None, launch.via, profile.judged_with,
                           False, Cause("release", f"{engine}=={version}"))
     reason = result.reason + (f"; {note}" if note else "")
-    return Prediction(result.outcome, result.effective, result.error, reason, engine, str(version), source,
+    return Prediction(result.outcome, result.effective, result.error, reason, engine,
+                      str(version) if len(span) == 1 else None, source,
                       result.occurrences, result.winner, launch.via, profile.judged_with, profile.newer_than_data,
                       result.cause)
 

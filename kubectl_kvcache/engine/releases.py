@@ -360,28 +360,30 @@ def minimum_version(engine) -> Version:
 
 # --- where a version comes from -----------------------------------------------------------
 
-# The one vocabulary for where the plugin read an engine version, in the order it is tried.
-SPEC_VERSION, SPEC_IMAGE, POD_IMAGE, IMAGE_TAG, MINIMUM = (
-    "spec.engine.version", "spec.engine.image", "Pod image", "image tag", "operator minimum")
+# The one vocabulary for where the plugin read an engine version. The operator runs a role's
+# stated image, else one it synthesizes from spec.engine.name and spec.engine.version
+# (controllers/worker/model_deployment_render.go: renderModelDeploymentPodTemplate, "A STATED
+# IMAGE ALWAYS WINS"; model_deployment_image.go: SynthesizeModelDeploymentImage). There is no
+# spec.engine.image. UNREAD: no release could be read, so the release is judged across every
+# release the data has (`span`), never assumed to be the operator's minimum.
+SPEC_VERSION, ROLE_IMAGE, POD_IMAGE, IMAGE_TAG, UNREAD = (
+    "spec.engine.version", "spec.roles[].image", "Pod image", "image tag", "release unknown")
+SPEC_IMAGE = ROLE_IMAGE     # the name older callers use
+MINIMUM = "operator minimum"    # kept for saved reports' labels; no longer a source the plugin picks
 
 
-def resolve_versions(engine, declared=None, images=()) -> tuple[tuple[Version, str], ...]:
-    """The releases of `engine` to judge against, each with where it was read: the declared
-    version; else the tags of the first group of `images` ((source, [image refs]) in order)
-    that names any (all distinct ones, in order); else the operator's minimum."""
-    if declared:
-        parsed = parse_version(declared)
-        if parsed:
-            return ((parsed, SPEC_VERSION),)
-    for source, refs in images:
-        found = []
-        for ref in refs:
-            hit = version_from_image(ref, engine) if ref else None
-            if hit and (hit[1], source) not in found:
-                found.append((hit[1], source))
-        if found:
-            return tuple(found)
-    return ((minimum_version(engine), MINIMUM),)
+def all_releases(engine) -> tuple[Version, ...]:
+    """Every release of `engine` the data has (built in and added), oldest first."""
+    return tuple(data_version(r) for r, _ in known_releases(engine))
+
+
+def releases_before(engine, version) -> tuple[Version, ...]:
+    """The releases a pre-release of `version` may behave as: the last sampled release before it
+    and `version` itself (judged with the sample at or before it)."""
+    every = all_releases(engine)
+    earlier = [r for r in every if r < version]
+    found = ([earlier[-1]] if earlier else []) + [version]
+    return tuple(dict.fromkeys(found))
 
 
 # --- images -------------------------------------------------------------------------------

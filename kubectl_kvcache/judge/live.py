@@ -56,11 +56,12 @@ def operator_labels(md, role) -> dict:
 class _One:
     """The snapshot as account_replicas reads it, with one deployment."""
 
-    __slots__ = ("deployments", "bindings", "namespace", "absent")
+    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent")
 
     def __init__(self, key, md, snapshot):
         self.deployments = {key: md}
         self.bindings = snapshot.bindings
+        self.pools = snapshot.pools
         self.namespace = snapshot.namespace
         self.absent = snapshot.absent
 
@@ -196,7 +197,8 @@ class LiveJudge:
                         for _, a in sorted(self.accounts.items()) if a.progress.unbound)
         return rollout.Progress(dict(self.totals), self.done, len(self.accounts), tuple(rejected), tuple(left),
                                 bool(left) and not self.unsettled, rollout.pending_value(self.snapshot.setting),
-                                unbound)
+                                unbound, tuple(a.progress.hold for _, a in sorted(self.accounts.items())
+                                               if a.progress.hold))
 
     # -- inside ------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from kubectl_kvcache.kube import names
 from kubectl_kvcache.operator import api, paths, webhooks
 from kubectl_kvcache.operator.recovery_inputs import Recovery
 from kubectl_kvcache.judge.checks.engines import dtype_outcome, plain
+from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 from kubectl_kvcache.errors import AlreadyDone, PluginError
 from kubectl_kvcache.record import Record
 
@@ -656,15 +657,21 @@ def _check_receivers(inputs, ns, target_name, dtype, entry):
     """Refuse a dtype an engine that would receive it rejects (the old Binding's users and, when
     resuming, the new Binding's)."""
     refusals = []
+    accepted: list[set] = []        # what each receiving release accepts: the spellings to name on refusal
     entries = [entry, _entry(inputs.report, ns, target_name)]
     for e in entries:
         for use in (e.uses if e else ()):
             for at in use.engines if use.renders else ():
+                accepted.append(set(at.profile.accepted) - {"auto"})
                 outcome = dtype_outcome(dtype, at)
                 if outcome.outcome == model.REJECTED:
                     refusals.append(f"{use.kind} {use.name} on {at.name} ({plain(outcome.reason)})")
     if refusals:
-        raise PluginError(f"dtype {dtype!r} is rejected by " + "; ".join(dict.fromkeys(refusals)))
+        common = sorted(set.intersection(*accepted)) if accepted else []
+        near = nearest_spelling(dtype, common)
+        hint = (f"; did you mean {near!r}?" if near else
+                f"; every engine that receives it accepts: {', '.join(common)}" if common else "")
+        raise PluginError(f"dtype {dtype!r} is rejected by " + "; ".join(dict.fromkeys(refusals)) + hint)
 
 
 def _deployments_to_move(inputs, old_name) -> list[tuple[dict, bool]]:

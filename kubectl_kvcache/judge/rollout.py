@@ -10,19 +10,20 @@ No I/O; the loop is in cli/flows/verify.py, the re-judging in live.py, the words
 
 from __future__ import annotations
 
-from kubectl_kvcache.judge import setting as setting_mod, verify
+from kubectl_kvcache.judge import holds, setting as setting_mod, verify
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.judge.verify import DONE, MISMATCH, STATUSES, Item, Report
 
 COMPLETE, REJECTED, TIMEOUT, SETTLED, UNBOUND = "complete", "rejected", "timeout", "settled", "unbound"
+HELD = "held"
 
 
 class Progress(Record):
-    __slots__ = ("counts", "done", "total", "rejected", "left", "settled", "pending", "unbound")
+    __slots__ = ("counts", "done", "total", "rejected", "left", "settled", "pending", "unbound", "held")
 
     def __init__(self, counts: dict[str, int], done: int, total: int, rejected: tuple[Item, ...],
                  left: tuple[Item, ...], settled: bool = False, pending: bool | None = None,
-                 unbound: tuple[tuple[str, str, str | None], ...] = ()):
+                 unbound: tuple[tuple[str, str, str | None], ...] = (), held: tuple = ()):
         self.counts = counts        # status -> replicas (NO-POD rows included); "terminating": old Pods going away
         self.done = done            # deployments whose every replica runs the expected value
         self.total = total          # pool-attached deployments in scope
@@ -33,10 +34,13 @@ class Progress(Record):
                                     # report yet (None: converged): nothing is done before the operator has it
         self.unbound = unbound      # (namespace, deployment, binding): followed deployments whose Binding
                                     # does not exist (no rollout can bring it: the wait ends at once)
+        self.held = held            # holds.Hold: followed deployments whose rollout the operator holds
+                                    # (ReplicasUpToDate RolloutHeldByCache: the wait ends at once)
 
     @property
     def complete(self) -> bool:
-        return self.done == self.total and not self.left and self.pending is None and not self.unbound
+        return (self.done == self.total and not self.left and self.pending is None and not self.unbound
+                and not self.held)
 
     @property
     def outcome(self):
@@ -46,6 +50,8 @@ class Progress(Record):
             return None
         if self.unbound:
             return UNBOUND
+        if self.held:
+            return HELD
         if self.rejected:
             return REJECTED
         if self.complete:
@@ -70,16 +76,18 @@ def progress(report: Report, deployments=None, setting=None) -> Progress:
     left = tuple(i for i in rows if i.progress != DONE)
     stays = deployments is not None and all(settled(i, deployments.get((i.namespace, i.deployment))) for i in left)
     unbound = tuple((d.namespace, d.name, d.binding) for d in report.deployments if d.unbound)
+    held = tuple(d.hold for d in report.deployments if d.hold)
     return Progress(counts, done, len(report.deployments), tuple(i for i in rows if rejects(i)), left,
-                    bool(left) and stays, pending_value(setting), unbound)
+                    bool(left) and stays, pending_value(setting), unbound, held)
 
 
 def rejects(item: Item) -> bool:
     """A replica confirmed REJECTED that ends the wait: its Pod was rendered from its deployment's
     spec as the spec is now (verify.stale_reason ""), or cannot be told apart (an injected Pod:
-    None). A rejected Pod of an older render -- the crash-looping replica a `setting off` or a new
+    None); so does a start-up failure after the parse its previous log names (Item.exit_cause). A
+    rejected Pod of an older render -- the crash-looping replica a `setting off` or a new
     Binding is rolling away -- is waited for: the replica replacing it is rendered differently."""
-    return item.confirmed_rejected and not item.stale
+    return (item.confirmed_rejected or item.startup_failed) and not item.stale
 
 
 def pending_value(setting) -> bool | None:
@@ -107,9 +115,7 @@ def settled(item: Item, md) -> bool:
     role = md.role(item.role) if item.role else None
     if role is None:
         return False
-    status = md.role_status(role.name)
-    if status is not None and status.updated is not None and status.replicas is not None \
-            and status.updated < status.replicas:
+    if holds.rolling(md):       # ReplicasUpToDate=False, RolloutInProgress/ReplacementInProgress
         return False
     return item.stale == ""
 

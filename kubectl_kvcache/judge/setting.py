@@ -32,6 +32,18 @@ def effective_value(setting: Setting | None) -> bool | None:
     return parse_bool(setting.status_value)
 
 
+def owned(setting: Setting | None) -> bool:
+    """Whether the operator renders the dtype and refuses own flags: ModelDeploymentOwnsKVCacheDtype
+    (operator.md, "The Setting's value") returns `err != nil || owned`, so a status.value that
+    strconv.ParseBool cannot read counts as ON, never as off and never as an error."""
+    value = effective_value(setting)
+    return True if value is None else value
+
+
+UNREADABLE_MEANS = ("the operator counts a value strconv.ParseBool cannot read as on "
+                    "(ModelDeploymentOwnsKVCacheDtype: err != nil || owned)")
+
+
 # -- what a flip of the Setting touches -------------------------------------------------------
 
 ACTIONS = {"on": True, "off": False}

@@ -8,10 +8,9 @@ the engine (`main`, or the injection annotation's), and the verdict.
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.judge import fixes, setting as setting_mod
+from kubectl_kvcache.judge import fixes, holds, setting as setting_mod
 from kubectl_kvcache.operator import api, records, renderer
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
-from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import NOT_SERVED
 
@@ -42,7 +41,7 @@ class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
                  "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale",
-                 "policy")
+                 "policy", "observed", "exit_cause")
     __hash__ = None     # mutable: judged field by field
 
     def __init__(self, namespace: str, pod: str | None, container: str | None, owner: dict | None, role: str | None,
@@ -51,7 +50,7 @@ class Item(Record):
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
                  slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None,
-                 policy=None):
+                 policy=None, observed=None, exit_cause=None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -78,6 +77,8 @@ class Item(Record):
         self.stale = stale                      # an operator Pod: why it was not rendered from the spec as it
                                                 # is now ("" when it was; None when not told: see stale_reason)
         self.policy = policy                    # judge.policy.Effect: what a policy rule did to it (None: nothing)
+        self.observed = observed                # engine.words.Observed: what the engine itself reports (None: unread)
+        self.exit_cause = exit_cause            # engine.words.ExitCause: why its last container died, in its words
 
     def to_dict(self):
         return {
@@ -90,7 +91,31 @@ class Item(Record):
             {"cause": self.cause.to_dict()} if self.cause is not None and self.status == UNKNOWN else {}) \
           | ({"notRolled": self.stale} if self.stale else {}) \
           | ({"severity": self.policy.now or self.policy.was, "policy": self.policy.to_dict()}
-             if self.policy is not None else {})       # as a check finding: its severity now, policy's the one it had
+             if self.policy is not None else {}) \
+          | ({"observed": self.observed.to_dict() | {"agrees": self.observed_agrees}}
+             if self.observed is not None else {}) \
+          | ({"exitCause": self.exit_cause.to_dict()} if self.exit_cause is not None else {})
+        # (the policy: as a check finding, its severity now, policy's the one it had)
+
+    @property
+    def observed_agrees(self) -> bool | None:
+        """Whether the engine's own report is the predicted value (None: nothing observed, or
+        nothing predicted to hold it against: only SGLang's torch dtype, an UNKNOWN row)."""
+        seen = self.observed.dtype if self.observed is not None else None
+        if seen is None or self.effective is None or self.status in (UNKNOWN, NO_POD):
+            return None
+        return seen == self.effective
+
+    @property
+    def rolling(self) -> bool:
+        """An OK replica of an accounted deployment that is not done yet: an older render the
+        rollout still replaces, Pending, not ready, terminating, or crash-looping."""
+        return self.status == OK and self.owner is not None and self.state is not None and self.progress != DONE
+
+    @property
+    def startup_failed(self) -> bool:
+        """Its engine died after the parse (the previous container's log names the error)."""
+        return self.exit_cause is not None and self.exit_cause.kind == "startup"
 
     @property
     def key(self):
@@ -108,14 +133,16 @@ class Item(Record):
 
     @property
     def confirmed_rejected(self) -> bool:
-        """REJECTED and the engine container already exited with the parser's code 2."""
-        return self.status == REJECTED and (self.state or {}).get("lastExitCode") == PARSE_ERROR_EXIT
+        """REJECTED and the engine container already exited with the parser's code 2, or its
+        previous log holds the parser's error."""
+        return self.status == REJECTED and ((self.state or {}).get("lastExitCode") == PARSE_ERROR_EXIT
+                                            or (self.exit_cause is not None and self.exit_cause.kind == "rejected"))
 
     @property
     def progress(self) -> str:
         """DONE, CRASHING, TO_ROLL or STUCK (see above)."""
         state = self.state or {}
-        if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected:
+        if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected or self.startup_failed:
             return CRASHING
         if self.status == NO_POD or self.terminating:
             return TO_ROLL
@@ -141,19 +168,19 @@ class RoleProgress(Record):
     def to_dict(self):
         s = self.status
         return {"name": self.name, "desired": self.desired, "pods": self.pods, "terminating": self.terminating,
-                "statusReplicas": s.replicas if s else None, "statusReady": s.ready if s else None,
-                "statusUpdated": s.updated if s else None}
+                "statusDesired": s.desired if s else None, "statusReady": s.ready if s else None}
 
 
 class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
-    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on")
+    __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on",
+                 "hold", "up_to_date")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
                  roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
-                 setting_on: bool = True):
+                 setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None):
         self.namespace = namespace
         self.name = name
         self.binding = binding
@@ -163,6 +190,8 @@ class DeploymentProgress(Record):
         self.stuck = stuck                  # status -> number, for the STUCK rows
         self.unbound = unbound              # the Binding spec.kvCache.poolRef.name names does not exist
         self.setting_on = setting_on        # why `expected` is None when the Binding is there
+        self.hold = hold                    # the operator holds the rollout (judge/holds.py)
+        self.up_to_date = up_to_date        # ReplicasUpToDate=True for this generation (None: not written)
 
     @property
     def desired(self):
@@ -170,9 +199,11 @@ class DeploymentProgress(Record):
 
     @property
     def complete(self) -> bool:
-        """Every replica runs the expected value: no row is anything but done, none is missing."""
+        """Every replica runs the expected value: no row is anything but done, none is missing; and
+        where the operator writes ReplicasUpToDate, it says True for the current generation."""
         return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
-                                                          or self.counts[STUCK] or self.unbound)
+                                                          or self.counts[STUCK] or self.unbound
+                                                          or self.hold or self.up_to_date is False)
 
     def to_dict(self):
         return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
@@ -180,6 +211,8 @@ class DeploymentProgress(Record):
                 "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
                 **({"bindingMissing": True} if self.unbound else {}),
+                **({"held": self.hold.to_dict()} if self.hold else {}),
+                **({"replicasUpToDate": self.up_to_date} if self.up_to_date is not None else {}),
                 "roles": [r.to_dict() for r in self.roles]}
 
 
@@ -220,6 +253,10 @@ def severity(item: Item, fail_on=()) -> str | None:
     tolerates it, None when OK; the severity a policy rule gave it when one did."""
     if item.policy is not None:
         return item.policy.now
+    if item.status == OK and (item.observed_agrees is False or item.startup_failed):
+        return "error"          # the engine says otherwise than the prediction: never green
+    if item.status == OK and not fail_on and item.rolling:
+        return "error"          # OK as rendered, but its deployment still rolls it: not done, never green
     if item.status == OK:       # the words are check's SEVERITIES (judge.checks imports this module)
         return None
     return "error" if item.status in (fail_on or STATUSES) else "warning"
@@ -284,8 +321,20 @@ def _deployment_candidate(pod, snapshot):
     role = md.role(role_name) if role_name else None
     if role is None:
         return None     # a router or elastic-EP head Pod: not an engine replica
-    return Candidate(pod, container, owner, role.name, md.engine, md.engine_version, md.binding,
-                     takeover=bool(role.command))
+    # The Pod runs its own image: the role's stated image (model_deployment_render.go,
+    # renderModelDeploymentPodTemplate: a stated image always wins), read from its tag; else the image
+    # synthesized from spec.engine.version (SynthesizeModelDeploymentImage), whose release it is.
+    return Candidate(pod, container, owner, role.name, md.engine, None if role.image else md.engine_version,
+                     md.binding, takeover=bool(role.command))
+
+
+def _role_release(md, role) -> str | None:
+    """The release a role's replicas run, as text: its stated image's (None when unreadable), else
+    spec.engine.version (the synthesized image's; model_deployment_render.go)."""
+    if role.image:
+        found = model.read_image(role.image, model.normalise_engine(md.engine)).release
+        return str(found) if found is not None else None
+    return md.engine_version
 
 
 def _injected_candidate(pod):
@@ -558,10 +607,10 @@ class _FixContext(Record):
     """What a fix reads about an item's Pod: its Binding, its ModelDeployment and role (and the
     role's index in spec.roles), how the fix names what to edit, the engine release's profile."""
 
-    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile")
+    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile", "pool")
 
     def __init__(self, pod: records.Pod, binding: records.Binding | None, md: records.Deployment | None,
-                 role_index: int | None, role: records.Role | None, where: str, profile):
+                 role_index: int | None, role: records.Role | None, where: str, profile, pool=None):
         self.pod = pod
         self.binding = binding
         self.md = md
@@ -569,17 +618,24 @@ class _FixContext(Record):
         self.role = role
         self.where = where
         self.profile = profile
+        self.pool = pool                    # the Binding's KVCachePool record when read (judge/holds.py)
 
 
 def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool) -> Fix:
     """The Fix for a non-OK item: the first step below that has one."""
     ctx = _fix_context(item, cand, snapshot)
     if item.status == UNKNOWN:
-        return _unknown_fix(cand, ctx)
-    return (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
-            or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
-            or _pod_args_fix(item, cand, ctx)
-            or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+        return _release_fix(item, ctx) or _unknown_fix(cand, ctx)
+    fix = (_rejected_dtype_fix(item, cand, ctx, setting_on) or _takeover_fix(item, cand, ctx)
+           or _not_rolled_fix(item, cand, ctx) or _role_flag_fix(item, cand, ctx, setting_on)
+           or _pod_args_fix(item, cand, ctx)
+           or Fix("kubectl kvcache check -o describe has the fix for its deployment or template" + _hint(item, ctx)))
+    held = None if cand.takeover else _held_fix(item, cand, ctx)
+    if held is None:
+        return fix
+    if fix.text.startswith("nothing to change"):    # the next reconcile does not roll a held replica
+        return held
+    return Fix(f"{fix.text}; {held.text}", fix.recover)
 
 
 def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _FixContext:
@@ -590,12 +646,23 @@ def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _Fi
     role = md.roles[role_index] if md is not None and role_index is not None else None
     profile = (model.profile(item.engine, model.parse_version(item.engine_version))
                if item.engine and item.engine_version else None)
+    pool = (snapshot.pools or {}).get(binding.pool) if binding is not None and binding.pool else None
     return _FixContext(pod, binding, md, role_index, role,
-                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile)
+                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile, pool)
 
 
 def _hint(item: Item, ctx: _FixContext) -> str:
     return _nearest(item, ctx.profile) if ctx.profile else ""
+
+
+def _release_fix(item: Item, ctx: _FixContext) -> Fix | None:
+    """UNKNOWN because the release decides and its image names none (predict.across)."""
+    if item.version_source != model.UNREAD or item.cause is None or item.cause.code != "image":
+        return None
+    where = (f"spec.roles[{ctx.role_index}].image of {ctx.where}" if ctx.role is not None and ctx.role.image
+             else f"the image of {ctx.where}")
+    return Fix(f"pin {where} to a tag that names its release (e.g. vllm/vllm-openai:v0.29.0, "
+               f"lmsysorg/sglang:v0.5.18-cu129): the release decides this dtype and the tag names none")
 
 
 def _unknown_fix(cand: Candidate, ctx: _FixContext) -> Fix:
@@ -633,6 +700,24 @@ def _takeover_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
     verb = "add" if item.status == MISSING else "set"
     dtype = ctx.binding.dtype if ctx.binding else None
     return Fix(f"{verb} `--kv-cache-dtype {dtype}` in {path} if it should run the Binding's value")
+
+
+def _held_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
+    """A replica of a deployment whose rollout the operator holds (judge/holds.py): the next
+    reconcile does not roll it; the hold's cause has to end first."""
+    if not cand.owner or ctx.md is None or item.status not in (MISSING, WILL_REJECT, MISMATCH, REJECTED):
+        return None
+    pool = ctx.pool
+    held = holds.hold(ctx.md, ctx.binding, pool)
+    cut = holds.unresolved(ctx.md, ctx.binding, pool)
+    during = ("; this replica was created while the connection did not resolve (no connector, no dtype)"
+              if holds.created_during_hold(item, cut is not None or held is not None) else "")
+    if held is not None:
+        return Fix(f"held, not rolling: {held.text}{during}")
+    if during and cut is not None:
+        return Fix(f"nothing to change in the spec, but the next reconcile does not fix it: {cut[0]}{during}; "
+                   f"{cut[1]}")
+    return None
 
 
 def _not_rolled_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
@@ -722,11 +807,7 @@ def setting_on(snapshot) -> bool:
     Setting's API group) it renders nothing, whatever the Setting's default will be."""
     if _not_served(snapshot):
         return False
-    value = setting_mod.effective_value(snapshot.setting)
-    if value is None:
-        raise PluginError(f"the Setting {api.SETTING_NAME} reports {snapshot.setting.status_value!r}, "
-                          f"which is not a boolean")
-    return value
+    return setting_mod.owned(snapshot.setting)     # unreadable: on, as the operator reads it
 
 
 def verify(snapshot: records.Snapshot, account: bool = True, predictor=None, roles=None) -> Report:
@@ -778,14 +859,14 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
             missing = max(0, desired - len(live))
             shown = min(missing, MAX_NO_POD_ROWS)   # a role asking for millions is one summary row
             for n, slot in enumerate(range(len(live), len(live) + shown)):
-                reported = (f"; status.roles reports {status.replicas} replicas, {status.ready} ready, "
-                            f"{status.updated} updated" if status else "")
+                reported = (f"; status.roles reports {status.desired} desired, {status.ready} ready"
+                            if status else "")
                 last = n == shown - 1 and missing > shown
                 which = (f"replicas {slot + 1}-{desired} of {desired}" if last else
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), md.engine_version, md.binding, expected, None,
+                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
@@ -809,7 +890,10 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
             if row.progress == STUCK:
                 stuck[row.status] = stuck.get(row.status, 0) + 1
         progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck,
-                                           unbound=unbound, setting_on=on))
+                                           unbound=unbound, setting_on=on,
+                                           hold=holds.hold(md, binding, (snapshot.pools or {}).get(
+                                               binding.pool) if binding is not None and binding.pool else None),
+                                           up_to_date=holds.up_to_date(md)))
     items = sorted(items + extra, key=row_order)
     return items, progress
 

@@ -520,9 +520,11 @@ class Client:
     # -- requests ------------------------------------------------------------------------
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
-                accept=None):
+                accept=None, timeout=None, limit=None):
         """Raw JSON request; returns the decoded body (`raw`: its bytes, still undecoded) or raises
-        a one-line PluginError. `accept`: another Accept header than plain JSON."""
+        a one-line PluginError. `accept`: another Accept header than plain JSON. `timeout`: a
+        shorter bound than the connection's request timeout; `limit`: bytes of the answer's body
+        (beyond: a PluginError, the rest never read)."""
         what = what or f"{method} {path}"
         url = self._transport.prefix + _safe_path(path)
         if query:
@@ -535,14 +537,15 @@ class Client:
             body = json.dumps(body).encode()
         if content_type:
             headers = headers + [("Content-Type", content_type.encode())]
-        deadline = time.monotonic() + self.timeout if self.timeout else None
+        bound = min(t for t in (self.timeout, timeout) if t) if (self.timeout or timeout) else None
+        deadline = time.monotonic() + bound if bound else None
         waited, attempt, lost, renewed = 0.0, 0, None, False
         write = method not in ("GET", "HEAD")
         while True:
             with self._lock:
                 self.requests += 1
             try:
-                status, resp_headers, data = self._send(method, url, headers, body, deadline, what)
+                status, resp_headers, data = self._send(method, url, headers, body, deadline, what, limit)
             except PluginError as exc:
                 if lost is not None and getattr(exc, "lost", None) is None:
                     exc.lost = lost
@@ -635,20 +638,20 @@ class Client:
             error.lost = lost
             raise error from exc
 
-    def _send(self, method, url, headers, body, deadline, what):
+    def _send(self, method, url, headers, body, deadline, what, limit=None):
         """One exchange: (status, headers, body). A GET on a kept-alive connection the server
         closed in the meantime is sent again once on a new connection; a write always goes on a
         new connection (it is never sent twice: the server may have acted on it). A write that
         fails after it went out whole raises a PluginError whose `lost` says so."""
         try:
-            return self._exchange(method, url, headers, body, deadline, what)
+            return self._exchange(method, url, headers, body, deadline, what, limit)
         except PluginError as exc:
             sent = getattr(exc, "sent", False)
             if sent and method not in ("GET", "HEAD") and getattr(exc, "lost", None) is None:
                 exc.lost = "the request went out whole, and the server may have applied it"
             raise
 
-    def _exchange(self, method, url, headers, body, deadline, what):
+    def _exchange(self, method, url, headers, body, deadline, what, limit=None):
         from http.client import HTTPException, RemoteDisconnected
 
         from kubectl_kvcache.kube.transport import (READ_IDLE_TIMEOUT, DialTimeout, HandshakeTimeout,
@@ -672,7 +675,7 @@ class Client:
             try:
                 try:
                     resp = conn.send_request(method, url, headers, body)
-                    data = resp.read_all()
+                    data = resp.read_all() if limit is None else resp.read_all(limit)
                     if deadline is not None and time.monotonic() >= deadline:
                         raise _Timeout()
                     keep = not resp.will_close and not resp.extra
@@ -726,6 +729,8 @@ class Client:
         raise PluginError(f"cannot reach the API server at {self.host}")   # not reached
 
     def _timed_out(self, what):
+        if not self.timeout:       # a bound of the read itself (request's `timeout`)
+            return PluginError(f"the API server at {self.host} did not answer in time ({what})")
         return PluginError(f"the API server at {self.host} did not answer within the request timeout "
                            f"of {self.timeout:g}s ({what})")
 
@@ -750,6 +755,28 @@ class Client:
 
     def get(self, path, what=None):
         return self.request("GET", path, what=what)
+
+    def pod_log(self, namespace, pod, container, limit_bytes, previous=False, tail_lines=None, timeout=None) -> str:
+        """A container's log as `kubectl logs` asks for it (pods/log: the API server proxies the
+        kubelet's), bounded by the server (limitBytes, tailLines) and here (the body, `timeout`).
+        Undecodable bytes are replaced: log text is untrusted and only ever matched, never run."""
+        query = {"container": container, "limitBytes": str(limit_bytes)}
+        if previous:
+            query["previous"] = "true"
+        if tail_lines is not None:
+            query["tailLines"] = str(tail_lines)
+        what = f"get the {'previous ' if previous else ''}log of pod {pod} container {container}"
+        data = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query=query, what=what,
+                            raw=True, accept="text/plain, */*", timeout=timeout, limit=limit_bytes + 4096)
+        return bytes(data or b"").decode("utf-8", "replace")
+
+    def pod_proxy_get(self, namespace, pod, port, path, limit_bytes, timeout=None) -> str:
+        """GET `path` on the Pod's `port` through the API server's pods/proxy (as `kubectl get --raw`
+        would), bounded by `limit_bytes` and `timeout`."""
+        what = f"get {path} of pod {pod} port {port} (pods/proxy)"
+        data = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/{path.lstrip('/')}",
+                            what=what, raw=True, accept="text/plain, */*", timeout=timeout, limit=limit_bytes)
+        return bytes(data or b"").decode("utf-8", "replace")
 
     def patch_merge(self, path, body, field_manager=None, dry_run=False, what=None):
         """A JSON merge patch (RFC 7386) of one object; `dry_run` asks the server to validate and
@@ -1206,7 +1233,7 @@ def _safe_path(path: str) -> str:
         plain = unquote(seg)
         if plain in (".", ".."):
             raise PluginError(f"refusing a request path with a {plain!r} segment: {path!r}")
-        out.append(quote(plain, safe=""))
+        out.append(quote(plain, safe=":"))  # Go keeps a path's ":" (url.shouldEscape)
     return "/".join(out)
 
 

@@ -16,7 +16,9 @@ from kubectl_kvcache.operator.api import SETTING_GROUP, SETTING_NAME
 from kubectl_kvcache.operator.fields import (
     INT32, as_bool, as_env, as_env_from, as_int, as_list, as_obj, as_objects, as_str, as_str_list,
     as_str_map, bad, describe, kv_annotations, metadata, type_name, with_spec)
-from kubectl_kvcache.operator.records import Binding, Deployment, Pod, Pool, Role, RoleStatus, Setting, Workload
+from kubectl_kvcache.operator import binding_status
+from kubectl_kvcache.operator.records import (
+    Binding, Condition, Deployment, Pod, Pool, Role, RoleStatus, Setting, Workload)
 
 _CONTAINER_FIELDS = ("name", "image", "command", "args", "env", "envFrom")
 _STR_OR_NONE = (str, type(None))
@@ -241,6 +243,8 @@ def deployment_record(obj) -> Deployment:
             command=tuple(as_str_list(role.get("command"), what, path + ".command")),
             extra_args=tuple(as_str_list(role.get("extraArgs"), what, path + ".extraArgs")),
             env=tuple(as_env(role.get("env"), what, path + ".env")),
+            # api/worker/v1alpha1/model_deployment.go ModelDeploymentRole.Image (maxLength 512)
+            image=as_str(role.get("image"), what, path + ".image") or None,
         ))
     kv = spec.get("kvCache")
     binding = None
@@ -262,21 +266,41 @@ def deployment_record(obj) -> Deployment:
         kv_cache=kv is not None,
         roles=tuple(roles),
         status_dtype=as_str(domain.get("dtype"), what, "status.kvCache.domain.dtype"),
-        image=as_str(engine.get("image"), what, "spec.engine.image"),
         labels=dict(as_str_map(meta.get("labels"), what, "metadata.labels")),
         status_roles=_role_statuses(status, what),
+        rollout=_condition(status, what, REPLICAS_UP_TO_DATE),
+        generation=as_int(meta.get("generation"), what, "metadata.generation"),
     )
 
 
+REPLICAS_UP_TO_DATE = "ReplicasUpToDate"    # pkg/worker/controllers/worker/model_deployment_rollout.go
+
+
+def _condition(status, what, kind) -> Condition | None:
+    """status.conditions[type=kind] (gpustack.Condition: type, status, reason, message), None
+    when the operator has not written it (a release before it, or no pass yet)."""
+    for path, c in as_objects(status.get("conditions"), what, "status.conditions"):
+        if as_str(c.get("type"), what, path + ".type") == kind:
+            return Condition(kind, as_str(c.get("status"), what, path + ".status") or "",
+                             as_str(c.get("reason"), what, path + ".reason") or "",
+                             as_str(c.get("message"), what, path + ".message") or "",
+                             as_int(c.get("observedGeneration"), what, path + ".observedGeneration"))
+    return None
+
+
 def _role_statuses(status, what) -> tuple[RoleStatus, ...]:
-    """status.roles: what the operator reports of each role's replicas."""
+    """status.roles: what the operator reports of each role, the fields of its Go type only
+    (api/worker/v1alpha1/model_deployment.go, ModelDeploymentRoleStatus)."""
     found = []
     for path, r in as_objects(status.get("roles"), what, "status.roles"):
         name = as_str(r.get("name"), what, path + ".name")
         if name:
-            found.append(RoleStatus(name, as_int(r.get("replicas"), what, path + ".replicas", INT32),
-                                    as_int(r.get("readyReplicas"), what, path + ".readyReplicas", INT32),
-                                    as_int(r.get("updatedReplicas"), what, path + ".updatedReplicas", INT32)))
+            found.append(RoleStatus(name, as_int(r.get("desired"), what, path + ".desired", INT32),
+                                    as_int(r.get("ready"), what, path + ".ready", INT32),
+                                    as_int(r.get("quotaReserved"), what, path + ".quotaReserved", INT32),
+                                    as_bool(r.get("unmanaged"), what, path + ".unmanaged"),
+                                    as_str(r.get("kind"), what, path + ".kind"),
+                                    tuple(as_str_list(r.get("assignedFlavors"), what, path + ".assignedFlavors"))))
     return tuple(found)
 
 
@@ -316,6 +340,7 @@ def binding_record(obj) -> Binding:
         labels=dict(as_str_map(meta.get("labels"), what, "metadata.labels")),
         created=as_str(meta.get("creationTimestamp"), what, "metadata.creationTimestamp") or "",
         deleting=as_str(meta.get("deletionTimestamp"), what, "metadata.deletionTimestamp") or "",
+        readiness=binding_status.readiness(obj),
     )
 
 
@@ -323,7 +348,16 @@ def binding_record(obj) -> Binding:
 def pool_record(obj) -> Pool:
     """spec.backends: the masters it names (the operator admits one; a stored pool may name any number)."""
     what, meta, spec = with_spec(obj, "KVCachePool")
-    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")))
+    status = as_obj(obj.get("status"), what, "status")
+    ledger = None
+    for path, c in as_objects(status.get("conditions"), what, "status.conditions"):
+        if as_str(c.get("type"), what, path + ".type") == "QuotaLedgerAvailable":
+            ledger = (as_str(c.get("status"), what, path + ".status") or "",
+                      as_str(c.get("reason"), what, path + ".reason") or "",
+                      as_str(c.get("message"), what, path + ".message") or "")
+    return Pool(name=meta["name"], backends=tuple(as_str_list(spec.get("backends"), what, "spec.backends")),
+                client_endpoint=as_str(status.get("clientEndpoint"), what, "status.clientEndpoint") or "",
+                ledger=ledger)
 
 
 @_reading('Setting')

@@ -58,10 +58,11 @@ def injection_target(annotations: dict[str, str], containers) -> tuple[dict | No
 
 
 class Role(Record):
-    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env")
+    __slots__ = ("name", "kind", "replicas", "command", "extra_args", "env", "image")
 
     def __init__(self, name: str, kind: str, replicas: int | None, command: tuple[str, ...],
-                 extra_args: tuple[str, ...], env: tuple[dict, ...]):
+                 extra_args: tuple[str, ...], env: tuple[dict, ...], image: str | None = None):
+        self.image = image      # spec.roles[].image: when set, what the operator runs (a stated image always wins)
         self.name = name
         self.kind = kind
         self.replicas = replicas
@@ -71,26 +72,49 @@ class Role(Record):
 
 
 class RoleStatus(Record):
-    """What the operator reports for a role in status.roles[]."""
+    """What the operator reports for a role in status.roles[], exactly the fields its Go type has
+    (api/worker/v1alpha1/model_deployment.go, ModelDeploymentRoleStatus): instances desired and
+    ready, quotaReserved, unmanaged, kind, assignedFlavors. It has no replicas/updated counts: how
+    far a rollout is, is the ReplicasUpToDate condition (Deployment.rollout)."""
 
-    __slots__ = ("name", "replicas", "ready", "updated")
+    __slots__ = ("name", "desired", "ready", "quota_reserved", "unmanaged", "kind", "assigned_flavors")
 
-    def __init__(self, name: str, replicas: int | None, ready: int | None, updated: int | None):
+    def __init__(self, name: str, desired: int | None, ready: int | None, quota_reserved: int | None = None,
+                 unmanaged: bool | None = None, kind: str | None = None, assigned_flavors: tuple[str, ...] = ()):
         self.name = name
-        self.replicas = replicas
+        self.desired = desired
         self.ready = ready
-        self.updated = updated
+        self.quota_reserved = quota_reserved
+        self.unmanaged = unmanaged
+        self.kind = kind
+        self.assigned_flavors = assigned_flavors
+
+
+class Condition(Record):
+    """One status condition as the operator writes it (type, status, reason, message); the
+    generation it was written for when the object says (observedGeneration), else None."""
+
+    __slots__ = ("type", "status", "reason", "message", "observed_generation")
+
+    def __init__(self, type: str, status: str, reason: str = "", message: str = "",
+                 observed_generation: int | None = None):
+        self.type = type
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.observed_generation = observed_generation
 
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "image", "labels", "status_roles")
+                 "labels", "status_roles", "rollout", "generation")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
                  binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
-                 image: str | None = None, labels: dict[str, str] | None = None,
-                 status_roles: tuple[RoleStatus, ...] = ()):
+                 labels: dict[str, str] | None = None,
+                 status_roles: tuple[RoleStatus, ...] = (), rollout: Condition | None = None,
+                 generation: int | None = None):
         self.namespace = namespace
         self.name = name
         self.engine = engine                # as written (vLLM, vllm, ...)
@@ -99,9 +123,10 @@ class Deployment(Record):
         self.kv_cache = kv_cache            # spec.kvCache is set
         self.roles = roles
         self.status_dtype = status_dtype
-        self.image = image
         self.labels = {} if labels is None else labels     # for -l on roles/check
         self.status_roles = status_roles
+        self.rollout = rollout              # status.conditions ReplicasUpToDate (None: not written)
+        self.generation = generation        # metadata.generation
 
     def role_status(self, name):
         return next((r for r in self.status_roles if r.name == name), None)
@@ -111,12 +136,13 @@ class Deployment(Record):
 
 
 class Binding(Record):
-    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created", "deleting")
+    __slots__ = ("namespace", "name", "pool", "domain", "dtype", "used_by", "phase", "labels", "created", "deleting",
+                 "readiness")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, pool: str | None, domain: str, dtype: str | None,
                  used_by: tuple[tuple[str, str, str], ...] = (), phase: str = "",
-                 labels: dict[str, str] | None = None, created: str = "", deleting: str = ""):
+                 labels: dict[str, str] | None = None, created: str = "", deleting: str = "", readiness=None):
         self.namespace = namespace
         self.name = name
         self.pool = pool
@@ -127,6 +153,7 @@ class Binding(Record):
         self.labels = {} if labels is None else labels     # for -l on bindings/check
         self.created = created              # metadata.creationTimestamp
         self.deleting = deleting            # metadata.deletionTimestamp: being deleted
+        self.readiness = readiness          # binding_status.Readiness: usable by a deployment (None: not read)
 
     @property
     def releasing(self) -> bool:
@@ -136,13 +163,18 @@ class Binding(Record):
 
 
 class Pool(Record):
-    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends."""
+    """A KVCachePool (cluster-scoped): the masters (KVCacheBackends) it names in spec.backends, and
+    what the injection webhook reads of its status (api/worker/v1alpha1/kv_cache_pool.go:
+    status.clientEndpoint, the QuotaLedgerAvailable condition; pod_kv_cache_resolve.go)."""
 
-    __slots__ = ("name", "backends")
+    __slots__ = ("name", "backends", "client_endpoint", "ledger")
 
-    def __init__(self, name: str, backends: tuple[str, ...]):
+    def __init__(self, name: str, backends: tuple[str, ...], client_endpoint: str = "",
+                 ledger: tuple[str, str, str] | None = None):
         self.name = name
         self.backends = backends
+        self.client_endpoint = client_endpoint    # status.clientEndpoint ('' until published)
+        self.ledger = ledger                      # QuotaLedgerAvailable (status, reason, message); None: absent
 
 
 class Setting(Record):

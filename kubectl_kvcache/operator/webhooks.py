@@ -17,9 +17,12 @@ tests (gpustack/gpustack-operator at 6678d71, pkg/worker/webhooks/worker/):
 - The Setting (`settingtest.MergeDelegatedSettings` cases): unset reads its default, on; the
   operator caches it, so a change reaches the webhooks within about 30 s.
 
-The Go source of the ModelDeployment rule's spelling scan is not in the index read (only its
-test): the abbreviation rule here (a prefix of --kv-cache-dtype reaching into `dtype`) is the
-plugin's reading of the test's cases, said so in its one test.
+Which spellings name an owned flag is ModelDeploymentResolveArg
+(pkg/worker/controllers/worker/model_deployment_connector.go; `resolve_arg` here): vLLM's `_` to
+`-` up to the first `.`, a dotted tail cut, then the exact key, and ANY prefix longer than `--`
+of a key (an exact other owned flag excepted), erring toward refusing. The rules of the Pod
+injection webhook's resolution (pod_kv_cache_resolve.go, inject/types.go, inject/engine.go) are
+`injection_refusals`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from kubectl_kvcache.record import Record
 DTYPE_ARG = "--kv-cache-dtype"
 MD_REFUSAL = f'"{DTYPE_ARG}" is set by the operator while spec.kvCache names a pool'
 SETTING_PROPAGATION_SECONDS = 30     # the operator's settings cache (docs/reference/settings.md)
-_ABBREVIATION_FLOOR = "--kv-cache-d"  # shorter prefixes are shared by other --kv-cache-* options
+
+# The (engine, key) catalog of the arguments the operator owns (model_deployment_connector.go:
+# modelDeploymentOwnedKeys), with the dtype it renders beside the store connector (6678d71).
+OWNED_ARGS = {
+    "vllm": ("--kv-transfer-config", "--kv-events-config", DTYPE_ARG),
+    "sglang": ("--hicache-storage-backend", "--hicache-storage-backend-extra-config", "--disaggregation-mode",
+               "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port", DTYPE_ARG),
+}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -54,17 +64,38 @@ class FieldError(Record):
         return f"{self.field}: {self.type} value{shown}: {self.detail}"
 
 
+def vllm_flag_key(key: str) -> str:
+    """vLLM's own rewrite of a flag key: `_` -> `-` between the leading `--` and the first `.`
+    (model_deployment_connector.go: modelDeploymentVLLMFlagKey)."""
+    if not key.startswith("--"):
+        return key
+    head, dot, tail = key.partition(".")
+    return head.replace("_", "-") + dot + tail
+
+
+def resolve_arg(engine: str, arg: str, keys) -> str | None:
+    """Which of `keys` the engine's parser reads a command-line entry as, or None
+    (model_deployment_connector.go: ModelDeploymentResolveArg). The name is the entry before `=`
+    (ModelDeploymentArgName); for vLLM it is rewritten and its dotted tail cut; `--` alone is no
+    flag; an exact key wins, an exact other owned flag is itself; else the first key the name is a
+    prefix of, without counting other registered flags (the operator errs toward refusing)."""
+    family = "vllm" if engine in ("vllm", "vllm-ascend") else engine
+    name = arg.split("=", 1)[0]
+    if family == "vllm":
+        name = vllm_flag_key(name).split(".", 1)[0]
+    if not name.startswith("--") or len(name) == 2:
+        return None
+    if name in keys:
+        return name
+    if name in OWNED_ARGS.get(family, ()):
+        return None
+    return next((key for key in keys if key.startswith(name)), None)
+
+
 def names_dtype(entry: str, engine: str) -> bool:
     """Whether one command-line entry names --kv-cache-dtype as the webhook reads it for `engine`
-    (`vllm`, `vllm-ascend` or `sglang`)."""
-    if not entry.startswith("--"):
-        return False
-    name = entry.split("=", 1)[0]
-    if engine in ("vllm", "vllm-ascend"):
-        name = "--" + name[2:].replace("_", "-")
-    if name == DTYPE_ARG:
-        return True
-    return name.startswith(_ABBREVIATION_FLOOR) and DTYPE_ARG.startswith(name)
+    (`vllm`, `vllm-ascend` or `sglang`): resolve_arg against the dtype key."""
+    return resolve_arg(engine, entry, (DTYPE_ARG,)) == DTYPE_ARG
 
 
 def md_refusals(engine: str, roles, kv_cache: bool, setting_on: bool, deleting: bool = False) -> list[FieldError]:
@@ -337,3 +368,149 @@ def _separates(backend, pool_names, pools, backends, unknown) -> bool:
         return True
     obj = backends.get(backend)
     return obj is None or not backend_declares_no_ledger(obj)
+
+
+# -- the Pod injection webhook's resolution ---------------------------------------------------
+
+# inject/types.go: SelectableEngines (what ParseEngine takes, compared EXACTLY: every version of the
+# file in the index spells them lower case) and the one it refuses with a hint.
+SELECTABLE_ENGINES = ("vllm", "sglang")
+VLLM_ASCEND = "vllm-ascend"
+# pod_kv_cache_resolve.go: acceptedAnnotations; the domain key has its own refusal; the two the
+# webhook writes may not be supplied (checkAnnotationVocabulary).
+ACCEPTED_ANNOTATIONS = ("binding", "engine", "manufacturer", "role", "container", "launch-args-forwarded")
+WRITTEN_ANNOTATIONS = ("client-config", "injected")
+ROLES = ("", "prefill", "decode")                  # inject/types.go: ParseRole
+ASCEND = "ascend"                                  # nodefeature.ManufacturerAscend
+# inject/engine.go: engineTransportConstraint -- the ONE transport an engine's store backend accepts
+# (artifact spelling, API spelling); an engine without a row accepts any.
+REQUIRED_TRANSPORT = {VLLM_ASCEND: ("ascend", "CANN")}
+
+
+class Refusal(Record):
+    """One reason the injection webhook refuses a Pod: the Go rule it follows and why."""
+
+    __slots__ = ("rule", "why", "fix")
+
+    def __init__(self, rule: str, why: str, fix: str):
+        self.rule = rule    # `file: function`
+        self.why = why
+        self.fix = fix
+
+
+def parse_engine(value: str, accepted=SELECTABLE_ENGINES) -> tuple[str | None, Refusal | None]:
+    """inject/types.go ParseEngine: exactly one of `accepted` (the release read: `vllm`, `sglang`;
+    a spelling the cluster's own injected Pods carry is added by the caller), `vllm-ascend`
+    refused with its hint, anything else refused."""
+    rule = "inject/types.go: ParseEngine"
+    if value in accepted:
+        low = value.lower()
+        return (low if low in SELECTABLE_ENGINES else value), None
+    key = api.ANNOTATION_PREFIX + "engine"
+    if value == VLLM_ASCEND:
+        return None, Refusal(rule, f"annotation {key} {value!r} names the Python package vllm_ascend, not an engine "
+                                   f"(EngineUnknown)", f"set {key}=vllm and {api.ANNOTATION_PREFIX}manufacturer=ascend")
+    return None, Refusal(rule, f"annotation {key} {value!r} is not one the operator configures: ParseEngine takes "
+                               f"exactly {' or '.join(repr(a) for a in accepted)} (EngineUnknown)",
+                         f"set {key} to {' or '.join(repr(a) for a in SELECTABLE_ENGINES)}")
+
+
+def injection_refusals(annotations: dict, binding=None, binding_known: bool = True, pool=None,
+                       pool_known: bool = False, admitted: bool = False,
+                       accepted_engines=SELECTABLE_ENGINES) -> list[Refusal]:
+    """What the injection webhook's resolution refuses, in its order (pod_kv_cache_resolve.go:
+    resolve; it answers with the first). `annotations`: the kvcache.gpustack.ai/* ones; `binding`:
+    the Binding record or None (`binding_known`: absence is known, not just not in the input);
+    `pool`: the Pool record or None (`pool_known`: the pools were read, so its status is known);
+    `admitted`: a Pod the webhook already injected (the keys it wrote are its own)."""
+    found: list[Refusal] = []
+    prefix = api.ANNOTATION_PREFIX
+    for key in sorted(annotations):
+        short = key[len(prefix):] if key.startswith(prefix) else None
+        if short is None or short in ACCEPTED_ANNOTATIONS or short == "domain":
+            continue
+        if short in WRITTEN_ANNOTATIONS:
+            if not admitted:
+                found.append(Refusal("pod_kv_cache_resolve.go: checkAnnotationVocabulary",
+                                     f"annotation {key} is written by the webhook and may not be supplied",
+                                     f"remove annotation {key}"))
+            continue
+        found.append(Refusal("pod_kv_cache_resolve.go: checkAnnotationVocabulary",
+                             f"annotation {key} is not one the webhook accepts",
+                             f"remove or correct annotation {key} (accepted: "
+                             + ", ".join(prefix + a for a in ACCEPTED_ANNOTATIONS) + ")"))
+    if prefix + "domain" in annotations:
+        found.append(Refusal("pod_kv_cache_resolve.go: resolve",
+                             f"annotation {prefix}domain is not accepted: the reuse domain comes from the Binding",
+                             f"remove annotation {prefix}domain; a second reuse domain is a second Binding"))
+    engine, refused = parse_engine(annotations.get(prefix + "engine", ""), accepted_engines)
+    if refused:
+        found.append(refused)
+    manufacturer = annotations.get(prefix + "manufacturer")
+    if manufacturer is not None and engine is not None:
+        # pod_kv_cache_resolve.go: resolveManufacturer (exact: nodefeature.ManufacturerAscend)
+        if engine != "vllm":
+            found.append(Refusal("pod_kv_cache_resolve.go: resolveManufacturer",
+                                 f"annotation {prefix}manufacturer is only accepted with engine 'vllm'",
+                                 f"remove annotation {prefix}manufacturer"))
+        elif manufacturer != ASCEND:
+            found.append(Refusal("pod_kv_cache_resolve.go: resolveManufacturer",
+                                 f"annotation {prefix}manufacturer must be 'ascend' with engine 'vllm', not "
+                                 f"{manufacturer!r}", f"set {prefix}manufacturer=ascend or remove it"))
+        else:
+            engine = VLLM_ASCEND
+    role = annotations.get(prefix + "role", "")
+    if role not in ROLES:
+        found.append(Refusal("inject/types.go: ParseRole", f"annotation {prefix}role {role!r} is not recognised "
+                                                           f"(RoleUnknown)",
+                             f"set {prefix}role to 'prefill' or 'decode', or remove it"))
+    name = annotations.get(prefix + "binding", "")
+    if "/" in name:
+        found.append(Refusal("pod_kv_cache_resolve.go: resolveBinding",
+                             f"annotation {prefix}binding {name!r} must be a plain name: a Binding is resolved in "
+                             f"the Pod's own namespace", f"set {prefix}binding to a Binding of this namespace"))
+    elif name and binding is not None and binding.deleting:
+        found.append(Refusal("pod_kv_cache_resolve.go: resolveBinding",
+                             f"KVCachePoolBinding {name} is being deleted: its reuse domain is being withdrawn, so "
+                             f"a Pod admitted against it would fail every cache write",
+                             "point it at a Binding that is not being deleted"))
+    if binding is not None and pool_known:
+        found += _pool_refusals(binding.pool, pool, engine)
+    return found
+
+
+def _pool_refusals(pool_name, pool, engine) -> list[Refusal]:
+    """pod_kv_cache_resolve.go: resolvePool, checkQuotaLedger, resolveBackend, the client endpoint."""
+    if pool is None:
+        return [Refusal("pod_kv_cache_resolve.go: resolvePool", f"pool {pool_name} does not exist",
+                        "create the pool or point the Binding's users at another Binding")]
+    found = []
+    ledger = pool.ledger
+    if ledger is None or ledger[0] != "True":
+        said = ("does not report QuotaLedgerAvailable yet" if ledger is None else
+                f"reports QuotaLedgerAvailable {ledger[0] or 'Unknown'}"
+                + (f" ({ledger[1]}: {ledger[2]})" if ledger[0] == "False" else ""))
+        found.append(Refusal("pod_kv_cache_resolve.go: checkQuotaLedger",
+                             f"pool {pool.name} {said}: the webhook injects only against a master with a tenant "
+                             f"ledger", "wait for the pool to report QuotaLedgerAvailable True (False: enable "
+                                        "multi-tenancy on its backend, or fix what its message names)"))
+    if not pool.backends:
+        found.append(Refusal("pod_kv_cache_resolve.go: resolveBackend", f"pool {pool.name} names no backend",
+                             "name the pool's KVCacheBackend in spec.backends"))
+    if not pool.client_endpoint:
+        found.append(Refusal("pod_kv_cache_resolve.go: resolve", f"pool {pool.name} has not published a client "
+                                                                 f"endpoint yet", "retry once the pool reports "
+                                                                                  "status.clientEndpoint"))
+    return found
+
+
+def transport_refusal(engine: str, offers) -> Refusal | None:
+    """inject/engine.go checkTransport / MatchTransport: an engine with a required transport needs a
+    group of the pool offering it (`offers`: the artifact spellings, mooncake.MemberProtocols)."""
+    required = REQUIRED_TRANSPORT.get(engine)
+    if required is None or not offers or required[0] in offers:
+        return None
+    return Refusal("inject/engine.go: MatchTransport",
+                   f"engine {engine!r} accepts only the {required[0]!r} transport and the pool offers "
+                   f"{', '.join(offers)} (TransportUnsupported)",
+                   f"set the pool's KVCacheBackend spec.transport.protocol to {required[1]!r}")

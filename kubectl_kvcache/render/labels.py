@@ -2,17 +2,21 @@
 `sglang:0.5.18`): apart from the views, so that the report model (render/report.py) names
 releases as the tables do without importing them (render.core prints reports)."""
 
-from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM, POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, release_name
+from kubectl_kvcache.engine import (DISPLAY_NAMES, IMAGE_TAG, MINIMUM, POD_IMAGE, ROLE_IMAGE, SPEC_VERSION, UNREAD,
+                                    release_name)
 
-_SHORT_SOURCE = {SPEC_VERSION: "", SPEC_IMAGE: "image tag", POD_IMAGE: "the Pods' image", IMAGE_TAG: "image tag",
-                 MINIMUM: "version unknown: operator minimum"}
-_LONG_SOURCE = {SPEC_VERSION: "spec.engine.version", SPEC_IMAGE: "spec.engine.image", POD_IMAGE: "the Pods' image",
-                IMAGE_TAG: "the image tag", MINIMUM: "unknown: the operator's minimum"}
+_SHORT_SOURCE = {SPEC_VERSION: "", ROLE_IMAGE: "role image", POD_IMAGE: "the Pods' image", IMAGE_TAG: "image tag",
+                 MINIMUM: "version unknown: operator minimum", UNREAD: "release unknown"}
+_LONG_SOURCE = {SPEC_VERSION: "spec.engine.version", ROLE_IMAGE: "spec.roles[].image", POD_IMAGE: "the Pods' image",
+                IMAGE_TAG: "the image tag", MINIMUM: "unknown: the operator's minimum",
+                UNREAD: "nowhere: release unknown"}
 
 
 def engine_label(at):
     """`vLLM 0.29.0`, `SGLang 0.5.19 (image tag)`: an engine release and where its version was
     read, when not spec.engine.version (report titles and facts: verify's and check's alike)."""
+    if getattr(at, "span", ()):
+        return f"{DISPLAY_NAMES.get(at.engine, at.engine)} (release unknown)"
     return release_label(at.engine, at.version, at.source)
 
 
@@ -23,11 +27,13 @@ def release_label(engine, version, source):
 
 def engine_token(at):
     """`sglang:0.5.18`: an engine release as one word (name:version, as kubectl's IMAGES column)."""
-    return f"{at.engine}:{at.version}"
+    return f"{at.engine}:{'?' if getattr(at, 'span', ()) else at.version}"
 
 
 def engine_source(at):
     """`vllm:0.29.0 (version from spec.engine.version)`: a release and where its version was read."""
+    if getattr(at, "span", ()):
+        return f"{at.engine}:? (release unknown: {at.why})"
     return release_source(at.engine, at.version, at.source)
 
 

@@ -222,6 +222,9 @@ def record(ref, out):
 def finished(total, backups, ref, namespace, name, out):
     line(out, f"Recovery finished: {total} steps done. Backups: {escape(backups)} and {escape(ref)} (kubectl get "
               f"configmap {escape(name)} -n {escape(namespace)} -o yaml; delete it once they are no longer needed)")
+    # the Binding's replicas may still roll onto the new dtype: name the command that says when they are done
+    line(out, f"Replicas may still be rolling: 'kubectl kvcache verify -n {escape(namespace)} --wait' "
+              f"exits 0 once every one runs as expected")
 
 
 def already_finished(record, out):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from kubectl_kvcache.judge.setting import (BlastRadius, WORD, action_for, effective_value, pending_value)
+from kubectl_kvcache.judge.setting import (UNREADABLE_MEANS, BlastRadius, WORD, action_for, effective_value,
+                                           pending_value)
 from kubectl_kvcache.render.core import line
 from kubectl_kvcache.operator.api import SETTING_NAME, SETTING_NAMESPACE
 from kubectl_kvcache.operator.records import Setting
@@ -57,7 +58,8 @@ def status_view(setting: Setting) -> dict:
         "editable": setting.editable,
         "description": setting.description,
         "meaning": MEANING[value] if value is not None else
-        f"unreadable: {raw!r} is not a value the operator accepts (1 t T TRUE true True 0 f F FALSE false False)",
+        f"unreadable: {raw!r} is not a value strconv.ParseBool reads (1 t T TRUE true True 0 f F FALSE false "
+        f"False); {UNREADABLE_MEANS}",
     }
 
 

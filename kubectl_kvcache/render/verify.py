@@ -56,6 +56,42 @@ def _cause(item):
     return str(item.cause) if item.cause is not None and item.status == "UNKNOWN" else None
 
 
+def _observed(item):
+    """OBSERVED: the dtype the engine reports, SGLang's torch dtype beside it; `-` when not read (no
+    --observe, not running, nothing found). Held against EFFECTIVE in describe and the exit code."""
+    seen = item.observed
+    if seen is None:
+        return "-"
+    text = seen.dtype if seen.dtype is not None else seen.resolved
+    if seen.dtype is not None and seen.resolved:
+        text += f"({seen.resolved.removeprefix('torch.')})"
+    return text
+
+
+def _observed_long(item):
+    seen = item.observed
+    if seen is None:
+        return None
+    agrees = item.observed_agrees
+    said = f"{seen.dtype or seen.resolved} ({'its /metrics' if seen.source == 'metrics' else 'its log'})"
+    if seen.dtype is not None and seen.resolved:
+        said += f", resolved to {seen.resolved}"
+    if agrees is True:
+        said += ": the engine confirms the prediction"
+    elif agrees is False:
+        said += f": the engine contradicts the prediction ({item.effective}): the model is wrong or the engine " \
+                f"rewrote the value after the parse"
+    return said
+
+
+def _exit_cause(item):
+    cause = item.exit_cause
+    if cause is None:
+        return None
+    kind = "its argument parser refused the argv" if cause.kind == "rejected" else "a start-up failure after the parse"
+    return f"{kind}: {cause.line}"
+
+
 def _argv_rows(item):
     return [[pos, element] + ([mark] if mark else []) for pos, element, mark in argv_listing(item)]
 
@@ -69,6 +105,8 @@ def _item_fields(item):
             ("Binding", item.binding), ("Expected", item.expected), ("Effective", item.effective),
             ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
             ("Restarts", _restarts(item)), ("Reason", item.reason)] + (
+        [("Observed", _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
+        [("Exit cause", _exit_cause(item))] if item.exit_cause else []) + (
         [("Cause", _cause(item))] if _cause(item) else []) + [
             ("Fix", item.fix or None)] + (
         [("Policy", f"{policy_text(item.policy)}, now {item.policy.now}")] if item.policy is not None else []) + [
@@ -84,7 +122,8 @@ VIEW = View(
     wide=(Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
           Column("version", lambda i: i.engine_version), Column("container", lambda i: i.container),
           Column("owner", _owner), Column("state", _state), Column("ready", _ready),
-          Column("restarts", _restarts), Column("exit", _exit), Column("cause", _cause, text=True)),
+          Column("restarts", _restarts), Column("exit", _exit), Column("observed", _observed),
+          Column("cause", _cause, text=True)),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
     empty="pool-attached engine pods",
@@ -96,6 +135,9 @@ VIEW = View(
 def summary(report):
     counts = report.summary()
     parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s]]
+    rolling = sum(1 for i in report.items if i.rolling)
+    if rolling:     # OK as rendered, not done: never a green summary in the middle of a rollout
+        parts[0 if counts[OK] else len(parts)] += f" ({rolling} of them still rolling)"
     pods = counts["total"] - counts[NO_POD]
     head = f"{pods} {'pod' if pods == 1 else 'pods'}"
     if counts[NO_POD]:
@@ -127,6 +169,8 @@ def deployment_line(d) -> str:
     terminating = sum(r.terminating for r in d.roles)
     if terminating:
         text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
+    if d.hold is not None:
+        text += f"; {d.hold.text}"
     return text
 
 
@@ -151,6 +195,9 @@ def next_step(report, scope):
     with their fixes, on the same scope and input."""
     bad = [i for i in report.items if i.status != OK]
     if not bad:
+        if any(i.rolling for i in report.items):
+            return f"next: kubectl kvcache verify {' '.join(_scope_args(scope) + ['--wait'])}   " \
+                   f"(follows the rollout until every replica is done)"
         return None
     recover = sorted({(i.namespace, i.binding) for i in bad if i.recover})
     if len(recover) == 1 and not scope.files:      # recovery acts on the cluster, not on saved files
@@ -279,10 +326,26 @@ def wait_unbound(unbound, err):
                   f"existing one")
 
 
+def wait_held(held, err):
+    """Followed deployments whose rollout the operator holds (judge/holds.py): waiting does not end
+    a hold, its cause has to, so the wait ends at once and names what holds it."""
+    for h in held:
+        line(err, f"ModelDeployment {h.namespace}/{h.deployment}: {h.text}")
+        if h.message:
+            line(err, f"  the operator says: {h.message}")
+
+
 def wait_rejected(items, err):
     for item in items:
+        if not item.confirmed_rejected:         # a start-up failure after the parse (judge/rollout.rejects)
+            line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} fails at start-up "
+                      f"after its arguments were parsed: {item.exit_cause.line if item.exit_cause else item.reason}")
+            if item.binding and item.expected:
+                line(err, f"  if the Binding's dtype ({item.expected}) is the cause, recover with: kubectl kvcache "
+                          f"recover {item.binding} -n {item.namespace}")
+            continue
         line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} is confirmed REJECTED "
-                  f"(its engine exited with code 2: {item.reason}): the rollout crash-loops every replica it "
+                  f"({'its engine said: ' + item.exit_cause.line if item.exit_cause else 'its engine exited with code 2: ' + item.reason}): the rollout crash-loops every replica it "
                   f"replaces. Recover with: kubectl kvcache recover {item.binding or NONE} -n {item.namespace}")
 
 
@@ -317,3 +380,15 @@ def watch_reconnect(what, why, err):
 
 def watch_relist(what, err):
     line(err, f"note: {what}: its resourceVersion expired (410 Gone); listed again")
+
+
+def observation_notes(read, err):
+    """What could not be read of the engines' own word, once per kind (the prediction stands)."""
+    from kubectl_kvcache.render.core import note
+
+    for what in sorted({"pods/proxy (vLLM's /metrics)" if kind == "metrics" else "pods/log" for kind in read.denied}):
+        note(err, f"not allowed to get {what}: the engines' own reports are not read; the prediction stands")
+    for kind, (count, first) in sorted(read.failed.items()):
+        note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed (first: {first})")
+    if read.skipped:
+        note(err, f"{read.skipped} reads of the engines' logs were not made: the time for them ran out")

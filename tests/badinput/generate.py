@@ -281,7 +281,7 @@ for path, value in (("status.containerStatuses", "main"), ("status.containerStat
 MD = o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 2, "extraArgs": ["--max-num-seqs", "8"],
                                 "env": [{"name": "A", "value": "1"}]},
                                {"name": "embed", "kind": "server", "command": ["vllm", "serve", "m"]}])
-MD["spec"]["engine"]["image"] = "vllm/vllm-openai:v0.29.0"
+MD["spec"]["roles"][0]["image"] = "vllm/vllm-openai:v0.29.0"     # spec.roles[].image (no spec.engine.image)
 MD["status"] = {"kvCache": {"domain": {"dtype": "fp8"}}}
 MD_CONTEXT = (o.binding("b1", "fp8"),)
 for label, value in NOT_OBJECT.items():
@@ -290,7 +290,7 @@ for label, value in NOT_OBJECT.items():
     field_case("md", MD, "spec.kvCache.poolRef", value, label=label, context=MD_CONTEXT)
     field_case("md", MD, "spec.engine", value, label=label, context=MD_CONTEXT)
     field_case("md", MD, "status.kvCache", value, label=label, context=MD_CONTEXT)
-for path in ("spec.kvCache.poolRef.name", "spec.engine.name", "spec.engine.version", "spec.engine.image",
+for path in ("spec.kvCache.poolRef.name", "spec.engine.name", "spec.engine.version", "spec.roles[0].image",
              "spec.roles[0].name", "spec.roles[0].kind", "status.kvCache.domain.dtype"):
     for label in ("int", "list", "float") if path != "spec.engine.version" else ("int", "float", "list", "bool"):
         field_case("md", MD, path, NOT_STRING[label], label=label, context=MD_CONTEXT)
@@ -321,6 +321,12 @@ for path, value in (("spec.domain.name", 1), ("spec.poolRef.name", ["p"]), ("sta
                     ("status.usedBy", "md"), ("status.usedBy[0]", "md"), ("status.usedBy[0].name", 1),
                     ("metadata.name", 1), ("metadata.name", DELETE), ("metadata.namespace", ["team"])):
     field_case("binding", BINDING, path, value, label="missing" if value is DELETE else None, context=B_CONTEXT)
+
+POOL = o.pool("pool-a", ledger="Available")       # status: what the injection webhook reads (pod_kv_cache_resolve.go)
+POOL_CONTEXT = (o.binding("b1", "fp8", pool="pool-a"),)
+for path, value in (("status.clientEndpoint", 50051), ("status.conditions", "QuotaLedgerAvailable"),
+                    ("status.conditions[0].status", True), ("status.conditions[0].type", ["QuotaLedgerAvailable"])):
+    field_case("pool", POOL, path, value, context=POOL_CONTEXT)
 
 SETTING = o.setting("true")
 for path, value in (("status.value", True), ("status.value", 1), ("status.value", ["true"]), ("spec.value", False),
@@ -362,6 +368,20 @@ directory("dir-one-empty", {"a.json": json.dumps(o.as_list(*CONTEXT)), "b.json":
 directory("dir-no-manifests", {"README.txt": "kind: Pod\n"}, ["no .json, .yaml or .yml files"])
 directory("dir-one-bad", {"a.json": json.dumps(o.as_list(*CONTEXT)), "b.yaml": "kind: 3\n"},
           ["b.yaml", "kind must be a string"])
+
+# the operator's ModelDeployment status (api/worker/v1alpha1/model_deployment.go): status.roles[]
+# and the ReplicasUpToDate condition, shaped by objects.md_status / rollout_condition
+MD_STATUS = copy.deepcopy(MD)
+MD_STATUS["status"] = {"kvCache": {"domain": {"dtype": "fp8"}},
+                       "roles": [{"name": "server", "desired": 2, "ready": 1, "quotaReserved": 2, "unmanaged": False,
+                                  "kind": "server", "assignedFlavors": ["h100"]}],
+                       "conditions": [o.rollout_condition("UpToDate", generation=1)]}
+for path, value in (("status.roles[0].desired", "2"), ("status.roles[0].ready", 1.5),
+                    ("status.roles[0].quotaReserved", 1 << 40), ("status.roles[0].unmanaged", "false"),
+                    ("status.roles[0].kind", 1), ("status.roles[0].assignedFlavors", "h100"),
+                    ("status.conditions", "ReplicasUpToDate"), ("status.conditions[0].reason", 7),
+                    ("status.conditions[0].observedGeneration", "1")):
+    field_case("md", MD_STATUS, path, value, context=MD_CONTEXT)
 
 
 if __name__ == "__main__":

@@ -62,8 +62,9 @@ def test_wide_and_no_headers():
     assert not first.startswith("NAMESPACE")
     assert first.split()[:9] == ["llm-prod", "deepseek-sgl-server-0", "sgl-fp8", "fp8", "<none>", "REJECTED",
                                  "server", "sglang", "0.5.18"]
-    # the last exit code, then the cause of an UNKNOWN (none: this row is REJECTED)
-    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-2:] == ["2", "<none>"]
+    # the last exit code, the engine's own report (not read from a file: -), the cause of an UNKNOWN
+    # (none: this row is REJECTED)
+    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-3:] == ["2", "-", "<none>"]
 
 
 def test_namespace_filter_and_named_pod_details():

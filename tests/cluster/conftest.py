@@ -5,6 +5,8 @@ Fixtures (session scope, started lazily on first use):
                 the gpustack-system namespace (a harness.Cluster)
   bare_cluster  a second API server WITHOUT any CRDs (for "CRD missing" errors)
   cluster_binaries  the folder with kube-apiserver, etcd, kubectl
+  kubelet       the kubelet stand-in of Node kvcache-node on `cluster` (kubelet_standin.py):
+                pods/log and pods/proxy through the real API server reach it
 
 Tests using them are marked `cluster` automatically (deselect with -m "not cluster").
 If the binaries cannot be had the tests are skipped with the reason, or fail
@@ -35,7 +37,7 @@ def _load_harness():
 
 harness = _load_harness()
 
-CLUSTER_FIXTURES = {"cluster", "bare_cluster", "cluster_binaries"}
+CLUSTER_FIXTURES = {"cluster", "bare_cluster", "cluster_binaries", "kubelet"}
 
 
 def pytest_configure(config):
@@ -107,3 +109,26 @@ def bare_cluster(cluster_binaries):
         yield c
     finally:
         c.stop()
+
+
+def _load_kubelet_standin():
+    mod = sys.modules.get("kvcache_kubelet_standin")
+    if mod is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kubelet_standin.py")
+        spec = importlib.util.spec_from_file_location("kvcache_kubelet_standin", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["kvcache_kubelet_standin"] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="session")
+def kubelet(cluster):
+    """The kubelet stand-in of Node kvcache-node (kubelet_standin.KubeletStandIn), serving the
+    session cluster's pods/log and pods/proxy; Pods placed on it with spec.nodeName kvcache-node."""
+    k = _load_kubelet_standin().KubeletStandIn(cluster)
+    k.start()
+    try:
+        yield k
+    finally:
+        k.stop()

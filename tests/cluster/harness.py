@@ -20,6 +20,7 @@ uses it too.
 import atexit
 import base64
 import ctypes
+import hashlib
 import importlib.util
 import itertools
 import json
@@ -65,6 +66,7 @@ CRD_GROUPS = {
     "gpustack.ai/v1": {"settings"},
 }
 
+NODE_NAME = "kvcache-node"     # the Node whose kubelet is kubelet_standin.py
 READER_USER = "kvcache-reader"
 NOBODY_USER = "kvcache-nobody"
 ADMIN_USER = "kvcache-admin"
@@ -541,6 +543,13 @@ class Cluster:
             "admin": (f"/O=system:masters/CN={ADMIN_USER}", "clientAuth", None),
             "reader": (f"/CN={READER_USER}", "clientAuth", None),
             "nobody": (f"/CN={NOBODY_USER}", "clientAuth", None),
+            # the API server's client certificate towards kubelets (--kubelet-client-certificate),
+            # and the serving certificate of the kubelet stand-in (kubelet_standin.py) it verifies
+            # with --kubelet-certificate-authority, as kubeadm issues both
+            "kubelet-client": ("/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client",
+                               "clientAuth", None),
+            "kubelet": (f"/CN=system:node:{NODE_NAME}", "serverAuth",
+                        f"subjectAltName=IP:127.0.0.1,DNS:{NODE_NAME}"),
         }
         for name, (subj, eku, san) in certs.items():
             self._issue_cert(name, subj, eku, san)
@@ -664,6 +673,14 @@ class Cluster:
                 # compacting etcd (the cache would otherwise serve the old snapshot).
                 "--watch-cache-sizes=configmaps#0",
                 "--v=1",
+                # pods/log goes to the Node's kubelet, pods/proxy to the Pod IP, both through the
+                # "cluster" egress selector: an HTTP CONNECT proxy on a Unix socket that
+                # kubelet_standin.py serves (dialling loopback), see egress_selector_config()
+                f"--kubelet-client-certificate={pki}/kubelet-client.crt",
+                f"--kubelet-client-key={pki}/kubelet-client.key",
+                f"--kubelet-certificate-authority={pki}/ca.crt",
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--egress-selector-config-file={self.egress_selector_config()}",
             ] + self._optional_apiserver_flags(), self.apiserver_log)
             try:
                 self._wait_ready(p)
@@ -677,6 +694,31 @@ class Cluster:
                 if "address already in use" not in _tail(self.apiserver_log, 200):
                     break
         raise last
+
+    @property
+    def egress_socket(self):
+        """The Unix socket of the "cluster" egress (HTTP CONNECT): kubelet_standin.py listens
+        here; with nothing listening, pods/log and pods/proxy fail as with an unreachable node.
+        A Unix socket's path holds at most 107 bytes: a deep workdir gets one in the temp folder,
+        named after it (so attach() finds the same)."""
+        path = self._p("egress.sock")
+        if len(path.encode()) <= 100:
+            return path
+        digest = hashlib.sha256(self.workdir.encode()).hexdigest()[:16]
+        return os.path.join(tempfile.gettempdir(), f"kvcache-egress-{digest}.sock")
+
+    def egress_selector_config(self):
+        """Write the EgressSelectorConfiguration (apiserver.k8s.io/v1beta1) and return its path.
+        Only "cluster" traffic (kubelets, Pod/Service proxy, webhooks by Service) goes through it;
+        etcd and the control plane dial directly."""
+        path = self._p("egress-selector.json")
+        with open(path, "w") as f:
+            json.dump({"apiVersion": "apiserver.k8s.io/v1beta1",
+                       "kind": "EgressSelectorConfiguration",
+                       "egressSelections": [{"name": "cluster", "connection": {
+                           "proxyProtocol": "HTTPConnect",
+                           "transport": {"uds": {"udsName": self.egress_socket}}}}]}, f)
+        return path
 
     def _optional_apiserver_flags(self):
         flags = []
@@ -1020,7 +1062,7 @@ class Cluster:
         return mapping
 
     # ------------------------------------------------- the operator's stand-in
-    def operator_standin(self, namespaces=None, interval=0.2):
+    def operator_standin(self, namespaces=None, interval=0.2, kubelet=None):
         """A StandInOperator (tests/cluster/operator_standin.py) on this cluster: a small controller
         that plays the GPUStack Operator's dtype behaviour. Not started: use `with` (a thread), or
         call reconcile()/settle() to step it."""
@@ -1031,7 +1073,7 @@ class Cluster:
             mod = importlib.util.module_from_spec(spec)
             sys.modules["kvcache_operator_standin"] = mod
             spec.loader.exec_module(mod)
-        return mod.StandInOperator(self, namespaces, interval)
+        return mod.StandInOperator(self, namespaces, interval, kubelet=kubelet)
 
     # ---------------------------------------------------------------- misc
     def state(self):

@@ -29,10 +29,18 @@ Each pass (`reconcile()`), for the objects in its namespaces:
   extraArgs; a take-over role's command alone), ONE replica per role replaced or created per
   pass, and only while the role's current replicas are ready (a crash-looping replica stalls the
   role, as a rollout stalls); a spec the webhook would refuse (a role passing the flag itself,
-  the Setting on) is marked `Admitted=False` and not rolled to; status.kvCache.domain.dtype,
-  status.roles and the Available condition as the operator reports them;
+  the Setting on) is marked `Admitted=False` and not rolled to; status (phase, roles[] with
+  desired/ready/quotaReserved/unmanaged/kind, kvCache{binding,pool,domain}, the ReplicasUpToDate
+  condition) as the operator's Go types write it. When the connection does not resolve (no usable
+  Binding, or its pool publishes no client endpoint) the render has no connector: outdated
+  replicas are left in place (ReplicasUpToDate=False, RolloutHeldByCache) and missing ones are
+  created without a connector or dtype (model_deployment_rollout.go, model_deployment_binding.go);
 - Pods: status written as a kubelet would: an engine container the plugin's engine model says
   REJECTS its argv last exited with code 2 and waits in CrashLoopBackOff; the rest run ready.
+  With a kubelet stand-in (kubelet=, or --kubelet), Pods go on its Node with a Pod IP, and what
+  the engine writes is served there (serve_engine): the parser's stderr as the previous log of a
+  rejected argv, exit 1 and the backend selector's error for a vLLM dtype no attention backend of
+  the release lists, the start-up line (and vLLM's /metrics) of a running one;
   A Pod whose ModelDeployment is gone is deleted (the garbage collector's part).
 
 Not played: the injection webhook (a controller cannot mutate a Pod at creation), quotas, routers.
@@ -52,7 +60,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-for _path in (ROOT, os.path.join(ROOT, "tests")):      # the plugin, and tests/objects.py's status builder
+for _path in (ROOT, os.path.join(ROOT, "tests"), os.path.dirname(os.path.abspath(__file__))):      # the plugin, and tests/objects.py's status builder
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
@@ -87,8 +95,9 @@ def engine_of(md):
 class StandInOperator:
     """The stand-in controller (see the module docstring). `namespaces` None: all of them."""
 
-    def __init__(self, cluster, namespaces=None, interval=0.2):
+    def __init__(self, cluster, namespaces=None, interval=0.2, kubelet=None):
         self.cluster = cluster
+        self.kubelet = kubelet              # a kubelet_standin.KubeletStandIn: Pods go on its Node
         self.namespaces = None if namespaces is None else set(namespaces)
         self.interval = interval
         self.errors = []
@@ -264,7 +273,11 @@ class StandInOperator:
             if any(st.get(k) != v for k, v in want.items()) or (not errors and _condition_is(st, "Admitted", "False")):
                 self.ok("PATCH", path + "/status", {"status": want}, MERGE)
                 changes += 1
-            fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")))
+            fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")),
+                          # modelDeploymentBindingUsable (model_deployment_binding.go): phase Ready and
+                          # QuotaGranted True (a Binding being deleted was skipped above)
+                          usable=want.get("phase") == "Ready" and _condition_is(want, "QuotaGranted", "True"),
+                          binding=name)
             usable.setdefault(ns, {})[name] = fields
         return usable, changes
 
@@ -302,58 +315,83 @@ class StandInOperator:
         dtype = binding["dtype"] if (binding and on) else None
         store = bool(binding and binding.get("store"))
         version = (spec.get("engine") or {}).get("version") or renderer.MINIMUMS[engine]
+        p2p = bool(spec.get("kvTransfer"))
         role_status, all_ready = [], True
+        accounted = outdated = held = 0
+        missing = kv_cache and binding is None     # a Binding not there (or never admitted): nothing rendered
         for role in roles:
             rname = role.get("name") or "server"
+            kind = (role.get("kind") or "server").lower()
             want = 1 if role.get("replicas") is None else max(0, int(role["replicas"]))
-            container = self._container(md, engine, version, role, dtype, store, bool(spec.get("kvTransfer")))
+            # resolveModelDeploymentConnection (model_deployment_binding.go): no usable Binding, or a
+            # pool with no client endpoint, and the connection does not resolve this pass: the
+            # render carries no connector (and no dtype), outdated replicas are LEFT IN PLACE
+            # (model_deployment_rollout.go: RolloutHeldByCache), missing ones are created as rendered.
+            unresolved = kv_cache and not role.get("command") and not (
+                binding and binding.get("usable") and (store or (engine == "vllm" and p2p and kind in ("prefill",
+                                                                                                      "decode"))))
+            container = self._container(md, engine, version, role, dtype, store, p2p, connector=not unresolved)
             mine = [p for p in pods if (p["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == rname]
             live = [p for p in mine if not p["metadata"].get("deletionTimestamp")]
-            if container is None:           # the renderer refuses: nothing to roll to
-                role_status.append({"name": rname, "replicas": len(live), "readyReplicas": 0, "updatedReplicas": 0})
-                all_ready = False
-                continue
             digest = hashlib.sha256(json.dumps(container, sort_keys=True).encode()).hexdigest()[:10]
             current = [p for p in live if (p["metadata"].get("annotations") or {}).get(HASH) == digest]
             old = sorted((p for p in live if p not in current), key=_ready)   # a failing one goes first
             ready = [p for p in current if _ready(p)]
-            if len(current) < want and len(ready) == len(current):
+            accounted += len(live)
+            outdated += len(old)
+            if missing:
+                all_ready = False
+                role_status.append({"name": rname, "desired": want, "ready": 0, "quotaReserved": 0,
+                                    "unmanaged": bool(role.get("command")), "kind": kind})
+                continue
+            if unresolved:
+                held += len(old)
+                if len(live) < want:
+                    self._create(md, rname, kind, container, digest, engine, version)
+                    accounted += 1
+                    changes += 1
+            elif len(current) < want and len(ready) == len(current):
                 if old:
                     self._delete(old[0])
-                self._create(md, rname, role.get("kind") or "server", container, digest, engine, version)
+                self._create(md, rname, kind, container, digest, engine, version)
+                accounted += 1
                 changes += 1
             elif len(live) > want and len(ready) == len(current):
                 self._delete((old or current)[0])
                 changes += 1
-            role_status.append({"name": rname, "replicas": len(live), "readyReplicas": len(ready),
-                                "updatedReplicas": len(current)})
-            all_ready = all_ready and len(ready) >= want and not old
-        status = {"observedGeneration": generation, "roles": role_status,
-                  "conditions": [_condition("Available", "True" if all_ready else "False",
-                                            "MinimumReplicasAvailable" if all_ready else "RollingOut",
-                                            "every role has its minimum replicas ready" if all_ready else
-                                            "replicas are being created or replaced", generation)]}
-        if binding is not None:
-            status["kvCache"] = {"domain": {"name": binding.get("name"), "dtype": binding.get("dtype")}}
+            n_ready = sum(1 for p in live if _ready(p))
+            # ModelDeploymentRoleStatus (api/worker/v1alpha1/model_deployment.go): these fields only
+            role_status.append({"name": rname, "desired": want, "ready": min(n_ready, want),
+                                "quotaReserved": min(len(live), want), "unmanaged": bool(role.get("command")),
+                                "kind": kind})
+            all_ready = all_ready and n_ready >= want
+        status = {"phase": "Ready" if all_ready else "Starting", "roles": role_status,
+                  "conditions": [_rollout_condition(accounted, outdated, held, generation)]}
+        if binding is not None and binding.get("usable"):
+            # ModelDeploymentKVCacheStatus: absent while the Binding cannot be resolved
+            status["kvCache"] = {"binding": binding["binding"], "pool": binding.get("pool") or "",
+                                 "domain": {"name": binding.get("name"), "blockSize": binding.get("blockSize") or 0,
+                                            "dtype": binding.get("dtype")}}
         if not _subset(status, md.get("status") or {}):
             self.ok("PATCH", path + "/status", {"status": status}, MERGE)
             changes += 1
         return changes
 
-    def _container(self, md, engine, version, role, dtype, store, p2p):
-        """The engine container the renderer builds for one role, or None when it refuses to render."""
+    def _container(self, md, engine, version, role, dtype, store, p2p, connector=True):
+        """The engine container the renderer builds for one role (`connector` False: the connection
+        did not resolve, and the render carries no connector and no dtype)."""
         spec = md.get("spec") or {}
         model = (spec.get("model") or {}).get("name") or md["metadata"]["name"]
-        image = (spec.get("engine") or {}).get("image") or (
-            f"gpustack/runner:cuda12.9-vllm{version}" if engine == "vllm" else f"lmsysorg/sglang:v{version}")
+        # A STATED IMAGE ALWAYS WINS, else the runner image synthesized from the engine and its version
+        # (model_deployment_render.go renderModelDeploymentPodTemplate; model_deployment_image.go
+        # SynthesizeModelDeploymentImage, on an NVIDIA InstanceType observed at CUDA 12.9)
+        image = role.get("image") or f"gpustack/runner:cuda12.9-{engine}{version}"
         env = list(role.get("env") or [])
         if role.get("command"):            # take-over: the role's command alone, nothing added
             return {"name": "main", "image": image, "command": list(role["command"]), "env": env}
         kind = (role.get("kind") or "server").lower()
         rendered = []
-        if spec.get("kvCache"):
-            if not store and (engine != "vllm" or not (p2p and kind in ("prefill", "decode"))):
-                return None                 # inject.go:Render: no store and nothing else to render
+        if spec.get("kvCache") and connector:
             rendered = renderer.rendered_args(engine, dtype, store=store, kind=kind,
                                               p2p=p2p and kind in ("prefill", "decode"))
             env = renderer.rendered_env(engine, store) + env
@@ -378,9 +416,17 @@ class StandInOperator:
                                                  "name": meta["name"], "uid": meta["uid"], "controller": True,
                                                  "blockOwnerDeletion": True}]},
                "spec": {"containers": [container]}}
+        if self.kubelet is not None:
+            pod["spec"]["nodeName"] = self.kubelet.node
         _, created = self.ok("POST", f"/api/v1/namespaces/{ns}/pods", pod)
-        self.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{created['metadata']['name']}/status",
-                {"status": kubelet_status(container, engine, version)}, MERGE)
+        name = created["metadata"]["name"]
+        status = kubelet_status(container, engine, version)
+        if self.kubelet is not None:
+            try:
+                status = serve_engine(self.kubelet, ns, name, container, engine, version, status)
+            except Exception as e:  # noqa: BLE001 - a release without cached code: no log, said here
+                self.errors.append(f"kubelet stand-in, pod {ns}/{name}: {e}")
+        self.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": status}, MERGE)
 
     def _delete(self, pod):
         # gracePeriodSeconds 0: there is no kubelet to confirm a graceful stop of a Pod bound to a node
@@ -401,6 +447,61 @@ def kubelet_status(container, engine, version):
                   lastState={"terminated": {"exitCode": 2, "reason": "Error", "startedAt": NOW, "finishedAt": NOW}})
     return {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if cs["ready"] else "False"}],
             "containerStatuses": [cs]}
+
+
+def _engine_argv(container, engine):
+    """The engine's own arguments in the container's command (after `vllm serve` /
+    `python3 -m sglang.launch_server`)."""
+    cmd = list(container.get("command") or []) + list(container.get("args") or [])
+    if engine == "vllm":
+        return cmd[2:] if cmd[:2] == ["vllm", "serve"] else cmd
+    return cmd[3:] if cmd[1:3] == ["-m", "sglang.launch_server"] else cmd
+
+
+def _dtype(argv):
+    value = None
+    for i, a in enumerate(argv):
+        if a == "--kv-cache-dtype" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith("--kv-cache-dtype="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def serve_engine(kubelet, ns, name, container, engine, version, status):
+    """Give the Pod an IP on the kubelet stand-in's Node and what its engine writes there (from
+    engine_lines.py, the release's own code or format): a rejected argv exits 2 with the parser's
+    stderr as the previous instance's log; a vLLM dtype no attention backend of the release lists
+    exits 1 with get_attn_backend_cls's error; a running engine logs its start-up line and, for
+    vLLM, serves vllm:cache_config_info on the Pod IP at its --port."""
+    import engine_lines
+    cs = status["containerStatuses"][0]
+    argv = _engine_argv(container, engine)
+    dtype = _dtype(argv)
+    ip = kubelet.next_ip()
+    status = dict(status, podIP=ip, podIPs=[{"ip": ip}], hostIP="127.0.0.1")
+    if cs.get("lastState"):                         # rejected by the parser (kubelet_status)
+        cs["lastState"]["terminated"]["containerID"] = f"containerd://{name}-0"
+        if engine == "sglang":
+            text, _code = engine_lines.sglang_rejection(version, argv)
+        else:
+            text, _code = engine_lines.vllm_rejection(version, dtype or "")
+        kubelet.set_log(ns, name, cs["name"], "", previous=text)
+        return status
+    if engine == "vllm" and engine_lines.vllm_startup_fails(version, dtype):
+        cs.update(ready=False, started=False, restartCount=3,
+                  state={"waiting": {"reason": "CrashLoopBackOff",
+                                     "message": f"back-off restarting failed container {cs['name']}"}},
+                  lastState={"terminated": {"exitCode": 1, "reason": "Error", "startedAt": NOW,
+                                            "finishedAt": NOW, "containerID": f"containerd://{name}-0"}})
+        status["conditions"] = [{"type": "Ready", "status": "False"}]
+        kubelet.set_log(ns, name, cs["name"], "", previous=engine_lines.vllm_backend_failure(version, dtype))
+        return status
+    kubelet.set_log(ns, name, cs["name"], engine_lines.startup_log(engine, version, argv, dtype))
+    if engine == "vllm":
+        port = argv[argv.index("--port") + 1] if "--port" in argv[:-1] else "8000"
+        kubelet.set_metrics(ip, int(port), engine_lines.vllm_metrics(version, dtype or "auto"))
+    return status
 
 
 def _served_by(pool) -> str | None:
@@ -461,6 +562,22 @@ def _ready(pod):
     return any(c.get("ready") for c in (pod.get("status") or {}).get("containerStatuses") or ())
 
 
+def _rollout_condition(accounted, outdated, held, generation):
+    """ReplicasUpToDate as observeModelDeploymentRollout writes it
+    (pkg/worker/controllers/worker/model_deployment_rollout.go): the reasons and the messages are
+    objects.rollout_condition's, which fills the Go format strings."""
+    if accounted == 0:
+        reason = "RolloutNotObserved"
+    elif held:
+        reason = "RolloutHeldByCache"
+    elif outdated:
+        reason = "RolloutInProgress"
+    else:
+        reason = "UpToDate"
+    return dict(objects.rollout_condition(reason, held=held, outdated=outdated, generation=generation),
+                lastTransitionTime=NOW)
+
+
 def _condition(type_, status, reason, message, generation=None):
     c = {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": NOW}
     if generation is not None:
@@ -479,11 +596,24 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="Run the operator stand-in against a harness cluster.")
     ap.add_argument("--state-dir", required=True, help="the harness state directory (scripts/demo-cluster's)")
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    ap.add_argument("--kubelet", action="store_true",
+                    help="also serve Node kvcache-node's kubelet (kubelet_standin.py): Pods go there, "
+                         "with logs and /metrics from engine_lines.py")
     args = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import harness
 
-    standin = StandInOperator(harness.Cluster.attach(args.state_dir), interval=args.interval)
+    cluster = harness.Cluster.attach(args.state_dir)
+    kubelet = None
+    if args.kubelet:
+        import engine_lines
+        import kubelet_standin
+        engine_lines.download = False   # the demo serves no log for a release not cached (said in its log)
+        kubelet = kubelet_standin.KubeletStandIn(cluster).start()
+    standin = StandInOperator(cluster, interval=args.interval, kubelet=kubelet)
+    if kubelet is not None:
+        print(f"kubelet stand-in: Node {kubelet.node} at 127.0.0.1:{kubelet.port} (not a kubelet)",
+              file=sys.stderr, flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -494,9 +624,13 @@ def main(argv=None):
             changes = standin.reconcile()
             if changes:
                 print(f"operator stand-in: pass {standin.passes}: {changes} changes", file=sys.stderr, flush=True)
+            while standin.errors:
+                print(f"operator stand-in: {standin.errors.pop(0)}", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001 - a controller keeps going; the log says why
             print(f"operator stand-in: pass {standin.passes} failed: {exc!r}", file=sys.stderr, flush=True)
         stop.wait(args.interval)
+    if kubelet is not None:
+        kubelet.stop()                  # removes the egress socket (it may sit in the temp folder)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Tests of the real-API-server harness itself (tests/cluster/harness.py)."""
 
 import json
+import time
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 # Tests that use the cluster/bare_cluster/cluster_binaries fixtures are marked
@@ -167,8 +168,11 @@ def test_pods_with_owner_and_status(cluster):
                   "kvCache": {"poolRef": {"name": "b1"}},
                   "roles": [{"name": "server", "kind": "server", "replicas": 1,
                              "extraArgs": ["--kv-cache-dtype", "fp8"]}]},
-         "status": {"kvCache": {"domain": {"dtype": "fp8"}},
-                    "roles": [{"name": "server", "unmanaged": False}]}},
+         # as the operator's Go type has it (model_deployment.go: ModelDeploymentStatus)
+         "status": {"kvCache": {"binding": "b1", "pool": "pool-a",
+                                "domain": {"name": "default", "blockSize": 16, "dtype": "fp8"}},
+                    "roles": [{"name": "server", "desired": 1, "ready": 1, "quotaReserved": 1,
+                               "unmanaged": False, "kind": "server"}]}},
         {"apiVersion": "v1", "kind": "Pod",
          "metadata": {"name": "md1-server-0", "namespace": ns,
                       "labels": {"app.kubernetes.io/instance": "md1"},
@@ -294,8 +298,17 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
         assert items["Pod"]["status"]["phase"] == "Running"
         st = run("status")
         assert st.returncode == 0 and st.stdout.strip() == line, st.stderr
-        assert "operator: stand-in controller, pid" in st.stderr      # the operator stand-in runs beside it
-        standin = int(st.stderr.split("stand-in controller, pid ", 1)[1].split()[0])
+        assert "operator: stand-in controller and kubelet, pid" in st.stderr   # the stand-ins run beside it
+        standin = int(st.stderr.split("stand-in controller and kubelet, pid ", 1)[1].split()[0])
+        node = None
+        for _ in range(100):                # the stand-in kubelet registers Node kvcache-node
+            got = subprocess.run([os.path.join(cluster_binaries, "kubectl"), "get", "node", "kvcache-node",
+                                  "-o", "json"], env=kenv, capture_output=True, text=True)
+            node = json.loads(got.stdout) if got.returncode == 0 else None
+            if node and (node.get("status") or {}).get("daemonEndpoints"):
+                break
+            time.sleep(0.1)
+        assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
         again = run("up")  # idempotent
         assert again.returncode == 0 and again.stdout.strip() == line
     finally:

@@ -142,7 +142,11 @@ def test_it_judges_a_new_binding_against_its_pool_and_renders_the_pools_store(cl
     for p in pods(cluster, ns):
         by.setdefault(p["metadata"]["labels"]["app.kubernetes.io/instance"], []).append(p)
     assert "--kv-cache-dtype" in by["lit"][0]["spec"]["containers"][0]["command"]      # its pool has an endpoint
-    assert "chat" not in by             # no store and nothing else to render (inject.go: Render)
+    # its pool publishes no client endpoint: the connection does not resolve, and the replica is
+    # created from a render without a connector, so without a dtype (model_deployment_rollout.go,
+    # observeModelDeploymentRollout: "during an outage the desired render carries no connector")
+    chat = by["chat"][0]["spec"]["containers"][0]["command"]
+    assert "--kv-cache-dtype" not in chat and "--kv-transfer-config" not in chat
     # kv_cache_pool.go: the pool's pass writes its Bindings' status; a pool whose backend publishes
     # no address stops before that, so its Binding carries no phase
     def phase(name):

@@ -28,7 +28,8 @@ def labelled(obj, labels):
 
 def deployment(name, containers, labels=None):
     """An apps/v1 Deployment the API server accepts (its selector: its template's labels)."""
-    obj = o.workload(name, containers, binding_name="b", ns=NS)
+    # engine "vllm": ParseEngine's exact spelling (inject/types.go), so only the own flag is refused
+    obj = o.workload(name, containers, binding_name="b", ns=NS, engine="vllm")
     obj["spec"]["selector"] = {"matchLabels": dict(obj["spec"]["template"]["metadata"]["labels"])}
     return labelled(obj, labels or {})
 
@@ -37,8 +38,11 @@ def deployment(name, containers, labels=None):
 def objects(cluster):
     refused = [o.container(args=["m", "--kv_cache_dtype=fp8"])]
     cluster.apply([
-        labelled(o.binding("b", "fp8", ns=NS), {"team": "research"}),
-        labelled(o.binding("spare", "fp8", ns=NS), {"team": "prod"}),
+        labelled(o.binding("b", "fp8", ns=NS, pool="policy-pool", domain="policy-b"), {"team": "research"}),
+        labelled(o.binding("spare", "fp8", ns=NS, pool="policy-pool", domain="policy-spare"), {"team": "prod"}),
+        # the Bindings' pool as the injection webhook needs it (pod_kv_cache_resolve.go), on a master
+        # of its own so that no other test's Binding claims these domains
+        o.pool("policy-pool", backends=("policy-master",), ledger="Available"),
         deployment("bench", refused, {"part-of": "benchmarks"}),
         deployment("serve", refused),
     ])

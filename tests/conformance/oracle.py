@@ -285,6 +285,7 @@ class Oracle:
                 fn()
         except Captured as cap:
             self.reads.on = False
+            self.captured = cap.namespace
             return self._value(cap.namespace)
         except SystemExit as exc:
             self.reads.on = False
@@ -453,6 +454,91 @@ class Oracle:
               "launch_server": self.run_sglang_launch_server, "sglang_serve": self.run_sglang_serve}[entry]
         result = fn(list(argv))
         return {"outcome": "absent"} if result is None else result
+
+    def _modules_defining(self, package, text):
+        """The modules of `package` in this release's tree whose source holds `text`."""
+        found = []
+        for base, _, files in os.walk(os.path.join(self.root, package)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(base, name)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        if text in f.read():
+                            rel = os.path.relpath(path, self.root)[:-3].replace(os.sep, ".")
+                            found.append(rel.removesuffix(".__init__"))
+        return found
+
+    def words(self, entry, argv):
+        """The start-up lines the release's own code writes about its arguments, for the argv
+        (engine/words.py reads them): {"outcome", "lines": [...]}. vLLM: log_non_default_args
+        (vllm/entrypoints/utils.py) run on the parsed namespace, its log record formatted. SGLang:
+        f"{server_args=}" of a ServerArgs holding the parsed values (its generated dataclass repr;
+        __post_init__ is not run: it probes the hardware and the model), or from 0.5.20 its
+        resolved_dict() where that runs here. An argv the parser refuses: its error output."""
+        self.captured = None
+        answer = self.run(entry, argv)
+        if answer.get("outcome") == "dies":
+            return {"outcome": "dies", "lines": [answer.get("error", "")]}
+        ns = self.captured
+        if ns is None:
+            return {"outcome": answer.get("outcome"), "lines": []}
+        lines = []
+        if self.engine == "vllm":
+            import logging
+            import importlib
+            entry_utils, log = None, None
+            # wherever the release defines it (vllm/entrypoints/openai/cli_args.py, utils.py,
+            # serve/utils/api_utils.py, common/startup.py, ...): found in its code, not listed
+            for where in self._modules_defining("vllm", "def log_non_default_args("):
+                try:
+                    entry_utils = importlib.import_module(where)
+                except Exception:  # noqa: BLE001
+                    continue
+                log = getattr(entry_utils, "log_non_default_args", None)
+                if log is not None:
+                    break
+            if log is not None:
+                records = []
+
+                class Keep(logging.Handler):
+                    def emit(self, record):
+                        records.append(record.getMessage())
+                handler = Keep()
+                logger = getattr(entry_utils, "logger", None) or logging.getLogger(entry_utils.__name__)
+                logger = getattr(logger, "logger", logger)      # a LoggerAdapter's logger
+                was = (logging.root.manager.disable, logger.disabled, logger.level)
+                logging.disable(logging.NOTSET)
+                logger.disabled = False
+                logger.addHandler(handler)
+                logger.setLevel(logging.INFO)
+                try:
+                    log(ns)
+                finally:
+                    logger.removeHandler(handler)
+                    logging.disable(was[0])
+                    logger.disabled, logger.level = was[1], was[2]
+                lines += records
+        else:
+            import dataclasses
+            from sglang.srt import server_args as sa
+            if not dataclasses.is_dataclass(sa.ServerArgs):
+                # from 0.5.20 a sealed class whose resolved_dict() needs its resolution (hardware,
+                # model): no line is produced here (tests type that format, citing engine.py)
+                return {"outcome": answer.get("outcome"), "value": answer.get("value"), "lines": []}
+            obj = object.__new__(sa.ServerArgs)
+            for f in dataclasses.fields(sa.ServerArgs):
+                if hasattr(ns, f.name):
+                    value = getattr(ns, f.name)
+                elif f.default is not dataclasses.MISSING:
+                    value = f.default
+                elif f.default_factory is not dataclasses.MISSING:
+                    value = f.default_factory()
+                else:
+                    value = None
+                object.__setattr__(obj, f.name, value)
+            server_args = obj
+            lines.append(f"{server_args=}")
+        return {"outcome": answer.get("outcome"), "value": answer.get("value"), "lines": lines}
 
     def prepared(self, entry, argv):
         """{"outcome": ..., "handed": the argv the entry point's parser hands to argparse after
@@ -759,6 +845,8 @@ def main():
         try:
             if "describe" in req:
                 res = oracle.describe(req["describe"])
+            elif "words" in req:
+                res = oracle.words(req["words"], req["argv"])
             elif "prepared" in req:
                 res = oracle.prepared(req["prepared"], req["argv"])
             elif "combos" in req:

@@ -139,8 +139,8 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
         setattr(Standin, _name, _operand)
         if _name not in ("__or__", "__ror__"):
             setattr(_Meta, _name, _operand)
-setattr(Standin, "__or__", _operand)
-setattr(Standin, "__ror__", _operand)
+Standin.__or__ = _operand
+Standin.__ror__ = _operand
 
 
 def _new(name):

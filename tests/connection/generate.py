@@ -259,8 +259,8 @@ def c_yaml_structure(rng):
                        "folded-server", "empty-docs", "yaml-directive", "bom-json", "nested-flow",
                        "tab-anchor", "tab-blank-lines", "control-server"])
     srv = "https://127.0.0.1:@TLS@"
-    base = (f"apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
-            f"contexts:\n- name: ctx\n  context: {{cluster: c1, user: u1}}\n")
+    base = ("apiVersion: v1\nkind: Config\ncurrent-context: ctx\n"
+            "contexts:\n- name: ctx\n  context: {cluster: c1, user: u1}\n")
     text = None
     if form == "anchors":
         text = (base + f"clusters:\n- name: c1\n  cluster: &c\n    server: {srv}\n    certificate-authority: @CA@\n"
@@ -572,7 +572,7 @@ def c_userinfo(rng):
         cluster["certificate-authority"] = "@CA@"
     user = rng.choice(({"token": "tok-with-userinfo"}, {"username": "un", "password": "pw"}, {},
                        {"client-certificate": "@ALICE_CRT@", "client-key": "@ALICE_KEY@"}))
-    argv = rng.choice(([], [], ["--token", "tok-flag"], ["-s", f"https://f:g@127.0.0.1:@TLS@"]))
+    argv = rng.choice(([], [], ["--token", "tok-flag"], ["-s", "https://f:g@127.0.0.1:@TLS@"]))
     return _one(rng, cluster, user, argv=argv, title=f"userinfo {cluster['server']} user {list(user)} {argv}")
 
 

@@ -611,7 +611,8 @@ ENTRY_ROWS = [
 @pytest.mark.parametrize("container,declared,engine,expected,via", [r[1:] for r in ENTRY_ROWS],
                          ids=[r[0] for r in ENTRY_ROWS])
 def test_engine_identification(container, declared, engine, expected, via):
-    p = predict(container, declared, "0.29.0" if (declared or "").lower() == "vllm" else None)
+    # the release is not what this test is about: the one of the engine identified (unknown ones are judged across)
+    p = predict(container, declared, {"vllm": "0.29.0", "sglang": "0.5.18"}.get(engine))
     assert summary(p) == expected
     assert p.engine == engine
     assert via in p.via
@@ -740,7 +741,7 @@ VERSION_ROWS = [
     ("runner-vllm-variant", "vllm", "gpustack/runner:cuda12.8-custom-vllm0.11.2-x86", None, "0.11.2", engines.IMAGE_TAG),
     ("runner-sglang", "sglang", "gpustack/runner:cuda12.9-sglang0.5.18", None, "0.5.18", engines.IMAGE_TAG),
     ("runner-sglang-post", "sglang", "gpustack/runner:cann8.2-sglang0.5.4.post3", None, "0.5.4.post3", engines.IMAGE_TAG),
-    ("runner-other-engine", "sglang", "gpustack/runner:cuda12.9-vllm0.29.0", None, "0.5.18", engines.MINIMUM),
+    ("runner-other-engine", "sglang", "gpustack/runner:cuda12.9-vllm0.29.0", None, None, engines.UNREAD),
     ("vllm-openai", "vllm", "vllm/vllm-openai:v0.29.0", None, "0.29.0", engines.IMAGE_TAG),
     ("vllm-openai-no-v", "vllm", "vllm/vllm-openai:0.10.1.1", None, "0.10.1.1", engines.IMAGE_TAG),
     ("vllm-openai-registry", "vllm", "docker.io/vllm/vllm-openai:v0.7.0", None, "0.7.0", engines.IMAGE_TAG),
@@ -748,17 +749,17 @@ VERSION_ROWS = [
     ("vllm-openai-mirror-path", "vllm", "harbor.example.com/mirror/vllm/vllm-openai:v0.18.0", None, "0.18.0",
      engines.IMAGE_TAG),
     ("vllm-openai-digest", "vllm", "vllm/vllm-openai:v0.11.0@sha256:" + "a" * 64, None, "0.11.0", engines.IMAGE_TAG),
-    ("vllm-openai-digest-only", "vllm", "vllm/vllm-openai@sha256:" + "a" * 64, None, "0.29.0", engines.MINIMUM),
-    ("vllm-openai-latest", "vllm", "vllm/vllm-openai:latest", None, "0.29.0", engines.MINIMUM),
-    ("vllm-openai-rc", "vllm", "vllm/vllm-openai:v0.11.0rc1", None, "0.29.0", engines.MINIMUM),
+    ("vllm-openai-digest-only", "vllm", "vllm/vllm-openai@sha256:" + "a" * 64, None, None, engines.UNREAD),
+    ("vllm-openai-latest", "vllm", "vllm/vllm-openai:latest", None, None, engines.UNREAD),
+    ("vllm-openai-rc", "vllm", "vllm/vllm-openai:v0.11.0rc1", None, None, engines.UNREAD),
     ("sglang", "sglang", "lmsysorg/sglang:v0.5.18-cu129", None, "0.5.18", engines.IMAGE_TAG),
     ("sglang-post", "sglang", "lmsysorg/sglang:v0.5.4.post3-cu126", None, "0.5.4.post3", engines.IMAGE_TAG),
     ("sglang-registry", "sglang", "docker.io/lmsysorg/sglang:v0.4.9", None, "0.4.9", engines.IMAGE_TAG),
-    ("sglang-latest", "sglang", "lmsysorg/sglang:latest", None, "0.5.18", engines.MINIMUM),
-    ("unknown-image", "vllm", "example.com/me/vllm:0.4.2", None, "0.29.0", engines.MINIMUM),
-    ("no-image", "sglang", "", None, "0.5.18", engines.MINIMUM),
+    ("sglang-latest", "sglang", "lmsysorg/sglang:latest", None, None, engines.UNREAD),
+    ("unknown-image", "vllm", "example.com/me/vllm:0.4.2", None, None, engines.UNREAD),
+    ("no-image", "sglang", "", None, None, engines.UNREAD),
     ("declared-not-a-release", "vllm", "vllm/vllm-openai:v0.7.0", "nightly", "0.7.0", engines.IMAGE_TAG),
-    ("declared-not-a-release-no-image", "vllm", "", "main", "0.29.0", engines.MINIMUM),
+    ("declared-not-a-release-no-image", "vllm", "", "main", None, engines.UNREAD),
 ]
 
 
@@ -770,8 +771,8 @@ def test_version_source(engine, image, declared, version, source):
         p = predict(container, declared_engine, declared)
         assert summary(p) == OK("auto")
         assert (p.engine, p.version, p.version_source) == (engine, version, source)
-        if source == engines.MINIMUM:
-            assert "minimum" in p.reason and version in p.reason
+        if source == engines.UNREAD:      # judged across the releases it may be, said so
+            assert "release unknown" in p.reason and "judged across" in p.reason
         if declared and source != engines.SPEC_VERSION:
             assert repr(declared) in p.reason
 
@@ -787,14 +788,22 @@ def test_version_from_image_decides_the_outcome():
     assert summary(predict(container, "vLLM", "0.6.0")) == OK("fp8")
 
 
-def test_unknown_version_judged_as_the_operator_minimum():
+def test_unknown_release_is_judged_across_the_releases_never_the_minimum():
+    # fp8_ds_mla: accepted from vLLM 0.11.1 only, so an unknown release cannot say (the old code
+    # judged the operator's minimum, 0.29.0, and said OK)
     p = predict({"command": ["vllm", "serve", "m", D, "fp8_ds_mla"]}, "vllm", None)
-    assert (p.version, p.version_source) == ("0.29.0", engines.MINIMUM)
-    assert summary(p) == OK("fp8_ds_mla")
+    assert (p.version, p.version_source) == (None, engines.UNREAD)
+    assert summary(p) == UNKNOWN and "vLLM 0.3.3" in p.reason and p.cause.code == "image"
+    # fp4_e2m1: accepted 0.5.4.post3-0.5.20 only
     p = predict({"command": ["sglang", "serve", "--model-path", "m", D, "fp4_e2m1"]}, None, None)
-    assert (p.version, p.version_source) == ("0.5.18", engines.MINIMUM)
-    assert summary(p) == OK("fp4_e2m1")
-    assert "operator's minimum" in p.reason
+    assert summary(p) == UNKNOWN and "release unknown" in p.reason
+    # what every release agrees on is answered: auto, and no flag at all
+    p = predict({"command": ["vllm", "serve", "m", D, "auto"]}, "vllm", None)
+    assert summary(p) == OK("auto") and p.version is None
+    # a pre-release names the releases it may behave as: v0.11.0rc1 -> 0.10.2 or 0.11.0
+    p = predict({"image": "vllm/vllm-openai:v0.11.0rc1", "command": ["vllm", "serve", "m", D, "bfloat16"]},
+                "vllm", None)
+    assert summary(p) == UNKNOWN and "vLLM 0.10.2: rejected" in p.reason and "0.11.0: runs bfloat16" in p.reason
 
 
 PARSE_VERSION_ROWS = [

@@ -187,29 +187,72 @@ def test_fp8_rejected_by_vllm_before_0_4_1_only():
     assert not codes(run(binding("b", "fp8"), deployment("md", version="0.4.1")), "binding-dtype-rejected")
 
 
-def test_version_from_spec_image_then_pods_then_minimum_and_the_message_says_which():
-    # no version, image in spec.engine.image
+def test_version_from_the_role_image_else_engine_version_else_unknown_and_the_message_says_which():
+    # no version, the role's image (a stated image always wins)
     r = run(binding("b", "bf16"), deployment("md", engine="SGLang", version=None, image="lmsysorg/sglang:v0.5.3-cu124"))
-    assert "SGLang 0.5.3 (from spec.engine.image)" in only(r, "binding-dtype-rejected").message
-    assert engine_label(entry(r, "b").engines()[0]) == "SGLang 0.5.3 (image tag)"
-    # no version, no image: the Pods' images (every distinct version is judged)
+    assert "SGLang 0.5.3 (from spec.roles[].image)" in only(r, "binding-dtype-rejected").message
+    assert engine_label(entry(r, "b").engines()[0]) == "SGLang 0.5.3 (role image)"
+    # no version, no image: the operator synthesizes nothing; the Pods' images (oldest first) tell
     pods = [md_pod("md", "server", ["python3", "-m", "sglang.launch_server"], image="lmsysorg/sglang:v0.5.3",
                    name="p-old", created="2026-01-01T00:00:00Z"),
             md_pod("md", "server", ["python3", "-m", "sglang.launch_server"], image="lmsysorg/sglang:v0.5.4",
                    name="p-new", created="2026-02-01T00:00:00Z")]
     r = run(binding("b", "bf16"), deployment("md", engine="SGLang", version=None), *pods)
     f = only(r, "binding-dtype-rejected")
-    assert "SGLang 0.5.3 (from Pod image)" in f.message and "0.5.4" not in f.message
-    assert [engine_label(a) for a in entry(r, "b").engines()] == ["SGLang 0.5.3 (the Pods' image)", "SGLang 0.5.4 (the Pods' image)"]
-    # nothing at all: the operator's minimum, said so
+    assert "SGLang 0.5.3 (from Pod image)" in f.message
+    # nothing at all: the release is unknown, judged across every release (fp8: all reject it)
     r = run(binding("b", "fp8"), deployment("md", engine="SGLang", version=None))
-    assert "SGLang 0.5.18 (version unknown: the operator minimum)" in only(r, "binding-dtype-rejected").message
-    assert engine_label(entry(r, "b").engines()[0]) == "SGLang 0.5.18 (version unknown: operator minimum)"
+    message = only(r, "binding-dtype-rejected").message
+    assert "SGLang (release unknown: spec.roles[0] names no image and spec.engine.version is empty" in message
+    assert "0.5.18" not in message.split("judged across")[0]
+    assert engine_label(entry(r, "b").engines()[0]) == "SGLang (release unknown)"
 
 
-def test_an_unparseable_declared_version_falls_back_to_the_minimum():
+def test_an_unparseable_declared_version_is_an_unknown_release_not_the_minimum():
     r = run(binding("b", "bf16"), deployment("md", version="main-nightly"))
-    assert "vLLM 0.29.0 (version unknown" in only(r, "binding-dtype-rejected").message
+    assert "vLLM (release unknown: spec.engine.version 'main-nightly' is not a release number" in \
+        only(r, "binding-dtype-rejected").message
+
+
+def test_the_role_image_decides_the_release_not_engine_version():
+    """Issue 37: a role image vllm/vllm-openai:v0.10.2 beside engine.version 0.29.0 runs 0.10.2,
+    whose parser rejects bfloat16 (the real 0.10.2 parser: parsers.py, ACCEPTED_VALUES)."""
+    assert "bfloat16" not in engine.profile("vllm", engine.parse_version("0.10.2")).accepted
+    md = deployment("md", version="0.29.0", roles=[role(image="vllm/vllm-openai:v0.10.2")])
+    r = run(binding("b", "bfloat16"), md)
+    f = only(r, "binding-dtype-rejected")
+    assert "vLLM 0.10.2 (from spec.roles[].image)" in f.message
+    assert entry(r, "b").verdict == "REJECTED by vllm 0.10.2"
+
+
+def test_without_a_role_image_engine_version_decides():
+    r = run(binding("b", "bfloat16"), deployment("md", version="0.29.0"))
+    assert not codes(r, "binding-dtype-rejected")
+    assert [engine_label(a) for a in entry(r, "b").engines()] == ["vLLM 0.29.0"]
+    r = run(binding("b", "bfloat16"), deployment("md", version="0.10.2"))
+    assert "vLLM 0.10.2 (from spec.engine.version)" in only(r, "binding-dtype-rejected").message
+
+
+def test_each_role_at_its_own_image():
+    md = deployment("md", version="0.29.0", roles=[role("a"), role("b", image="vllm/vllm-openai:v0.10.2")])
+    r = run(binding("b", "bfloat16"), md)
+    assert [engine_label(a) for a in entry(r, "b").engines()] == ["vLLM 0.29.0", "vLLM 0.10.2 (role image)"]
+    assert "vLLM 0.10.2 (from spec.roles[].image)" in only(r, "binding-dtype-rejected").message
+
+
+def test_an_unreadable_tag_is_unknown_not_the_minimum_release():
+    """bfloat16 is accepted from vLLM 0.11.0 on: at an unreadable tag the releases disagree, so the
+    verdict is UNKNOWN (the old code judged the operator's minimum, 0.29.0, and said OK)."""
+    md = deployment("md", version="0.29.0", roles=[role(image="vllm/vllm-openai:nightly")])
+    r = run(binding("b", "bfloat16"), md)
+    assert not codes(r, "binding-dtype-rejected")
+    assert entry(r, "b").verdict == "UNKNOWN"
+    f = [f for f in codes(r, "unchecked") if "release unknown" in f.message]
+    assert f and "tag 'nightly' of vllm/vllm-openai names no release" in f[0].message
+    assert "0.10.2: rejected" in f[0].message or "rejected" in f[0].message
+    # a release every release agrees on is answered: fp8_e4m3 from 0.4.3 ... but not by 0.3.3-0.4.2
+    r = run(binding("b", "bf16"), md)
+    assert codes(r, "binding-dtype-rejected")     # no vLLM release accepts bf16
 
 
 def test_injected_pods_and_templates_are_binding_users_with_the_image_version():
@@ -225,11 +268,11 @@ def test_injected_pods_and_templates_are_binding_users_with_the_image_version():
     f = only(r, "binding-dtype-rejected")
     assert "Pod p on SGLang 0.5.3 (from image tag)" in f.message and "StatefulSet" not in f.message
     assert "kubectl kvcache recover b -n team --dtype DTYPE" in f.fix and "Pod p" in f.message
-    # no tag: the minimum
+    # no release in the tag: judged across every SGLang release, which disagree on bf16 (from 0.5.4)
     r = run(binding("b", "bf16"), workload("w", [container(image="registry.local/sglang:custom",
                                                             command=["python3", "-m", "sglang.launch_server"])],
                                             engine="SGLang"))
-    assert entry(r, "b").verdict == "OK" and entry(r, "b").engines()[0].source == checks.MINIMUM
+    assert entry(r, "b").verdict == "UNKNOWN" and entry(r, "b").engines()[0].source == engine.UNREAD
 
 
 def test_take_over_only_deployments_do_not_receive_the_dtype():
@@ -645,3 +688,17 @@ def test_the_launch_the_webhook_cannot_see_is_refused_unless_declared():
     assert "the annotations select sglang" in refused(run(binding("b", "bf16"), tpl), "Deployment", "w")[0].message
     tpl = workload("w", [container(command=["python", "-m", "vllm.entrypoints.openai.api_server"])])
     assert "cannot identify" in refused(run(binding("b", "fp8"), tpl), "Deployment", "w")[0].message
+
+
+def test_a_roles_own_flag_is_judged_at_its_role_image():
+    """The role runs vllm/vllm-openai:v0.10.2 (its stated image), whose parser rejects bfloat16,
+    whatever engine.version says: its own `--kv-cache-dtype bfloat16` is REJECTED there."""
+    md = deployment("md", version="0.29.0",
+                    roles=[role(image="vllm/vllm-openai:v0.10.2", extra_args=["--kv-cache-dtype", "bfloat16"])])
+    r = run(binding("b", "fp8"), md)
+    (entry_,) = r.roles
+    assert entry_.verdict == "REJECTED" and str(entry_.engine.version) == "0.10.2"
+    assert entry_.engine.source == engine.ROLE_IMAGE
+    md = deployment("md", version="0.29.0", roles=[role(extra_args=["--kv-cache-dtype", "bfloat16"])])
+    (entry_,) = run(binding("b", "bfloat16"), md).roles
+    assert entry_.verdict == "SAME"

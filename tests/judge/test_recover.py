@@ -165,6 +165,16 @@ def test_refusals(argv, words):
     assert words in line, line
 
 
+@pytest.mark.parametrize("dtype, words", [
+    ("fp8-e4m3", "did you mean 'fp8_e4m3'?"),              # a near miss: the one spelling meant
+    ("float16", "every engine that receives it accepts: "),  # no near miss: the accepted spellings
+])
+def test_a_mistyped_dtype_names_the_accepted_spellings(dtype, words):
+    """issue 39 item 7: a refused --dtype says what would be accepted."""
+    line = refused("sgl-fp8", "--dtype", dtype, "-n", "llm-prod", "-f", EXAMPLE)
+    assert words in line, line
+
+
 @pytest.mark.parametrize("argv, words", [
     (("sgl-fp8", "--dtype", "fp8"), "is the dtype of sgl-fp8 already"),
     (("chat-fp8",), "no engine that receives it rejects it: nothing to recover; pass --dtype"),

@@ -61,11 +61,12 @@ def test_a_replica_without_a_pod_is_no_pod_and_not_ok(tmp_path):
 
 def test_a_deployment_with_no_pods_at_all_does_not_vanish(tmp_path):
     md = o.deployment("md")
-    md["status"] = {"roles": [{"name": "server", "replicas": 0, "readyReplicas": 0, "updatedReplicas": 0}]}
+    md["status"] = {"roles": [{"name": "server", "desired": 1, "ready": 0, "quotaReserved": 0,
+                               "unmanaged": False, "kind": "server"}]}
     report = verify.verify(snapshot_of(o.binding("b1", "fp8"), md, tmp_path=tmp_path))
     item, = report.items
-    assert item.status == "NO-POD" and "status.roles reports 0 replicas, 0 ready, 0 updated" in item.reason
-    assert report.deployments[0].roles[0].status.replicas == 0
+    assert item.status == "NO-POD" and "status.roles reports 1 desired, 0 ready" in item.reason
+    assert report.deployments[0].roles[0].status.desired == 1
 
 
 def test_replicas_default_to_one_and_zero_wants_none(tmp_path):

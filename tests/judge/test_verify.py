@@ -6,7 +6,7 @@ import objects as o
 from kubectl_kvcache.judge import verify
 from kubectl_kvcache.load import manifests
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM
+from kubectl_kvcache.engine import IMAGE_TAG, MINIMUM, UNREAD
 from kubectl_kvcache.render.verify import argv_listing
 
 
@@ -83,8 +83,10 @@ def test_version_from_image_then_minimum(tmp_path):
     item = only(judge(o.binding("b1", "fp8"), o.deployment("md", "vLLM", None),
                       o.md_pod("p", "md", o.vllm_argv("fp8"), image="registry.local/custom:latest"),
                       tmp_path=tmp_path))
-    assert (item.engine_version, item.version_source, item.status) == ("0.29.0", MINIMUM, "OK")
-    assert "operator's minimum" in item.reason
+    # no release in the tag: judged across every vLLM release, which disagree on fp8 (from 0.4.1)
+    assert (item.engine_version, item.version_source, item.status) == (None, UNREAD, "UNKNOWN")
+    assert "custom is not an engine image" in item.reason and "vLLM 0.3.3-0.4.0: rejected" in item.reason
+    assert "operator's minimum" not in item.reason
 
 
 def test_direct_decode_pod_engine_is_main_not_first_container(tmp_path):
@@ -258,3 +260,32 @@ def test_a_replica_that_will_be_given_a_rejected_spelling_is_will_reject_not_mis
     code = cli.main(["verify", "-f", str(path), "--assume-setting", "on"], io.StringIO(""), out := io.StringIO(),
                     err := io.StringIO())
     assert "WILL-REJECT" in out.getvalue() and "1 MISSING, 1 WILL-REJECT" in err.getvalue()
+
+
+@pytest.mark.parametrize("value, expected", [("yes", "fp8"), ("on", "fp8"), ("TRUE", "fp8"), ("False", None)])
+def test_an_unreadable_setting_value_counts_as_on(value, expected, tmp_path):
+    """ModelDeploymentOwnsKVCacheDtype returns `err != nil || owned`: a status.value strconv.ParseBool
+    cannot read ("yes", "on") is ON for the operator (the old code stopped with an error)."""
+    item = only(judge(o.setting(value), o.binding("b1", "fp8"), o.deployment("md", "vLLM", "0.29.0"),
+                      o.md_pod("p", "md", o.vllm_argv("fp8")), tmp_path=tmp_path))
+    assert item.expected == expected
+
+
+def test_an_unreadable_role_image_is_unknown_with_its_fix(tmp_path):
+    """The role's image is what runs (a stated image always wins); its tag names no release, and
+    bfloat16 is accepted only from vLLM 0.11.0: UNKNOWN, the fix pins the image."""
+    md = o.deployment("md", "vLLM", "0.29.0", roles=[o.role(image="vllm/vllm-openai:nightly")])
+    item = only(judge(o.binding("b1", "bfloat16"), md,
+                      o.md_pod("p", "md", o.vllm_argv("bfloat16"), image="vllm/vllm-openai:nightly"),
+                      tmp_path=tmp_path))
+    assert (item.status, item.engine_version, item.version_source) == ("UNKNOWN", None, UNREAD)
+    assert "vLLM 0.3.3-0.10.2: rejected" in item.reason and "vLLM 0.11.0-0.33.0: runs bfloat16" in item.reason
+    assert item.fix.startswith("pin spec.roles[0].image of ModelDeployment md to a tag")
+
+
+def test_a_role_image_pod_is_judged_at_its_tag_not_engine_version(tmp_path):
+    md = o.deployment("md", "vLLM", "0.29.0", roles=[o.role(image="vllm/vllm-openai:v0.10.2")])
+    item = only(judge(o.binding("b1", "bfloat16"), md,
+                      o.md_pod("p", "md", o.vllm_argv("bfloat16"), image="vllm/vllm-openai:v0.10.2"),
+                      tmp_path=tmp_path))
+    assert (item.status, item.engine_version, item.version_source) == ("REJECTED", "0.10.2", IMAGE_TAG)

@@ -23,7 +23,6 @@ import re
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
 
@@ -31,7 +30,6 @@ import pytest
 
 from kubectl_kvcache.kube import gourl
 from kubectl_kvcache.kube import client as kube
-from kubectl_kvcache.kube import transport
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.kube.connection import Connection
 

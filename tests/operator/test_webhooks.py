@@ -49,8 +49,43 @@ def test_the_underscore_spelling_is_vllm_only():
     # MD_TEST names `--kv_cache_dtype=` for vLLM; SGLang's parser does not read `_` as `-`
     assert webhooks.names_dtype("--kv_cache_dtype=fp8", "vllm")
     assert not webhooks.names_dtype("--kv_cache_dtype=fp8", "sglang")
-    # the plugin's reading of "an abbreviation": a prefix reaching into `dtype`, never a shorter one
-    assert not webhooks.names_dtype("--kv-cache=fp8", "vllm")
+
+
+
+# ModelDeploymentResolveArg (controllers/worker/model_deployment_connector.go): (engine, entry, refused)
+RESOLVE_CASES = [
+    ("vllm", "--kv-cache-dtype", True),
+    ("vllm", "--kv-cache-dtype=fp8", True),
+    ("vllm", "--kv_cache_dtype=fp8", True),            # _ -> - (modelDeploymentVLLMFlagKey)
+    ("sglang", "--kv_cache_dtype=fp8", False),         # SGLang rewrites nothing
+    ("vllm", "--kv-cache-dt=fp8", True),               # a prefix
+    ("vllm", "--kv-cache=fp8", True),                  # ANY prefix longer than `--`, not only into `dtype`
+    ("vllm", "--kv_cache=fp8", True),
+    ("sglang", "--kv-cache", True),
+    ("vllm", "--k", True),
+    ("vllm", "--", False),                             # ends the options
+    ("vllm", "-kv-cache-dtype", False),                # not a long flag
+    ("vllm", "--kv-cache-dtype.foo=x", True),          # vLLM: the dotted tail is cut
+    ("vllm", "--kv_cache_dtype.some_key=x", True),
+    ("sglang", "--kv-cache-dtype.foo=x", False),       # SGLang: no cut, not a prefix
+    ("vllm", "--kv-cache-dtype-skip-layers", False),   # longer than the key
+    ("vllm", "--kv-events-config", False),             # an exact other owned flag is itself
+    ("vllm", "--kv-transfer-config={}", False),
+    ("vllm", "fp8", False),
+]
+
+
+@pytest.mark.parametrize("engine, entry, refused", RESOLVE_CASES, ids=[f"{c[0]}:{c[1]}" for c in RESOLVE_CASES])
+def test_resolve_arg_is_the_operators(engine, entry, refused):
+    assert webhooks.names_dtype(entry, engine) is refused
+    errors = webhooks.md_refusals(engine, [(None, [entry])], True, True)
+    assert bool(errors) is refused
+
+
+def test_resolve_arg_names_the_owned_key_reached():
+    # "--kv" is a prefix of every vLLM owned key: the first in the catalog's order is the one named
+    assert webhooks.resolve_arg("vllm", "--kv", webhooks.OWNED_ARGS["vllm"]) == "--kv-transfer-config"
+    assert webhooks.resolve_arg("sglang", "--disagg=x", webhooks.OWNED_ARGS["sglang"]) == "--disaggregation-mode"
 
 
 @pytest.mark.parametrize("name, owned, refused", [

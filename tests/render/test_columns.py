@@ -53,6 +53,16 @@ def words(value):
 
 # -- what each command's columns hold, from its -o json -------------------------------------------
 
+def _observed(seen):
+    """OBSERVED from -o json's `observed`: the dtype (its torch dtype); - unread."""
+    if seen is None:
+        return "-"
+    text = seen["dtype"] or seen["resolved"]
+    if seen["dtype"] and seen["resolved"]:
+        text += f"({seen['resolved'].removeprefix('torch.')})"
+    return text
+
+
 def verify_rows(data, wide):
     rows = []
     for i in data["items"]:
@@ -66,7 +76,7 @@ def verify_rows(data, wide):
             owner = f"{i['owner']['kind'].lower()}/{i['owner']['name']}" if i["owner"] else None
             ready = None if state.get("ready") is None else str(state["ready"]).lower()
             cells += [i["role"], i["engine"], i["engineVersion"], i["container"], owner, phase, ready,
-                      state.get("restarts"), state.get("lastExitCode")]
+                      state.get("restarts"), state.get("lastExitCode"), _observed(i.get("observed"))]
             cause = i.get("cause")   # free text, last: `code: subject`
             rows.append(([word(c) for c in cells], words(f"{cause['code']}: {cause['subject']}" if cause else None)))
             continue

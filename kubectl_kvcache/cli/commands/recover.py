@@ -23,7 +23,7 @@ HELP = dict(
                 "kvcache-recover-BINDING in the namespace): rerunning the same command from anywhere continues it.",
     examples=("recover sgl-fp8 -n llm-prod", "recover sgl-fp8 -n llm-prod --dtype fp8_e4m3 -o yaml",
               "recover sgl-fp8 -n llm-prod --strategy replace", "recover sgl-fp8 -n llm-prod --apply",
-              "recover sgl-fp8 -n llm-prod --apply --backup-dir ./recover-sgl-fp8-20260310T0900Z"))
+              "recover sgl-fp8 -n llm-prod --apply --backup-dir ./backups"))
 
 
 class RecoverOptions(Record):
@@ -68,7 +68,7 @@ def add(sub, commands):
                     help="side-by-side (default): create each deployment under a new name, wait until it is "
                          "available, then delete the old one (needs spare capacity); replace: back up, "
                          "delete, wait until gone, create under the same name (downtime per deployment)")
-    flags.output_flag(rc, NAME, "table: the numbered steps with manifests a person reads; markdown: the plan",
+    flags.output_flag(rc, NAME, "table: the numbered steps with manifests a person reads",
                       text=True)
     rc.add_argument("--apply", action="store_true", help="execute the plan (asks first on a terminal)")
     rc.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")

@@ -29,7 +29,7 @@ HELP = dict(
                   "whose status --fail-on makes fail is an error, one it tolerates a warning, and a rule may give it "
                   "another severity (error fails) or ignore it; they judge a report, not a rollout, so they are "
                   "not taken with --watch or --wait.",
-    examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod llama-long-server-0",
+    examples=("verify -A", "verify -n llm-prod -o wide", "verify -n llm-prod --observe -o wide", "verify -n llm-prod llama-long-server-0",
               "verify -n llm-prod llama-long-server-0 -o describe",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
               "verify -f saved.json -o json", "verify -A --ignore MISSING --severity MISMATCH=warning",
@@ -37,11 +37,12 @@ HELP = dict(
 
 
 class VerifyOptions(Record):
-    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments", "policy")
+    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments", "policy",
+                 "observe")
 
     def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
                  watch: bool = False, wait: bool = False, timeout: float | None = None,
-                 deployments: tuple[str, ...] = (), policy=None):
+                 deployments: tuple[str, ...] = (), policy=None, observe: bool = False):
         self.connection = connection
         self.scope = scope
         self.output = output
@@ -51,6 +52,7 @@ class VerifyOptions(Record):
         self.timeout = timeout      # seconds --wait/--watch run; None: no limit
         self.deployments = deployments  # --wait/--watch md/NAME: only these ModelDeployments
         self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
+        self.observe = observe      # read what each running engine reports it runs with (docs/verify.md)
 
 
 def md_types() -> set[str]:
@@ -98,6 +100,10 @@ def add(sub, commands):
                    help="block until every replica of every pool-attached ModelDeployment in scope (md/NAME or "
                         "-l: those selected) runs its expected value (exit 0); exit 1 as soon as one is confirmed "
                         "REJECTED, when rolling will not change any replica left, or at --timeout")
+    v.add_argument("--observe", action="store_true",
+                   help="also read what each running engine reports it runs with: its start-up log through "
+                        "pods/log (bounded) and, for vLLM, /metrics through pods/proxy; shown as OBSERVED "
+                        "(-o wide), a disagreement fails. A crashed replica's last log is read without it")
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     flags.policy_flags(v, NAME)
@@ -141,7 +147,7 @@ def options(ns) -> VerifyOptions:
     pods = () if (ns.watch or ns.wait) else ns.pods
     inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=pods), flags.output(ns),
                           fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout, deployments=deployments,
-                          policy=flags.policy(ns))
+                          policy=flags.policy(ns), observe=ns.observe)
     return contexts.wrap(ns, NAME, inner, (
         (ns.pods, "naming Pods picks them in one cluster"),
         (ns.watch or ns.wait, "--watch/--wait follow one cluster's rollout")))

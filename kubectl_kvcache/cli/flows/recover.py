@@ -18,7 +18,7 @@ import time
 from datetime import datetime, timezone
 
 from kubectl_kvcache import exitcodes, render
-from kubectl_kvcache.judge import anchor as anchors, checks, recover
+from kubectl_kvcache.judge import anchor as anchors, checks, holds, recover
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import recovery
 from kubectl_kvcache.operator import api, binding_status, decode, records
@@ -675,7 +675,7 @@ class Executor:
         argv = ["kubectl", "kvcache", "recover", self.plan.binding["name"], "-n", self.namespace,
                 "--dtype", goal["dtype"], "--name", goal["name"], "--domain", goal["domain"],
                 "--strategy", goal["strategy"],
-                "--backup-dir", self.backup_dir]
+                "--backup-dir", os.path.abspath(self.backup_dir)]
         if o.timeout is not None:
             argv += ["--timeout", f"{o.timeout:g}s"]
         else:
@@ -711,20 +711,12 @@ def setting_body(rv, value, mark) -> dict:
 
 
 def _available(obj) -> bool:
-    status = obj.get("status") or {}
-    generation = (obj.get("metadata") or {}).get("generation")
-    for c in status.get("conditions") or ():
-        if isinstance(c, dict) and c.get("type") == "Available" and c.get("status") == "True":
-            observed = c.get("observedGeneration", status.get("observedGeneration"))
-            return generation is None or observed is None or observed >= generation
-    return False
+    """The replacement serves: what the operator writes (judge/holds.py serving)."""
+    return holds.serving(obj)[0]
 
 
 def _availability(obj) -> str:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if isinstance(c, dict) and c.get("type") == "Available":
-            return f"Available={c.get('status')}" + (f": {c.get('message')}" if c.get("message") else "")
-    return "no Available condition yet"
+    return holds.serving(obj)[1]
 
 
 def _guarded(patch, current) -> dict:

@@ -71,7 +71,8 @@ def run_status(client, options: SettingOptions, io) -> int:
     else:
         view.status(record, io.stdout)
     if st.effective_value(record) is None:
-        render.note(io.stderr, f"status.value {record.status_value!r} is not a value the operator accepts")
+        render.note(io.stderr, f"status.value {record.status_value!r} is not a value strconv.ParseBool reads: "
+                               f"{st.UNREADABLE_MEANS}")
         return exitcodes.FINDINGS
     return exitcodes.OK
 
@@ -263,7 +264,16 @@ def _report(client, path, patched, before, options, io, want, sleep, clock):
     now = decode.setting_record(patched, "cluster")
     if options.wait and st.effective_value(now) != want:
         view.waiting(want, options.timeout, io.stderr)
-        now = wait_for(client, path, want, options.timeout, sleep, clock)
+        try:
+            now = wait_for(client, path, want, options.timeout, sleep, clock)
+        except WaitTimedOut as exc:     # the patch went in, the wait did not see it: a finding (1), as verify --wait
+            render.error(io.stderr, str(exc))
+            view.undo(reverse_command(not want, options.connection, options.field_manager), io.stdout)
+            return exitcodes.FINDINGS
+        except KeyboardInterrupt:       # the patch is applied whatever the wait saw: say so before "interrupted"
+            render.note(io.stderr, f"spec.value is patched to {st.WORD[want]!r}; status.value had not reported "
+                                   f"it yet: check it with 'kubectl kvcache setting status'")
+            raise
     view.reported(now, want, io.stdout)
     view.undo(reverse_command(not want, options.connection, options.field_manager), io.stdout)
     if options.connection.token:
@@ -271,6 +281,10 @@ def _report(client, path, patched, before, options, io, want, sleep, clock):
     if options.connection.password:
         render.note(io.stderr, f"the undo command reads the password from ${connection_flags.PASSWORD_VARIABLE}")
     return exitcodes.OK
+
+
+class WaitTimedOut(PluginError):
+    """--wait ran out of time after the patch was applied: exit 1 (not done yet), not 2."""
 
 
 def wait_for(client, path, want, timeout, sleep=time.sleep, clock=time.monotonic):
@@ -285,7 +299,7 @@ def wait_for(client, path, want, timeout, sleep=time.sleep, clock=time.monotonic
         if st.effective_value(record) == want:
             return record
         if deadline is not None and clock() >= deadline:
-            raise PluginError(f"timed out after {_seconds(timeout)} waiting for status.value to report "
+            raise WaitTimedOut(f"timed out after {_seconds(timeout)} waiting for status.value to report "
                               f"{st.WORD[want]!r} (it reports {record.status_value or 'unset'}); spec.value is "
                               f"set, so the operator may still act on it: check it with "
                               f"'kubectl kvcache setting status'")

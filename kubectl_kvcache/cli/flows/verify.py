@@ -73,6 +73,11 @@ def run(options: VerifyOptions, io) -> int:
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
+    if snapshot.source == "cluster":
+        listen(options, report.items, io.stderr)
+    elif options.observe:
+        render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
+                               "(OBSERVED stays -)")
     code = exit_code(options, report)
     code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods else code
     render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
@@ -98,6 +103,29 @@ def run(options: VerifyOptions, io) -> int:
     for name in snapshot.missing_pods:      # kubectl get: `Error from server (NotFound): pods "x" not found`, exit 1
         render.error(io.stderr, f'pods "{name}" not found {where}')
     return code
+
+
+def listen(options: VerifyOptions, items, err, client=None) -> None:
+    """The engines' own word on `items` (judge/observed.py): with --observe every running engine's
+    log head, then /metrics for the vLLM ones it said nothing about; a crashed container's previous
+    log always. Bounded (load/engine_words.py); what was refused or failed is said once."""
+    from kubectl_kvcache.judge import observed
+    from kubectl_kvcache.load import engine_words
+
+    wanted = observed.targets(items, options.observe)
+    if not wanted:
+        return
+    client = client or reader.open_client(options.connection, render.tracer(err))
+    read = engine_words.read(client, wanted)
+    observed.apply(items, read)
+    rest = observed.targets(observed.unread(items, read), options.observe, metrics=True)
+    if rest:
+        more = engine_words.read(client, rest)
+        observed.apply(items, more)
+        read.denied |= more.denied
+        read.failed.update({k: v for k, v in more.failed.items() if k not in read.failed})
+        read.skipped += more.skipped
+    view.observation_notes(read, err)
 
 
 def newer_than_data(report, err):
@@ -194,7 +222,7 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         w.start()
     line = view.ProgressLine(io.stderr) if options.wait else None
     try:
-        return _follow(options, io, snapshot, targets, events, clock, line, scope)
+        return _follow(options, io, snapshot, targets, events, clock, line, scope, client)
     except BaseException:
         if line:
             line.done()      # the error line (or "interrupted") starts on a line of its own
@@ -203,9 +231,32 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         stop.set()
 
 
-def _follow(options, io, snapshot, targets, events, clock, line, scope):
+def crash_causes(options, left, causes: dict, client, err) -> list:
+    """The replicas left whose engine died for a reason rolling will not change, in the engine's
+    words: each crashed container's previous log is read once per restart (`causes`), and a
+    replica rendered from the spec as it is now whose log names argparse's error or a start-up
+    failure ends the wait (judge/rollout.rejects)."""
+    from kubectl_kvcache.judge import observed
+    from kubectl_kvcache.load import engine_words
+
+    crashed = [i for i in left if i.pod is not None and observed.crashed(i)]
+    fresh = [i for i in crashed if (i.namespace, i.pod, (i.state or {}).get("restarts")) not in causes]
+    if fresh:
+        read = engine_words.read(client, observed.targets(fresh, observe=False))
+        observed.apply(fresh, read)
+        for i in fresh:
+            causes[(i.namespace, i.pod, (i.state or {}).get("restarts"))] = i.exit_cause
+        if read.denied or read.failed:
+            view.observation_notes(read, err)
+    for i in crashed:
+        i.exit_cause = causes.get((i.namespace, i.pod, (i.state or {}).get("restarts")))
+    return [i for i in crashed if rollout.rejects(i)]
+
+
+def _follow(options, io, snapshot, targets, events, clock, line, scope, client=None):
     import queue
 
+    causes: dict = {}
     judge = live.LiveJudge(snapshot, selection(options), CachedPredict())
     changed = judge.first
     rows = view.RowPrinter(io.stdout, options.output, options.output.headers) if options.watch else None
@@ -223,6 +274,13 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope):
             line.show(view.progress_line(now, clock() - start))
         if options.wait and now.outcome:
             return _end(options, io, judge.report(), now, now.outcome, clock() - start, line, scope)
+        if options.wait and client is not None and now.pending is None and now.left:
+            if line:
+                line.clear()
+            failed = crash_causes(options, now.left, causes, client, io.stderr)
+            if failed:
+                now = now.replace(rejected=tuple(failed))
+                return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope)
         # wait for the next events (the live line's clock ticks meanwhile)
         batch: list = []
         while not batch:
@@ -263,7 +321,7 @@ def _end_code(options, report, outcome):
     or did not in time; --watch alone at --timeout: as verify's."""
     if outcome == rollout.COMPLETE:
         return exitcodes.OK
-    if outcome in (rollout.UNBOUND, rollout.REJECTED, rollout.SETTLED) or options.wait:
+    if outcome in (rollout.UNBOUND, rollout.HELD, rollout.REJECTED, rollout.SETTLED) or options.wait:
         return exitcodes.FINDINGS
     return exit_code(options, report)
 
@@ -291,6 +349,9 @@ def _end(options, io, report, now, outcome, elapsed, line, scope):
         return code
     if outcome == rollout.UNBOUND:
         view.wait_unbound(now.unbound, io.stderr)
+        return code
+    if outcome == rollout.HELD:
+        view.wait_held(now.held, io.stderr)
         return code
     if outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)

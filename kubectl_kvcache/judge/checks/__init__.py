@@ -53,7 +53,7 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     bindings, found = check_bindings(snapshot, deployments, optins, pods, on)
     roles, role_findings = check_roles(snapshot, deployments, pods, on)
     found += role_findings
-    found += check_injection(optins)
+    found += check_injection(optins, snapshot)
     found += check_newer_releases(deployments, optins, pods)
     if skipped_workloads:
         found.append(finding("unchecked", (snapshot.namespace, "Workloads", "--skip-workloads"),

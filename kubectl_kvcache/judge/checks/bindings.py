@@ -58,7 +58,7 @@ class BindingEntry(Record):
         seen: list = []
         for use in self.uses:
             for e in use.engines if use.renders else ():
-                if (e.engine, e.version) not in [(s.engine, s.version) for s in seen]:
+                if (e.engine, e.version, e.span) not in [(s.engine, s.version, s.span) for s in seen]:
                     seen.append(e)
         return seen
 
@@ -81,7 +81,7 @@ def binding_uses(snapshot, deployments, optins, pods: EnginePods) -> dict[tuple[
     for md in deployments:
         if not (md.kv_cache and md.binding):
             continue
-        ats = deployment_engines(md, pods.images(md))
+        ats = deployment_engines(md, pods)
         problem = "" if ats else f"engine {md.engine!r} is not vLLM or SGLang"
         renders = not md.roles or any(not r.command for r in md.roles)
         if renders and _without_store(md, pods):
@@ -133,7 +133,7 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
             elif outcome.outcome == model.UNKNOWN:
                 unknown.append((use, at, plain(outcome.reason)))
     if entry.rejected_by:
-        rejecting = unique(f"{e.engine} {e.version}" for _, e, _ in entry.rejected_by)
+        rejecting = unique(f"{e.engine} {'(release unknown)' if e.span else e.version}" for _, e, _ in entry.rejected_by)
         verdicts.append("REJECTED by " + ", ".join(rejecting))
         results.append(_rejected_finding(entry, obj, on))
     for use, at, why in unknown:

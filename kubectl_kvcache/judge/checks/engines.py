@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.operator import api, records
-from kubectl_kvcache.engine import (DTYPE_OPTION, IMAGE_TAG, MINIMUM, POD_IMAGE, SAME_FORMAT, SPEC_IMAGE, Token,
-                                    Version)
+from kubectl_kvcache.engine import (DTYPE_OPTION, IMAGE_TAG, POD_IMAGE, ROLE_IMAGE, SAME_FORMAT, SPEC_VERSION, UNREAD,
+                                    Token, Version)
 from kubectl_kvcache.record import Record
 
 
@@ -18,34 +18,58 @@ _PROBE = Token("auto", "probe", 0)
 
 
 class EngineAt(Record):
-    """An engine release, and where the plugin read its version."""
+    """An engine release, and where the plugin read its version. `span`: the releases it may be
+    when none could be read (`version` is then the newest of them, `why` says what was read);
+    every question whose answer the release decides is put to each of them (`outcomes`)."""
 
-    __slots__ = ("engine", "version", "source", "ascend")
+    __slots__ = ("engine", "version", "source", "ascend", "span", "why")
 
-    def __init__(self, engine: str, version: Version, source: str, ascend: bool = False):
+    def __init__(self, engine: str, version: Version, source: str, ascend: bool = False,
+                 span: tuple[Version, ...] = (), why: str = ""):
         self.engine = engine
         self.version = version
         self.source = source
         self.ascend = ascend
+        self.span = span
+        self.why = why
 
     @property
     def profile(self):
+        """The release's profile; of an unknown release, the newest it may be (only for what the
+        release does not decide: which tokens name the flag, a spelling to suggest)."""
         return model.profile(self.engine, self.version)
 
     @property
+    def profiles(self):
+        return [model.profile(self.engine, v) for v in (self.span or (self.version,))]
+
+    @property
     def long_label(self):  # the wording of finding messages (tables use render's short label)
-        """`SGLang 0.5.19 (from spec.engine.image)`, `vLLM 0.29.0 (version unknown: the operator minimum)`."""
+        """`SGLang 0.5.19 (from spec.roles[].image)`, `vLLM (release unknown: ...; judged across 0.3.3-0.33.0)`."""
+        if self.span:
+            return (f"{model.DISPLAY_NAMES[self.engine]} (release unknown: {self.why}; judged across "
+                    f"{self.span[0]}-{self.span[-1]})")
         name = model.release_name(self.engine, self.version)
-        if self.source == MINIMUM:
-            return f"{name} (version unknown: the operator minimum)"
         return f"{name} (from {self.source})"
 
     @property
     def name(self):
+        if self.span:
+            return f"{model.DISPLAY_NAMES[self.engine]} (release unknown)"
         return model.release_name(self.engine, self.version)
 
     def to_dict(self):
+        if self.span:
+            return {"engine": self.engine, "version": None, "versionSource": self.source,
+                    "releaseUnknown": self.why, "judgedAcross": [str(v) for v in self.span]}
         return {"engine": self.engine, "version": str(self.version), "versionSource": self.source}
+
+
+def unknown_release(engine, why, before=None, ascend=False) -> EngineAt:
+    """A release that could not be read: every release the data has (a pre-release: the one
+    before it and its own)."""
+    span = model.releases_before(engine, before) if before else model.all_releases(engine)
+    return EngineAt(engine, span[-1], UNREAD, ascend, span if len(span) > 1 else (), why)
 
 
 class FlagToken(Record):
@@ -86,27 +110,77 @@ class FlagToken(Record):
         return f"{first} and {path(*self.value_at)}" if self.value_at else first
 
 
-def deployment_engines(md: records.Deployment, pod_images: Sequence[str]) -> tuple[EngineAt, ...]:
-    """The engine releases a deployment runs: spec.engine.version, else spec.engine.image's tag,
-    else the tags of its Pods' images (oldest Pod first), else the operator's minimum."""
+def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[str | None] = ()) -> EngineAt | None:
+    """The engine release a role runs, as the operator picks its image
+    (controllers/worker/model_deployment_render.go, renderModelDeploymentPodTemplate): the role's
+    stated image ALWAYS WINS; else the image synthesized from spec.engine.name and
+    spec.engine.version (model_deployment_image.go, SynthesizeModelDeploymentImage:
+    gpustack/runner:<backend><runtime>[-<variant>]-<engine><version>), whose release is
+    spec.engine.version. What cannot be read is an unknown release, judged across the releases."""
     engine = model.normalise_engine(md.engine)
     if engine is None:
-        return ()
-    found = model.resolve_versions(engine, md.engine_version,
-                                   ((SPEC_IMAGE, (md.image,)), (POD_IMAGE, tuple(pod_images))))
-    return tuple(EngineAt(engine, version, source) for version, source in found)
+        return None
+    seen_pods = [model.read_image(i, engine) for i in pod_images if i]
+    ascend = any(p.platform == "npu" for p in seen_pods)
+    if role.image:
+        seen = model.read_image(role.image, engine)
+        ascend = ascend or seen.platform == "npu"
+        if seen.release is not None:
+            return EngineAt(engine, seen.release, ROLE_IMAGE, ascend)
+        return unknown_release(engine, f"spec.roles[{index}].image {role.image!r}: {seen.why}", seen.before, ascend)
+    if md.engine_version:
+        version = model.parse_version(md.engine_version)
+        if version is not None:
+            return EngineAt(engine, version, SPEC_VERSION, ascend)
+        seen = model.read_image(f"gpustack/runner:cuda-{engine}{md.engine_version}", engine)
+        return unknown_release(engine, f"spec.engine.version {md.engine_version!r} is not a release number",
+                               seen.before, ascend)
+    for read in seen_pods:     # the operator synthesizes nothing without a version; Pods made before?
+        if read.release is not None:
+            return EngineAt(engine, read.release, POD_IMAGE, ascend)
+    return unknown_release(engine, f"spec.roles[{index}] names no image and spec.engine.version is empty, so the "
+                                   f"operator can synthesize no image for it", None, ascend)
+
+
+def role_images(pods, md, role) -> list[str | None]:
+    """The images of a role's engine Pods, oldest Pod first."""
+    return [(c.pod.container(api.ENGINE_CONTAINER) or {}).get("image")
+            for c in sorted(pods.of(md, role.name), key=lambda c: c.pod.created)]
+
+
+def deployment_engines(md: records.Deployment, pods=None) -> tuple[EngineAt, ...]:
+    """The engine releases a deployment's roles run (role_engine), each distinct one once: of the
+    roles the operator renders for when there are any (take-over roles receive no dtype)."""
+    rendered = [(i, r) for i, r in enumerate(md.roles) if not r.command] or list(enumerate(md.roles))
+    found: list[EngineAt] = []
+    for i, role in rendered:
+        at = role_engine(md, i, role, role_images(pods, md, role) if pods is not None else [])
+        if at is None:
+            return ()
+        if all((at.version, at.span) != (f.version, f.span) for f in found):
+            found.append(at)
+    if not found:
+        engine = model.normalise_engine(md.engine)
+        if engine is None:
+            return ()
+        version = model.parse_version(md.engine_version) if md.engine_version else None
+        found.append(EngineAt(engine, version, SPEC_VERSION) if version else
+                     unknown_release(engine, "no roles and no spec.engine.version"))
+    return tuple(found)
 
 
 def injected_engine(annotations, container) -> EngineAt | None:
-    """The engine an injection opt-in declares, at its image's version, else the minimum."""
+    """The engine an injection opt-in declares, at its image's release (unknown: judged across them)."""
     engine = model.normalise_engine(annotations.get(api.ANNOTATION_PREFIX + "engine"))
     if engine is None:
         return None
     image = (container or {}).get("image") or ""
+    seen = model.read_image(image, engine)
     ascend = (annotations.get(api.ANNOTATION_PREFIX + "manufacturer") or "").lower() == "ascend" \
-        or model.is_ascend_image(image)
-    version, source = model.resolve_versions(engine, None, ((IMAGE_TAG, (image,)),))[0]
-    return EngineAt(engine, version, source, ascend)
+        or model.is_ascend_image(image) or seen.platform == "npu"
+    if seen.release is not None:
+        return EngineAt(engine, seen.release, IMAGE_TAG, ascend)
+    return unknown_release(engine, f"image {image!r}: {seen.why}" if image else "no image", seen.before, ascend)
 
 
 def operator_tokens(dtype) -> list[Token]:
@@ -115,8 +189,15 @@ def operator_tokens(dtype) -> list[Token]:
 
 
 def dtype_outcome(dtype, at: EngineAt) -> model.Parse:
-    """What `--kv-cache-dtype <dtype>` does to that engine release."""
-    return model.parse(operator_tokens(dtype), at.profile, platform_may_extend=at.ascend)
+    """What `--kv-cache-dtype <dtype>` does to that engine release (of an unknown release: what
+    every release it may be does, UNKNOWN where they disagree)."""
+    return outcomes(operator_tokens(dtype), at)
+
+
+def outcomes(tokens, at: EngineAt) -> model.Parse:
+    """The parse of `tokens` at the release, or across the releases an unknown one may be."""
+    results = [model.parse(tokens, p, platform_may_extend=at.ascend) for p in at.profiles]
+    return model.across(results, at.span or (at.version,), at.engine, at.why)
 
 
 def plain(reason, operator=""):

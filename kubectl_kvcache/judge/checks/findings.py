@@ -54,6 +54,10 @@ CODES = {c.code: c for c in (
          "dtype, error when the engine rejects it)"),
     Code("injection-refused", ERROR, "Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob",
          "an injection opt-in (Pod or workload template) the webhook refuses", with_setting_on=True),
+    Code("injection-unresolved", ERROR, "Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob",
+         "the injection webhook cannot resolve what to inject for an opt-in (an engine annotation ParseEngine does "
+         "not take, a manufacturer rule, a domain annotation, a Binding being deleted, a pool without "
+         "QuotaLedgerAvailable or a client endpoint): refused whatever the Setting"),
     Code("engine-newer-than-data", WARNING, "ModelDeployment, Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, "
          "Job, CronJob", "an engine release newer than the plugin's engine data: judged with the latest release "
          "the data has"),

@@ -1,9 +1,11 @@
-"""4. Injection opt-ins (Pods and workload Pod templates) the webhook will refuse."""
+"""4. Injection opt-ins (Pods and workload Pod templates) the webhook will refuse: what it cannot
+append to (injection-refused) and what its resolution refuses whatever the Setting
+(injection-unresolved: operator/webhooks.py injection_refusals, from pod_kv_cache_resolve.go)."""
 
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.operator import api, renderer
+from kubectl_kvcache.operator import api, renderer, webhooks
 from kubectl_kvcache.judge.checks.engines import flag_tokens, injected_engine
 from kubectl_kvcache.judge.checks.findings import Finding, finding
 from kubectl_kvcache.judge.checks.inputs import OptIn, target_container, unique
@@ -61,8 +63,57 @@ def injection_problems(optin: OptIn) -> list[tuple[str, str]]:
     return problems
 
 
-def check_injection(optins: list[OptIn]) -> list[Finding]:
+def accepted_engines(optins: list[OptIn]) -> tuple[str, ...]:
+    """The engine annotation values the cluster's operator takes: ParseEngine's exact spellings in
+    the releases read (inject/types.go), and every value a Pod here was injected with (the running
+    release admitted it: the cluster tells)."""
+    told = [o.annotation("engine") for o in optins if o.existing_pod and o.annotation("injected")]
+    return tuple(dict.fromkeys((*webhooks.SELECTABLE_ENGINES, *(t for t in told if t))))
+
+
+def resolution_findings(optins: list[OptIn], snapshot) -> list[Finding]:
+    """injection-unresolved: what the webhook's resolution refuses (engine spelling, manufacturer,
+    a domain annotation, a Binding being deleted, the pool's ledger or client endpoint)."""
     found = []
+    engines = accepted_engines(optins)
+    assumed = engines == webhooks.SELECTABLE_ENGINES
+    pools = snapshot.pools
+    for o in optins:
+        name = o.annotation("binding")
+        binding = snapshot.bindings.get((o.namespace, name)) if name else None
+        pool = pools.get(binding.pool) if (pools is not None and binding is not None and binding.pool) else None
+        pool_known = pool is not None or (pools is not None and snapshot.source != "file")
+        refusals = webhooks.injection_refusals(o.annotations, binding, True, pool, pool_known,
+                                               admitted=o.existing_pod and bool(o.annotation("injected")),
+                                               accepted_engines=engines)
+        if (o.existing_pod and o.annotation("injected")) or not o.annotation("engine"):
+            # an admitted Pod's spelling was taken; a missing annotation is said below (unchecked)
+            refusals = [r for r in refusals if "ParseEngine" not in r.rule]
+        if (not refusals and o.annotation("engine") == "vllm" and o.annotation("manufacturer") == webhooks.ASCEND
+                and binding is not None):
+            # inject/engine.go MatchTransport: vLLM-Ascend's store backend takes only the ascend
+            # transport (CANN); the plugin does not read the KVCacheBackends, so it says so
+            found.append(finding("unchecked", o.obj, f"vLLM-Ascend accepts only the 'ascend' transport (API 'CANN'): "
+                                                     f"whether pool {binding.pool}'s KVCacheBackend offers it is not "
+                                                     f"read (inject/engine.go: MatchTransport)",
+                                 f"check spec.transport.protocol of pool {binding.pool}'s KVCacheBackend: "
+                                 f"kubectl get kvcachepools {binding.pool} -o jsonpath='{{.spec.backends}}'"))
+        if not refusals:
+            continue
+        reasons = "; ".join(f"{r.why} ({r.rule})" for r in refusals)
+        if any("ParseEngine" in r.rule for r in refusals) and assumed:
+            reasons += ("; the spellings ParseEngine takes are those of the operator releases read (no Pod here was "
+                        "injected with another): assumed")
+        what = ("a Pod like this one (it keeps running; its replacement is refused)" if o.existing_pod
+                else f"the Pods of this {o.kind} (it reports FailedCreate)")
+        found.append(finding("injection-unresolved", o.obj, f"the injection webhook refuses {what}, whatever the "
+                                                            f"Setting: {reasons}",
+                             "; ".join(unique(r.fix for r in refusals))))
+    return found
+
+
+def check_injection(optins: list[OptIn], snapshot=None) -> list[Finding]:
+    found = resolution_findings(optins, snapshot) if snapshot is not None else []
     for o in optins:
         if not o.annotation("binding") or injected_engine(o.annotations, None) is None:
             missing = [k for k in ("binding", "engine") if not o.annotation(k)

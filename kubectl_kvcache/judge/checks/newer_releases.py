@@ -25,7 +25,7 @@ _FIX = ("add the release's data (scripts/engine-data --release ENGINE==VERSION -
 def check_newer_releases(deployments, optins, pods) -> list[Finding]:
     found = []
     for md in deployments:
-        for at in deployment_engines(md, pods.images(md)):
+        for at in deployment_engines(md, pods):
             if at.profile.newer_than_data:
                 found.append(finding(CODE, (md.namespace, "ModelDeployment", md.name),
                                      _message(at, f"ModelDeployment {md.name}"), _FIX))

@@ -7,7 +7,8 @@ from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, verify
 from kubectl_kvcache.operator import api, renderer
 from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens,
-                                                  operator_tokens, plain)
+                                                  operator_tokens, outcomes, plain, role_engine,
+                                                  role_images)
 from kubectl_kvcache.judge.checks.findings import ERROR, INFO, WARNING, Finding, finding
 from kubectl_kvcache.engine import Token, predict
 from kubectl_kvcache.record import Record
@@ -42,7 +43,7 @@ class RoleEntry(Record):
             "namespace": self.namespace, "deployment": self.deployment, "role": self.role,
             "roleIndex": self.role_index, "type": self.type,
             "engine": self.engine.engine if self.engine else None,
-            "engineVersion": str(self.engine.version) if self.engine else None,
+            "engineVersion": str(self.engine.version) if self.engine and not self.engine.span else None,
             "versionSource": self.engine.source if self.engine else None,
             "binding": self.binding, "dtype": self.dtype, "flags": self.flags,
             "today": self.today, "afterUpgrade": self.after,
@@ -91,12 +92,12 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
     if not flags:
         return None
     dtype = binding.dtype if binding else None
-    own = model.parse(tokens, at.profile)
+    own = outcomes(tokens, at)
     no_store = _no_store(pods.of(md, role.name), at.engine)
     # The rendered order is base command, connector arguments (the dtype among them), then the
     # role's extraArgs (controllers/worker/model_deployment_kv_cache_dtype_test.go, "a stored role's
     # own value stays after the rendered one"); without a store the operator renders no dtype.
-    after = model.parse(operator_tokens(dtype) + tokens, at.profile) if dtype and not no_store else own
+    after = outcomes(operator_tokens(dtype) + tokens, at) if dtype and not no_store else own
     own_value = next((f.value for f in reversed(flags) if not f.ambiguous), None)
     predicted_today = after if on else own
     today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
@@ -154,10 +155,10 @@ def _replicas(role) -> int:
 def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding]:
     dtype = binding.dtype if binding else None
     cands = pods.of(md, role.name)
-    image = md.image or ((cands[0].pod.container(api.ENGINE_CONTAINER) or {}).get("image") if cands else None)
+    image = role.image or ((cands[0].pod.container(api.ENGINE_CONTAINER) or {}).get("image") if cands else None)
     container = {"name": api.ENGINE_CONTAINER, "command": list(role.command), "env": list(role.env),
                  "image": image or ""}
-    pred = predict(container, at.engine, str(at.version))
+    pred = predict(container, at.engine, None if at.span else str(at.version))
     flags: list[dict] = [{"path": f"spec.roles[{i}].{o.source}[{o.index}]", "text": o.text, "value": o.value}
              for o in pred.occurrences]
     where = "; ".join(f"`{f['text']}{'' if '=' in f['text'] else ' ' + str(f['value'])}` in "
@@ -206,16 +207,17 @@ def check_roles(snapshot, deployments, pods, on) -> tuple[list[RoleEntry], list[
     for md in deployments:
         if not md.kv_cache:
             continue
-        ats = deployment_engines(md, pods.images(md))
+        ats = deployment_engines(md, pods)
         obj = (md.namespace, "ModelDeployment", md.name)
         if not ats:
             found.append(finding("unchecked", obj, f"spec.engine.name {md.engine!r} is not vLLM or SGLang: its "
                                                    f"Binding's dtype and its roles are not checked for it"))
             continue
-        at = ats[-1]
         binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
         for i, role in enumerate(md.roles):
             result: tuple[RoleEntry, Finding] | None
+            # each role at the release its own image runs (role_engine: a stated image always wins)
+            at = role_engine(md, i, role, role_images(pods, md, role)) or ats[-1]
             if role.command:
                 result = takeover_entry(md, i, role, at, binding, snapshot, pods, on)
             else:

@@ -18,8 +18,9 @@ def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
     obj = (api.SETTING_NAMESPACE, "Setting", api.SETTING_NAME)
     value, on, source = state["value"], state["on"], state["source"]
     if on is None:
-        return finding("setting", obj, f"status.value is {value!r}, which the operator cannot read as a "
-                                       f"boolean", "patch spec.value to \"true\" or \"false\"", severity=ERROR)
+        return finding("setting", obj, f"status.value is {value!r}, which strconv.ParseBool cannot read: "
+                                       f"{setting_mod.UNREADABLE_MEANS}, so the findings judge it on",
+                       "patch spec.value to \"true\" or \"false\"", severity=ERROR)
     if source == "flag":
         shown = f"assumed {'on' if on else 'off'} (--assume-setting), not read"
     elif source == "assumed":

@@ -1,0 +1,110 @@
+"""The engine's own word held against the prediction: which containers to read, and what was read
+made part of each row (Item.observed, Item.exit_cause). Pure: the reads are load/engine_words.py's.
+
+A prediction the engine confirms stays as it is; one the engine contradicts keeps both (the row's
+EFFECTIVE is the model's, OBSERVED the engine's) and fails the run (judge/verify.severity), never
+preferring either in silence. A crashed container's previous log names why it died: argparse's
+error confirms REJECTED, anything after the parse is a start-up failure (`verify --wait` ends on
+either).
+"""
+
+from __future__ import annotations
+
+from kubectl_kvcache import engine
+from kubectl_kvcache.judge import fixes
+from kubectl_kvcache.judge.verify import CRASH_LOOP, NO_POD, REJECTED, Item
+
+DEFAULT_PORT = {"vllm": 8000}       # vLLM's --port default (vllm/entrypoints/openai/cli_args.py)
+
+
+def _port(item: Item) -> int:
+    """The engine's API port from its argv (`--port N` / `--port=N`), else the release's default."""
+    spec = item.container_spec or {}
+    argv = [str(a) for a in (spec.get("command") or []) + (spec.get("args") or [])]
+    for i, token in enumerate(argv):
+        value = token[len("--port="):] if token.startswith("--port=") else (
+            argv[i + 1] if token == "--port" and i + 1 < len(argv) else None)
+        if value is not None and value.isdigit() and 0 < int(value) < 65536:
+            return int(value)
+    return DEFAULT_PORT.get(item.engine or "", 8000)
+
+
+def crashed(item: Item) -> bool:
+    """Its engine container died before (CrashLoopBackOff, or an exit code reported)."""
+    state = item.state or {}
+    return state.get("waiting") == CRASH_LOOP or state.get("lastExitCode") is not None
+
+
+def running(item: Item) -> bool:
+    state = item.state or {}
+    return state.get("phase") == "Running" and not state.get("waiting") and not state.get("terminating")
+
+
+def targets(items, observe: bool, metrics: bool = False):
+    """What to read for `items`: with `observe`, every running engine container's log head (or,
+    `metrics`, vLLM's /metrics); a crashed container's previous log tail always. Each one as
+    load.engine_words.Target's fields: (namespace, pod, container, log, previous, metrics port)."""
+    found = []
+    for item in items:
+        if item.pod is None or item.container is None or item.status == NO_POD:
+            continue
+        written = engine.reports_written(item.engine or "", item.engine_version)   # None: a release not in the data
+        log = observe and running(item) and not metrics and (written is None or any(f != "metrics" for f in written))
+        previous = crashed(item) and not metrics
+        port = _port(item) if (metrics and item.engine == "vllm" and running(item) and observe
+                               and (written is None or "metrics" in written)) else None
+        if log or previous or port is not None:
+            found.append((item.namespace, item.pod, item.container, log, previous, port))
+    return found
+
+
+def apply(items, read) -> None:
+    """Set each row's observed dtype and exit cause from what was read (`read.words`)."""
+    for item in items:
+        got = read.words.get((item.namespace, item.pod)) if item.pod is not None else None
+        if got is None:
+            continue
+        if got.previous is not None and crashed(item):
+            item.exit_cause = engine.exit_cause(got.previous)
+            dtype_failure(item)
+        seen = None
+        if got.metrics is not None:
+            seen = engine.observe_words(item.engine or "", got.metrics, source="metrics")
+        if seen is None and got.log is not None:
+            seen = engine.observe_words(item.engine or "", got.log)
+        if seen is not None or item.observed is None:
+            item.observed = seen if seen is not None else item.observed
+
+
+_DTYPE_WORDS = ("kv_cache_dtype", "kv-cache-dtype", "kv cache dtype", "cache_dtype")
+
+
+def dtype_failure(item: Item) -> None:
+    """A start-up failure whose line names the KV-cache dtype (vLLM's "No valid attention backend
+    found ... kv_cache_dtype not supported", a CacheConfig validation error) is the engine refusing
+    the dtype after its parse: REJECTED, whatever the parse predicted. Any other start-up failure
+    leaves the dtype's verdict alone (the replica still fails: judge/verify.severity)."""
+    cause = item.exit_cause
+    if cause is None or cause.kind != "startup" or item.status == REJECTED:
+        return
+    if any(w in cause.line.lower() for w in _DTYPE_WORDS):
+        item.status = REJECTED
+        item.reason = f"the engine exits at start-up after its parse, on the KV-cache dtype: {cause.line}"
+        if item.binding and item.expected and item.effective == item.expected and not item.takeover:
+            item.fix = f"the Binding's dtype {item.expected!r} does not start on this release: " + \
+                fixes.recover_fix(item.namespace, item.binding)
+            item.recover = True
+
+
+def unread(items, read) -> list[Item]:
+    """Running vLLM rows whose log head said nothing: /metrics may (a second round)."""
+    return [i for i in items if i.observed is None and i.engine == "vllm" and running(i)
+            and (i.namespace, i.pod) in read.words]
+
+
+def verdict(item: Item) -> str | None:
+    """`confirmed`, `differs`, `seen` (observed, nothing to hold it against) or None (not observed)."""
+    if item.observed is None:
+        return None
+    agrees = item.observed_agrees
+    return "seen" if agrees is None else ("confirmed" if agrees else "differs")
