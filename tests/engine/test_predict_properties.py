@@ -131,10 +131,12 @@ def test_predict_never_raises(engine, declared, version, argv, env, env_from, im
             manufacturer=manufacturer, launch=launcher)
     assert p.outcome in (kvparse.OK, kvparse.REJECTED, kvparse.UNKNOWN)
     assert isinstance(p.reason, str) and p.reason
-    if p.outcome == kvparse.OK and p.version is not None:   # None: every release it may be agrees
+    if p.outcome == kvparse.OK and p.version is not None:
         assert p.error is None
         prof = engines.profile(p.engine, parse_version(p.version))
         assert p.effective is None or p.effective in prof.accepted
+    elif p.outcome == kvparse.OK:       # the release is unread and every release it may be agrees
+        assert p.error is None
     else:
         assert p.effective is None
     if p.outcome == kvparse.REJECTED:
