@@ -329,6 +329,10 @@ def binding_record(obj) -> Binding:
     for path, u in as_objects(status.get("usedBy"), what, "status.usedBy"):
         kind, namespace, name = (as_str(u.get(k), what, f"{path}.{k}") or "" for k in ("kind", "namespace", "name"))
         used_by.append((kind, namespace, name))
+    for path, c in as_objects(status.get("conditions"), what, "status.conditions"):    # read by readiness()
+        for key in ("type", "status", "reason", "message"):
+            as_str(c.get(key), what, f"{path}.{key}")
+    as_str(status.get("phaseMessage"), what, "status.phaseMessage")
     return Binding(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
