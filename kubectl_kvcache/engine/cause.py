@@ -30,6 +30,7 @@ CODES = {
     "platform": "a platform plugin that may register a value",
     "engine": "the engine the argv starts, against the one declared",
     "spec": "what the plugin reads from the cluster (annotations, the Binding, the container)",
+    "release": "an engine release the engine data does not hold (scripts/engine-data --release adds it)",
 }
 
 

@@ -101,6 +101,11 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     profile = engines.profile(engine, version)
     if profile.newer_than_data:
         note += ("; " if note else "") + profile.beyond_data
+    missing = profile.not_in_data
+    if missing and result.outcome != kvparse.UNKNOWN:   # no interpolation: never definite for it
+        return Prediction(kvparse.UNKNOWN, None, None, missing + (f"; {note}" if note else ""), engine,
+                          str(version), source, result.occurrences, None, launch.via, profile.judged_with,
+                          False, Cause("release", f"{engine}=={version}"))
     reason = result.reason + (f"; {note}" if note else "")
     return Prediction(result.outcome, result.effective, result.error, reason, engine,
                       str(version) if len(span) == 1 else None, source,

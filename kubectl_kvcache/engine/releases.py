@@ -207,6 +207,20 @@ class Profile(Record):
         return (f"{self.label} is newer than the engine data: judged with {DISPLAY_NAMES[self.engine]} "
                 f"{self.judged_with}'s parser (add its release: scripts/engine-data --release)")
 
+    @property
+    def not_in_data(self):
+        """Why this release's verdicts are UNKNOWN, or '': a release between two the data holds
+        (or before the first) was never read, and judging it as a neighbour is a guess (an option
+        added or removed in it would be judged wrong). Newer ones: beyond_data."""
+        first = data.parsers()[self.engine]["releases"][:1]
+        if self.sampled or self.newer_than_data or not first or self.version < parse_version(first[0]):
+            return ""   # older than the first release read: judged as before the flag existed
+        name = DISPLAY_NAMES[self.engine]
+        return (f"{self.label} is not in the engine data (its parser was never read); add it: "
+                f"scripts/engine-data --release {self.engine}=={self.version} --output "
+                f"~/.local/share/kubectl-kvcache/engines/{self.engine}-{self.version}.json "
+                f"(nearest release in the data: {name} {self.judged_with})")
+
     def option(self, name) -> KvOption | None:
         return next((o for o in self.options if o.name == name), None)
 

@@ -22,7 +22,7 @@ def no_user_files(tmp_path, monkeypatch):
 
 
 def newer_file(path):
-    doc = enginefiles.release_slice("vllm", "0.33.0", "0.45.0")
+    doc = enginefiles.release_slice("vllm", "0.34.0", "0.45.0")
     doc["data"]["values"]["fp6_e3m2"] = [["0.45.0", None]]
     return enginefiles.write(path, doc)
 
@@ -40,9 +40,9 @@ def test_a_newer_release_says_so_in_reason_json_and_stderr(cluster):
     code, out, err = run("verify", "-f", cluster, "-o", "json")
     item = json.loads(out)["items"][0]
     assert code == 1 and item["status"] == "REJECTED"
-    assert item["engineData"] == {"judgedWith": "0.33.0", "newerThanData": True}
-    assert "vLLM 0.45.0 is newer than the engine data: judged with vLLM 0.33.0's parser" in item["reason"]
-    assert "note: vLLM 0.45.0 is newer than the engine data: judged with vLLM 0.33.0's parser" in err
+    assert item["engineData"] == {"judgedWith": "0.34.0", "newerThanData": True}
+    assert "vLLM 0.45.0 is newer than the engine data: judged with vLLM 0.34.0's parser" in item["reason"]
+    assert "note: vLLM 0.45.0 is newer than the engine data: judged with vLLM 0.34.0's parser" in err
 
 
 def test_check_reports_a_newer_release_as_a_finding(cluster):
@@ -50,7 +50,7 @@ def test_check_reports_a_newer_release_as_a_finding(cluster):
     found = [f for f in json.loads(out)["findings"] if f["code"] == "engine-newer-than-data"]
     assert code == 1 and len(found) == 1
     assert found[0]["severity"] == "warning" and found[0]["name"] == "m45"
-    assert "judged with vLLM 0.33.0's parser" in found[0]["message"]
+    assert "judged with vLLM 0.34.0's parser" in found[0]["message"]
 
 
 @pytest.mark.parametrize("how", ["flag", "env", "data-dir"])
@@ -183,18 +183,18 @@ def test_a_built_in_release_redefined_is_refused_and_the_same_data_is_not(tmp_pa
 
 
 def test_a_release_added_between_built_in_ones_is_never_judged_silently(tmp_path):
-    """SGLang 0.5.19 (the plugin has 0.5.18 and 0.5.20) added from a file that accepts `fp8`:
-    allowed, since the plugin never read 0.5.19, and every judging command names the file."""
-    objs = [o.binding("b1", "fp8"), o.deployment("s19", engine="SGLang", version="0.5.19"),
-            o.md_pod("s19-server-0", "s19", o.sglang_argv("fp8"), image="lmsysorg/sglang:v0.5.19")]
+    """SGLang 0.5.18.1 (not on PyPI; the plugin has 0.5.18 and 0.5.19) added from a file that accepts `fp8`:
+    allowed, since the plugin never read 0.5.18.1, and every judging command names the file."""
+    objs = [o.binding("b1", "fp8"), o.deployment("s181", engine="SGLang", version="0.5.18.1"),
+            o.md_pod("s181-server-0", "s181", o.sglang_argv("fp8"), image="lmsysorg/sglang:v0.5.18.1")]
     (tmp_path / "sgl.json").write_text(json.dumps(o.as_list(*objs)))
     manifests = str(tmp_path / "sgl.json")
-    doc = enginefiles.release_slice("sglang", "0.5.18", "0.5.19")
-    doc["data"]["values"]["fp8"] = [["0.5.19", None]]
-    path = enginefiles.write(tmp_path / "sglang-0.5.19.json", doc)
+    doc = enginefiles.release_slice("sglang", "0.5.18", "0.5.18.1")
+    doc["data"]["values"]["fp8"] = [["0.5.18.1", None]]
+    path = enginefiles.write(tmp_path / "sglang-0.5.18.1.json", doc)
     code, out, _ = run("verify", "-f", manifests, "-o", "json")
-    assert code == 1 and json.loads(out)["items"][0]["status"] == "REJECTED"
-    note = (f"note: SGLang 0.5.19 (and the releases after it, before 0.5.20) is judged with the engine data added "
+    assert json.loads(out)["items"][0]["status"] == "UNKNOWN"   # not in the data: no interpolation
+    note = (f"note: SGLang 0.5.18.1 (and the releases after it, before 0.5.19) is judged with the engine data added "
             f"from {path}\n")
     for argv in (("verify", "-f", manifests, "-o", "json"), ("check", "-f", manifests), ("bindings", "-f", manifests),
                  ("roles", "-f", manifests, "-o", "yaml")):

@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import tierstats as tier  # noqa: E402
-from releases import RELEASES  # noqa: E402
+from releases import TIER as RELEASES  # noqa: E402  (this run's slice: releases.tier_releases)
 from test_conformance import MODEL, check, model_answer  # noqa: E402
 
 from kubectl_kvcache.engine import data  # noqa: E402

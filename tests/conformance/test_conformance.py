@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import tierstats as tier  # noqa: E402
-from releases import LISTED, RELEASES  # noqa: E402
+from releases import LISTED, TIER as RELEASES  # noqa: E402  (this run's slice: releases.tier_releases)
 
 ENTRIES = {"vllm": ("serve", "api_server"), "sglang": ("launch_server", "sglang_serve")}
 COMMAND = {"serve": ["vllm", "serve"], "api_server": ["python3", "-m", "vllm.entrypoints.openai.api_server"],

@@ -38,3 +38,10 @@ def test_every_boundary_of_the_data_is_a_sampled_release(engine):
         assert since in sampled, f"{engine} {since} is a boundary in ACCEPTED_VALUES but no real parser was read"
     for feature, since in data.FEATURES.get(engine, {}).items():
         assert since in sampled, f"{engine} feature {feature} starts at {since}, which is not sampled"
+
+
+@pytest.mark.parametrize("engine", sorted(RELEASES))
+def test_the_data_holds_every_release_read_and_no_other(engine):
+    """Every release tests/conformance/releases.py lists (every final one on PyPI, issue 38) is in
+    the shipped data, read from its own wheel: none is judged as a neighbour."""
+    assert data.builtin_parsers()[engine]["releases"] == RELEASES[engine]

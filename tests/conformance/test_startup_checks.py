@@ -16,7 +16,7 @@ sys.path.insert(0, HERE)
 
 import combo_draw  # noqa: E402
 import tierstats as tier  # noqa: E402
-from releases import RELEASES  # noqa: E402
+from releases import TIER as RELEASES  # noqa: E402  (this run's slice: releases.tier_releases)
 from test_conformance import MODEL, check, model_answer  # noqa: E402
 
 COUNT = int(os.environ.get("KVCACHE_STARTUP_CASES", "60"))

@@ -16,6 +16,9 @@ import sys
 import tempfile
 import zipfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rangewheel  # noqa: E402
+
 MARKER = ".complete"
 
 
@@ -117,20 +120,29 @@ def ensure(engine, version, log=lambda msg: print(msg, file=sys.stderr)):
                 shutil.rmtree(os.path.join(base, stale), ignore_errors=True)
         tmp = tempfile.mkdtemp(prefix=f".build-{engine}-{version}.", dir=base)
         try:
-            download = os.path.join(tmp, "download")
-            os.mkdir(download)
-            wheel = _download(engine, version, download, log)
-            size = os.path.getsize(wheel)
             tree = os.path.join(tmp, "tree")
-            kept = extract(wheel, tree)
+            how = ""
+            try:
+                if os.environ.get("KVCACHE_ENGINE_FULL_WHEEL"):
+                    raise RuntimeError("KVCACHE_ENGINE_FULL_WHEEL is set")
+                count, name, size, fetched, yanked = rangewheel.extract(engine, version, tree, kept)
+                how = f", range-read {fetched} bytes" + (", yanked on PyPI" if yanked else "")
+            except (OSError, RuntimeError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+                # a mirror without Range or JSON pages: the whole wheel through pip, as before
+                log(f"engine-wheels: {engine}=={version}: range read failed ({exc}); downloading the wheel")
+                shutil.rmtree(tree, ignore_errors=True)
+                download = os.path.join(tmp, "download")
+                os.mkdir(download)
+                wheel = _download(engine, version, download, log)
+                name, size = os.path.basename(wheel), os.path.getsize(wheel)
+                count = extract(wheel, tree)
+                shutil.rmtree(download)
             with open(os.path.join(tree, MARKER), "w") as f:
-                f.write(f"{engine}=={version} {os.path.basename(wheel)} {size} bytes, {kept} files kept\n")
-            shutil.rmtree(download)
+                f.write(f"{engine}=={version} {name} {size} bytes, {count} files kept{how}\n")
             if os.path.exists(final):
                 shutil.rmtree(final)
             os.rename(tree, final)
-            log(f"engine-wheels: {engine}=={version}: {os.path.basename(wheel)} ({size / 1e6:.0f} MB), "
-                f"kept {kept} files")
+            log(f"engine-wheels: {engine}=={version}: {name} ({size / 1e6:.0f} MB), kept {count} files{how}")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return final

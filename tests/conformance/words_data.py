@@ -68,9 +68,10 @@ def formats_of(engine, tree) -> tuple[str, ...]:
     return tuple(f for f in ANCHORS[engine] if f in found)
 
 
-def generate() -> dict:
+def generate(releases=None) -> dict:
+    """{engine: {release: formats}} for `releases` (default: every release the data holds)."""
     out: dict = {}
-    for engine, versions in RELEASES.items():
+    for engine, versions in (releases or RELEASES).items():
         out[engine] = {}
         for version in versions:
             root = wheels.ensure(engine, version)

@@ -18,7 +18,7 @@ def built_in_data():
 
 
 def newer(value="fp6_e3m2"):
-    doc = enginefiles.release_slice("vllm", "0.33.0", "0.45.0")
+    doc = enginefiles.release_slice("vllm", "0.34.0", "0.45.0")
     doc["data"]["values"][value] = [["0.45.0", None]]
     return doc
 
@@ -30,12 +30,12 @@ def serve(dtype, version="0.45.0"):
 
 def test_a_release_newer_than_the_data_names_the_release_that_judged_it():
     p = profile("vllm", parse_version("0.45.0"))
-    assert (p.judged_with, p.newer_than_data) == ("0.33.0", True)
+    assert (p.judged_with, p.newer_than_data) == ("0.34.0", True)
     pred = serve("fp8")
-    assert pred.outcome == "ok" and pred.newer_than_data and pred.judged_with == "0.33.0"
-    assert "vLLM 0.45.0 is newer than the engine data: judged with vLLM 0.33.0's parser" in pred.reason
-    assert not serve("fp8", "0.33.0").newer_than_data
-    assert "newer than the engine data" not in serve("fp8", "0.33.0").reason
+    assert pred.outcome == "ok" and pred.newer_than_data and pred.judged_with == "0.34.0"
+    assert "vLLM 0.45.0 is newer than the engine data: judged with vLLM 0.34.0's parser" in pred.reason
+    assert not serve("fp8", "0.34.0").newer_than_data
+    assert "newer than the engine data" not in serve("fp8", "0.34.0").reason
 
 
 def test_an_added_release_changes_the_verdict():
@@ -51,16 +51,16 @@ def test_an_added_release_changes_the_verdict():
 
 
 def test_an_added_release_between_two_built_in_ones_stands_for_the_releases_after_it():
-    """vLLM 0.21.0 (0.20.0's parser relabelled, without an option): 0.22.0 is judged with it,
-    0.24.0 still with its own."""
-    doc = enginefiles.release_slice("vllm", "0.20.0", "0.21.0")
+    """vLLM 0.20.5 (not on PyPI; 0.20.0's parser relabelled, without an option): 0.20.7 is judged
+    with it (and UNKNOWN: not in the data), 0.20.1 and 0.21.0 still with their own."""
+    doc = enginefiles.release_slice("vllm", "0.20.2", "0.20.5")
     dropped = next(n for n in doc["data"]["options"] if n.startswith("--kv-") and n != "--kv-cache-dtype")
     del doc["data"]["options"][dropped]
     add_releases([("mid.json", doc)])
-    assert profile("vllm", parse_version("0.22.0")).judged_with == "0.21.0"
-    assert dropped not in profile("vllm", parse_version("0.22.0")).options_for()
-    assert dropped in profile("vllm", parse_version("0.20.0")).options_for()
-    assert profile("vllm", parse_version("0.24.0")).judged_with == "0.24.0"
+    assert profile("vllm", parse_version("0.20.7")).judged_with == "0.20.5"
+    assert dropped not in profile("vllm", parse_version("0.20.7")).options_for()
+    assert dropped in profile("vllm", parse_version("0.20.2")).options_for()
+    assert profile("vllm", parse_version("0.21.0")).judged_with == "0.21.0"
 
 
 def test_a_later_file_wins_for_the_same_release():

@@ -613,19 +613,19 @@ def test_accepted_since_and_suggest():
 
 
 def test_accepted_since_reads_added_releases_and_the_fix_names_them():
-    """Issue 31: a 0.34 file that accepts `fp4_e2m1`: the fix says vLLM accepts it from 0.34.0
+    """Issue 31: a 0.35 file that accepts `fp4_e2m1`: the fix says vLLM accepts it from 0.35.0
     (not "no such spelling"), and without the file it says vLLM has none."""
-    report = run(binding("b", "fp4_e2m1"), deployment("md", version="0.33.0"))
+    report = run(binding("b", "fp4_e2m1"), deployment("md", version="0.34.0"))
     assert "vLLM has no spelling of 'fp4_e2m1'" in only(report, "binding-dtype-rejected").fix
-    doc = enginefiles.release_slice("vllm", "0.33.0", "0.34.0")
-    doc["data"]["values"]["fp4_e2m1"] = [["0.34.0", None]]
+    doc = enginefiles.release_slice("vllm", "0.34.0", "0.35.0")
+    doc["data"]["values"]["fp4_e2m1"] = [["0.35.0", None]]
     try:
-        engine.add_releases([("vllm-0.34.0.json", doc)])
-        assert checks.accepted_since("vllm", "fp4_e2m1") == "0.34.0"
+        engine.add_releases([("vllm-0.35.0.json", doc)])
+        assert checks.accepted_since("vllm", "fp4_e2m1") == "0.35.0"
         assert checks.accepted_since("sglang", "fp4_e2m1") is None and checks.accepted_since("vllm", "fp8") == "0.4.1"
-        f = only(run(binding("b", "fp4_e2m1"), deployment("md", version="0.33.0")), "binding-dtype-rejected")
-        assert "vLLM accepts 'fp4_e2m1' from 0.34.0" in f.fix and "no spelling" not in f.fix
-        assert not codes(run(binding("b", "fp4_e2m1"), deployment("md", version="0.34.0")), "binding-dtype-rejected")
+        f = only(run(binding("b", "fp4_e2m1"), deployment("md", version="0.34.0")), "binding-dtype-rejected")
+        assert "vLLM accepts 'fp4_e2m1' from 0.35.0" in f.fix and "no spelling" not in f.fix
+        assert not codes(run(binding("b", "fp4_e2m1"), deployment("md", version="0.35.0")), "binding-dtype-rejected")
     finally:
         engine.add_releases([])
     assert checks.accepted_since("vllm", "fp4_e2m1") is None

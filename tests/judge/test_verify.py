@@ -85,7 +85,7 @@ def test_version_from_image_then_minimum(tmp_path):
                       tmp_path=tmp_path))
     # no release in the tag: judged across every vLLM release, which disagree on fp8 (from 0.4.1)
     assert (item.engine_version, item.version_source, item.status) == (None, UNREAD, "UNKNOWN")
-    assert "custom is not an engine image" in item.reason and "vLLM 0.3.3-0.4.0: rejected" in item.reason
+    assert "is not an engine image" in item.reason and "vLLM 0.3.3-0.4.0.post1: rejected" in item.reason
     assert "operator's minimum" not in item.reason
 
 
@@ -279,7 +279,7 @@ def test_an_unreadable_role_image_is_unknown_with_its_fix(tmp_path):
                       o.md_pod("p", "md", o.vllm_argv("bfloat16"), image="vllm/vllm-openai:nightly"),
                       tmp_path=tmp_path))
     assert (item.status, item.engine_version, item.version_source) == ("UNKNOWN", None, UNREAD)
-    assert "vLLM 0.3.3-0.10.2: rejected" in item.reason and "vLLM 0.11.0-0.33.0: runs bfloat16" in item.reason
+    assert "vLLM 0.3.3-0.10.2: rejected" in item.reason and "vLLM 0.11.0-0.34.0: runs bfloat16" in item.reason
     assert item.fix.startswith("pin spec.roles[0].image of ModelDeployment md to a tag")
 
 
