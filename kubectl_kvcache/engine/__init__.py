@@ -11,13 +11,15 @@ Pure: imports nothing outside this package, reads no files and no cluster.
 Inside: data (the releases' facts), releases (versions, profiles, images, added releases),
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
-predict, webhook, words (what a running engine reports it runs with; why a crashed one died).
+predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`),
+webhook, words (what a running engine reports it runs with; why a crashed one died).
 """
 
 from kubectl_kvcache.engine.argv import Token
+from kubectl_kvcache.engine.attention import after_parse, refuses, starts
 from kubectl_kvcache.engine.cause import CODES as CAUSE_CODES, Cause
 from kubectl_kvcache.engine.data import SAME_FORMAT
-from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, UNKNOWN, Parse, parse
+from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, START_UP as START_UP_CHECK, UNKNOWN, Parse, parse
 from kubectl_kvcache.engine.predict import CachedPredict, Prediction, across, predict
 from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINES, IMAGE_TAG, MINIMUM,
                                              POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, Profile, Version, accepted_since,
@@ -36,4 +38,5 @@ __all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES"
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
            "release_name", "resolve_versions", "ImageRead", "read_image", "ROLE_IMAGE", "UNREAD", "all_releases",
            "releases_before", "across",
-           "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written"]
+           "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "after_parse", "refuses", "starts",
+           "START_UP_CHECK"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from kubectl_kvcache.engine import releases as engines, kvparse
+from kubectl_kvcache.engine import attention, releases as engines, kvparse
 from kubectl_kvcache.engine.argv import Undecidable, build_argv
 from kubectl_kvcache.engine.cause import Cause
 from kubectl_kvcache.engine.images import read as read_image, resolve_versions
@@ -15,12 +15,13 @@ from kubectl_kvcache.record import Record
 
 class Prediction(Record):
     __slots__ = ("outcome", "effective", "error", "reason", "engine", "version", "version_source",
-                 "occurrences", "winner", "via", "judged_with", "newer_than_data", "cause")
+                 "occurrences", "winner", "via", "judged_with", "newer_than_data", "cause", "parsed")
 
     def __init__(self, outcome: str, effective: str | None, error: str | None, reason: str,
                  engine: str | None, version: str | None, version_source: str | None,
                  occurrences: tuple[kvparse.Occurrence, ...] = (), winner: int | None = None, via: str = "",
-                 judged_with: str | None = None, newer_than_data: bool = False, cause: Cause | None = None):
+                 judged_with: str | None = None, newer_than_data: bool = False, cause: Cause | None = None,
+                 parsed: kvparse.Parse | None = None):
         self.outcome = outcome                # ok | rejected | unknown
         self.effective = effective
         self.error = error
@@ -34,6 +35,7 @@ class Prediction(Record):
         self.judged_with = judged_with        # the release whose parser judged it (engine data)
         self.newer_than_data = newer_than_data  # the release is newer than every one the data has
         self.cause = cause                    # unknown: what would decide it (engine/cause.py)
+        self.parsed = parsed                  # the parser's own verdict, when a check after it changed it
 
 
 def _releases(engine, declared_version, image):
@@ -94,9 +96,13 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     span, source, note = _releases(engine, declared_version, image)
     ascend = (manufacturer or "").lower() == "ascend" or read_image(image).platform == "npu" \
         or engines.is_ascend_image(image)
-    results = [kvparse.parse(launch.args, engines.profile(engine, v), platform_may_extend=ascend, entry=launch.entry)
-               for v in span]
+    parses = [kvparse.parse(launch.args, engines.profile(engine, v), platform_may_extend=ascend, entry=launch.entry)
+              for v in span]
+    platform = "npu" if ascend else read_image(image, engine).platform
+    backend = attention.forced_backend(argv.env, launch.args)
+    results = [attention.after_parse(r, engine, v, platform, backend) for r, v in zip(parses, span, strict=True)]
     result = across(results, span, engine, image)
+    parsed = across(parses, span, engine, image) if results != parses else None
     version = span[-1]
     profile = engines.profile(engine, version)
     if profile.newer_than_data:
@@ -110,7 +116,7 @@ def predict(container: dict, declared_engine=None, declared_version=None, manufa
     return Prediction(result.outcome, result.effective, result.error, reason, engine,
                       str(version) if len(span) == 1 else None, source,
                       result.occurrences, result.winner, launch.via, profile.judged_with, profile.newer_than_data,
-                      result.cause)
+                      result.cause, parsed)
 
 
 class CachedPredict:

@@ -662,15 +662,18 @@ def _check_receivers(inputs, ns, target_name, dtype, entry):
     for e in entries:
         for use in (e.uses if e else ()):
             for at in use.engines if use.renders else ():
-                accepted.append(set(at.profile.accepted) - {"auto"})
+                accepted.append(at.starting - {"auto"})
                 outcome = dtype_outcome(dtype, at)
-                if outcome.outcome == model.REJECTED:
+                # REJECTED by the parser or the attention backends; or refused by every CUDA backend
+                # where the image does not say the platform (engine/attention.py): never proposed
+                if outcome.outcome == model.REJECTED or (outcome.outcome == model.UNKNOWN and outcome.cause
+                                                         and outcome.cause.code == "platform"):
                     refusals.append(f"{use.kind} {use.name} on {at.name} ({plain(outcome.reason)})")
     if refusals:
         common = sorted(set.intersection(*accepted)) if accepted else []
         near = nearest_spelling(dtype, common)
         hint = (f"; did you mean {near!r}?" if near else
-                f"; every engine that receives it accepts: {', '.join(common)}" if common else "")
+                f"; every engine that receives it accepts and starts with: {', '.join(common)}" if common else "")
         raise PluginError(f"dtype {dtype!r} is rejected by " + "; ".join(dict.fromkeys(refusals)) + hint)
 
 

@@ -492,7 +492,7 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         profile = model.profile(pred.engine, model.parse_version(pred.version))
         # Not rolled yet; a replica that will be given a spelling its engine rejects is not merely
         # missing the flag: when it rolls (or is recreated and admitted) it crash-loops.
-        item.status = WILL_REJECT if (binding.dtype not in profile.accepted and not cand.takeover) else MISSING
+        item.status = WILL_REJECT if (refused(profile, binding.dtype, container) and not cand.takeover) else MISSING
         item.reason = _missing_reason(cand, binding, pred) + note
     elif pred.effective == expected:
         item.status = OK
@@ -503,6 +503,15 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
     return item
 
 
+def refused(profile, dtype, container) -> bool:
+    """The release refuses `dtype`: its parser, or its attention backends after the parse on the
+    platform the container's image says (engine/attention.py)."""
+    if dtype not in profile.accepted:
+        return True
+    platform = model.read_image((container or {}).get("image") or "", profile.engine).platform
+    return model.refuses(profile.engine, profile.version, dtype, platform)
+
+
 def _missing_reason(cand, binding, pred):
     if cand.takeover:
         text = "take-over role (command set): the operator adds no --kv-cache-dtype; the role's command must"
@@ -511,7 +520,7 @@ def _missing_reason(cand, binding, pred):
     else:
         text = "no --kv-cache-dtype in the args: the Pod was created before the webhook injected it"
     profile = model.profile(pred.engine, model.parse_version(pred.version))
-    if binding.dtype not in profile.accepted and not cand.takeover:
+    if refused(profile, binding.dtype, cand.pod.container(cand.container_name)) and not cand.takeover:
         text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}: it will crash-loop")
     return text
 
@@ -684,7 +693,7 @@ def _rejected_dtype_fix(item: Item, cand: Candidate, ctx: _FixContext, setting_o
     binding, profile = ctx.binding, ctx.profile
     dtype = binding.dtype if binding else None
     if (item.status in (REJECTED, MISSING, WILL_REJECT) and setting_on and binding is not None and dtype
-            and profile is not None and dtype not in profile.accepted and not cand.takeover):
+            and profile is not None and refused(profile, dtype, item.container_spec) and not cand.takeover):
         return Fix(f"the Binding's dtype {dtype!r} is rejected by {profile.label}: "
                    + fixes.recover_fix(ctx.pod.namespace, binding.name), recover=True)
     return None

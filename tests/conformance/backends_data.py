@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import os
-import pprint
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -198,11 +197,13 @@ def supports(root, rel, cls_name, dtype, base):
 def _registry(root, rel):
     tree = _tree(root, rel)
     out = {}
-    enum = tree and _class(tree, "_Backend") or tree and _class(tree, "AttentionBackendEnum")
-    for stmt in enum.body if enum else ():
-        if (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
-                and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
-            out[stmt.targets[0].id] = stmt.value.value
+    # 0.13+: AttentionBackendEnum; 0.11.2 keeps an empty deprecated `_Backend` beside it; read both
+    for name in ("_Backend", "AttentionBackendEnum"):
+        enum = _class(tree, name) if tree else None
+        for stmt in enum.body if enum else ():
+            if (isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)):
+                out[stmt.targets[0].id] = stmt.value.value
     return out
 
 
@@ -287,14 +288,16 @@ HEADER = '''"""vLLM's attention-backend check after the parse, per exact release
 Written by tests/conformance/backends_data.py from each release's wheel source: per platform the
 backends its selection may pick (None: the platform does not check the dtype at selection), per
 backend its supported_kv_cache_dtypes (None: it decides at run time). A release missing here is
-not modelled (UNKNOWN). Read by engine/backends_check.py.
+not modelled. Read by engine/attention.py.
 """
 
 '''
 
 
 def render(data):
-    return HEADER + "VLLM_BACKENDS = " + pprint.pformat(data, width=110, sort_dicts=False) + "\n"
+    """One line per release (the lists repeat from release to release; pprint's layout was 0.5 MB)."""
+    lines = [f"    {version!r}: {facts!r}," for version, facts in data.items()]
+    return HEADER + "VLLM_BACKENDS = {\n" + "\n".join(lines) + "\n}\n"
 
 
 def main(argv):

@@ -65,6 +65,7 @@ def yaml_files(tmp_path_factory):
 def model_answer(engine, version, entry, argv):
     container = {"name": "c", "image": "", "command": COMMAND[entry] + list(argv)}
     p = predict(container, engine, version)
+    p = p.parsed or p   # the parser is the oracle here; the attention-backend check is test_backends_data's
     if p.outcome == kvparse.OK:
         return ("ok", p.effective), p
     if p.outcome == kvparse.REJECTED:

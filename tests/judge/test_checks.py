@@ -608,8 +608,12 @@ def test_accepted_since_and_suggest():
     assert checks.accepted_since("sglang", "fp4_e2m1") is None      # removed in 0.5.21
     assert checks.accepted_since("vllm", "float16") == "0.18.0"
     assert checks.accepted_since("vllm", "fp8_e5m2") == "0.4.3"     # removed in 0.4.1, back in 0.4.3
-    p = [engines.profile("sglang", engines.parse_version("0.5.18"))]
+    p = [checks.EngineAt("sglang", engines.parse_version("0.5.18"), "test")]
     assert checks.suggest_dtype("fp8", p) == "fp8_e4m3" and checks.suggest_dtype("float16", p) is None
+    # the suggestion is a spelling that starts: vLLM 0.14.1's parser takes bfloat16, its CUDA backends do not
+    old, new = (checks.EngineAt("vllm", engines.parse_version(v), "test", platform="cuda") for v in ("0.14.1", "0.18.0"))
+    assert "bfloat16" in old.profile.accepted and "bfloat16" not in old.starting and "bfloat16" in new.starting
+    assert checks.suggest_dtype("bfloat16", [old]) is None and checks.suggest_dtype("bfloat16", [new]) == "bfloat16"
 
 
 def test_accepted_since_reads_added_releases_and_the_fix_names_them():

@@ -167,7 +167,7 @@ def test_refusals(argv, words):
 
 @pytest.mark.parametrize("dtype, words", [
     ("fp8-e4m3", "did you mean 'fp8_e4m3'?"),              # a near miss: the one spelling meant
-    ("float16", "every engine that receives it accepts: "),  # no near miss: the accepted spellings
+    ("float16", "every engine that receives it accepts and starts with: "),  # no near miss: the accepted spellings
 ])
 def test_a_mistyped_dtype_names_the_accepted_spellings(dtype, words):
     """issue 39 item 7: a refused --dtype says what would be accepted."""

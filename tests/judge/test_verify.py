@@ -279,7 +279,9 @@ def test_an_unreadable_role_image_is_unknown_with_its_fix(tmp_path):
                       o.md_pod("p", "md", o.vllm_argv("bfloat16"), image="vllm/vllm-openai:nightly"),
                       tmp_path=tmp_path))
     assert (item.status, item.engine_version, item.version_source) == ("UNKNOWN", None, UNREAD)
-    assert "vLLM 0.3.3-0.10.2: rejected" in item.reason and "vLLM 0.11.0-0.34.0: runs bfloat16" in item.reason
+    # 0.11.1-0.14.1: the parser takes it, every CUDA attention backend refuses it (engine/attention.py)
+    assert "vLLM 0.3.3-0.10.2: rejected; vLLM 0.11.0: runs bfloat16; vLLM 0.11.1-0.14.1: rejected; " \
+           "vLLM 0.15.0-0.34.0: runs bfloat16" in item.reason
     assert item.fix.startswith("pin spec.roles[0].image of ModelDeployment md to a tag")
 
 

@@ -183,10 +183,10 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
 
 
 def _auto_example(entry):
-    profiles = [e.profile for e in entry.engines()]
-    if not profiles:
+    ats = list(entry.engines())
+    if not ats:
         return "fp8_e4m3 or bfloat16"
-    common = set.intersection(*(set(p.accepted) for p in profiles)) - {"auto"}
+    common = set.intersection(*(at.starting for at in ats)) - {"auto"}
     picks = [v for v in ("fp8_e4m3", "bfloat16") if v in common] or sorted(common)[:2]
     return " or ".join(picks) if picks else "a value every engine accepts"
 
@@ -197,13 +197,16 @@ def _rejected_finding(entry: BindingEntry, obj, on) -> Finding:
     parts = [f"{use.kind} {use.name} on " + ", ".join(e.long_label for u, e, _ in entry.rejected_by if u is use)
              for use in users]
     effects = []
+    # the parser's refusal, or the attention backends' after it (engine/attention.py)
+    fails = "fails argument parsing" if any(dtype_outcome(dtype, e).error != model.START_UP_CHECK
+                                            for _, e, _ in entry.rejected_by) else "exits at start-up"
     if any(u.kind == "ModelDeployment" for u in users):
-        effects.append("every replica the rollout replaces fails argument parsing and crash-loops")
+        effects.append(f"every replica the rollout replaces {fails} and crash-loops")
     if any(u.kind != "ModelDeployment" for u in users):
-        effects.append("every Pod injected from now on fails argument parsing")
+        effects.append(f"every Pod injected from now on {fails}")
     first_reason = entry.rejected_by[0][2]
     message = f"dtype {dtype!r} is rejected by {'; '.join(parts)}: {'; '.join(effects)} ({first_reason})"
-    entry.suggestion = suggest_dtype(dtype, [e.profile for e in entry.engines()])
+    entry.suggestion = suggest_dtype(dtype, list(entry.engines()))
     return finding("binding-dtype-rejected", obj, message, _recovery_fix(entry, on))
 
 
@@ -224,7 +227,7 @@ def _recovery_fix(entry, on):
 def _no_common_spelling(dtype, entry):
     # one hint per engine, however many of its releases reject the dtype
     hints = [_spelling_hint(dtype, engine) for engine in unique(e.engine for _, e, _ in entry.rejected_by)]
-    common = sorted(set.intersection(*(set(e.profile.accepted) for e in entry.engines())) - {"auto"})
+    common = sorted(set.intersection(*(e.starting for e in entry.engines())) - {"auto"})
     near = nearest_spelling(dtype, common)
     if near:
         choice = f"the nearest accepted spelling is {near!r}"

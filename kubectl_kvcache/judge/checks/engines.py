@@ -22,16 +22,24 @@ class EngineAt(Record):
     when none could be read (`version` is then the newest of them, `why` says what was read);
     every question whose answer the release decides is put to each of them (`outcomes`)."""
 
-    __slots__ = ("engine", "version", "source", "ascend", "span", "why")
+    __slots__ = ("engine", "version", "source", "ascend", "span", "why", "platform")
 
     def __init__(self, engine: str, version: Version, source: str, ascend: bool = False,
-                 span: tuple[Version, ...] = (), why: str = ""):
+                 span: tuple[Version, ...] = (), why: str = "", platform: str | None = None):
         self.engine = engine
         self.version = version
         self.source = source
         self.ascend = ascend
         self.span = span
         self.why = why
+        self.platform = "npu" if ascend else platform   # cuda | rocm | cpu | xpu | npu | None: not said
+
+    @property
+    def starting(self) -> set[str]:
+        """The values every release it may be accepts AND starts with on its platform (the
+        attention-backend check after the parse): the only ones to suggest or propose."""
+        return set.intersection(*({v for v in p.accepted if model.starts(self.engine, p.version, v, self.platform)}
+                                  for p in self.profiles))
 
     @property
     def profile(self):
@@ -65,11 +73,11 @@ class EngineAt(Record):
         return {"engine": self.engine, "version": str(self.version), "versionSource": self.source}
 
 
-def unknown_release(engine, why, before=None, ascend=False) -> EngineAt:
+def unknown_release(engine, why, before=None, ascend=False, platform=None) -> EngineAt:
     """A release that could not be read: every release the data has (a pre-release: the one
     before it and its own)."""
     span = model.releases_before(engine, before) if before else model.all_releases(engine)
-    return EngineAt(engine, span[-1], UNREAD, ascend, span if len(span) > 1 else (), why)
+    return EngineAt(engine, span[-1], UNREAD, ascend, span if len(span) > 1 else (), why, platform)
 
 
 class FlagToken(Record):
@@ -122,24 +130,29 @@ def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[s
         return None
     seen_pods = [model.read_image(i, engine) for i in pod_images if i]
     ascend = any(p.platform == "npu" for p in seen_pods)
+    said = {p.platform for p in seen_pods}
+    platform = said.pop() if len(said) == 1 else None   # the Pods' images agree on it
     if role.image:
         seen = model.read_image(role.image, engine)
         ascend = ascend or seen.platform == "npu"
         if seen.release is not None:
-            return EngineAt(engine, seen.release, ROLE_IMAGE, ascend)
-        return unknown_release(engine, f"spec.roles[{index}].image {role.image!r}: {seen.why}", seen.before, ascend)
+            return EngineAt(engine, seen.release, ROLE_IMAGE, ascend, platform=seen.platform)
+        return unknown_release(engine, f"spec.roles[{index}].image {role.image!r}: {seen.why}", seen.before, ascend,
+                               seen.platform)
+    # a synthesized image's backend comes from the InstanceType's manufacturer
+    # (model_deployment_image.go, SynthesizeModelDeploymentImage): only its Pods' images say it here
     if md.engine_version:
         version = model.parse_version(md.engine_version)
         if version is not None:
-            return EngineAt(engine, version, SPEC_VERSION, ascend)
+            return EngineAt(engine, version, SPEC_VERSION, ascend, platform=platform)
         seen = model.read_image(f"gpustack/runner:cuda-{engine}{md.engine_version}", engine)
         return unknown_release(engine, f"spec.engine.version {md.engine_version!r} is not a release number",
-                               seen.before, ascend)
+                               seen.before, ascend, platform)
     for read in seen_pods:     # the operator synthesizes nothing without a version; Pods made before?
         if read.release is not None:
-            return EngineAt(engine, read.release, POD_IMAGE, ascend)
+            return EngineAt(engine, read.release, POD_IMAGE, ascend, platform=read.platform)
     return unknown_release(engine, f"spec.roles[{index}] names no image and spec.engine.version is empty, so the "
-                                   f"operator can synthesize no image for it", None, ascend)
+                                   f"operator can synthesize no image for it", None, ascend, platform)
 
 
 def role_images(pods, md, role) -> list[str | None]:
@@ -179,8 +192,9 @@ def injected_engine(annotations, container) -> EngineAt | None:
     ascend = (annotations.get(api.ANNOTATION_PREFIX + "manufacturer") or "").lower() == "ascend" \
         or model.is_ascend_image(image) or seen.platform == "npu"
     if seen.release is not None:
-        return EngineAt(engine, seen.release, IMAGE_TAG, ascend)
-    return unknown_release(engine, f"image {image!r}: {seen.why}" if image else "no image", seen.before, ascend)
+        return EngineAt(engine, seen.release, IMAGE_TAG, ascend, platform=seen.platform)
+    return unknown_release(engine, f"image {image!r}: {seen.why}" if image else "no image", seen.before, ascend,
+                           seen.platform)
 
 
 def operator_tokens(dtype) -> list[Token]:
@@ -196,7 +210,8 @@ def dtype_outcome(dtype, at: EngineAt) -> model.Parse:
 
 def outcomes(tokens, at: EngineAt) -> model.Parse:
     """The parse of `tokens` at the release, or across the releases an unknown one may be."""
-    results = [model.parse(tokens, p, platform_may_extend=at.ascend) for p in at.profiles]
+    results = [model.after_parse(model.parse(tokens, p, platform_may_extend=at.ascend), at.engine, p.version,
+                                 at.platform) for p in at.profiles]
     return model.across(results, at.span or (at.version,), at.engine, at.why)
 
 
@@ -248,9 +263,9 @@ def accepted_since(engine, value) -> str | None:
     return model.accepted_since(engine, value)
 
 
-def suggest_dtype(dtype, profiles) -> str | None:
-    """A spelling of the same cache format that every given release accepts, if there is one."""
+def suggest_dtype(dtype, ats: Sequence[EngineAt]) -> str | None:
+    """A spelling of the same cache format that every given engine accepts and starts with, if any."""
     for candidate in (dtype,) + SAME_FORMAT.get(dtype, ()):
-        if all(candidate in p.accepted for p in profiles):
+        if all(candidate in at.starting for at in ats):
             return candidate
     return None

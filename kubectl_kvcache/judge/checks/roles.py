@@ -136,7 +136,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
     fix = fixes.remove_own_flag(paths, f"ModelDeployment {md.name}") + (
         f" once the Binding's dtype is the one it should run (to keep {keep}, move the deployment to a Binding "
         f"with dtype {keep!r} and a new domain.name)" if keep else "")
-    near = nearest_spelling(own_value, at.profile.accepted) if own_value not in at.profile.accepted else None
+    near = nearest_spelling(own_value, at.starting) if own_value not in at.profile.accepted else None
     if near:
         fix += f" (its value {own_value!r} is not a spelling {at.name} accepts; the nearest is {near!r})"
     entry = RoleEntry(md.namespace, md.name, role.name, i, "own-flag", at, md.binding, dtype,
