@@ -1,4 +1,4 @@
-"""A seeded generator of YAML kubeconfigs for holding kubeconfig.load_merged to `kubectl config view`:
+"""A seeded generator of YAML kubeconfigs for holding the tests' load_merged to `kubectl config view`:
 the same few fields written every way YAML allows (quoting and escapes, flow and block style, block
 scalars, anchors, aliases and merge keys, comments, CRLF, a BOM, tabs, duplicate keys, several
 documents, unicode, tags) with values that look like numbers, booleans, nulls and times."""

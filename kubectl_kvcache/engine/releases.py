@@ -128,12 +128,11 @@ def normalise_engine(name) -> str | None:
 
 
 class KvOption(Record):
-    __slots__ = ("name", "takes_value", "uncertain")
+    __slots__ = ("name", "takes_value")
 
-    def __init__(self, name: str, takes_value: bool | None, uncertain: bool = False):
+    def __init__(self, name: str, takes_value: bool | None):
         self.name = name
         self.takes_value = takes_value
-        self.uncertain = uncertain  # kept for compatibility: every option is now read from a real parser
 
 
 class Profile(Record):

@@ -207,14 +207,6 @@ def load(paths) -> Merged:
     return merged
 
 
-def load_merged(paths) -> dict:
-    """The merged config of `paths` as plain data, shaped as `kubectl config view --raw -o json`
-    prints it (which resolves no relative paths)."""
-    m = load(paths)
-    return v1.v1_json(m.clusters, m.users, m.contexts, m.current_context, m.colors, m.preference_extensions,
-                      m.extensions)
-
-
 def _resolve_paths(merged: Merged):
     """loader.go ResolveLocalPaths: relative file references made absolute against their file's dir."""
     def fix(path, base):
