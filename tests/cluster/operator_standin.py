@@ -438,6 +438,7 @@ def kubelet_status(container, engine, version):
     """The status a kubelet would report: CrashLoopBackOff after exit code 2 when the engine model
     says the engine rejects its argv, else running and ready."""
     verdict = predict(container, engine, version)
+    verdict = verdict.parsed or verdict     # the parser's exit 2; a start-up failure is serve_engine's
     cs = {"name": "main", "image": container["image"], "imageID": "", "restartCount": 0, "ready": True,
           "started": True, "state": {"running": {"startedAt": NOW}}}
     if verdict.outcome == "rejected":

@@ -273,7 +273,16 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
         if line:
             line.show(view.progress_line(now, clock() - start))
         if options.wait and now.outcome:
-            return _end(options, io, judge.report(), now, now.outcome, clock() - start, line, scope)
+            outcome = now.outcome
+            if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
+                if line:
+                    line.clear()
+                # the engine's own words for the crashed replicas it ends on (a start-up failure
+                # predicted REJECTED settles the wait before any log was read)
+                failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
+                if failed:
+                    now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
+            return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope)
         if options.wait and client is not None and now.pending is None and now.left:
             if line:
                 line.clear()
