@@ -2,10 +2,11 @@
 
 0: all good. 1: findings (something is not OK; for check, an error finding, or a warning with
 --strict). 2: the plugin could not do its job (bad flags or input, the API refused or was
-unreachable): one `error:` line on stderr. 130: interrupted (Ctrl-C).
+unreachable): one `error:` line on stderr. 130: interrupted (Ctrl-C). 141: the reader of stdout
+went away (`| head`): quiet, as a shell reports kubectl killed by SIGPIPE (128 + 13).
 """
 
-OK, FINDINGS, ERROR, INTERRUPTED = 0, 1, 2, 130
+OK, FINDINGS, ERROR, INTERRUPTED, BROKEN_PIPE = 0, 1, 2, 130, 141
 
 
 def worst(codes) -> int:

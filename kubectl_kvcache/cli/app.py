@@ -241,7 +241,7 @@ def run(entry=None):
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:     # the reader went away: as main() treats it, and no second report
-        code = code or EXIT_ERROR
+        code = code or exitcodes.BROKEN_PIPE
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     pending = getattr(atexit, "_ncallbacks", lambda: 1)()
     others = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
@@ -313,7 +313,7 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
         try:
             return complete_command.complete(completion_spec(parser), args[1:], io)
         except BrokenPipeError:
-            return EXIT_ERROR
+            return exitcodes.BROKEN_PIPE
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             ns = parser.parse_args(args)
@@ -360,8 +360,8 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
 
         render.error(stderr, "interrupted")
         return exitcodes.INTERRUPTED
-    except BrokenPipeError:
-        return EXIT_ERROR
+    except BrokenPipeError:     # `| head`: quiet, the code a shell gives kubectl killed by SIGPIPE
+        return exitcodes.BROKEN_PIPE
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("KVCACHE_DEBUG"):
             raise
