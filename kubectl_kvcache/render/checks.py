@@ -5,7 +5,7 @@ Default tables are short columns, at most one free-text column last (check's MES
 field in full, the fixes included. No cell but the free-text one holds a space."""
 
 from kubectl_kvcache.judge.checks import SEVERITIES
-from kubectl_kvcache.render.core import Column, View
+from kubectl_kvcache.render.core import Column, View, scope_args
 from kubectl_kvcache.render.labels import engine_label, engine_source, engine_token, release_label, release_source
 
 __all__ = ["engine_label", "engine_source", "engine_token", "release_label", "release_source"]
@@ -62,6 +62,15 @@ def summary(report):
     if report.policy is not None:
         text += "; policy " + report.policy.text()
     return text
+
+
+def fix_hint(report, scope, output) -> str | None:
+    """The default table has no FIX column (80 columns): where findings carry a fix, say where it
+    is, on the same scope and input."""
+    if output.wide or output.describe or not any(getattr(f, "fix", None) and f.severity in SEVERITIES[:2]
+                                                 for f in VIEWS["check"].rows(report)):
+        return None
+    return f"next: kubectl kvcache check {' '.join(scope_args(scope) + ['-o', 'wide'])}   (adds the FIX column)"
 
 
 # -- bindings --------------------------------------------------------------------------------

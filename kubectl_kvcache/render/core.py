@@ -5,6 +5,8 @@ printed as a table (upper-case headers, like kubectl), a wide table, JSON or YAM
 
 from __future__ import annotations
 
+import shlex
+
 import re
 from collections.abc import Callable, Iterable
 
@@ -372,3 +374,13 @@ def tracer(err):
         line(err, f"trace: {text}")
         err.flush()
     return trace
+
+
+def scope_args(scope):
+    """The flags that make another command look at what this one looked at."""
+    parts = ["-A"] if scope.all_namespaces else (["-n", scope.namespace] if scope.namespace else [])
+    for path in scope.files:
+        parts += ["-f", shlex.quote(path)]
+    if scope.assume_setting is not None:
+        parts += ["--assume-setting", "on" if scope.assume_setting else "off"]
+    return parts

@@ -3,11 +3,10 @@ the table of named Pods, the summary and deployment lines, --watch rows and the 
 
 from __future__ import annotations
 
-import shlex
 
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
-                                         table_line, token)
+                                         scope_args, table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                           recover_command, state_label)
 
@@ -179,16 +178,6 @@ def deployment_lines(report, err):
         line(err, deployment_line(d))
 
 
-def _scope_args(scope):
-    """The flags that make another command look at what this one looked at."""
-    parts = ["-A"] if scope.all_namespaces else (["-n", scope.namespace] if scope.namespace else [])
-    for path in scope.files:
-        parts += ["-f", shlex.quote(path)]
-    if scope.assume_setting is not None:
-        parts += ["--assume-setting", "on" if scope.assume_setting else "off"]
-    return parts
-
-
 def next_step(report, scope):
     """After a summary with non-OK items: the one command to run next. On a cluster, the guide's
     recovery when exactly one Binding's dtype is what the engines reject; else check's findings
@@ -196,13 +185,13 @@ def next_step(report, scope):
     bad = [i for i in report.items if i.status != OK]
     if not bad:
         if any(i.rolling for i in report.items):
-            return f"next: kubectl kvcache verify {' '.join(_scope_args(scope) + ['--wait'])}   " \
+            return f"next: kubectl kvcache verify {' '.join(scope_args(scope) + ['--wait'])}   " \
                    f"(follows the rollout until every replica is done)"
         return None
     recover = sorted({(i.namespace, i.binding) for i in bad if i.recover})
     if len(recover) == 1 and not scope.files:      # recovery acts on the cluster, not on saved files
         return f"next: {recover_command(*recover[0])}   (the guide's recovery for Binding {recover[0][1]})"
-    return f"next: kubectl kvcache check {' '.join(_scope_args(scope) + ['-o', 'describe'])}   (the fix for each finding)"
+    return f"next: kubectl kvcache check {' '.join(scope_args(scope) + ['-o', 'describe'])}   (the fix for each finding)"
 
 
 def argv_listing(item: Item) -> list[tuple[str, str, str]]:

@@ -88,6 +88,9 @@ def run(options: CheckOptions, io) -> int:
             if not any(report.checked.values()):
                 render.nothing_found(snapshot, view.empty, io.stderr)
             render.line(io.stderr, views.summary(report))
+            hint = views.fix_hint(report, options.scope, options.output)
+            if hint:
+                render.line(io.stderr, hint)
         elif not list(view.rows(report)):
             render.nothing_found(snapshot, view.empty, io.stderr)
     return code
