@@ -106,7 +106,7 @@ def _tracer(err, context):
 # -- the command ----------------------------------------------------------------------------------
 
 _NETWORK = ("kube.transport", "kube.proxyenv")
-_JUDGED = _NETWORK + ("engine", "engine.parsers", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
+_JUDGED = _NETWORK + ("engine", "engine.parsers", "engine.backends", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
                       "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
 # What one context's read imports (measured: sys.modules before and after a run of each command),
 # imported once in this process before the workers fork: else every worker imports it again (a
