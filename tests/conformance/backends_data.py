@@ -301,15 +301,8 @@ def render(data):
 
 
 def main(argv):
-    text = render(build())
-    if "--write" in argv:
-        with open(TARGET, "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
-    with open(TARGET, encoding="utf-8") as f:
-        same = f.read() == text
-    print("backends.py " + ("matches" if same else "differs from") + " the wheels")
-    return 0 if same else 1
+    from generated import write_or_compare
+    return write_or_compare(argv, TARGET, render(build()), "tests/conformance/backends_data.py")
 
 
 if __name__ == "__main__":

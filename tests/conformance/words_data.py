@@ -86,17 +86,8 @@ def render(data) -> str:
 
 
 def main(argv):
-    text = render(generate())
-    if "--write" in argv:
-        with open(TARGET, "w", encoding="utf-8") as f:
-            f.write(text)
-        return 0
-    with open(TARGET, encoding="utf-8") as f:
-        same = f.read() == text
-    if not same:
-        print("kubectl_kvcache/engine/words_data.py differs from the wheels: run "
-              "tests/conformance/words_data.py --write", file=sys.stderr)
-    return 0 if same else 1
+    from generated import write_or_compare
+    return write_or_compare(argv, TARGET, render(generate()), "tests/conformance/words_data.py")
 
 
 if __name__ == "__main__":
