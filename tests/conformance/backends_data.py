@@ -23,6 +23,7 @@ Run: python tests/conformance/backends_data.py [--write]
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 
@@ -35,7 +36,9 @@ LAYOUTS = (("vllm/v1/attention/backend.py", "vllm/v1/attention/backends/registry
            ("vllm/attention/backends/abstract.py", "vllm/attention/backends/registry.py"))
 
 
+@functools.lru_cache(maxsize=512)
 def _tree(root, rel):
+    """The parsed module (cached: every backend and dtype walks the same files)."""
     path = os.path.join(root, rel)
     if not os.path.exists(path):
         return None

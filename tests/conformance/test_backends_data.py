@@ -12,11 +12,16 @@ pytestmark = pytest.mark.conformance
 
 
 def test_shipped_backend_data_equals_the_wheels():
+    """This run's slice of the releases (releases.TIER, every release within the rotation) and the
+    two the issue names; `python tests/conformance/backends_data.py` compares them all."""
+    from releases import TIER
     from kubectl_kvcache.engine.backends import VLLM_BACKENDS
-    built = backends_data.build()
-    for version, facts in VLLM_BACKENDS.items():
-        if os.path.isdir(os.path.join(backends_data.CACHE, "vllm-" + version)):
-            assert built.get(version) == facts, version
+    versions = [v for v in dict.fromkeys(list(TIER["vllm"]) + ["0.14.1", "0.18.0"]) if v in VLLM_BACKENDS]
+    assert "0.14.1" in versions and len(versions) >= 2
+    for version in versions:
+        root = os.path.join(backends_data.CACHE, "vllm-" + version)
+        assert os.path.isdir(root), f"vllm {version} is not in the wheel cache (scripts/engine-wheels)"
+        assert backends_data.describe(root, backends_data.accepted(version)) == VLLM_BACKENDS[version], version
 
 
 def test_bfloat16_refused_by_every_cuda_backend_of_0_14_1_not_of_0_18_0():
