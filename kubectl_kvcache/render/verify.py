@@ -178,6 +178,12 @@ def deployment_lines(report, err):
         line(err, deployment_line(d))
 
 
+def all_namespaces_step(scope):
+    """Nothing found in one namespace (or it does not exist): where to look next."""
+    args = ["-A"] + scope_args(scope.replace(namespace=None, all_namespaces=False))
+    return f"next: kubectl kvcache verify {' '.join(args)}   (every namespace)"
+
+
 def next_step(report, scope):
     """After a summary with non-OK items: the one command to run next. On a cluster, the guide's
     recovery when exactly one Binding's dtype is what the engines reject; else check's findings

@@ -40,3 +40,18 @@ def test_an_empty_namespace_or_one_rbac_hides_is_not_called_missing(cluster):
     # the reader may list Pods and the operator's kinds, not get namespaces: not known, so not said
     code, out, err = plugin(cluster.reader_kubeconfig, "verify", "-n", "llm-porod")
     assert "warning:" not in err and "error:" not in err, err
+
+
+def test_verify_of_a_namespace_that_does_not_exist_is_not_green(cluster):
+    """Issue 39 item 4: `verify -n llm-porod` verified nothing; it was exit 0 "No ... found". Now
+    exit 1 (as a named Pod that does not exist), with the warning and where to look next."""
+    code, out, err = plugin(cluster.admin_kubeconfig, "verify", "-n", "llm-porod")
+    assert code == 1 and WARNING in err.splitlines(), (code, err)
+    assert "next: kubectl kvcache verify -A   (every namespace)" in err.splitlines(), err
+
+
+def test_verify_of_an_empty_namespace_says_where_to_look(cluster):
+    ns = cluster.new_namespace("empty-verify")
+    code, out, err = plugin(cluster.admin_kubeconfig, "verify", "-n", ns)
+    assert code == 0 and "warning:" not in err, err
+    assert err.splitlines()[-1] == "next: kubectl kvcache verify -A   (every namespace)", err

@@ -79,7 +79,8 @@ def run(options: VerifyOptions, io) -> int:
         render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
                                "(OBSERVED stays -)")
     code = exit_code(options, report)
-    code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods else code
+    # a named Pod or a namespace that does not exist: nothing was verified there, never green
+    code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods or snapshot.missing_namespaces else code
     render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
     newer_than_data(report, io.stderr)
     names = options.scope.names
@@ -94,6 +95,8 @@ def run(options: VerifyOptions, io) -> int:
                 render.line(io.stderr, step)
         elif not (names and set(names) <= set(snapshot.missing_pods)):
             render.nothing_found(snapshot, view.VIEW.empty, io.stderr)
+            if not options.scope.all_namespaces and not names:
+                render.line(io.stderr, view.all_namespaces_step(options.scope))
     listed = {i.pod for i in report.items}
     for name in names:
         if name not in listed and name not in snapshot.missing_pods:
