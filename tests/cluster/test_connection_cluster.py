@@ -251,6 +251,14 @@ def run_plugin(monkeypatch, flags, env=None, command=("verify",)):
     return code, out.getvalue(), err.getvalue()
 
 
+def reached(code, err):
+    """The plugin reached the server and read: exit 0, or exit 1 because the probe's namespace does
+    not exist there (verify's answer for a namespace that is not there; kubectl get says "No resources
+    found" with 0, the plugin makes a gate fail)."""
+    return code == 0 or (code == 1 and "does not exist: nothing in it was read" in err
+                         and "error:" not in err)
+
+
 def run_kubectl(pair, flags, env=None):
     probe = f"probe-{next(_probe)}"
     e = dict(os.environ)
@@ -331,7 +339,7 @@ def test_each_flag_reaches_the_server_and_identity_kubectl_reaches(pair, kc, mon
         os.unlink(kc["exec_ran"])
     (code, err, plugin_seen), (kcode, kerr, kubectl_seen) = both(pair, monkeypatch, flags(kc),
                                                                  env(kc) if env else None)
-    assert code == 0, err
+    assert reached(code, err), err
     assert kcode == 0, kerr
     assert kubectl_seen == expected
     assert plugin_seen == expected
@@ -342,10 +350,10 @@ def test_a_token_flag_does_not_run_the_exec_plugin(pair, kc, monkeypatch):
         os.unlink(kc["exec_ran"])
     code, out, err = run_plugin(monkeypatch, ["--kubeconfig", kc["path"], "--user", "carol-exec",
                                               "--token", "erin-token-0123456789"])
-    assert code == 0, err
+    assert reached(code, err), err
     assert not os.path.exists(kc["exec_ran"])
     code, out, err = run_plugin(monkeypatch, ["--kubeconfig", kc["path"], "--user", "carol-exec"])
-    assert code == 0, err
+    assert reached(code, err), err
     with open(kc["exec_ran"]) as f:
         info = json.loads(f.readline())
     assert info["kind"] == "ExecCredential" and info["apiVersion"] == "client.authentication.k8s.io/v1"
@@ -357,14 +365,14 @@ def test_token_flag_with_a_client_certificate_user_is_what_kubectl_does(pair, kc
     so does the plugin."""
     (code, err, plugin_seen), (kcode, kerr, kubectl_seen) = both(
         pair, monkeypatch, ["--kubeconfig", kc["path"], "--token", "erin-token-0123456789"])
-    assert code == 0 and kcode == 0, (err, kerr)
+    assert reached(code, err) and kcode == 0, (err, kerr)
     assert plugin_seen == kubectl_seen == identity("A", ADMIN)
 
 
 def test_every_request_carries_the_plugins_user_agent(pair, kc, monkeypatch):
     marks = _mark(pair)
     code, out, err = run_plugin(monkeypatch, ["--kubeconfig", kc["path"]])
-    assert code == 0, err
+    assert reached(code, err), err
     agents = {ev.get("userAgent") for ev in pair[0].audit_events()[marks[0]:]
               if "/namespaces/probe-" in ev.get("requestURI", "") or "gpustack" in ev.get("requestURI", "")}
     assert agents == {f"kubectl-kvcache/{__version__}"}
@@ -392,7 +400,7 @@ def test_the_clusters_proxy_url_carries_the_requests_as_in_kubectl(pair, kc, pro
     before = len(proxy.targets)
     (code, err, plugin_seen), (kcode, kerr, kubectl_seen) = both(
         pair, monkeypatch, ["--kubeconfig", kc["path"], "--cluster", "via-proxy"])
-    assert code == 0 and kcode == 0, (err, kerr)
+    assert reached(code, err) and kcode == 0, (err, kerr)
     assert plugin_seen == kubectl_seen == identity("A", ADMIN)
     address = pair[0].server.split("://", 1)[1]
     assert proxy.targets[before:] and set(proxy.targets[before:]) == {address}
@@ -432,7 +440,7 @@ def test_an_untrusted_server_certificate_is_one_line_naming_the_server_and_why(p
 
 def test_insecure_prints_no_warning(pair, kc, monkeypatch):
     code, out, err = run_plugin(monkeypatch, ["--kubeconfig", kc["path"], "--insecure-skip-tls-verify"])
-    assert code == 0, err
+    assert reached(code, err), err
     # (the one warning expected: the probe's namespace does not exist on this server)
     others = [line for line in err.splitlines() if not line.endswith("does not exist: nothing in it was read")]
     assert not any("arning" in line or "InsecureRequest" in line for line in others), err
@@ -444,7 +452,7 @@ def test_request_timeout_applies_to_the_real_server(pair, kc, monkeypatch):
     line = one_error_line(err)
     assert "request timeout" in line and pair[0].server in line
     code, out, err = run_plugin(monkeypatch, ["--kubeconfig", kc["path"], "--request-timeout", "30s"])
-    assert code == 0, err
+    assert reached(code, err), err
 
 
 # -- a write goes where the flags say, and its undo command says the same ---------------------------
