@@ -103,6 +103,7 @@ class LiveJudge:
         self.accounts: dict = {}          # deployment key -> _Account (pool-attached, in scope, selected)
         self.chosen: set = set()         # deployment keys -l selected (sticky)
         self.seen: dict = {}              # row key -> the signature last shown
+        self.gone: list = []              # shown Pod rows whose Pod went away since take_gone()
         self.totals = dict.fromkeys((*verify.STATUSES, "terminating"), 0)
         self.done = 0
         self.unsettled = 0          # accounts with a row left that rolling may still change
@@ -186,6 +187,12 @@ class LiveJudge:
         setting = self.snapshot.setting
         return verify.Report(self.on, setting.source if setting else "default", rows, deployments, True)
 
+    def take_gone(self) -> list:
+        """The shown Pod rows whose Pod was deleted (or stopped being a pool-attached engine) since
+        the last call: a watch prints each once more, so that no row vanishes without a line."""
+        gone, self.gone = self.gone, []
+        return gone
+
     def progress(self) -> rollout.Progress:
         """The rollout's progress over the deployments followed, summed as the accounts change."""
         rejected, left = [], []
@@ -234,8 +241,9 @@ class LiveJudge:
         pod = self.pods.get(key)
         cand = verify.candidate(pod, self.snapshot) if pod is not None else None
         if cand is None:
-            self.items.pop(key, None)
-            self.seen.pop(key, None)
+            item = self.items.pop(key, None)
+            if self.seen.pop(key, None) is not None and item is not None:
+                self.gone.append(item)
             return None
         item = verify.judge_candidate(cand, self.snapshot, self.on, self.predictor, self.off)
         self.items[key] = item

@@ -175,15 +175,17 @@ class Create(Record):
     backup verified against the recovery's Binding)."""
 
     action = "create"
-    __slots__ = ("object", "source")
+    __slots__ = ("object", "source", "exists")
     __hash__ = None     # holds a manifest (a dict)
 
-    def __init__(self, object: dict, source: str | None = None):
+    def __init__(self, object: dict, source: str | None = None, exists: bool = False):
         self.object = object
         self.source = source
+        self.exists = exists    # read when planning: it is there with this spec (made by hand, or an earlier run)
 
     def to_dict(self, shared=None):
-        return {"action": self.action, "object": self.object, **({"from": self.source} if self.source else {})}
+        return {"action": self.action, "object": self.object, **({"from": self.source} if self.source else {}),
+                **({"exists": True} if self.exists else {})}
 
 
 class Patch(Record):
@@ -308,10 +310,18 @@ def clean_metadata(obj, name) -> dict:
     if meta.get("labels"):
         out["labels"] = dict(meta["labels"])
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                   if k not in SERVER_ANNOTATIONS and not anchors.is_own(k) and not controller_annotation(k)}
+                   if k not in SERVER_ANNOTATIONS and not anchors.is_own(k) and not _about_the_old_one(meta, k, v)}
     if annotations:
         out["annotations"] = annotations
     return out
+
+
+def _about_the_old_one(meta, key, value) -> bool:
+    """A record a controller keeps of the old object: under a prefix Kubernetes or the operator
+    owns, or naming the old object's uid (a controller's admission record: any controller, e.g. the
+    demo's stand-in), which is false of a new object."""
+    uid = meta.get("uid")
+    return controller_annotation(key) or bool(uid) and isinstance(value, str) and uid in value
 
 
 def controller_annotation(key) -> bool:
@@ -322,8 +332,9 @@ def controller_annotation(key) -> bool:
 
 def _left_out(obj) -> list[str]:
     """The annotations of `obj` a recreated object does not carry because a controller wrote them."""
-    return sorted(k for k in (_meta(obj).get("annotations") or {})
-                  if k not in SERVER_ANNOTATIONS and not anchors.is_own(k) and controller_annotation(k))
+    meta = _meta(obj)
+    return sorted(k for k, v in (meta.get("annotations") or {}).items()
+                  if k not in SERVER_ANNOTATIONS and not anchors.is_own(k) and _about_the_old_one(meta, k, v))
 
 
 def new_binding(old, name, domain, dtype) -> dict:
@@ -368,7 +379,8 @@ def plan(inputs: Recovery, request: Request) -> Plan:
         if left:
             notes.append(f"{obj.get('kind')} {target.namespace}/{_meta(obj).get('name')}: annotations "
                          f"{', '.join(left)} are not carried to the new object (written by Kubernetes or the "
-                         f"operator for the old one); add back any that are yours")
+                         f"operator, or naming the old object's uid: a record of the old one); add back any "
+                         f"that are yours")
     turning_on = inputs.setting is not None and (inputs.setting.spec_value or "").lower() == "true"
     if not (setting.turn_off or setting.turned_off_before) and setting.on is False and not turning_on:
         notes.append("the Setting is off and stays off: turn it on with 'kubectl kvcache setting on' once "
@@ -452,9 +464,17 @@ def _resolve_target(inputs: Recovery, request: Request) -> _Target:
     entry = _entry(inputs.report, ns, old_name)
     rejected = [(u, e, why) for u, e, why in (entry.rejected_by if entry else ())]
 
-    dtype, source = _target_dtype(inputs, request, entry, old_dtype)
     by_name = {(_meta(b).get("namespace"), _meta(b).get("name")): b for b in inputs.bindings}
-    target_name = request.name or derive(old_name, old_dtype, dtype)
+    by_hand = None if request.name is not None or inputs.anchor is not None else \
+        _binding_moved_to(inputs, old_name, pool, by_name)
+    if by_hand is not None and request.dtype is None and domain_of(by_hand).get("dtype"):
+        # the users were moved by hand to a Binding of their own: its dtype is the target's
+        dtype, source = domain_of(by_hand)["dtype"], "adopted"
+        check_dtype_form(dtype)
+    else:
+        dtype, source = _target_dtype(inputs, request, entry, old_dtype)
+    target_name = request.name or (_meta(by_hand).get("name") if by_hand is not None else None) \
+        or derive(old_name, old_dtype, dtype)
     _check_name(target_name, "--name", subdomain=True)
     if target_name == old_name:
         raise PluginError(f"--name {target_name!r} is the Binding being replaced; the new Binding needs a new name")
@@ -471,6 +491,40 @@ def _resolve_target(inputs: Recovery, request: Request) -> _Target:
     unchecked = [] if existing is not None else _check_admission(inputs, target_binding)
     return _Target(ns, old_name, old, pool, old_domain, old_dtype, entry, rejected, dtype, source, target_name,
                    domain, target_binding, unchecked)
+
+
+def _binding_moved_to(inputs, old_name, pool, by_name):
+    """The Binding on the same pool that a deployment of the old one was already recreated on by
+    hand (its spec the same, kvCache.poolRef aside): the guide's manual steps begun. One only."""
+    found, near = {}, []
+    movers = [m for m in inputs.deployments if binding_named(m) == old_name]
+    for other in inputs.deployments:
+        name = binding_named(other)
+        b = by_name.get((inputs.namespace, name))
+        if name in (None, old_name) or b is None or pool_of(b) != pool:
+            continue
+        if any(contains(other, {"spec": new_deployment(m, "x", name)["spec"]}) for m in movers):
+            found[name] = b
+        elif any(_same_model(other, m) for m in movers):
+            near.append((_meta(other).get("name"), name))
+    if not found and near:
+        other, name = near[0]
+        raise PluginError(f"ModelDeployment {inputs.namespace}/{other} already serves the model of "
+                          f"{', '.join(sorted(_meta(m).get('name') for m in movers if _same_model(m, by_name_md(inputs, other))))}"
+                          f" on KVCachePoolBinding {name} (pool {pool}), with another spec: recover would create a "
+                          f"second deployment of it on a new Binding; delete the one you do not keep, or pass "
+                          f"--name {name} to recover onto that Binding")
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _same_model(a, b) -> bool:
+    model_a, model_b = (_spec(a).get("model") or {}).get("name"), (_spec(b).get("model") or {}).get("name")
+    engine_a, engine_b = (_spec(a).get("engine") or {}).get("name"), (_spec(b).get("engine") or {}).get("name")
+    return bool(model_a) and model_a == model_b and engine_a == engine_b
+
+
+def by_name_md(inputs, name):
+    return next(m for m in inputs.deployments if _meta(m).get("name") == name)
 
 
 def _webhook_view(inputs) -> webhooks.Cluster:
@@ -532,8 +586,9 @@ def _steps(inputs: Recovery, request: Request, target: _Target, movers, setting:
     ns, steps = target.namespace, []
     if setting.turn_off:
         steps += [SetSetting(False), Wait(setting_ref(), value_for(False))]
-    steps += [Create(target.binding, None if not inputs.binding_gone else
-                     f"backup sha256:{anchors.digest(target.old)}"), Wait(ref(BINDING_KIND, ns, target.name), READY)]
+    there = any(_meta(b).get("namespace") == ns and _meta(b).get("name") == target.name for b in inputs.bindings)
+    steps += [Create(target.binding, None if not inputs.binding_gone else f"backup sha256:{anchors.digest(target.old)}",
+                     exists=there), Wait(ref(BINDING_KIND, ns, target.name), READY)]
     taken = {_meta(m).get("name") for m in inputs.deployments}
     for md, present in movers:
         steps += _move(md, present, request.strategy, target.name, target.old_dtype, target.dtype, inputs, taken,
@@ -721,6 +776,15 @@ def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, w
                         f"re-created one is not (ownerReferences are not copied), and its controller may "
                         f"recreate or revert the old one")
     source = None if present else f"backup sha256:{anchors.digest(md)}"
+    moved = _moved_by_hand(md, name, target_name, inputs)
+    if moved is not None:
+        # the guide's manual steps got this far: the deployment that replaces it is there already
+        other = _meta(moved).get("name")
+        steps = [Create(new_deployment(md, other, target_name), source, exists=True),
+                 Wait(ref(MD_KIND, ns, other), AVAILABLE)]
+        if present:
+            steps.append(Delete(ref(MD_KIND, ns, name, meta.get("uid") or None)))
+        return steps
     if strategy == REPLACE:
         new = new_deployment(md, name, target_name)
         steps = []
@@ -736,6 +800,27 @@ def _move(md, present, strategy, target_name, old_dtype, dtype, inputs, taken, w
     if present:
         steps.append(Delete(ref(MD_KIND, ns, name, meta.get("uid") or None)))
     return steps
+
+
+def _moved_by_hand(md, name, target_name, inputs):
+    """A deployment other than `md` already on the new Binding with `md`'s spec (the guide's manual
+    steps, or a run that lost its record): adopted, never doubled. One on it that serves the same
+    model with another spec: refused, since a plan beside it would run the model twice and which
+    one the user meant to keep is theirs to say."""
+    wanted = new_deployment(md, name, target_name)["spec"]
+    model = (_spec(md).get("model") or {}).get("name")
+    for other in inputs.deployments:
+        if _meta(other).get("name") == name or binding_named(other) != target_name:
+            continue
+        if contains(other, {"spec": wanted}):
+            return other
+        if model and _same_model(other, md):
+            raise PluginError(f"ModelDeployment {inputs.namespace}/{_meta(other).get('name')} already serves "
+                              f"{model} on KVCachePoolBinding {target_name}, with another spec than {name}'s: "
+                              f"recover would create a second deployment of it beside that one; delete the one "
+                              f"you do not keep (or make its spec match {name}'s, kvCache.poolRef aside), then "
+                              f"run recover again")
+    return None
 
 
 def _renamed_warning(md, name, new_name, inputs, pointed) -> str:

@@ -39,8 +39,10 @@ def describe(step) -> str:
         source = step.get("from") or ""
         origin = (f" (from a backup verified against the recovery's Binding: sha256 {escape(source[14:26])}...)"
                   if source.startswith("backup sha256:") else "")
-        return (f"Create {_ref({'kind': obj.get('kind'), 'namespace': meta.get('namespace'), 'name': meta.get('name')})}"
-                + origin)
+        what = _ref({'kind': obj.get('kind'), 'namespace': meta.get('namespace'), 'name': meta.get('name')})
+        if step.get("exists"):
+            return f"Adopt {what} (it exists with this spec: nothing is created)"
+        return f"Create {what}" + origin
     if action == "patch":
         return f"Patch {_ref(step['target'])} (JSON merge patch, backed up first): {escape(json.dumps(step['patch']))}"
     if action == "delete":
@@ -58,14 +60,17 @@ def describe(step) -> str:
 def _manifest(obj, out, indent="       "):
     import yaml
 
-    text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=False)
+    # one row per value, as kubectl get -o yaml prints it: never folded by YAML nor wrapped by the
+    # plugin (a continuation indented less than its row is no longer the same YAML); a terminal
+    # narrower than a row soft-wraps it, and what is copied is the row
+    text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=False, width=1 << 16)
     for row in text.splitlines():
-        line(out, indent + row)
+        line(out, indent + row, wrap=False)
 
 
 def dtype_source(t) -> str:
     """Where the target dtype comes from, in words (text and markdown)."""
-    return {"flag": "--dtype", "suggestion": "check's suggestion",
+    return {"flag": "--dtype", "suggestion": "check's suggestion", "adopted": "the Binding its users were moved to",
             "anchor": f"the recovery's Binding {t.get('recoveryBinding')}"}.get(t["dtypeSource"], t["dtypeSource"])
 
 
@@ -89,7 +94,7 @@ def plan(plan_dict, out):
     line(out, "Steps:")
     for i, step in enumerate(plan_dict["steps"], 1):
         line(out, f"{i:>3}. {describe(step)}")
-        if step["action"] == "create":
+        if step["action"] == "create" and not step.get("exists"):
             _manifest(step["object"], out)
     if plan_dict["warnings"]:
         line(out)

@@ -241,11 +241,35 @@ class RowPrinter:
     def __init__(self, out, output=False, headers=True):
         self.out, self.output, self.headers = out, output, headers
         self.widths = None
+        self.printed: dict = {}      # row key -> the cells last printed for it
 
-    def emit(self, items):
-        columns = VIEW.layout(self.output)
+    def _cells(self, item):
         wide = getattr(self.output, "wide", self.output is True)
-        rows = [[cell(c.cell(i, wide)) if c.text else token(c.cell(i, wide)) for c in columns] for i in items]
+        return [cell(c.cell(item, wide)) if c.text else token(c.cell(item, wide)) for c in VIEW.layout(self.output)]
+
+    def emit(self, items, gone=()):
+        """Rows that changed in what this table shows (a change only -o wide shows, or none of the
+        columns, prints no identical row again), then each deleted Pod's last row with STATUS
+        DELETED (kubectl get -w prints a deleted object once more)."""
+        columns = VIEW.layout(self.output)
+        rows = []
+        before = dict(self.printed)
+        for item in items:
+            cells = self._cells(item)
+            # replicas without a Pod are told apart by nothing the table shows (their slot moves as
+            # Pods come and go): such a row is not printed again once printed
+            key = item.key if item.pod is not None else (item.namespace, item.deployment, item.role, tuple(cells))
+            if before.get(key) != cells:
+                self.printed[key] = cells
+                rows.append(cells)
+        status = next((n for n, c in enumerate(columns) if c.header.upper() == "STATUS"), None)
+        for item in gone:
+            cells = self.printed.pop(item.key, None) or self._cells(item)
+            if status is not None:
+                cells = cells[:status] + ["DELETED"] + cells[status + 1:]
+            rows.append(cells)
+        if not rows:
+            return
         if self.widths is None:
             heads = [c.header.upper() for c in columns]
             if self.headers:
@@ -261,14 +285,34 @@ def _clock(seconds):
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def progress_line(p, elapsed) -> str:
-    """`rollout: 3 OK, 1 MISSING, 1 NO-POD, 1 terminating | deployments 2/4 done | 0m42s`."""
-    counts = ", ".join(f"{p.counts[s]} {s}" for s in STATUSES if p.counts[s]) or "no replicas"
+def progress_line(p, elapsed, width=None) -> str:
+    """`rollout: 3 OK, 1 MISSING, 1 NO-POD, 1 terminating | deployments 2/4 done | 0m42s`.
+
+    `width` (a live line on a terminal): the line never wraps, since a wrapped line is not erased
+    by the next rewrite and reads as a cut one. Shorter words first, then the counts clipped."""
+    counts = [(p.counts[s], s) for s in STATUSES if p.counts[s]]
     if p.counts["terminating"]:
-        counts += f", {p.counts['terminating']} terminating"
-    setting = "" if p.pending is None else \
-        f" | Setting: status.value not yet {'true' if p.pending else 'false'}"
-    return f"rollout: {counts} | deployments {p.done}/{p.total} done{setting} | {_clock(elapsed)}"
+        counts.append((p.counts["terminating"], "terminating"))
+    pending = "" if p.pending is None else ("true" if p.pending else "false")
+    listed = ", ".join(f"{n} {s}" for n, s in counts) or "no replicas"
+    setting = f" | Setting: status.value not yet {pending}" if pending else ""
+    full = f"rollout: {listed} | deployments {p.done}/{p.total} done{setting} | {_clock(elapsed)}"
+    if width is None or len(full) < width:
+        return full
+    listed = ", ".join(f"{n} {'term.' if s == 'terminating' else s}" for n, s in counts) or "no replicas"
+    setting = f" | Setting not yet {pending}" if pending else ""
+    short = f"{listed} | {p.done}/{p.total} done{setting} | {_clock(elapsed)}"
+    if len(short) < width:
+        return short
+    tail = f" | {p.done}/{p.total} done{setting} | {_clock(elapsed)}"
+    if len(tail) + 12 >= width:
+        tail = f" | {p.done}/{p.total} | {_clock(elapsed)}"
+    words = [f"{n} {'term.' if s == 'terminating' else s}" for n, s in counts]
+    for k in range(len(words) - 1, -1, -1):
+        head = ", ".join(words[:k] + [f"+{sum(n for n, _ in counts[k:])} more"])
+        if len(head + tail) < width:
+            return head + tail
+    return (head + tail)[-(width - 1):]
 
 
 class ProgressLine:
@@ -280,6 +324,14 @@ class ProgressLine:
         self.live = bool(isatty and isatty())
         self.last = None
         self.shown = False
+
+    @property
+    def width(self):
+        """The terminal's width for a live line (None when piped: a plain line is never clipped)."""
+        if not self.live:
+            return None
+        import shutil
+        return shutil.get_terminal_size((80, 24)).columns
 
     def show(self, text, tick=False):
         if self.live:

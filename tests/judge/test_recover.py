@@ -624,3 +624,91 @@ def test_only_the_users_annotations_are_carried_to_new_objects(tmp_path):
     notes = " ".join(planned.notes)      # on stderr, before the plan
     assert "worker.gpustack.ai/admitted" in notes and "deployment.kubernetes.io/revision" in notes
     assert "gpustack.ai/claimed-by" in notes
+
+
+def test_a_record_naming_the_old_objects_uid_is_not_copied_and_the_plan_says_so(tmp_path):
+    """Issue 39 item 7: a controller's admission record (the demo stand-in's, with the old uid and
+    dtype) was copied into the new Binding and deployment; the user's own annotations are kept."""
+    b = ob.binding("b", "fp8", pool="p")
+    md = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
+    for obj, uid in ((b, "0b7c9a52-uid-of-b"), (md, "5d1e-uid-of-s")):
+        obj["metadata"]["uid"] = uid
+        obj["metadata"]["annotations"] = {"ctl.example.com/admitted": json.dumps({"uid": uid, "dtype": "fp8"}),
+                                          "team.example.com/owner": "alice " + "x" * 120}
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ob.as_list(b, md, ob.setting("true"))))
+    plan = plan_of("b", "-n", "team", "-f", str(path))
+    created = [s["object"] for s in plan["steps"] if s.get("action") == "create"]
+    assert {o["kind"] for o in created} == {"KVCachePoolBinding", "ModelDeployment"}
+    for obj in created:
+        assert obj["metadata"]["annotations"].get("team.example.com/owner", "").startswith("alice ")
+        assert "ctl.example.com/admitted" not in obj["metadata"]["annotations"]
+    code, out, err = kvcache("recover", "b", "-n", "team", "-f", str(path))
+    notes = [n for n in err.splitlines() if "ctl.example.com/admitted" in n]
+    assert code == 0 and len(notes) == 2 and all("not carried" in n for n in notes), err
+    assert "ctl.example.com/admitted:" not in out and "team.example.com/owner:" in out
+
+
+def test_the_plans_yaml_reads_back_as_the_object_on_an_80_column_terminal(monkeypatch):
+    """Issue 39 item 5: the plugin wrapped a long YAML row with a shallower indent: copied, it was
+    no longer YAML (or not the same YAML)."""
+    import io
+    from kubectl_kvcache.render import recover as view
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "80")
+    obj = {"apiVersion": "worker.gpustack.ai/v1alpha1", "kind": "ModelDeployment",
+           "metadata": {"name": "s", "annotations": {"team.example.com/note": " ".join(["word"] * 40),
+                                                     "team.example.com/id": "y" * 100}},
+           "spec": {"model": {"name": "Qwen/Qwen3-8B"}}}
+    out = Terminal()
+    view._manifest(obj, out)
+    rows = out.getvalue().splitlines()
+    assert all(r.startswith("       ") for r in rows)
+    assert yaml.safe_load("\n".join(r[7:] for r in rows)) == obj
+    assert len(rows) == 10         # one row per key: the long values are not folded either
+
+
+def _moved_by_hand(tmp_path, replicas=None):
+    old = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
+    old["spec"]["model"] = {"name": "Qwen/Qwen3-8B"}
+    new = copy.deepcopy(old)
+    new["metadata"]["name"] = "s-by-hand"
+    new["spec"]["kvCache"]["poolRef"]["name"] = "b-by-hand"
+    if replicas is not None:
+        new["spec"]["roles"][0]["replicas"] = replicas
+    files = ob.as_list(ob.binding("b", "fp8", pool="p", domain="d"),
+                       ob.binding("b-by-hand", "fp8_e4m3", pool="p", domain="d-mine"), old, new, ob.setting("true"))
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(files))
+    return str(path)
+
+
+def test_a_deployment_moved_by_hand_is_adopted_not_doubled(tmp_path):
+    """Issue 39 item 3: half-way through the guide's manual steps (a new Binding and a new
+    deployment on it made by hand), recover planned a second deployment beside the hand-made one
+    and said "Create" for the Binding that exists."""
+    path = _moved_by_hand(tmp_path)
+    plan = plan_of("b", "-n", "team", "-f", path)
+    assert plan["target"]["name"] == "b-by-hand" and plan["target"]["dtype"] == "fp8_e4m3"
+    creates = [(s["object"]["kind"], s["object"]["metadata"]["name"], s.get("exists")) for s in plan["steps"]
+               if s["action"] == "create"]
+    assert creates == [("KVCachePoolBinding", "b-by-hand", True), ("ModelDeployment", "s-by-hand", True)]
+    deletes = [(s["target"]["kind"], s["target"]["name"]) for s in plan["steps"] if s["action"] == "delete"]
+    assert deletes == [("ModelDeployment", "s"), ("KVCachePoolBinding", "b")]
+    code, out, err = kvcache("recover", "b", "-n", "team", "-f", path)
+    assert code == 0 and "Create " not in out and out.count("Adopt ") == 2, out
+    assert "apiVersion:" not in out           # nothing is created: no manifest to read
+
+
+def test_a_deployment_of_the_same_model_on_the_new_binding_with_another_spec_is_refused(tmp_path):
+    path = _moved_by_hand(tmp_path, replicas=5)
+    line = refused("b", "-n", "team", "-f", path)
+    assert "s-by-hand already serves the model of s on KVCachePoolBinding b-by-hand" in line, line
+    assert "--name b-by-hand" in line and "second deployment" in line
+    # onto that Binding (--name), the same model with another spec there: refused again, naming it
+    line = refused("b", "-n", "team", "-f", path, "--name", "b-by-hand")
+    assert "s-by-hand already serves" in line and "with another spec than s's" in line, line

@@ -149,7 +149,9 @@ def test_row_printer_keeps_the_first_widths(tmp_path):
     out = io.StringIO()
     rows = view.RowPrinter(out)
     rows.emit(report.items)
-    rows.emit(report.items[:1])
+    later = verify.verify(snapshot_of(*two_replicas(status(o.md_pod("md-server-1", "md", o.vllm_argv("fp8")))),
+                                      tmp_path=tmp_path))
+    rows.emit(later.items[:1])
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("NAMESPACE   POD") and len(lines) == 4
     assert [line.index("OK") for line in (lines[1], lines[3])] == [lines[0].index("STATUS")] * 2
@@ -413,3 +415,54 @@ def test_a_followed_deployment_whose_binding_does_not_exist_ends_the_wait(tmp_pa
     err = io.StringIO()
     view.wait_unbound(p.unbound, err)
     assert "ModelDeployment team/orphan names KVCachePoolBinding gone" in err.getvalue()
+
+
+def test_a_live_progress_line_never_wraps_at_80_columns():
+    """Issue 39 item 5: a live line longer than the terminal wraps, the next rewrite erases only its
+    last row, and what stays reads as a cut line ("... deployments 0/2 don"). Every state fits."""
+    import collections
+    counts = collections.Counter({s: 1 for s in verify.STATUSES})
+    counts["terminating"] = 3
+    p = rollout.Progress(counts=counts, done=0, total=12, rejected=(), left=(), pending=True)
+    full = view.progress_line(p, 601)
+    assert len(full) > 80 and full.startswith("rollout: ")
+    for width in (80, 60, 40):
+        live = view.progress_line(p, 601, width)
+        assert len(live) < width, (width, live)
+        assert live.endswith("| 10m01s"), live
+    assert "0/" in view.progress_line(p, 601, 80) and "done" in view.progress_line(p, 601, 80)
+    assert view.progress_line(p, 601, 200) == full
+
+
+def test_a_watch_prints_no_identical_row_and_a_deleted_pods_last_one(tmp_path):
+    """Issue 39 item 5: a change in a field the table does not show (restarts, readiness: -o wide
+    shows them) printed the same row again; a deleted Pod's row vanished without a line."""
+    def report(restarts):
+        pod = status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8")), restarts=restarts)
+        return verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
+
+    first, second = report(0), report(1)
+    out, wide = io.StringIO(), io.StringIO()
+    rows, wide_rows = view.RowPrinter(out), view.RowPrinter(wide, True)
+    for r in (first, second):
+        rows.emit(r.items)
+        wide_rows.emit(r.items)
+    assert len(out.getvalue().splitlines()) == 2                 # header, the row once
+    assert len(wide.getvalue().splitlines()) == 3                # -o wide shows RESTARTS: printed again
+    rows.emit([], gone=second.items)
+    last = out.getvalue().splitlines()[-1]
+    assert last.split()[1:3] == ["md-server-0", "b1"] and last.split()[-1] == "DELETED"
+    assert "DELETED" not in out.getvalue().splitlines()[1]
+
+
+def test_a_watch_lists_every_replica_first_and_a_moved_no_pod_row_not_again(tmp_path):
+    three = o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 3}])
+    first = verify.verify(snapshot_of(o.binding("b1", "fp8"), three, tmp_path=tmp_path))
+    second = verify.verify(snapshot_of(o.binding("b1", "fp8"), three,
+                                       status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8"))), tmp_path=tmp_path))
+    out = io.StringIO()
+    rows = view.RowPrinter(out)
+    rows.emit(first.items)
+    assert [ln.split()[-1] for ln in out.getvalue().splitlines()[1:]] == ["NO-POD"] * 3
+    rows.emit(second.items)            # the NO-POD rows' slots moved; what the table shows did not
+    assert [ln.split()[-1] for ln in out.getvalue().splitlines()[4:]] == ["OK"]

@@ -269,12 +269,13 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
         render.nothing_found(snapshot, view.VIEW.empty + " (yet: watching)", io.stderr)
     while True:
         now = judge.progress()
-        if rows is not None and changed:
+        gone = judge.take_gone()
+        if rows is not None and (changed or gone):
             if line:
                 line.clear()
-            rows.emit(changed)
+            rows.emit(changed, gone)
         if line:
-            line.show(view.progress_line(now, clock() - start))
+            line.show(view.progress_line(now, clock() - start, line.width))
         if options.wait and now.outcome:
             outcome = now.outcome
             if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
@@ -304,7 +305,7 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
                 batch.append(events.get(timeout=max(0.01, step)))
             except queue.Empty:
                 if line:
-                    line.show(view.progress_line(now, clock() - start), tick=True)
+                    line.show(view.progress_line(now, clock() - start, line.width), tick=True)
                 continue
             while True:
                 try:
