@@ -505,12 +505,11 @@ def _binding_moved_to(inputs, old_name, pool, by_name):
             continue
         if any(contains(other, {"spec": new_deployment(m, "x", name)["spec"]}) for m in movers):
             found[name] = b
-        elif any(_same_model(other, m) for m in movers):
-            near.append((_meta(other).get("name"), name))
+        else:
+            near += [(_meta(other).get("name"), _meta(m).get("name"), name) for m in movers if _same_model(other, m)]
     if not found and near:
-        other, name = near[0]
-        raise PluginError(f"ModelDeployment {inputs.namespace}/{other} already serves the model of "
-                          f"{', '.join(sorted(_meta(m).get('name') for m in movers if _same_model(m, by_name_md(inputs, other))))}"
+        other, mover, name = near[0]
+        raise PluginError(f"ModelDeployment {inputs.namespace}/{other} already serves the model of {mover}"
                           f" on KVCachePoolBinding {name} (pool {pool}), with another spec: recover would create a "
                           f"second deployment of it on a new Binding; delete the one you do not keep, or pass "
                           f"--name {name} to recover onto that Binding")
@@ -522,9 +521,6 @@ def _same_model(a, b) -> bool:
     engine_a, engine_b = (_spec(a).get("engine") or {}).get("name"), (_spec(b).get("engine") or {}).get("name")
     return bool(model_a) and model_a == model_b and engine_a == engine_b
 
-
-def by_name_md(inputs, name):
-    return next(m for m in inputs.deployments if _meta(m).get("name") == name)
 
 
 def _webhook_view(inputs) -> webhooks.Cluster:
