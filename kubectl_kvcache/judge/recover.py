@@ -456,7 +456,14 @@ def _resolve_target(inputs: Recovery, request: Request) -> _Target:
     ns, old_name = inputs.namespace, inputs.binding_name
     old = inputs.binding
     if old is None:
-        raise PluginError(f"KVCachePoolBinding {old_name!r} not found in namespace {ns}")
+        elsewhere = sorted({_meta(b).get("namespace") or "default" for b in inputs.bindings
+                            if _meta(b).get("name") == old_name} - {ns})
+        where = (f"; it exists in namespace {', '.join(elsewhere)}: kubectl kvcache recover {old_name} -n "
+                 f"{elsewhere[0]}" if elsewhere else
+                 "; no other namespace has one of that name either (kubectl kvcache bindings -A lists them)"
+                 if inputs.bindings_everywhere else
+                 " (other namespaces' Bindings could not be listed; kubectl kvcache bindings -A lists them)")
+        raise PluginError(f"KVCachePoolBinding {old_name!r} not found in namespace {ns}" + where)
     pool, old_domain = pool_of(old), domain_name(old)
     old_dtype = domain_of(old).get("dtype")
     if not pool:

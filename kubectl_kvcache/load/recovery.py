@@ -105,11 +105,12 @@ def _from_cluster(client, connection, scope, binding_name) -> Recovery:
     snapshot = load_cluster(client, scope.replace(namespace=namespace, workloads=True), chunk=chunk)
     snapshot.namespace = namespace
     as_binding = _typed(api.BINDING, api.version_for(client, api.BINDING))
-    notes = []
+    notes, everywhere = [], True
     try:
         bindings = client.list(api.collection_path(client, api.BINDING), as_binding,
                                chunk=chunk, what=f"list {api.BINDING.name} in all namespaces")
     except Forbidden:
+        everywhere = False
         bindings = client.list(api.collection_path(client, api.BINDING, namespace), as_binding,
                                chunk=chunk, what=f"list {api.BINDING.name} in namespace {namespace}")
         notes.append("Bindings of other namespaces could not be listed (RBAC): a domain claimed there is not "
@@ -125,6 +126,7 @@ def _from_cluster(client, connection, scope, binding_name) -> Recovery:
                                  chunk=chunk, what=f"list {res.name} in namespace {namespace}")
     found = Recovery(namespace, binding_name, _named(bindings, namespace, binding_name), bindings, deployments,
                      workloads, snapshot, notes)
+    found.bindings_everywhere = everywhere
     found.pools, found.backends = (_cluster_scoped(client, res, chunk, notes) for res in (api.POOL, api.BACKEND))
     found.pools_complete = True
     return found

@@ -19,7 +19,7 @@ class Recovery(Record):
 
     __slots__ = ("namespace", "binding_name", "binding", "binding_gone", "bindings", "deployments", "workloads",
                  "snapshot", "backups", "notes", "record", "referrers", "objects", "pools", "backends",
-                 "pools_complete", "report", "anchor", "record_ref", "record_used")
+                 "pools_complete", "report", "anchor", "record_ref", "record_used", "bindings_everywhere")
     __hash__ = None     # mutable: filled in as it is read, then judged
 
     def __init__(self, namespace: str, binding_name: str, binding: dict | None, bindings: list[dict],
@@ -31,6 +31,7 @@ class Recovery(Record):
         self.binding = binding              # the old Binding (from a backup when `binding_gone`)
         self.binding_gone = False           # already deleted by an earlier run (known from its backup)
         self.bindings = bindings            # Bindings whose domain claims are known (other namespaces too)
+        self.bindings_everywhere = True     # `bindings` holds every namespace's (False: RBAC allowed one)
         self.deployments = deployments      # every ModelDeployment of the namespace
         self.workloads = workloads          # workload objects of the namespace whose template opts in
         self.snapshot = snapshot

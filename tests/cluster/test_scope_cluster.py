@@ -55,3 +55,18 @@ def test_verify_of_an_empty_namespace_says_where_to_look(cluster):
     code, out, err = plugin(cluster.admin_kubeconfig, "verify", "-n", ns)
     assert code == 0 and "warning:" not in err, err
     assert err.splitlines()[-1] == "next: kubectl kvcache verify -A   (every namespace)", err
+
+
+def test_recover_without_n_names_the_namespace_where_the_binding_is(cluster):
+    """Issue 39 item 4: `recover sgl-fp8` without -n said "not found in namespace default" and
+    stopped: a dead end. The one error line now names where it is and the command."""
+    import objects as o
+
+    ns = cluster.new_namespace("recover-where")
+    cluster.apply([o.binding("where-fp8", "fp8", ns=ns)], namespace=ns)
+    code, out, err = plugin(cluster.admin_kubeconfig, "recover", "where-fp8")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (code, err)
+    assert err.startswith("error: KVCachePoolBinding 'where-fp8' not found in namespace default; it exists in "
+                          f"namespace {ns}: kubectl kvcache recover where-fp8 -n {ns}"), err
+    code, out, err = plugin(cluster.admin_kubeconfig, "recover", "where-nope")
+    assert code == 2 and "no other namespace has one of that name either" in err, err

@@ -351,6 +351,17 @@ def test_the_guides_regex_false_negative_abbreviation_found_on_0_18():
     assert e.flags == [{"path": "spec.roles[0].extraArgs[2]", "text": "--kv-cache-dt=fp8_e5m2", "value": "fp8_e5m2"}]
 
 
+def test_a_role_whose_pods_run_another_value_today_is_not_said_to_keep_it():
+    """Issue 39 item 7: "the role keeps running fp8_e5m2" beside "Today: bfloat16 (1 pod)"."""
+    md = deployment("md", version="0.29.0", roles=[role(extra_args=["--kv-cache-dtype", "fp8_e5m2"])])
+    older = md_pod("md", "server", ["vllm", "serve", "m", "--kv-cache-dtype", "bfloat16"])
+    f = only(run(binding("b", "fp8"), md, older), "role-own-flag")
+    assert "Today: bfloat16 (1 pod)" in f.message and "keeps running" not in f.message, f.message
+    assert "after the upgrade the role runs fp8_e5m2, not the Binding's 'fp8'" in f.message
+    same = md_pod("md", "server", ["vllm", "serve", "m", "--kv-cache-dtype", "fp8_e5m2"])
+    assert "the role keeps running fp8_e5m2" in only(run(binding("b", "fp8"), md, same), "role-own-flag").message
+
+
 def test_the_abbreviation_is_ambiguous_from_0_19_and_the_engine_rejects_it():
     args = ["--kv-cache-dt=fp8_e5m2"]
     r = run(binding("b", "fp8"), deployment("md", version="0.19.0", roles=[role(extra_args=args)]))

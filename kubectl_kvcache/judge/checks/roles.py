@@ -63,16 +63,19 @@ def _shown(parse: model.Parse) -> str:
     return parse.effective if parse.effective is not None else "auto (engine default)"
 
 
-def _today_from_pods(cands, snapshot, on) -> str | None:
-    """What the role's running Pods run with, as verify judges them: `fp8_e5m2 (2 pods)`."""
-    if not cands:
-        return None
+def _today_counts(cands, snapshot, on) -> dict[str, int]:
+    """What the role's running Pods run with, as verify judges them: value -> Pods."""
     counts: dict[str, int] = {}
     for cand in cands:
         item = verify.judge_candidate(cand, snapshot, on)
         shown = item.status if item.status in (verify.REJECTED, verify.UNKNOWN) else (item.effective or "auto")
         counts[shown] = counts.get(shown, 0) + 1
-    return ", ".join(f"{v} ({n} pod{'s' if n > 1 else ''})" for v, n in counts.items())
+    return counts
+
+
+def _today_text(counts) -> str | None:
+    """`fp8_e5m2 (2 pods)`; None without Pods."""
+    return ", ".join(f"{v} ({n} pod{'s' if n > 1 else ''})" for v, n in counts.items()) or None
 
 
 _OPERATOR_FIRST = "the operator's --kv-cache-dtype, which comes before the role's"
@@ -100,7 +103,8 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
     after = outcomes(operator_tokens(dtype) + tokens, at) if dtype and not no_store else own
     own_value = next((f.value for f in reversed(flags) if not f.ambiguous), None)
     predicted_today = after if on else own
-    today = _today_from_pods(pods.of(md, role.name), snapshot, on) or f"{_shown(predicted_today)} (no Pods: predicted)"
+    counts = _today_counts(pods.of(md, role.name), snapshot, on)
+    today = _today_text(counts) or f"{_shown(predicted_today)} (no Pods: predicted)"
     paths = ", ".join(f.removal(lambda _source, j: _role_path(i, j)) for f in flags)
     spelled = ", ".join(f"`{f.shown}` at {f.removal(lambda _source, j: _role_path(i, j))}" for f in flags)
     cause = None
@@ -126,8 +130,13 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
         why = "It sets the Binding's own value, so only the deployment's next edit is refused"
     else:
         verdict, severity = "MISMATCH", ERROR
-        why = (f"It comes after the operator's --kv-cache-dtype {dtype} and wins: the role keeps running "
-               f"{after.effective}, not the Binding's {dtype!r}")
+        # "keeps" only where every Pod runs that value today (issue 39 item 7: "keeps running fp8"
+        # beside "Today: bfloat16")
+        keeps = set(counts) == {after.effective} if counts else predicted_today.effective == after.effective
+        why = (f"It comes after the operator's --kv-cache-dtype {dtype} and wins: "
+               + (f"the role keeps running {after.effective}" if keeps else
+                  f"after the upgrade the role runs {after.effective}")
+               + f", not the Binding's {dtype!r}")
     after_text = _shown(after)
     message = (f"role {role.name} passes the flag itself on {at.long_label}: {spelled}. {why}. Today: {today}; "
                f"after the upgrade: {after_text}. The webhook refuses the deployment's next edit until it is "
@@ -188,7 +197,7 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
         else:
             verdict, severity = "MISMATCH", WARNING
             why = f"its own command sets {pred.effective!r}, not the Binding's {dtype!r}"
-    today = _today_from_pods(cands, snapshot, on) or f"{after} (no Pods: predicted)"
+    today = _today_text(_today_counts(cands, snapshot, on)) or f"{after} (no Pods: predicted)"
     message = (f"take-over role {role.name} (command set) on {at.long_label}: the operator renders nothing for "
                f"it, before or after the upgrade; {why}" + (f" ({detail})" if detail else ""))
     fix = {"OK": "", "MISMATCH": f"set `--kv-cache-dtype {dtype}` in the role's command if it should run the "
