@@ -328,6 +328,31 @@ def test_side_by_side_whole_recovery(scene, tmp_path):
     assert again.returncode == 0 and "finished; nothing to do" in again.stdout, again.stderr
 
 
+def test_half_way_through_the_guides_manual_steps_recover_adopts_what_was_made(scene, tmp_path):
+    """Issue 39 item 3: a new Binding and alpha's replacement made by hand (the guide's manual
+    steps); recover then adopts both: no second deployment of alpha, no "Create" of what exists,
+    beta moved beside them, the old objects deleted only once the adopted ones are available."""
+    cluster, ns = scene
+    pool = f"pool-{ns}"
+    by_hand = _md(ns, "alpha-mine", "sgl-mine")
+    by_hand["spec"] = _md(ns, "alpha", "sgl-mine")["spec"]
+    cluster.apply([_binding(ns, "sgl-mine", pool, "sgl-mine", "fp8_e4m3"), by_hand])
+    plan = plugin(cluster, "recover", "sgl-fp8", "-n", ns, cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert "Adopt KVCachePoolBinding" in plan.stdout and "Adopt ModelDeployment" in plan.stdout
+    assert f"Create KVCachePoolBinding {ns}/" not in plan.stdout and "alpha-fp8-e4m3" not in plan.stdout
+    with Operator(cluster, ns) as op:
+        p = plugin(cluster, "recover", "sgl-fp8", "-n", ns, "--apply", "--yes", "--timeout", "60s", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr + p.stdout
+    assert op.errors == []
+    now = mds(cluster, ns)
+    assert set(now) == {"alpha-mine", "beta-fp8-e4m3", "other"}, set(now)
+    assert now["beta-fp8-e4m3"]["spec"]["kvCache"]["poolRef"]["name"] == "sgl-mine"
+    assert op.when("available", "alpha-mine") < op.when("gone", "alpha")
+    assert binding(cluster, ns, "sgl-fp8") is None and binding(cluster, ns, "sgl-mine") is not None
+    assert "already done (it exists with the planned spec)" in p.stdout
+
+
 def test_server_dry_run_changes_nothing_and_no_terminal_refuses(scene, tmp_path):
     cluster, ns = scene
     before = mds(cluster, ns)
