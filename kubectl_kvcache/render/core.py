@@ -219,8 +219,8 @@ def terminal_table(heads, rows, no_headers, text, term, status=()):
     """A table wider than the terminal, for a person: the row keeps the short columns, from the
     left, as many as fit (the first always), aligned as kubectl aligns them; under it, indented
     and wrapped at spaces to the terminal's width, the columns that did not fit (`header: value`)
-    and then the free text (labelled when there are several). Every cell is still printed in
-    full; piped, the one-line table is printed instead (awk and grep read one row per line)."""
+    and then the free text (labelled when there are several; not printed when empty). Every
+    other cell is still printed in full; piped, the one-line table is printed instead (awk and grep read one row per line)."""
     from kubectl_kvcache.render.terminal import paint, wrap
 
     order = [i for i in range(len(heads)) if i not in text]
@@ -254,6 +254,8 @@ def terminal_table(heads, rows, no_headers, text, term, status=()):
             lines.append(current)
         for i in texts:
             value = row[i]
+            if value == NONE:
+                continue       # an empty free text under its row is a bare `<none>` line (issue 39)
             if labelled:
                 lines += wrap(value, term.width, UNDER_INDENT + " " * (len(heads[i]) + 2),
                               first=f"{UNDER_INDENT}{heads[i].lower()}: ")

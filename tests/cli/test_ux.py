@@ -310,3 +310,16 @@ def test_check_on_a_terminal_wraps_the_message_under_its_row_and_cuts_nothing(mo
     assert "\u2026" not in piped and "invalid choice: 'fp8' for SGLang 0.5.18)" in piped     # never cut
 
 
+
+
+def test_verify_wide_on_a_terminal_prints_no_bare_none_line(monkeypatch):
+    """Issue 39 item 5: at 80 columns `verify -o wide` put the empty CAUSE column under every row
+    as a bare `<none>` line. An empty free text is not printed; a filled one is."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out, err = Terminal(), io.StringIO()
+    cli.main(["verify", "-A", "-f", EXAMPLE, "-o", "wide", "--color", "never"], io.StringIO(""), out, err)
+    lines = out.getvalue().splitlines()
+    assert lines and all(x.strip() != "<none>" for x in lines), out.getvalue()
+    assert all(len(x) <= 80 for x in lines)
+    _, piped, _ = kvcache("verify", "-A", "-f", EXAMPLE, "-o", "wide")
+    assert "CAUSE" in piped.splitlines()[0]
