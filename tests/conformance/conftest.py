@@ -17,7 +17,7 @@ import wheels  # noqa: E402
 from client import OracleProcess  # noqa: E402
 from deps import missing_conformance_deps  # noqa: E402
 
-from tierstats import REALCMDS, RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
+from tierstats import HELDOUT, REALCMDS, RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
@@ -94,6 +94,11 @@ def pytest_terminal_summary(terminalreporter):
         from test_realcmds import summary_lines
         tr.section("real launch commands")
         for line in summary_lines():
+            tr.write_line(line)
+    if HELDOUT:
+        from test_zz_heldout import summary_lines as heldout_lines
+        tr.section("held-out launch commands")
+        for line in heldout_lines():
             tr.write_line(line)
     if not STATS:
         return

@@ -5,7 +5,9 @@ Runs inside an oracle process (oracle.py `schemas`), never in the plugin. An opt
 `TypeAdapter(cls).validate_json(val)`, vllm@0.33/vllm/engine/arg_utils.py; optional_type around
 it turns "" and "None" into None) has a schema:
 - `fields`: field name -> a word of kvparse.FIELD_TYPES ("bool", "int", "float", "str",
-  "lit:<a>|<b>", a "?" in front: None allowed too, "any": not replayed);
+  "lit:<a>|<b>", "enum:<NAME>|<NAME>" (an Enum: its member names, and their lower case, are
+  probed; the model judges them only where probed), a "?" in front: None allowed too, "any": not
+  replayed);
 - `forbid`: a key that is no field is refused (vLLM's @config: pydantic `extra="forbid"`),
   decided by a probe through the real callable;
 - `coupled`: the fields the class's own checks read together (`__post_init__` and the methods
@@ -20,6 +22,7 @@ it turns "" and "None" into None) has a schema:
 
 import ast
 import dataclasses
+import enum
 import inspect
 import itertools
 import json
@@ -87,6 +90,11 @@ def field_type(hint):
         return "str"
     if origin is typing.Literal and args and all(isinstance(a, str) and "|" not in a for a in args):
         return "lit:" + "|".join(args)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum) and all(
+            isinstance(m.name, str) and "|" not in m.name for m in hint):
+        # an enum (vLLM's CUDAGraphMode, CompilationMode): its member names, probed as values
+        # (the class's own "before" validator may take names, in any case); judged only where probed
+        return "enum:" + "|".join(m.name for m in hint)
     if is_config_class(hint):
         return "obj"
     if hint is dict or origin is dict:
@@ -183,15 +191,26 @@ def compared_strings(cls):
     return found[:12]
 
 
+def _member_values(hint):
+    """An enum field's member values a JSON document can hold (an IntEnum's numbers: vLLM's
+    CompilationMode), probed beside the names."""
+    for cls in [hint] + list(typing.get_args(hint)):
+        if isinstance(cls, type) and issubclass(cls, enum.Enum):
+            return [m.value for m in cls if isinstance(m.value, (int, str)) and not isinstance(m.value, bool)]
+    return []
+
+
 def schema(cls, depth=0):
     try:
         hints = typing.get_type_hints(cls)
     except Exception:  # noqa: BLE001 - a forward reference the stand-ins cannot resolve
         hints = {}
-    fields, nested = {}, {}
+    fields, nested, members = {}, {}, {}
     for name, annotation in _fields(cls):
         hint = hints.get(name, annotation)
         fields[name] = field_type(hint) if name in hints else "any"
+        if fields[name].lstrip("?").startswith("enum:"):
+            members[name] = _member_values(hint)
         if fields[name] == "obj" and depth == 0:
             try:
                 nested[name] = schema(hint, depth + 1)
@@ -201,6 +220,7 @@ def schema(cls, depth=0):
     extra = config.get("extra") if isinstance(config, dict) else None
     return {"class": f"{cls.__module__}.{cls.__qualname__}", "fields": dict(sorted(fields.items())),
             "coupled": sorted(coupled_fields(cls, fields)), "strings": compared_strings(cls), "nested": nested,
+            "members": members,
             "extra": extra if isinstance(extra, str) or extra is None else str(extra)}
 
 
@@ -236,6 +256,10 @@ def _typed(sch, name, kind):
     values = list(VALUES.get(base, []))
     if base.startswith("lit:"):
         values = base[4:].split("|") + ["no_such_value"]
+    if base.startswith("enum:"):
+        names = base[5:].split("|")
+        values = names + [n.lower() for n in names if n.lower() != n] + [
+            v for v in sch.get("members", {}).get(name, []) if v not in names] + ["no_such_value"]
     if base == "str":
         values = [v for v in sch.get("strings", [])] + values
     if kind.startswith("?"):
@@ -253,7 +277,7 @@ def documents(sch):
     typed = {}
     for name, kind in sch["fields"].items():
         values = _typed(sch, name, kind)
-        typed[name] = values[:8] or ["x"]
+        typed[name] = values[:16 if kind.lstrip("?").startswith("enum:") else 8] or ["x"]
         if name in NAMED:
             names = _factory_names(NAMED[name])
             typed[name] = names[:24] + [n for n in KNOWN_CONNECTORS if n not in names] + typed[name]
@@ -270,10 +294,22 @@ def documents(sch):
         def width(n):
             if n in NAMED:
                 return 40
-            return 8 if sch["fields"][n].lstrip("?") == "str" and sch.get("strings") else 3
+            kind = sch["fields"][n].lstrip("?")
+            if kind.startswith("enum:"):
+                return len(kind[5:].split("|"))
+            return 8 if kind == "str" and sch.get("strings") else 3
         for picks in itertools.islice(itertools.product(*[[...] + typed[n][:width(n)] for n in coupled]), 3000):
             doc = {n: v for n, v in zip(coupled, picks) if v is not ...}
             docs.append(doc)
+    # pairs of coupled fields whose values are few (enums, literals, booleans): every pair of values,
+    # whatever the number of coupled fields (the product above stops at 6; a launch command sets
+    # cudagraph_mode with mode, or with a boolean switch)
+    few = [n for n in sch["coupled"] if n in typed and (
+        sch["fields"][n].lstrip("?").startswith(("enum:", "lit:")) or sch["fields"][n].lstrip("?") == "bool")]
+    for a, b in itertools.combinations(few, 2):
+        for va in typed[a]:
+            for vb in typed[b]:
+                docs.append({a: va, b: vb})
     out, seen = [], set()
     for doc in docs:
         text = json.dumps(doc, sort_keys=True)

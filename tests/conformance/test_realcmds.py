@@ -85,12 +85,14 @@ def corpus():
     return _CORPUS
 
 
-def run_release(oracles, engine, version):
-    """Every case of one release, one batch through that release's real parser."""
+def run_release(oracles, engine, version, entries=None, stats=None):
+    """Every case of one release, one batch through that release's real parser (`entries`: another
+    corpus than corpus.yaml, whose results go to `stats` instead of the tier's summary)."""
+    key = (engine, version) if entries is None else ("held-out", engine, version)
     with _LOCK:
-        if (engine, version) in _RESULTS:
-            return _RESULTS[(engine, version)]
-    cases = build.cases(corpus(), {engine: [version]})
+        if key in _RESULTS:
+            return _RESULTS[key]
+    cases = build.cases(corpus() if entries is None else entries, {engine: [version]})
     judged = [c for c in cases if c.skip is None]
     oracle = oracles.get(engine, version)
     try:
@@ -127,8 +129,11 @@ def run_release(oracles, engine, version):
     finally:
         oracles.close_one(engine, version)
     with _LOCK:
-        _RESULTS[(engine, version)] = res
-        record(engine, version, res)
+        _RESULTS[key] = res
+        if stats is None:
+            record(engine, version, res)
+        else:
+            stats[f"{engine} {version}"] = res
     return res
 
 

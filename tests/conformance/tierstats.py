@@ -6,3 +6,4 @@ STATS = collections.Counter()
 RELEASES_SEEN = set()
 UNKNOWN_REASONS = collections.Counter()
 REALCMDS = {}   # test_realcmds: "releases" -> {"engine version": its Result}
+HELDOUT = {}    # test_zz_heldout: {"engine version": its Result} (the held-out corpus, reported apart)
