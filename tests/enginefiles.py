@@ -4,7 +4,7 @@ to the same slice)."""
 
 import json
 
-from kubectl_kvcache.engine import data
+from kubectl_kvcache.engine import data, knowledge
 from kubectl_kvcache.engine.releases import parse_version
 
 
@@ -36,7 +36,7 @@ def release_slice(engine, release, as_release=None):
         else:
             row = _rows_at(value, release)
             body[key] = [row[:-2] + [label, None]] if row is not None else []
-    return {"schema": data.ENGINE_DATA_SCHEMA, "engine": engine, "release": label, "data": body}
+    return {"schema": knowledge.SCHEMA, "engine": engine, "release": label, "data": body}
 
 
 def write(path, doc):

@@ -278,7 +278,7 @@ def test_a_commands_start_up_loads_nothing_it_does_not_need(command):
         "import kubectl_kvcache.kube.client, kubectl_kvcache.kube.kubeconfig\n"
         f"import kubectl_kvcache.cli.flows.{command.split()[0].replace('bindings', 'check').replace('roles', 'check')}\n"
         "import kubectl_kvcache.render.verify, kubectl_kvcache.render.checks, kubectl_kvcache.engine.shell\n"
-        "import kubectl_kvcache.judge.nearest_dtype, kubectl_kvcache.engine.parsers\n"
+        "import kubectl_kvcache.judge.nearest_dtype, kubectl_kvcache.engine.knowledge\n"
         f"kubectl_kvcache.cli.build_parser({command.split()[0]!r}).parse_args({command.split()!r})", site=False)
     modules -= loaded_after("pass", site=False)
     loaded = {m: why for m, why in START_UP_FORBIDDEN.items()

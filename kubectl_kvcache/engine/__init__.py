@@ -12,7 +12,8 @@ Inside: data (the releases' facts), releases (versions, profiles, images, added 
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
 predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`),
-webhook, words (what a running engine reports it runs with; why a crashed one died).
+webhook, words (what a running engine reports it runs with; why a crashed one died), knowledge
+(the JSON files of facts read from the released wheels; `load_knowledge` parses one ahead of use).
 """
 
 from kubectl_kvcache.engine.argv import Token
@@ -25,6 +26,7 @@ from kubectl_kvcache.engine.releases import (DISPLAY_NAMES, DTYPE_OPTION, ENGINE
                                              POD_IMAGE, SPEC_IMAGE, SPEC_VERSION, Profile, Version, accepted_since,
                                              is_ascend_image, known_releases, minimum_version, normalise_engine,
                                              parse_version, profile, release_name)
+from kubectl_kvcache.engine.knowledge import load as load_knowledge
 from kubectl_kvcache.engine.images import ImageRead, read as read_image, resolve_versions
 from kubectl_kvcache.engine.releases import ROLE_IMAGE, UNREAD, all_releases, releases_before
 from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
@@ -39,4 +41,4 @@ __all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES"
            "release_name", "resolve_versions", "ImageRead", "read_image", "ROLE_IMAGE", "UNREAD", "all_releases",
            "releases_before", "across",
            "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "after_parse", "refuses", "starts",
-           "START_UP_CHECK"]
+           "START_UP_CHECK", "load_knowledge"]

@@ -19,7 +19,7 @@ whose selection does not check the dtype by these lists (ROCm, CPU, XPU in the r
 releases before the lists (0.11.0 and older: the selection falls back on fp8 instead of refusing)
 leave the parse's verdict alone; where CUDA refuses a value and the image does not say its
 platform, the answer is UNKNOWN (the platform decides). The facts are data
-(engine/backends.py), read from each release's wheel by tests/conformance/backends_data.py.
+(engine/backends.json), read from each release's wheel by scripts/engine-data.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ class Start(Record):
 def _facts():
     global _FACTS
     if _FACTS is None:
-        from kubectl_kvcache.engine.backends import VLLM_BACKENDS   # ~300 KB: only when a dtype is judged
-        _FACTS = {parse_version(v): facts for v, facts in VLLM_BACKENDS.items()}
+        from kubectl_kvcache.engine import knowledge   # only when a dtype is judged
+        _FACTS = {parse_version(v): facts for v, facts in knowledge.load("backends").items()}
     return _FACTS
 
 

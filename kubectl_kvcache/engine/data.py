@@ -55,7 +55,7 @@ ACCEPTED_VALUES = {
 }
 
 # Every option of each release's parser, with its arity, and the positionals of each entry point:
-# generated from the released wheels' own parsers (scripts/engine-data) into parsers.py, loaded
+# generated from the released wheels' own parsers (scripts/engine-data) into parsers.json, loaded
 # on first use so that importing the plugin stays fast. ACCEPTED_VALUES above must equal what
 # those parsers accept (tests/conformance checks it).
 # Releases a user added without a new plugin release (`--engine-data FILE`, KVCACHE_ENGINE_DATA,
@@ -66,22 +66,14 @@ def parsers() -> dict[str, dict[str, Any]]:
 
 
 def builtin_parsers() -> dict[str, dict[str, Any]]:
-    """The built-in data alone (parsers.py), never a merge with added releases."""
-    global _PARSERS
-    if _PARSERS is None:
-        from kubectl_kvcache.engine.parsers import PARSERS
-        _PARSERS = PARSERS
-    return _PARSERS
+    """The built-in data alone (parsers.json), never a merge with added releases."""
+    from kubectl_kvcache.engine import knowledge
+    return knowledge.load("parsers")
 
 
-# {engine: its tables}: JSON-shaped, keyed by what scripts/engine-data writes (read generically by
+# {engine: its tables}: JSON, keyed by what scripts/engine-data writes (read generically by
 # releasefile, so not a TypedDict). _MERGED: with the added releases merged in (None: there are none).
-_PARSERS: dict[str, dict[str, Any]] | None = None
 _MERGED: dict[str, dict[str, Any]] | None = None
-
-# The version of the engine data's format (parsers.py and the files of added releases): bumped
-# by whoever changes what scripts/engine-data writes, so that an older file is refused, not misread.
-ENGINE_DATA_SCHEMA = 1
 
 # Parser behaviours that change with the release: (feature, first release).
 FEATURES = {
@@ -106,7 +98,7 @@ FEATURES = {
 }
 
 # The CPython whose argparse the model replays (kvparse): the conformance tier's oracle runs the
-# real parsers on it. engine/pythons.py (generated) says what other Pythons do differently.
+# real parsers on it. engine/pythons.json (generated) says what other Pythons do differently.
 ARGPARSE_PYTHON = "3.11"
 
 # The CPython minor releases an engine's official images run, as (first release, minors) rows.
@@ -187,7 +179,7 @@ RUNNER_OTHER_BACKENDS = ("maca", "musa", "corex", "dtk", "hggc")
 
 # How an argv reaches the engine's parser: `program subcommand` pairs -> (engine, entry point) and
 # `python -m` modules -> (engine, required subcommand or None, entry point). The entry point names
-# the parser in parsers.py (its options and positionals) and how the engine prepares the argv.
+# the parser in parsers.json (its options and positionals) and how the engine prepares the argv.
 ENTRY_PROGRAMS = {("vllm", "serve"): ("vllm", "serve"), ("sglang", "serve"): ("sglang", "sglang_serve")}
 ENTRY_MODULES = {
     "vllm.entrypoints.openai.api_server": ("vllm", None, "api_server"),

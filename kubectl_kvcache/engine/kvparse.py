@@ -6,7 +6,7 @@ Two steps, both from the release's real code:
    dotted `--name.key value` turned into JSON for `--name`; SGLang: `--config FILE` cut out,
    `sglang serve` needing a literal `--model-path`);
 2. CPython argparse's `_parse_known_args` (data.ARGPARSE_PYTHON) over EVERY option of that
-   release's parser with its arity (parsers.py, read from the released wheels): classification of
+   release's parser with its arity (parsers.json, read from the released wheels): classification of
    every token first (an ambiguous abbreviation fails here, wherever it stands), then options and
    positionals consumed alternately left to right (a missing value, or where the release checks
    `choices` an invalid value, fails at that point), required positionals, then unrecognized
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.cause import Cause, of_element
-from kubectl_kvcache.engine.pythons import MEASURED, PYTHON_DIFFERENCES
+from kubectl_kvcache.engine import knowledge
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 from kubectl_kvcache.record import Record
 
@@ -220,7 +220,7 @@ def classify_type(answers, probes):
 
 # --- the engines' own argparse Actions: what each does with one item ---------------------------
 # A rule of this vocabulary, matched by engine-data against the real Action called with each probe
-# item (tests/conformance/fuzz_types.py ACTION_PROBES; several items are judged each on its own):
+# item (tools/enginedata/fuzz_types.py ACTION_PROBES; several items are judged each on its own):
 #   "items any"                 every item is taken (sglang@0.4.1 server_args.py LoRAPathAction)
 #   "items braces REQ"          an item that is `{...}` once stripped must be a JSON object with the
 #                               keys REQ (comma-separated); any other item is taken
@@ -378,7 +378,7 @@ def _start_up_values(table, at):
 
 # --- Python differences -----------------------------------------------------------------------
 # argparse behaviours this model relies on that differ between CPython releases, measured by
-# tests/conformance/pythons.py under every CPython it obtains (engine/pythons.py, generated). The
+# tests/conformance/pythons.py under every CPython it obtains (engine/pythons.json, generated). The
 # model replays data.ARGPARSE_PYTHON; where an argv meets a difference and the Pythons the
 # engine's images may run (data.IMAGE_PYTHONS) do not all behave as that one, it answers UNKNOWN
 # naming the versions, never what one plausible Python contradicts.
@@ -416,10 +416,11 @@ def _answered(answer):
 
 def differences_met(texts, table):
     """[(difference, index of the first word that meets it)] for prepared argv words, over the
-    differences measured (engine/pythons.py) that have a detector here."""
+    differences measured (engine/pythons.json) that have a detector here."""
     found = []
+    measured = knowledge.load("pythons")["differences"]
     for key, detect in _DETECTORS.items():
-        if key in PYTHON_DIFFERENCES:
+        if key in measured:
             index = next((k for k, t in enumerate(texts) if t and t.startswith("-") and detect(t, table)), None)
             if index is not None:
                 found.append((key, index))
@@ -432,9 +433,10 @@ def python_dependence(items, table, profile):
     from kubectl_kvcache.engine.releases import image_pythons
 
     minors = image_pythons(profile.engine, profile.version)
-    plausible = [v for v in MEASURED if v.rsplit(".", 1)[0] in minors] or list(MEASURED)
+    pythons = knowledge.load("pythons")
+    plausible = [v for v in pythons["measured"] if v.rsplit(".", 1)[0] in minors] or list(pythons["measured"])
     for key, index in differences_met([it.text for it in items], table):
-        difference: dict = PYTHON_DIFFERENCES[key]
+        difference: dict = pythons["differences"][key]
         hit = items[index]
         groups = difference["alike"]
         mine = next(g for g in groups if any(v.rsplit(".", 1)[0] == data.ARGPARSE_PYTHON for v in g))
@@ -1174,7 +1176,7 @@ def _start_up(seen, entry, known, occurrences, values=None):
 # vLLM's config options validate their document with the config class (vllm@0.33/vllm/engine/
 # arg_utils.py:_compute_kwargs parse_dataclass: pydantic TypeAdapter(cls).validate_json, the
 # class's __post_init__ after it; optional_type around it: "" and "None" are None). engine-data
-# reads each class's fields (tests/conformance/schema_probe.py) and keeps a field's type only where
+# reads each class's fields (tools/enginedata/schema_probe.py) and keeps a field's type only where
 # this replay agreed with the real callable on every generated document. Per field, what pydantic
 # does with a JSON value: definite only where its lax mode leaves no doubt (a JSON string for an
 # int field, which lax mode may coerce, is not judged).
@@ -1304,7 +1306,7 @@ def judge_document(schema, value, why=None):
 
 
 # What a start-up check may do with a value, as a few classes (engine-data probed one value of each
-# through the real entry point; tests/conformance/startup_probe.py): "registry": a parser name, ""
+# through the real entry point; tools/enginedata/startup_probe.py): "registry": a parser name, ""
 # ("empty"), one the release registers ("registered") or another ("other"); "inline": a
 # --chat-template given as the template itself (vLLM's validate_chat_template and
 # load_chat_template take a value holding `{`, `}` or a newline as the template, not a file);

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from kubectl_kvcache.engine import data, kvparse, releases
+from kubectl_kvcache.engine import data, knowledge, kvparse, releases
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.releases import DISPLAY_NAMES, DTYPE_OPTION, ENGINES, _at, data_version, parse_version
 
@@ -233,8 +233,8 @@ def check_document(name, doc):
         if key not in FIELDS:
             _fail(name, [key], f"unknown field (an engine data file has {', '.join(FIELDS[:-1])})")
     schema = doc.get("schema")
-    if type(schema) is not int or schema != data.ENGINE_DATA_SCHEMA:
-        _fail(name, ["schema"], f"{_shown(schema)}, this plugin reads schema {data.ENGINE_DATA_SCHEMA} (write it "
+    if type(schema) is not int or schema != knowledge.SCHEMA:
+        _fail(name, ["schema"], f"{_shown(schema)}, this plugin reads schema {knowledge.SCHEMA} (write it "
                                 f"again with this plugin's scripts/engine-data)")
     engine = doc.get("engine")
     if not isinstance(engine, str) or engine not in ENGINES:
@@ -340,7 +340,7 @@ def _has(container, part):
 # --- merging an added release into the data -------------------------------------------------
 
 def _is_rows(value):
-    """Spans as parsers.py stores them: [[value, first, until], ...] or [[first, until], ...]."""
+    """Spans as parsers.json stores them: [[value, first, until], ...] or [[first, until], ...]."""
     return isinstance(value, list) and all(
         isinstance(r, list) and len(r) >= 2 and isinstance(r[-2], str) and (r[-1] is None or isinstance(r[-1], str))
         for r in value)

@@ -1,8 +1,8 @@
 """The engine's own word: what a running replica says it runs with, and why a crashed one died.
 
 The engines report the KV-cache dtype they run with in their start-up log and (vLLM) on
-/metrics; which report a release writes is a fact of its code (words_data.py, generated from the
-wheels by tests/conformance/words_data.py). Log text is untrusted input: lines are only matched,
+/metrics; which report a release writes is a fact of its code (writes.json, generated from the
+wheels by scripts/engine-data --words). Log text is untrusted input: lines are only matched,
 a shown line is cut to what was matched (a log line may hold a token or an API key), redacted and
 bounded; render/ escapes it. Pure: text in, an Observed or an ExitCause out.
 """
@@ -107,9 +107,10 @@ def _excerpt(line: str, anchor: re.Match, value: re.Match) -> str:
 
 def writes(engine: str, version: str | None) -> tuple[str, ...] | None:
     """The formats `engine`'s release writes (None: a release the data does not hold)."""
-    from kubectl_kvcache.engine.words_data import WRITES
+    from kubectl_kvcache.engine import knowledge
 
-    return WRITES.get(engine, {}).get(version or "")
+    found = knowledge.load("writes").get(engine, {}).get(version or "")
+    return None if found is None else tuple(found)
 
 
 def observe(engine: str, text: str, source: str = "log") -> Observed | None:

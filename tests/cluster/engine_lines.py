@@ -1,6 +1,6 @@
 """What an engine container writes, per release, for the kubelet stand-in to serve: start-up log
 lines, crash output and vLLM's /metrics text, produced by the engines' own code from the cached
-wheels (tests/conformance/wheels.py's cache, as the conformance tier reads them) where that code runs
+wheels (tools/enginedata/wheels.py's cache, as the conformance tier reads them) where that code runs
 here, else a typed fallback that cites the upstream file and format it follows and checks, in the
 wheel, that the format is really there (so a release that changed it fails loudly, not silently).
 
@@ -38,7 +38,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-CONFORMANCE = os.path.join(ROOT, "tests", "conformance")
+CONFORMANCE = os.path.join(ROOT, "tools", "enginedata")   # the wheels cache, as the conformance tier reads it
 STAMP_SGLANG = "2026-01-01 00:00:00"       # configure_logger's datefmt %Y-%m-%d %H:%M:%S
 STAMP_VLLM = "01-01 00:00:00"              # vllm/logger.py _DATE_FORMAT %m-%d %H:%M:%S
 
@@ -53,7 +53,7 @@ download = True
 
 
 def root(engine, version):
-    """The release's cached .py files (tests/conformance/wheels.py's cache)."""
+    """The release's cached .py files (tools/enginedata/wheels.py's cache)."""
     if CONFORMANCE not in sys.path:
         sys.path.insert(0, CONFORMANCE)
     import wheels

@@ -12,6 +12,9 @@ import background
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+# the oracle, the release list and the generators of the shipped engine data: tooling, not tests
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools", "enginedata")
+sys.path.insert(1, TOOLS)
 
 import wheels  # noqa: E402
 from client import OracleProcess  # noqa: E402

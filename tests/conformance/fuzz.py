@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(ROOT, "tools", "enginedata"))   # the oracle and the release list
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
@@ -337,7 +338,7 @@ def report(result, out=sys.stdout):
 def parse_release(text):
     engine, _, version = text.replace(" ", "==").partition("==")
     if engine not in RELEASES or version not in RELEASES[engine]:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a conformance release (tests/conformance/releases.py)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a conformance release (tools/enginedata/releases.py)")
     return engine, version
 
 

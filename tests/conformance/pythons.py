@@ -9,8 +9,8 @@ Where they come from:
       ${KVCACHE_PYTHON_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kubectl-kvcache/pythons}/pyodide-<release>/
   never into the checkout (nothing of it is committed).
 
-    python tests/conformance/pythons.py            # fetch, measure, check engine/pythons.py
-    python tests/conformance/pythons.py --write    # ... and regenerate it
+    scripts/engine-data --pythons            # fetch, measure, check engine/pythons.json
+    scripts/engine-data --pythons --write    # ... and regenerate it
 
 What is measured: argparse_probe.py's BEHAVIOURS (the argparse behaviours kvparse replays),
 grouped by the Python difference each belongs to (GROUPS); the generated module records, per
@@ -33,9 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(1, os.path.join(ROOT, "tools", "enginedata"))   # the release list, the data files' writer
 PROBE = os.path.join(HERE, "argparse_probe.py")
 RUNNER = os.path.join(HERE, "pythons_pyodide.cjs")
-TARGET = os.path.join(ROOT, "kubectl_kvcache", "engine", "pythons.py")
 
 import argparse_probe  # noqa: E402
 
@@ -299,28 +299,16 @@ def verdict(answer, prof):
     return ("ok", json.dumps(value))
 
 
-HEADER = '''"""How argparse differs between the CPythons engine images may run. Generated: do not edit;
-run `python tests/conformance/pythons.py --write` (it runs tests/conformance/argparse_probe.py
-under the CPython of each pinned Pyodide release from npm; the tier also checks the host's and
-pyenv's against it).
-
-MEASURED: the CPython versions measured. PYTHON_DIFFERENCES: difference -> {"alike": the measured
-versions grouped by identical behaviour, oldest first; "example": an argv that shows it;
-"answers": what each group's argparse does with it}. kvparse.python_dependence detects each
-difference in an argv and answers UNKNOWN where the Pythons an image may run fall in more than
-one group.
-"""
-
-'''
-
-
 def render(results, diffs):
-    lines = [HEADER + "MEASURED = " + json.dumps(list(results)), "", "PYTHON_DIFFERENCES = {"]
-    for key in sorted(diffs):
-        lines.append(f"    {json.dumps(key)}: {{")
-        lines += [f"        {json.dumps(field)}: {json.dumps(diffs[key][field])}," for field in sorted(diffs[key])]
-        lines.append("    },")
-    return "\n".join(lines + ["}"]) + "\n"
+    """pythons.json: {"measured": the CPython versions measured, "differences": difference ->
+    {"alike": the measured versions grouped by identical behaviour, oldest first; "answers": what
+    each group's argparse does with "example", an argv that shows it}}. kvparse.python_dependence
+    detects each difference in an argv and answers UNKNOWN where the Pythons an image may run fall
+    in more than one group."""
+    from generated import render as render_json
+    data = {"measured": list(results),
+            "differences": {key: {field: diffs[key][field] for field in sorted(diffs[key])} for key in sorted(diffs)}}
+    return render_json(data, "tests/conformance/pythons.py (scripts/engine-data --pythons)", expand=2)
 
 
 def main(argv):
@@ -331,16 +319,8 @@ def main(argv):
     if stray:
         print("differences in no group (add a detector and a group): " + ", ".join(stray), file=sys.stderr)
         return 1
-    if "--write" in argv:
-        with open(TARGET, "w") as f:
-            f.write(text)
-        print(f"wrote {os.path.relpath(TARGET, ROOT)}", file=sys.stderr)
-        return 0
-    current = open(TARGET).read() if os.path.exists(TARGET) else ""
-    if current != text:
-        print(f"{os.path.relpath(TARGET, ROOT)} differs from the measurements: run with --write", file=sys.stderr)
-        return 1
-    return 0
+    from generated import write_or_compare
+    return write_or_compare(argv, "pythons", text, "scripts/engine-data --pythons")
 
 
 if __name__ == "__main__":

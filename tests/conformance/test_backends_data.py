@@ -1,21 +1,22 @@
-"""kubectl_kvcache/engine/backends.py equals what the cached vLLM wheels say (backends_data.py)."""
+"""kubectl_kvcache/engine/backends.json equals what the cached vLLM wheels say (tools/enginedata/backends_data.py)."""
 
 import os
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import backends_data  # noqa: E402
+import backends_data  # noqa: E402  (tools/enginedata: conftest.py puts it on the path)
+
+from kubectl_kvcache.engine import knowledge  # noqa: E402
 
 pytestmark = pytest.mark.conformance
 
 
 def test_shipped_backend_data_equals_the_wheels():
     """This run's slice of the releases (releases.TIER, every release within the rotation) and the
-    two the issue names; `python tests/conformance/backends_data.py` compares them all."""
+    two the issue names; `scripts/engine-data --backends` compares them all."""
     from releases import TIER
-    from kubectl_kvcache.engine.backends import VLLM_BACKENDS
+    VLLM_BACKENDS = knowledge.load("backends")
     versions = [v for v in dict.fromkeys(list(TIER["vllm"]) + ["0.14.1", "0.18.0"]) if v in VLLM_BACKENDS]
     assert "0.14.1" in versions and len(versions) >= 2
     for version in versions:
@@ -25,7 +26,7 @@ def test_shipped_backend_data_equals_the_wheels():
 
 
 def test_bfloat16_refused_by_every_cuda_backend_of_0_14_1_not_of_0_18_0():
-    from kubectl_kvcache.engine.backends import VLLM_BACKENDS
+    VLLM_BACKENDS = knowledge.load("backends")
     for version, refused in (("0.14.1", True), ("0.18.0", False)):
         facts = VLLM_BACKENDS[version]
         cuda = facts["platforms"]["cuda"]

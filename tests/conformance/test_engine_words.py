@@ -1,7 +1,7 @@
 """The engine's own word (engine/words.py) against the real releases.
 
-1. engine/words_data.py (which reports of its KV-cache dtype each release writes) equals what the
-   released code holds (tests/conformance/words_data.py, the generator, run here).
+1. engine/writes.json (which reports of its KV-cache dtype each release writes) equals what the
+   released code holds (tools/enginedata/words_data.py, the generator, run here).
 2. The reader on lines the releases' own code writes for an argv (oracle.py `words`: vLLM's
    log_non_default_args on the parsed namespace; SGLang's f"{server_args=}" of a ServerArgs
    holding the parsed values), and on the parser's own error output for a refused dtype.
@@ -12,15 +12,15 @@ import sys
 
 import pytest
 
-from kubectl_kvcache.engine import words
-from kubectl_kvcache.engine.words_data import WRITES
+from kubectl_kvcache.engine import knowledge, words
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import words_data  # noqa: E402
+import words_data  # noqa: E402  (tools/enginedata: conftest.py puts it on the path)
 from releases import TIER as RELEASES  # noqa: E402  (this run's slice: docs/tests.md)
 
+WRITES = knowledge.load("writes")
 # the releases whose code writes a report this reader reads from the argv (the ones whose lines
 # the oracle can produce: vLLM from log_non_default_args' first release, SGLang's dataclass repr)
 VLLM = [v for v in RELEASES["vllm"] if "non-default-args" in WRITES["vllm"][v]]
@@ -36,7 +36,7 @@ def test_the_shipped_reports_per_release_equal_the_wheels():
     for engine, versions in read.items():
         for version, formats in versions.items():
             assert WRITES[engine].get(version) == formats, \
-                f"{engine} {version}: words_data.py differs from the wheel: run tests/conformance/words_data.py --write"
+                f"{engine} {version}: writes.json differs from the wheel: run scripts/engine-data --words --write"
     from releases import RELEASES as EVERY
     assert {e: sorted(v) for e, v in WRITES.items()} == {e: sorted(v) for e, v in EVERY.items()}
 

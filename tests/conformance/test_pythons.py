@@ -12,13 +12,14 @@ import sys
 
 import pytest
 
-from kubectl_kvcache.engine import data, kvparse, pythons as measured_module
+from kubectl_kvcache.engine import data, knowledge, kvparse
 from kubectl_kvcache.engine.releases import image_pythons, parse_version, profile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import argparse_probe  # noqa: E402
+import generated  # noqa: E402
 import pythons  # noqa: E402
 import test_conformance as tc  # noqa: E402
 
@@ -53,9 +54,10 @@ def test_generated_differences_are_the_measured_ones(matrix):
     assert set(required) == set(pythons.PYODIDE.values())
     diffs, stray = pythons.differences(behaviours(required))
     assert not stray, f"argparse differs on behaviours no detector covers: {stray}"
-    current = open(pythons.TARGET).read()
+    with open(generated.target("pythons"), encoding="utf-8") as f:
+        current = f.read()
     assert current == pythons.render(behaviours(required), diffs), \
-        "engine/pythons.py differs from the measurements: run python tests/conformance/pythons.py --write"
+        "engine/pythons.json differs from the measurements: run scripts/engine-data --pythons --write"
 
 
 def test_other_pythons_here_bring_no_new_behaviour(matrix):
@@ -73,7 +75,7 @@ def test_other_pythons_here_bring_no_new_behaviour(matrix):
 def test_known_case_explicit_double_dash():
     """CPython 3.12.1 drops an explicit `--` value (a later occurrence wins), 3.12.7 refuses it:
     vLLM images run 3.12 with the patch unpinned, so the model cannot say."""
-    groups = measured_module.PYTHON_DIFFERENCES["explicit-double-dash"]["alike"]
+    groups = knowledge.load("pythons")["differences"]["explicit-double-dash"]["alike"]
     assert "3.12.1" in groups[0] and "3.12.7" in groups[1]
     for argv in (["m", "--kv-cache-dtype=--"], ["m", "--kv-cache-dtype=--", "--kv-cache-dtype", "auto"]):
         (outcome, _), pred = tc.model_answer("vllm", "0.29.0", "serve", argv)
@@ -95,7 +97,7 @@ def test_model_is_unknown_where_plausible_pythons_disagree(matrix):
         shown = f"{case.engine} {case.version} {case.entry} {case.argv}: {verdicts}"
         met = kvparse.differences_met(case.prepared, prof.options_for(case.entry))
         split = [key for key, _ in met
-                 if all(any(a in g and b not in g for g in measured_module.PYTHON_DIFFERENCES[key]["alike"])
+                 if all(any(a in g and b not in g for g in knowledge.load("pythons")["differences"][key]["alike"])
                         for a in required for b in required if verdicts[a] != verdicts[b])]
         if not split:
             wrong.append(f"no detected difference explains {shown}")

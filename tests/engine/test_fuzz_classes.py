@@ -1,5 +1,5 @@
 """The classes of argv issue 23's independent fuzzer found judged wrong, one case each, as the real
-parsers answer them (each was run through tests/conformance/oracle.py; the fuzzer there checks
+parsers answer them (each was run through tools/enginedata/oracle.py; the fuzzer there checks
 thousands more). The model replays what the generated data lets it replay and says UNKNOWN,
 naming the option, where a value's fate depends on code or files it does not have."""
 

@@ -11,7 +11,8 @@ import pytest
 from kubectl_kvcache.engine import kvparse
 from kubectl_kvcache.engine.argv import Token
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "tools", "enginedata"))
 
 import fuzz_types  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The old vLLM releases (0.5.x-0.9.0) on what real launch commands combine (issue 29), one case
 per decision the generated data gives them, each outcome as the release's real entry point gave it
-(tests/conformance/oracle.py on the released wheel; the conformance tiers check thousands more):
+(tools/enginedata/oracle.py on the released wheel; the conformance tiers check thousands more):
 
 - before 0.10 the tool-call (and, in 0.8.5-0.9.0, reasoning) parser names are checked against their
   registries inline in run_server, before the socket bind (vllm@0.9.0/vllm/entrypoints/openai/

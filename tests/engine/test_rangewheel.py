@@ -1,4 +1,4 @@
-"""scripts/engine-wheels' range reads (tests/conformance/rangewheel.py) against a local server that
+"""scripts/engine-wheels' range reads (tools/enginedata/rangewheel.py) against a local server that
 answers like PyPI (a JSON page, files with Range): the members kept are exactly the ones a full
 download extracts, byte for byte, and far fewer bytes than the wheel are fetched."""
 
@@ -11,7 +11,8 @@ import zipfile
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "tools", "enginedata"))
 import rangewheel  # noqa: E402
 import wheels  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Issue 36 item 3: the attention-backend check after the parse, through the real entry point.
 
 vLLM 0.14.1's parser takes `--kv-cache-dtype bfloat16`, but none of its CUDA attention backends
-lists it (engine/backends.py, read from the wheels by tests/conformance/backends_data.py; the
+lists it (engine/backends.json, read from the wheels by tools/enginedata/backends_data.py; the
 conformance test holds the data to the wheels): the replica exits at start-up. From 0.15 the base
 class lists bfloat16. Each case fails on the code before engine/attention.py (OK, no finding, and
 recover proposing or accepting bfloat16)."""
@@ -104,7 +104,7 @@ def test_a_forced_backend_is_judged_alone():
 
 def test_every_release_from_the_first_with_lists_is_in_the_backend_data():
     """No gaps: a release between the first modelled one and the newest would be UNKNOWN (cause
-    release); scripts regenerate engine/backends.py with tests/conformance/backends_data.py."""
+    release); scripts/engine-data --backends --write regenerates engine/backends.json."""
     first = min(attention._facts())
     held = [v for v in engine.all_releases("vllm") if v >= first]
     assert [str(v) for v in held if v not in attention._facts()] == []

@@ -106,7 +106,7 @@ def _tracer(err, context):
 # -- the command ----------------------------------------------------------------------------------
 
 _NETWORK = ("kube.transport", "kube.proxyenv")
-_JUDGED = _NETWORK + ("engine", "engine.parsers", "engine.backends", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
+_JUDGED = _NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
                       "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
 # What one context's read imports (measured: sys.modules before and after a run of each command),
 # imported once in this process before the workers fork: else every worker imports it again (a
@@ -119,8 +119,13 @@ def preload(command):
     """Import what one context's read of `command` imports (_PRELOAD)."""
     import importlib
 
-    for name in _PRELOAD.get(command, _JUDGED + ("cli.flows.check",)):
+    wanted = _PRELOAD.get(command, _JUDGED + ("cli.flows.check",))
+    for name in wanted:
         importlib.import_module("kubectl_kvcache." + name)
+    if "engine" in wanted:            # the data every judge reads, parsed once for all workers
+        from kubectl_kvcache.engine import load_knowledge
+        for data in ("parsers", "backends"):
+            load_knowledge(data)
 
 
 def run(options, io) -> int:

@@ -6,7 +6,7 @@ way without a new plugin release (as pluto's --additional-versions, kubepug's --
 With --wheel FILE or --source DIR the parser is read from a local wheel or source tree of a
 release not on PyPI yet (local_release.py), labelled with VERSION.
 
-The file: {"schema": data.ENGINE_DATA_SCHEMA, "engine", "release", "_": where its parser was
+The file: {"schema": knowledge.SCHEMA, "engine", "release", "_": where its parser was
 read from, "data": what engine_data.build writes for that engine, over that one release}. The
 plugin merges it into its own data.
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 import engine_data  # noqa: E402
 import local_release  # noqa: E402
 import wheels  # noqa: E402
-from kubectl_kvcache.engine import data  # noqa: E402
+from kubectl_kvcache.engine import data, knowledge  # noqa: E402
 from kubectl_kvcache.engine.releasefile import is_release  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def release_document(engine, version, root=None, origin="--release from the rele
         built = engine_data.build(described)
     finally:
         engine_data.RELEASES = saved
-    return {"schema": data.ENGINE_DATA_SCHEMA, "engine": engine, "release": version,
+    return {"schema": knowledge.SCHEMA, "engine": engine, "release": version,
             "_": f"written by scripts/engine-data {origin}", "data": built[engine]}
 
 

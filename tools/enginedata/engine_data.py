@@ -16,7 +16,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(os.path.dirname(HERE)))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-TARGET = os.path.join(ROOT, "kubectl_kvcache", "engine", "parsers.py")
 
 from client import OracleProcess  # noqa: E402
 from releases import RELEASES  # noqa: E402
@@ -428,71 +427,11 @@ def _between(releases, first, until):
     return releases[releases.index(first):releases.index(until) if until else None]
 
 
-def lit(value):
-    """A Python literal of JSON-like data (lists, strings, None, True)."""
-    if value is None:
-        return "None"
-    if value is True or value is False:
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(lit(v) for v in value) + "]"
-    return json.dumps(value)
-
-
 def dump(data):
-    # a Python module, one option per line: reviewable diffs, and packaged like any module
-    lines = ['"""The engines\' parsers, read from the released wheels by scripts/engine-data. Generated: do',
-             'not edit; add a release to tests/conformance/releases.py and run scripts/engine-data --write.',
-             '',
-             'Per engine: the sampled releases; each --kv-cache-dtype value as [first, until) spans of them;',
-             'how the value is checked (argparse `choices`, or vLLM 0.33\'s start-up validator); every option of',
-             'the parser that reads --kv-cache-dtype as {name: [[arity, first, until], ...]} (arity: "0" takes',
-             'no value, "1" one, or argparse nargs "?", "*", "+"); the required options; the string choices',
-             'of other options (space-separated), and in "fixed_choices" those of them read from a parser',
-             'registry that only the release\'s own modules fill before the parse (the registry\'s name), or',
-             'given as constants in the code that builds the parser where no plugin runs before it ("literal',
-             '<expression>");',
-             'the positionals of each entry point; and',
-             'where an entry point\'s parser differs from the first one ("-": absent there).',
-             '',
-             'What the model needs to replay the other options (issue 23; format in docs/engines.md):',
-             '"probes", the values each option\'s `type=` was asked about; "kinds", for each option whose',
-             'value is not just any string: "<action> [<type>] [file]", action one of store, append, extend,',
-             'custom (the engine\'s own Action: not replayed), fails (raises at the token), help, version;',
-             'type one of kvparse.TYPES, or "opaque:<one 1/0 per probe>" (only the probed answers are',
-             'known); "file": its value names a file. "start_up": "<entry> <option>" -> what the entry',
-             'point\'s checks after the parse do when that option is given alone ("ok", "dies: message")',
-             'or "reads" (they read its value); "start_up_values": for such a one-value option, JSON',
-             '{value: outcome} of the entry point run with it alone and each fuzz_types.START_UP_VALUES',
-             'value (kept only where no run read another option). "behaviours": argv preparation of the',
-             'entry points, each decided by running one argv through the real entry point. "rewrites":',
-             'token family ("-O") -> the kvparse.rewrite_o rule that replays what the release\'s own',
-             'parse_args hands to argparse on every probe argv, or "opaque" (not replayed). "actions":',
-             'option -> the kvparse.action_accepts rule its engine-own Action matched on every probe item.',
-             '"""',
-             "",
-             "PARSERS: dict[str, dict] = {"]
-    keys = list(data)
-    for k, key in enumerate(keys):
-        tail = "," if k < len(keys) - 1 else ""
-        if not isinstance(data[key], dict):
-            continue
-        lines.append(f"  {json.dumps(key)}: {{")
-        sub = list(data[key])
-        for j, name in enumerate(sub):
-            value = data[key][name]
-            t2 = "," if j < len(sub) - 1 else ""
-            if isinstance(value, dict):
-                lines.append(f"    {json.dumps(name)}: {{")
-                items = list(value.items())
-                for i, (n, v) in enumerate(items):
-                    lines.append(f"      {json.dumps(n)}: {lit(v)}" + ("," if i < len(items) - 1 else ""))
-                lines.append("    }" + t2)
-            else:
-                lines.append(f"    {json.dumps(name)}: {lit(value)}{t2}")
-        lines.append("  }" + tail)
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    """parsers.json: one option per line (engine -> table -> entry), for reviewable diffs; the format
+    is described in docs/engines.md ("The engine data")."""
+    from generated import render
+    return render(data, "scripts/engine-data", expand=3)
 
 
 def generate(jobs=2, save=None):
@@ -516,7 +455,7 @@ def generate(jobs=2, save=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--write", action="store_true", help="write parsers.py instead of checking it")
+    ap.add_argument("--write", action="store_true", help="write parsers.json instead of checking it")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--described", help="read (or, with --save, write) the parsers' descriptions from/to this "
                                         "JSON file instead of asking every release again")
@@ -527,20 +466,8 @@ def main(argv=None):
             text = dump(build(json.load(f)))
     else:
         text = generate(args.jobs, args.described)
-    if args.write:
-        with open(TARGET + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(TARGET + ".tmp", TARGET)
-        print(f"engine-data: wrote {os.path.relpath(TARGET, ROOT)}")
-        return 0
-    with open(TARGET) as f:
-        current = f.read()
-    if current != text:
-        print("engine-data: parsers.py differs from the real releases; run scripts/engine-data --write",
-              file=sys.stderr)
-        return 1
-    print("engine-data: parsers.py matches the real releases")
-    return 0
+    from generated import write_or_compare
+    return write_or_compare(["--write"] if args.write else [], "parsers", text, "scripts/engine-data")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ attention backend found"). No GPU runs here, so the facts are read from the sour
   selection (cpu.py, xpu.py in the releases read): recorded as None (UNKNOWN).
 
 A release whose backend.py has no `supported_kv_cache_dtypes` (before the attribute existed)
-is left out: the model says UNKNOWN for it. Writes kubectl_kvcache/engine/backends.py.
-Run: python tests/conformance/backends_data.py [--write]
+is left out: the model says UNKNOWN for it. Writes kubectl_kvcache/engine/backends.json.
+Run: scripts/engine-data --backends [--write]
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.path.join(ROOT, "kubectl_kvcache", "engine", "backends.py")
 CACHE = os.environ.get("KVCACHE_ENGINE_CACHE") or os.path.expanduser("~/.cache/kubectl-kvcache/engines")
 PLATFORMS = {"cuda": "cuda.py", "rocm": "rocm.py", "cpu": "cpu.py", "xpu": "xpu.py"}
 # Where the base class and the backend enum live: moved in 0.14 (0.13: vllm/attention/backends/).
@@ -286,26 +285,15 @@ def build():
     return data
 
 
-HEADER = '''"""vLLM's attention-backend check after the parse, per exact release (generated; do not edit).
-
-Written by tests/conformance/backends_data.py from each release's wheel source: per platform the
-backends its selection may pick (None: the platform does not check the dtype at selection), per
-backend its supported_kv_cache_dtypes (None: it decides at run time). A release missing here is
-not modelled. Read by engine/attention.py.
-"""
-
-'''
-
-
 def render(data):
-    """One line per release (the lists repeat from release to release; pprint's layout was 0.5 MB)."""
-    lines = [f"    {version!r}: {facts!r}," for version, facts in data.items()]
-    return HEADER + "VLLM_BACKENDS = {\n" + "\n".join(lines) + "\n}\n"
+    """backends.json: one line per release (the lists repeat from release to release)."""
+    from generated import render as render_json
+    return render_json(data, "scripts/engine-data (backends_data.py)", expand=1)
 
 
 def main(argv):
     from generated import write_or_compare
-    return write_or_compare(argv, TARGET, render(build()), "tests/conformance/backends_data.py")
+    return write_or_compare(argv, "backends", render(build()), "scripts/engine-data --backends")
 
 
 if __name__ == "__main__":
