@@ -13,8 +13,9 @@
 - ModelDeployment Pods (`controllers/worker/model_deployment_kv_cache_dtype_test.go`): base
   command, the rendered arguments, then the role's extraArgs, so a role's own later flag wins.
 
-Pure: a container dict in, a view out. Used by judge/ (verify, check) and by the demo cluster's
-stand-in controller, so both follow one model of the renderer.
+Pure: a container dict in, a view out. Used by judge/ (verify, check) and by the stand-in
+controller of the tests and the demo cluster (tests/operator_model.py builds on it), so both follow
+one model of the renderer.
 """
 
 from __future__ import annotations
@@ -156,57 +157,6 @@ def vllm_transfer_config(engine: str, kind: str, store: bool, p2p: bool) -> str 
 
 KV_EVENTS_DOC = json.dumps({"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": "tcp://*:5557",
                             "replay_endpoint": "tcp://*:5558", "topic": "kv@"}, separators=(",", ":"))
-
-
-def rendered_args(engine: str, dtype: str | None, store: bool = True, kind: str = "", p2p: bool = False,
-                  kv_events: bool = False) -> list[str]:
-    """The arguments the renderer appends, in its order: connector, the dtype (only beside a store,
-    and only when given: the Setting on), then --kv-events-config (vLLM only)."""
-    if engine == "sglang":
-        args = [SGLANG_BACKEND_ARG, SGLANG_BACKEND_VALUE]
-        return args + ([DTYPE_ARG, dtype] if dtype else [])
-    args = []
-    document = vllm_transfer_config(engine, kind, store, p2p)
-    if document is not None:
-        args += [TRANSFER_CONFIG_ARG, document]
-    if store and dtype:
-        args += [DTYPE_ARG, dtype]
-    if kv_events:
-        args += [EVENTS_CONFIG_ARG, KV_EVENTS_DOC]
-    return args
-
-
-def rendered_env(engine: str, store: bool = True) -> list[dict]:
-    if not store:
-        return []
-    if engine == "sglang":
-        return [{"name": SGLANG_MASTER_ENV, "value": "mooncake-master:50051"}]
-    return [{"name": CONFIG_PATH_ENV, "value": CONFIG_FILE_PATH}]
-
-
-def deployment_command(base: list[str], rendered: list[str], extra_args: list[str]) -> list[str]:
-    """A ModelDeployment Pod's command: base, the rendered arguments, then the role's extraArgs."""
-    return list(base) + list(rendered) + list(extra_args)
-
-
-def defaulted_args(engine: str, kind: str, existing: list[str]) -> list[str]:
-    """The defaulted arguments the webhook adds after the rendered ones, each only when the
-    container does not already pass its flag (injectPod reads the container's args first)."""
-    if engine != "sglang":
-        return []
-    groups = SGLANG_DEFAULTED + (SGLANG_DECODE_DEFAULTED if kind == "decode" else ())
-    out = []
-    for group in groups:
-        flag = group[0]
-        if any(t == flag or t.startswith(flag + "=") for t in existing):
-            continue
-        out += list(group)
-    return out
-
-
-def injected_args(engine: str, kind: str, command: list[str], args: list[str], rendered: list[str]) -> list[str]:
-    """An injected container's args after admission: its own, the rendered ones, then the defaulted."""
-    return list(args) + list(rendered) + defaulted_args(engine, kind, list(command) + list(args))
 
 
 def webhook_dtype_positions(args: list[str], engine: str | None) -> tuple[int, ...]:

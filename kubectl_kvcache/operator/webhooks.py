@@ -20,7 +20,8 @@ tests (gpustack/gpustack-operator at 6678d71, pkg/worker/webhooks/worker/):
 Which spellings name an owned flag is ModelDeploymentResolveArg
 (pkg/worker/controllers/worker/model_deployment_connector.go; `resolve_arg` here): vLLM's `_` to
 `-` up to the first `.`, a dotted tail cut, then the exact key, and ANY prefix longer than `--`
-of a key (an exact other owned flag excepted), erring toward refusing. The rules of the Pod
+of a key (an exact other owned flag excepted), erring toward refusing. The ModelDeployment rule
+itself is only the tests' (tests/operator_model.py md_refusals: the plugin never admits one). The rules of the Pod
 injection webhook's resolution (pod_kv_cache_resolve.go, inject/types.go, inject/engine.go) are
 `injection_refusals`.
 """
@@ -33,7 +34,6 @@ from kubectl_kvcache.operator import api, masters
 from kubectl_kvcache.record import Record
 
 DTYPE_ARG = "--kv-cache-dtype"
-MD_REFUSAL = f'"{DTYPE_ARG}" is set by the operator while spec.kvCache names a pool'
 SETTING_PROPAGATION_SECONDS = 30     # the operator's settings cache (docs/reference/settings.md)
 
 # The (engine, key) catalog of the arguments the operator owns (model_deployment_connector.go:
@@ -90,29 +90,6 @@ def resolve_arg(engine: str, arg: str, keys) -> str | None:
     if name in OWNED_ARGS.get(family, ()):
         return None
     return next((key for key in keys if key.startswith(name)), None)
-
-
-def names_dtype(entry: str, engine: str) -> bool:
-    """Whether one command-line entry names --kv-cache-dtype as the webhook reads it for `engine`
-    (`vllm`, `vllm-ascend` or `sglang`): resolve_arg against the dtype key."""
-    return resolve_arg(engine, entry, (DTYPE_ARG,)) == DTYPE_ARG
-
-
-def md_refusals(engine: str, roles, kv_cache: bool, setting_on: bool, deleting: bool = False) -> list[FieldError]:
-    """The errors the ModelDeployment webhook returns for its dtype rule. `roles`: (command,
-    extraArgs) per role, in spec order."""
-    if not setting_on or not kv_cache or deleting:
-        return []
-    errors = []
-    for i, (command, extra_args) in enumerate(roles):
-        if command:
-            continue
-        for j, entry in enumerate(extra_args or ()):
-            if names_dtype(entry, engine):
-                errors.append(FieldError("Forbidden", f"spec.roles[{i}].extraArgs[{j}]", entry,
-                                         f"{MD_REFUSAL}: remove it, and name a Binding declaring the dtype "
-                                         f"you want"))
-    return errors
 
 
 def binding_refusals(new: dict, setting_on: bool, old: dict | None = None) -> list[FieldError]:

@@ -66,6 +66,7 @@ for _path in (ROOT, os.path.join(ROOT, "tests"), os.path.dirname(os.path.abspath
 
 from kubectl_kvcache.engine import predict  # noqa: E402
 from kubectl_kvcache.operator import renderer, webhooks  # noqa: E402
+import operator_model  # noqa: E402  (tests/operator_model.py)
 from kubectl_kvcache.operator.api import GROUP, VERSION  # noqa: E402
 from kubectl_kvcache.operator import masters  # noqa: E402
 import objects  # noqa: E402
@@ -296,7 +297,7 @@ class StandInOperator:
         admitted = _admitted(meta) or 0
         changes = 0
         if generation > admitted:
-            errors = [] if self._stored else webhooks.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
+            errors = [] if self._stored else operator_model.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
                                           on)
             if errors:
                 message = "; ".join(str(e) for e in errors)
@@ -392,13 +393,13 @@ class StandInOperator:
         kind = (role.get("kind") or "server").lower()
         rendered = []
         if spec.get("kvCache") and connector:
-            rendered = renderer.rendered_args(engine, dtype, store=store, kind=kind,
+            rendered = operator_model.rendered_args(engine, dtype, store=store, kind=kind,
                                               p2p=p2p and kind in ("prefill", "decode"))
-            env = renderer.rendered_env(engine, store) + env
+            env = operator_model.rendered_env(engine, store) + env
         base = ["vllm", "serve", model] if engine == "vllm" else \
             ["python3", "-m", "sglang.launch_server", "--model-path", model]
         port = "8000" if engine == "vllm" else "30000"
-        command = renderer.deployment_command(base, rendered, role.get("extraArgs") or []) + \
+        command = operator_model.deployment_command(base, rendered, role.get("extraArgs") or []) + \
             ["--host", "0.0.0.0", "--port", port]
         return {"name": "main", "image": image, "command": command, "env": env}
 

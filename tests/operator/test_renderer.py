@@ -8,6 +8,7 @@ import json
 import pytest
 
 import objects as o
+import operator_model
 from kubectl_kvcache.judge import checks, setting as setting_mod, verify
 from kubectl_kvcache.load import manifests
 from kubectl_kvcache.load.scope import Scope
@@ -53,31 +54,31 @@ RENDER_DTYPE = [
                          ids=[c[0] for c in RENDER_DTYPE])
 def test_render_dtype(name, engine, kind, store, p2p, dtype, want):
     # from DTYPE_TEST, case `name`
-    args = renderer.rendered_args(engine, dtype, store=store, kind=kind, p2p=p2p)
+    args = operator_model.rendered_args(engine, dtype, store=store, kind=kind, p2p=p2p)
     assert dtype_values(args) == want
     # what a Pod rendered so shows: a store connector (or SGLang's backend) exactly when a store was rendered
     container = {"name": "main", "command": ["vllm", "serve", "m"] + args,
-                 "env": renderer.rendered_env(engine, store)}
+                 "env": operator_model.rendered_env(engine, store)}
     assert renderer.store_view(container, engine).rendered is store
 
 
 def test_the_pair_on_a_store_composes_both_legs():
     # DTYPE_TEST "a vllm pair on a store renders it once"; vllm.go:renderVLLM's MultiConnector arm
-    args = renderer.rendered_args("vllm", "bfloat16", store=True, kind="prefill", p2p=True)
+    args = operator_model.rendered_args("vllm", "bfloat16", store=True, kind="prefill", p2p=True)
     doc = json.loads(args[args.index("--kv-transfer-config") + 1])
     assert doc["kv_connector"] == "MultiConnector"
     legs = [c["kv_connector"] for c in doc["kv_connector_extra_config"]["connectors"]]
     assert legs == ["MooncakeConnector", "MooncakeStoreConnector"]
     # the dtype follows the connector document, and --kv-events-config follows the dtype
-    routed = renderer.rendered_args("vllm", "bfloat16", kv_events=True)
+    routed = operator_model.rendered_args("vllm", "bfloat16", kv_events=True)
     assert [a for a in routed if a.startswith("--")] == ["--kv-transfer-config", "--kv-cache-dtype",
                                                           "--kv-events-config"]
 
 
 def test_vllm_ascend_has_its_own_connectors_and_minimum():
     # vllm.go:vllmConnectorFor; docs/reference/engine-versions.md (vLLM-Ascend 0.23.0)
-    store = json.loads(renderer.rendered_args("vllm-ascend", "bfloat16")[1])
-    p2p = json.loads(renderer.rendered_args("vllm-ascend", None, store=False, kind="decode", p2p=True)[1])
+    store = json.loads(operator_model.rendered_args("vllm-ascend", "bfloat16")[1])
+    p2p = json.loads(operator_model.rendered_args("vllm-ascend", None, store=False, kind="decode", p2p=True)[1])
     assert store["kv_connector"] == "AscendStoreConnector"
     assert p2p["kv_connector"] == "MooncakeConnectorV1"
     assert renderer.MINIMUMS["vllm-ascend"] == "0.23.0"
@@ -104,7 +105,7 @@ def test_dtype_reaches_every_replica(name, owned, engine, extra, want, tmp_path)
         [(setting, "in", "")] if setting else [], Scope(None)).setting)
     base = ["vllm", "serve", "Qwen/Qwen3-8B"] if engine == "vllm" else \
         ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]
-    command = renderer.deployment_command(base, renderer.rendered_args(engine, "bfloat16" if on else None),
+    command = operator_model.deployment_command(base, operator_model.rendered_args(engine, "bfloat16" if on else None),
                                           extra)
     assert dtype_entries(command) == want
     # and verify judges the replica the way the engine runs it: the role's later value wins
@@ -188,8 +189,8 @@ def test_check_predicts_no_operator_dtype_for_a_role_without_a_store():
 def test_an_injected_sglang_pod_keeps_defaulted_args_after_the_dtype(tmp_path):
     # pod_kv_cache_inject.go:injectPod: rendered args, then the defaulted ones -- the webhook's dtype
     # is not at the end, and is not the Pod's own flag.
-    args = renderer.injected_args("sglang", "decode", ["python3", "-m", "sglang.launch_server"],
-                                  ["--model-path", "m"], renderer.rendered_args("sglang", "bf16"))
+    args = operator_model.injected_args("sglang", "decode", ["python3", "-m", "sglang.launch_server"],
+                                  ["--model-path", "m"], operator_model.rendered_args("sglang", "bf16"))
     assert args[-3:] == ["--enable-hierarchical-cache", "--disaggregation-decode-retraction-backup", "cpu_tensor"]
     assert renderer.webhook_dtype_positions(args, "sglang") == (4, 5)
     pod = o.injected_pod("p", "b1", engine="SGLang", extra_ann={

@@ -6,6 +6,8 @@ import pytest
 
 from kubectl_kvcache.operator import webhooks
 
+import operator_model
+
 MD_TEST = "model_deployment_kv_cache_dtype_test.go:TestValidateModelDeploymentKVCacheDtype"
 MD_SETTING_TEST = "model_deployment_kv_cache_dtype_test.go:TestModelDeploymentWebhook_KVCacheDtypeReadsTheSetting"
 BINDING_CREATE = "kv_cache_pool_binding_test.go:TestKVCachePoolBindingWebhook_ValidateCreate"
@@ -36,19 +38,19 @@ MD_CASES = [
                          ids=[c[0] for c in MD_CASES])
 def test_model_deployment_dtype_refusal(name, engine, command, extra, kv_cache, deleting, owned, field, value):
     # from MD_TEST, case `name`
-    errors = webhooks.md_refusals(engine, [(command, extra)], kv_cache, owned, deleting)
+    errors = operator_model.md_refusals(engine, [(command, extra)], kv_cache, owned, deleting)
     if field is None:
         assert errors == []
         return
     assert len(errors) == 1
     assert (errors[0].field, errors[0].value) == (field, value)
-    assert webhooks.MD_REFUSAL in errors[0].detail
+    assert operator_model.MD_REFUSAL in errors[0].detail
 
 
 def test_the_underscore_spelling_is_vllm_only():
     # MD_TEST names `--kv_cache_dtype=` for vLLM; SGLang's parser does not read `_` as `-`
-    assert webhooks.names_dtype("--kv_cache_dtype=fp8", "vllm")
-    assert not webhooks.names_dtype("--kv_cache_dtype=fp8", "sglang")
+    assert operator_model.names_dtype("--kv_cache_dtype=fp8", "vllm")
+    assert not operator_model.names_dtype("--kv_cache_dtype=fp8", "sglang")
 
 
 
@@ -77,8 +79,8 @@ RESOLVE_CASES = [
 
 @pytest.mark.parametrize("engine, entry, refused", RESOLVE_CASES, ids=[f"{c[0]}:{c[1]}" for c in RESOLVE_CASES])
 def test_resolve_arg_is_the_operators(engine, entry, refused):
-    assert webhooks.names_dtype(entry, engine) is refused
-    errors = webhooks.md_refusals(engine, [(None, [entry])], True, True)
+    assert operator_model.names_dtype(entry, engine) is refused
+    errors = operator_model.md_refusals(engine, [(None, [entry])], True, True)
     assert bool(errors) is refused
 
 
@@ -101,7 +103,7 @@ def test_model_deployment_webhook_reads_the_setting(name, owned, refused):
     from kubectl_kvcache.operator import records
     setting = records.default_setting() if owned is None else records.assumed_setting(owned)
     on = setting_mod.effective_value(setting)
-    errors = webhooks.md_refusals("vllm", [(None, ["--kv-cache-dtype=fp8"])], True, on)
+    errors = operator_model.md_refusals("vllm", [(None, ["--kv-cache-dtype=fp8"])], True, on)
     assert bool(errors) is refused
 
 

@@ -28,6 +28,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 
 import yaml
@@ -35,6 +36,10 @@ import yaml
 from kubectl_kvcache.operator import renderer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(HERE))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
+import operator_model  # noqa: E402  (tests/operator_model.py: the renderer's whole argument list)
 CORPUS = os.path.join(HERE, "corpus.yaml")
 
 # The ENTRYPOINT of the engine images, from their Dockerfiles:
@@ -321,11 +326,11 @@ def variants(engine, container, version):
         return c
 
     def render(dtype):
-        rendered = renderer.rendered_args(engine, dtype)
-        defaulted = renderer.defaulted_args(engine, "", list(container.get("command") or ()) + base_args)
+        rendered = operator_model.rendered_args(engine, dtype)
+        defaulted = operator_model.defaulted_args(engine, "", list(container.get("command") or ()) + base_args)
         return rendered + defaulted
 
-    env = renderer.rendered_env(engine)
+    env = operator_model.rendered_env(engine)
     return [("as-written", dict(container)),
             ("store", with_args(render(good), env)),
             ("user-flag", with_args([renderer.DTYPE_ARG, "auto"] + render(good), env)),
