@@ -75,20 +75,6 @@ def fix_hint(report, scope, output) -> str | None:
 
 # -- bindings --------------------------------------------------------------------------------
 
-# A Binding's verdict is `REJECTED by sglang 0.5.18, WARNING auto, UNUSED` (judge/checks/bindings);
-# the table shows its words as one cell, comma-joined as kubectl's node STATUS (`Ready,SchedulingDisabled`).
-_VERDICT_WORDS = (("REJECTED", "REJECTED"), ("WARNING auto", "AUTO"), ("DOMAIN CLAIMED", "DOMAIN-CLAIMED"),
-                  ("UNUSED", "UNUSED"), ("UNKNOWN", "UNKNOWN"), ("MISSING", "MISSING"))
-
-
-def verdict_token(verdict):
-    """`REJECTED,AUTO`: the verdict's upper-case words, without their details (describe has them)."""
-    if not verdict:
-        return None
-    words = [short for long, short in _VERDICT_WORDS if long in verdict]
-    return ",".join(words) or verdict
-
-
 def _users(entry):
     return str(len(entry.uses))
 
@@ -118,7 +104,7 @@ def _binding_fields(e):
 BINDINGS = View(
     columns=(_namespace(lambda e: e.namespace), Column("binding", lambda e: e.name),
              Column("dtype", _binding_field("dtype")), Column("engines", _engines),
-             Column("users", _users), Column("verdict", lambda e: verdict_token(e.verdict), status=True)),
+             Column("users", _users), Column("verdict", lambda e: e.words, status=True)),
     wide=(Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain")),
           Column("suggested", lambda e: e.suggestion), Column("used by", _used_by)),
     rows=lambda report: report.bindings,

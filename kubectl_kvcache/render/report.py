@@ -475,7 +475,7 @@ def _bindings(report, subject):
         found = [f for f in report.findings if (f.kind, f.namespace, f.name) ==
                  ("KVCachePoolBinding", entry.namespace, entry.name)]
         fails = entry.binding is None or any(f.code in checks.BINDING_FAILURES for f in found)
-        undecided = "UNKNOWN" in entry.verdict
+        undecided = entry.says("UNKNOWN")
         outcome = FAILED if fails else (SKIPPED if undecided else PASSED)
         bad = [f for f in found if f.code in checks.BINDING_FAILURES]
         reason = "; ".join(f"{f.code}: {f.message}" for f in bad) or \
@@ -605,7 +605,7 @@ def _roles_findings(report, subject):
 
     file = _file_of(subject)
     return [_check_finding(f, f.severity == checks.ERROR, "roles", file) for f in report.findings
-            if f.kind == "ModelDeployment" and f.code in ("role-own-flag", "takeover-role")]
+            if f.kind == "ModelDeployment" and f.code in checks.ROLE_CODES]
 
 
 def _check_rules():

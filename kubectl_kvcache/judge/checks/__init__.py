@@ -22,7 +22,7 @@ from kubectl_kvcache.operator import records
 from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindings
 from kubectl_kvcache.judge.checks.newer_releases import check_newer_releases
 from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
-from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
+from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ROLE_CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
                                                    Finding, Report, finding)
 from kubectl_kvcache.judge.checks.injection import check_injection
 from kubectl_kvcache.judge.checks.inputs import EnginePods, opt_ins
@@ -30,7 +30,7 @@ from kubectl_kvcache.judge.checks.roles import RoleEntry, check_roles
 from kubectl_kvcache.judge.checks.setting import setting_finding, setting_state
 from kubectl_kvcache.engine import MINIMUM
 
-__all__ = ["BINDING_FAILURES", "BindingEntry", "CODES", "Code", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM",
+__all__ = ["BINDING_FAILURES", "ROLE_CODES", "BindingEntry", "CODES", "Code", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM",
            "Report", "RoleEntry", "SEVERITIES", "Use", "WARNING", "accepted_since", "check", "flag_tokens",
            "suggest_dtype"]
 

@@ -39,20 +39,56 @@ class Use(Record):
                 **({"problem": self.problem} if self.problem else {})}
 
 
+# A Binding's verdict is a tuple of these words, each with its detail (who rejects it, who else
+# claims the domain): the table shows the words (`REJECTED,AUTO`, as kubectl's node STATUS), the
+# JSON and describe the sentence (`REJECTED by sglang 0.5.18, WARNING auto`: Verdict.text).
+REJECTED, AUTO, DOMAIN_CLAIMED, UNUSED, UNKNOWN, MISSING = \
+    "REJECTED", "AUTO", "DOMAIN-CLAIMED", "UNUSED", "UNKNOWN", "MISSING"
+_SENTENCE = {REJECTED: "REJECTED by {}", AUTO: "WARNING auto", DOMAIN_CLAIMED: "DOMAIN CLAIMED by {}",
+             UNUSED: "UNUSED", UNKNOWN: "UNKNOWN", MISSING: "MISSING"}
+
+
+class Verdict(Record):
+    """One word of a Binding's verdict and its detail."""
+
+    __slots__ = ("word", "detail")
+
+    def __init__(self, word: str, detail: str = ""):
+        self.word = word
+        self.detail = detail
+
+    @property
+    def text(self) -> str:
+        return _SENTENCE[self.word].format(self.detail)
+
+
 class BindingEntry(Record):
-    __slots__ = ("namespace", "name", "binding", "uses", "verdict", "rejected_by", "suggestion")
+    __slots__ = ("namespace", "name", "binding", "uses", "verdicts", "rejected_by", "suggestion")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, namespace: str, name: str, binding: records.Binding | None, uses: list[Use],
-                 verdict: str = "OK", rejected_by: list[tuple[Use, EngineAt, str]] | None = None,
+                 verdicts: tuple[Verdict, ...] = (), rejected_by: list[tuple[Use, EngineAt, str]] | None = None,
                  suggestion: str | None = None):
         self.namespace = namespace
         self.name = name
         self.binding = binding
         self.uses = uses
-        self.verdict = verdict
+        self.verdicts = verdicts          # () is OK
         self.rejected_by = [] if rejected_by is None else rejected_by
         self.suggestion = suggestion
+
+    def says(self, word: str) -> bool:
+        return any(v.word == word for v in self.verdicts)
+
+    @property
+    def words(self) -> str:
+        """`REJECTED,AUTO`: the table's cell."""
+        return ",".join(v.word for v in self.verdicts) or "OK"
+
+    @property
+    def verdict(self) -> str:
+        """`REJECTED by sglang 0.5.18, WARNING auto`: the JSON's and describe's sentence."""
+        return ", ".join(v.text for v in self.verdicts) or "OK"
 
     def engines(self):
         seen: list = []
@@ -114,16 +150,17 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
     if b is None:
-        entry.verdict = "MISSING"
+        entry.verdicts = (Verdict(MISSING),)
         return [finding("binding-missing", (u.namespace, u.kind, u.name),
                         f"names KVCachePoolBinding {entry.name}, which is not in namespace {u.namespace}"
                         + (": new Pods cannot be injected" if u.kind != "ModelDeployment" else ""),
                         fixes.missing_binding_fix(u.namespace, entry.name, u.kind == "ModelDeployment"))
                 for u in entry.uses]
     if not b.dtype:
-        entry.verdict = "UNKNOWN"
+        entry.verdicts = (Verdict(UNKNOWN),)
         return [finding("unchecked", obj, "the Binding has no spec.domain.dtype", "")]
-    results, verdicts = [], []
+    results: list[Finding] = []
+    verdicts: list[Verdict] = []
     unknown = []
     for use in entry.uses:
         for at in use.engines if use.renders else ():
@@ -134,12 +171,12 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
                 unknown.append((use, at, plain(outcome.reason)))
     if entry.rejected_by:
         rejecting = unique(f"{e.engine} {'(release unknown)' if e.span else e.version}" for _, e, _ in entry.rejected_by)
-        verdicts.append("REJECTED by " + ", ".join(rejecting))
+        verdicts.append(Verdict(REJECTED, ", ".join(rejecting)))
         results.append(_rejected_finding(entry, obj, on))
     for use, at, why in unknown:
         results.append(finding("unchecked", obj, f"{use.kind} {use.name} on {at.long_label}: {why}"))
     if b.dtype == "auto":
-        verdicts.append("WARNING auto")
+        verdicts.append(Verdict(AUTO))
         results.append(finding(
             "binding-auto", obj,
             "dtype 'auto' was stored before the upgrade: it keeps working and stays updatable, but with the "
@@ -154,7 +191,7 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
                                                           f", which were not found in namespace {entry.namespace} "
                                                           f"(deleted since?)") + ": their engines are not checked"))
     if claim is not None and claim.rivals:
-        verdicts.append("DOMAIN CLAIMED by " + ", ".join(f"{o.namespace}/{o.name}" for o, _ in claim.rivals))
+        verdicts.append(Verdict(DOMAIN_CLAIMED, ", ".join(f"{o.namespace}/{o.name}" for o, _ in claim.rivals)))
         results.append(_claimed_finding(entry, obj, claim.rivals))
     undecided: dict[str, list] = {}
     for other, why in claim.undecided if claim is not None else ():
@@ -170,15 +207,15 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
                 "add the KVCachePools to the input (kubectl get kvcachepools -o json)" if source == "file"
                 else "run it as a user who may list kvcachepools")))
     if not entry.uses and not b.used_by and not (claim is not None and claim.rivals):
-        verdicts.append("UNUSED")
+        verdicts.append(Verdict(UNUSED))
         results.append(finding("binding-unused", obj,
                                f"named by no ModelDeployment, injected Pod or workload template "
                                f"(dtype {b.dtype!r}, pool {b.pool}, domain {b.domain})",
                                "nothing to do; delete it if it is no longer needed"))
     if (unknown or any(u.problem for u in entry.uses) or (claim is not None and claim.undecided and not claim.rivals)) \
             and not entry.rejected_by:
-        verdicts.append("UNKNOWN")
-    entry.verdict = ", ".join(verdicts) or "OK"
+        verdicts.append(Verdict(UNKNOWN))
+    entry.verdicts = tuple(verdicts)
     return results
 
 

@@ -18,10 +18,10 @@ class Code(Record):
     table names it), what it means, and whether it makes `bindings` exit 1. `check` exits 1 on an
     error finding (a warning too with --strict), whatever its code."""
 
-    __slots__ = ("code", "severity", "about", "title", "fails_bindings", "with_setting_on")
+    __slots__ = ("code", "severity", "about", "title", "fails_bindings", "with_setting_on", "of_roles")
 
     def __init__(self, code: str, severity: str, about: str, title: str, fails_bindings: bool = False,
-                 with_setting_on: bool = False):
+                 with_setting_on: bool = False, of_roles: bool = False):
         self.code = code
         self.severity = severity
         self.about = about
@@ -30,6 +30,8 @@ class Code(Record):
         # an error of this code is what the Setting on causes (off: the operator renders nothing and
         # refuses nothing, so it does not happen); the others exist either way (judge/gate.py)
         self.with_setting_on = with_setting_on
+        # a finding about one role of a deployment: `roles` (its table, its report) shows it
+        self.of_roles = of_roles
 
 
 # The registry: one row per finding code (docs/check.md "Finding codes" is held to it by a test). A new
@@ -48,10 +50,10 @@ CODES = {c.code: c for c in (
     Code("binding-unused", INFO, "KVCachePoolBinding", "a Binding nobody in the input names"),
     Code("role-own-flag", WARNING, "ModelDeployment",
          "a role passes --kv-cache-dtype itself in extraArgs (error when its value differs from the Binding's or "
-         "the engine rejects it)", with_setting_on=True),
+         "the engine rejects it)", with_setting_on=True, of_roles=True),
     Code("takeover-role", INFO, "ModelDeployment",
          "a take-over role (command set) on a pool: what it runs with (warning when it is not the Binding's "
-         "dtype, error when the engine rejects it)"),
+         "dtype, error when the engine rejects it)", of_roles=True),
     Code("injection-refused", ERROR, "Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob",
          "an injection opt-in (Pod or workload template) the webhook refuses", with_setting_on=True),
     Code("injection-unresolved", ERROR, "Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob",
@@ -65,6 +67,7 @@ CODES = {c.code: c for c in (
     Code("setting", INFO, "Setting", "the Setting's current value"),
 )}
 BINDING_FAILURES = frozenset(c.code for c in CODES.values() if c.fails_bindings)
+ROLE_CODES = frozenset(c.code for c in CODES.values() if c.of_roles)
 
 
 class Finding(Record):
