@@ -215,7 +215,8 @@ class TTY(io.StringIO):
 
 
 def run_cli(api, argv, stdin=None, monkeypatch=None):
-    out, err = io.StringIO(), io.StringIO()
+    # a terminal session: the question is read from stdin and written to stderr, both on the terminal
+    out, err = io.StringIO(), (TTY() if isinstance(stdin, TTY) else io.StringIO())
     monkeypatch.setattr(reader, "open_client", lambda *a, **k: FakeClient(api))
     code = cli.main(argv, stdin=stdin if stdin is not None else io.StringIO(""), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()

@@ -21,7 +21,8 @@ Which spellings name an owned flag is ModelDeploymentResolveArg
 (pkg/worker/controllers/worker/model_deployment_connector.go; `resolve_arg` here): vLLM's `_` to
 `-` up to the first `.`, a dotted tail cut, then the exact key, and ANY prefix longer than `--`
 of a key (an exact other owned flag excepted), erring toward refusing. The ModelDeployment rule
-itself is only the tests' (tests/operator_model.py md_refusals: the plugin never admits one). The rules of the Pod
+itself is applied by check's roles (judge/checks/roles.py); the tests' stand-in admits with it
+(tests/operator_model.py md_refusals). The rules of the Pod
 injection webhook's resolution (pod_kv_cache_resolve.go, inject/types.go, inject/engine.go) are
 `injection_refusals`.
 """

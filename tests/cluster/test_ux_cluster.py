@@ -47,18 +47,47 @@ def test_a_no_op_patch_says_unchanged(cluster):
     _setting(cluster, "true", "true")
 
 
-def test_declining_on_a_real_terminal_changes_nothing_and_exits_1(cluster):
-    before = _setting(cluster, "true", "true")
+def _on_a_terminal(argv, answer, env, stderr_on_terminal=True):
+    """The plugin with stdin (and stderr, as in a person's shell) on a real pseudo-terminal:
+    (exit code, stdout, what the terminal showed)."""
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, PLUGIN, "setting", "off", "--kubeconfig", cluster.admin_kubeconfig],
-                         stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cluster.env())
+    p = subprocess.Popen([sys.executable, PLUGIN] + argv, stdin=slave, stdout=subprocess.PIPE,
+                         stderr=slave if stderr_on_terminal else subprocess.PIPE, env=env)
     os.close(slave)
-    os.write(master, b"n\n")
+    os.write(master, answer)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:         # EIO: the plugin exited, the terminal's other end is closed
+            break
+        if not chunk:
+            break
+        shown += chunk
     out, err = p.communicate(timeout=60)
     os.close(master)
-    assert p.returncode == 1, err
+    return p.returncode, out, shown if stderr_on_terminal else err
+
+
+def test_declining_on_a_real_terminal_changes_nothing_and_exits_1(cluster):
+    before = _setting(cluster, "true", "true")
+    code, out, err = _on_a_terminal(["setting", "off", "--kubeconfig", cluster.admin_kubeconfig], b"n\n",
+                                    cluster.env())
+    assert code == 1, err
     assert b"Turn the Setting off? [y/N]" in err and b"Cancelled: the Setting was not changed." in err
     assert b"error:" not in err and b"To undo" not in out
+    after = cluster.get("settings.gpustack.ai", NAME, namespace=NS)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_a_question_nobody_sees_is_not_asked(cluster):
+    """`setting off 2>&1 | tail` (issue 39 item 6): stdin is the terminal, the question would go
+    down a pipe; the plugin refuses at once instead of waiting on an answer nobody is asked for."""
+    before = _setting(cluster, "true", "true")
+    code, out, err = _on_a_terminal(["setting", "off", "--kubeconfig", cluster.admin_kubeconfig], b"",
+                                    cluster.env(), stderr_on_terminal=False)
+    assert code == 2 and b"standard error is not a terminal" in err and b"--yes" in err, err
+    assert b"[y/N]" not in err
     after = cluster.get("settings.gpustack.ai", NAME, namespace=NS)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 

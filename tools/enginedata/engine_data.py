@@ -431,7 +431,8 @@ def dump(data):
     """parsers.json: one option per line (engine -> table -> entry), for reviewable diffs; the format
     is described in docs/engines.md ("The engine data")."""
     from generated import render
-    return render(data, "scripts/engine-data", expand=3)
+    # the engines' tables only: build()'s "_" line was the module docstring's, now "written_by"
+    return render({k: v for k, v in data.items() if isinstance(v, dict)}, "scripts/engine-data", expand=3)
 
 
 def generate(jobs=2, save=None):

@@ -23,7 +23,7 @@ from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import recovery
 from kubectl_kvcache.operator import api, binding_status, decode, records
 from kubectl_kvcache.cli.flows.recovery_record import Journal, Taken, held
-from kubectl_kvcache.cli.flows import setting as setting_flow
+from kubectl_kvcache.cli.flows import asking, setting as setting_flow
 from kubectl_kvcache.cli.flows.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
@@ -82,11 +82,12 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
         executor.probe_all()
         view.server_dry_run(executor.server_dry_run(), out, (executor.kept().ref, executor.record_dry_run))
         return exitcodes.OK
-    isatty = getattr(io.stdin, "isatty", None)
-    if not options.yes and not (isatty and isatty()):
-        raise PluginError("refusing to apply the recovery without confirmation: standard input is not a terminal; "
+    unasked = None if options.yes else asking.cannot_ask(io)
+    if unasked:
+        raise PluginError(f"refusing to apply the recovery without confirmation: {unasked}; "
                           "pass --yes to confirm (or --dry-run to preview)")
     return executor.apply(None if options.yes else lambda: confirm(io, data))
+
 
 
 def confirm(io, data):

@@ -220,10 +220,12 @@ def _attached_only(obj):
 def confirm(io, want) -> bool:
     """Ask on the terminal (prompt on stderr); without one, refuse: --yes is the only way. True
     when the answer is y/yes; anything else (also an empty line or end of input) declines."""
-    isatty = getattr(io.stdin, "isatty", None)
-    if not (isatty and isatty()):
-        raise PluginError(f"refusing to turn the Setting {st.action_for(want)} without confirmation: standard "
-                          f"input is not a terminal; pass --yes to confirm (or --dry-run to preview)")
+    from kubectl_kvcache.cli.flows.asking import cannot_ask
+
+    unasked = cannot_ask(io)
+    if unasked:
+        raise PluginError(f"refusing to turn the Setting {st.action_for(want)} without confirmation: {unasked}; "
+                          f"pass --yes to confirm (or --dry-run to preview)")
     render.prompt(io.stderr, f"Turn the Setting {st.action_for(want)}? [y/N] ")
     answer = io.stdin.readline()
     if not answer:
