@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import re
+import selectors
 import shutil
 import socket
 import ssl
@@ -240,25 +241,37 @@ def _linger(sock):
 
 
 def _tunnel(a, b):
-    def pump(src, dst):
+    """Copy bytes both ways until either side ends, on ONE thread: an SSL socket (the
+    https-proxy's client side) read on one thread while another writes or shuts it down is a
+    use of one OpenSSL object from two threads, which crashed the interpreter under load
+    (SIGSEGV in CI). Bytes OpenSSL already decrypted do not wake select(), so they are drained
+    with pending() after every read."""
+    peer = {a: b, b: a}
+    with selectors.DefaultSelector() as sel:
+        for s in (a, b):
+            sel.register(s, selectors.EVENT_READ)
         try:
-            while True:
-                data = src.recv(65536)
-                if not data:
+            done = False
+            while not done:
+                ready = sel.select(timeout=10)
+                if not ready:
                     break
-                dst.sendall(data)
+                for key, _ in ready:
+                    src = key.fileobj
+                    data = src.recv(65536)
+                    while data and isinstance(src, ssl.SSLSocket) and src.pending():
+                        data += src.recv(src.pending())
+                    if not data:
+                        done = True
+                        break
+                    peer[src].sendall(data)
         except OSError:
             pass
-        for s in (dst, src):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    t = threading.Thread(target=pump, args=(b, a), daemon=True)
-    t.start()
-    pump(a, b)
-    t.join(5)
+    for s in (b, a):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 class Recorder:
