@@ -32,12 +32,15 @@ def add(p, writes=False):
 
 class FleetOptions(Record):
     """One read command over several contexts: `inner` holds the command's own options, as they
-    apply to each context (its connection has no --context: each context's name is filled in)."""
+    apply to each context (its connection has no --context: each context's name is filled in);
+    `flow` names the module of cli/flows whose read-flow face runs each context."""
 
-    __slots__ = ("command", "inner", "contexts", "parallel")
+    __slots__ = ("command", "flow", "inner", "contexts", "parallel")
 
-    def __init__(self, command: str, inner, contexts: tuple[str, ...] | None, parallel: int = DEFAULT_PARALLEL):
-        self.command = command          # verify | check | bindings | roles | setting
+    def __init__(self, command: str, flow: str, inner, contexts: tuple[str, ...] | None,
+                 parallel: int = DEFAULT_PARALLEL):
+        self.command = command          # verify | check | bindings | roles | setting: for messages
+        self.flow = flow                # verify | check | setting
         self.inner = inner
         self.contexts = contexts        # as given, in order; None: every context of the kubeconfig
         self.parallel = parallel
@@ -54,9 +57,10 @@ def refuse_on_write(ns, what):
                           f"context, with --context)")
 
 
-def wrap(ns, command, inner, refusals=()):
+def wrap(ns, command, flow, inner, refusals=()):
     """`inner` as it is, or a FleetOptions when a multi-context flag was given, validated before
-    anything is read. `refusals`: (condition, message) pairs the command adds."""
+    anything is read. `flow`: the cli/flows module that reads one context (its face:
+    cli/flows/__init__.py). `refusals`: (condition, message) pairs the command adds."""
     if not given(ns):
         if getattr(ns, "parallel", None) is not None:
             raise PluginError(f"--parallel needs {FLAGS}")
@@ -84,7 +88,7 @@ def wrap(ns, command, inner, refusals=()):
         names = tuple(dict.fromkeys(n.strip() for n in ns.contexts.split(",") if n.strip()))
         if not names:
             raise PluginError(f"--contexts needs at least one context name, not {ns.contexts!r}")
-    return FleetOptions(command, inner, names, parallel)
+    return FleetOptions(command, flow, inner, names, parallel)
 
 
 def run(options: FleetOptions, io) -> int:

@@ -238,8 +238,7 @@ class Report(Record):
         return counts
 
     def to_dict(self):
-        return {"kind": "VerifyReport",
-                "setting": {"value": self.setting_value, "source": self.setting_source},
+        return {"setting": {"value": self.setting_value, "source": self.setting_source},
                 "items": [i.to_dict() for i in self.items],
                 "summary": self.summary(),
                 "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None} | (

@@ -45,6 +45,8 @@ CHECK = View(
     empty="KVCachePoolBindings, pool-attached ModelDeployments or injection opt-ins",
     describe=_finding_fields,
     document="check",
+    kind="CheckReport",
+    items="findings",
 )
 
 
@@ -108,11 +110,11 @@ BINDINGS = View(
     wide=(Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain")),
           Column("suggested", lambda e: e.suggestion), Column("used by", _used_by)),
     rows=lambda report: report.bindings,
-    to_dict=lambda report: {"kind": "BindingList", "setting": report.setting,
-                            "items": [e.to_dict() for e in report.bindings]},
+    to_dict=lambda report: {"setting": report.setting, "items": [e.to_dict() for e in report.bindings]},
     empty="KVCachePoolBindings",
     describe=_binding_fields,
     document="bindings",
+    kind="BindingList",
 )
 
 
@@ -154,11 +156,11 @@ ROLES = View(
     wide=(Column("type", lambda e: e.type), Column("engine", lambda e: engine_token(e.engine) if e.engine else None),
           Column("binding", lambda e: e.binding), Column("role flag", _role_flag, text=True)),
     rows=lambda report: report.roles,
-    to_dict=lambda report: {"kind": "RoleList", "setting": report.setting,
-                            "items": [e.to_dict() for e in report.roles]},
+    to_dict=lambda report: {"setting": report.setting, "items": [e.to_dict() for e in report.roles]},
     empty="pool-attached roles that pass --kv-cache-dtype themselves or take over the command",
     describe=_role_fields,
     document="roles",
+    kind="RoleList",
 )
 
 VIEWS = {"check": CHECK, "bindings": BINDINGS, "roles": ROLES}

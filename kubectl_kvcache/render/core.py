@@ -101,20 +101,26 @@ def _layout(output):
 class View(Record):
     """What a command lists: its columns (and the extra ones of -o wide), the rows of a report,
     the report's structured form for -o json|yaml, what to call the rows when there are none, and
-    the fields of one row's block for -o describe (render/formats/describe.py)."""
+    the fields of one row's block for -o describe (render/formats/describe.py).
 
-    __slots__ = ("columns", "wide", "rows", "to_dict", "empty", "describe", "document")
+    `kind` is the one home of the structured form's `kind` (stamped first by to_dict); `items`
+    names its list of rows (None: the report is the one row), which the several-contexts form
+    (render/fleet.py) gathers across contexts."""
+
+    __slots__ = ("columns", "wide", "rows", "to_dict", "empty", "describe", "document", "kind", "items")
 
     def __init__(self, columns: tuple[Column, ...], wide: tuple[Column, ...], rows: Callable[[Any], Iterable],
                  to_dict: Callable[[Any], dict], empty: str, describe: Callable[[Any], list] | None = None,
-                 document: str | None = None):
+                 document: str | None = None, kind: str | None = None, items: str | None = "items"):
         self.columns = columns
         self.wide = wide
         self.rows = rows
-        self.to_dict = to_dict
+        self.to_dict = to_dict if kind is None else (lambda report: {"kind": kind, **to_dict(report)})
         self.empty = empty
         self.describe = describe
         self.document = document    # the command whose report (render/report.py) this view's is; None: none
+        self.kind = kind
+        self.items = items
 
     def layout(self, output) -> tuple[Column, ...]:
         """The columns printed for `output` (an Output, or a bare `wide` flag): the default ones

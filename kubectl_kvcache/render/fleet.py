@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.render.core import Column, View, line
-from kubectl_kvcache.render.setting import _shown, status_view
 
 
 class Result(Record):
@@ -44,15 +43,14 @@ def _in_context(column: Column) -> Column:
                   (lambda row: wide(row[1])) if wide else None, column.text, column.namespace, column.status)
 
 
-def view(inner: View, kind: str) -> View:
-    """`inner` over every context read: CONTEXT first, then the command's own columns; `kind`:
-    what one context's -o json is (VerifyReport, CheckReport, BindingList, RoleList, SettingStatus)."""
+def view(inner: View) -> View:
+    """`inner` over every context read: CONTEXT first, then the command's own columns."""
     def rows(fleet):
         return [(r.context, row) for r in fleet.read for row in inner.rows(r.report)]
 
     return View(columns=(Column("context", lambda row: row[0]),) + tuple(_in_context(c) for c in inner.columns),
                 wide=tuple(_in_context(c) for c in inner.wide), rows=rows,
-                to_dict=lambda fleet: to_dict(inner, kind, fleet), empty=inner.empty)
+                to_dict=lambda fleet: to_dict(inner, fleet), empty=inner.empty)
 
 
 def document(inner: View, fleet: Fleet, output, failing, out, exit_code=None):
@@ -65,11 +63,11 @@ def document(inner: View, fleet: Fleet, output, failing, out, exit_code=None):
     formats.printer(output.format).emit(fleet_document(inner, fleet, subject), out)
 
 
-def to_dict(inner: View, kind: str, fleet: Fleet) -> dict:
-    """`Fleet<Kind>`: `contexts` (each context's own fields: setting, summary, deployments, or
-    its error), the items (check: findings) of every context each with its `context`, and the
-    summary added up over the contexts read."""
-    key = {"CheckReport": "findings", "SettingStatus": None}.get(kind, "items")
+def to_dict(inner: View, fleet: Fleet) -> dict:
+    """`Fleet<Kind>` (Kind: the view's): `contexts` (each context's own fields: setting, summary,
+    deployments, or its error), the view's items (check: findings) of every context each with its
+    `context`, and the summary added up over the contexts read."""
+    key = inner.items
     items: list[dict] = []
     contexts: list[dict] = []
     total = None
@@ -88,23 +86,10 @@ def to_dict(inner: View, kind: str, fleet: Fleet) -> dict:
         summary = data.get("summary")
         if isinstance(summary, dict):
             total = dict(summary) if total is None else {k: total.get(k, 0) + v for k, v in summary.items()}
-    out: dict = {"kind": "Fleet" + kind, "contexts": contexts, (key or "items"): items}
+    out: dict = {"kind": "Fleet" + (inner.kind or ""), "contexts": contexts, (key or "items"): items}
     if total is not None:
         out["summary"] = total
     return out
-
-
-# `setting status` in a table: one row per context.
-SETTING = View(
-    columns=(Column("value", lambda s: _shown(s["value"], s["raw"])), Column("source", lambda s: s["source"]),
-             Column("editable", lambda s: {True: "yes", False: "no"}.get(s["editable"], "unknown"))),
-    wide=(Column("description", lambda s: s["description"]), Column("meaning", lambda s: s["meaning"])),
-    rows=lambda status: [status], to_dict=lambda status: status, empty="Settings")
-
-
-def setting_report(setting):
-    """A context's Setting as SETTING's row (render.setting's SettingStatus)."""
-    return status_view(setting)
 
 
 # -- stderr ------------------------------------------------------------------------------------

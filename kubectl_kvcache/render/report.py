@@ -158,13 +158,12 @@ def document(view, report, subject: Subject | None) -> Document:
     subject = subject or Subject()
     if view.document not in _BUILDERS:
         raise ValueError("this view has no document form")
-    builder, list_findings, rules = _BUILDERS[view.document]
+    builder, list_findings, rules, lists_rows = _BUILDERS[view.document]
     command, title, facts, counts, cases, progress = builder(report, subject)
     verdict = FAILED if any(c.outcome == FAILED for c in cases) else PASSED
     # every row with the wide columns: a report is read once, in full, not at a terminal
     headers = [h.upper() for h in view.headers(True)]
-    # check's rows are its findings, every one already a failure or a note of its case
-    rows = None if command == "check" else view.cells(report, True)
+    rows = view.cells(report, True) if lists_rows else None
     facts = _input_facts(subject) + facts
     return Document(command, title, tuple(facts), verdict, tuple(counts), tuple(cases), progress, headers, rows,
                     subject, tuple(list_findings(report, subject)), rules())
@@ -621,6 +620,9 @@ def _verify_rules():
 
 
 # the report of each command's view (View.document): its cases, its findings, the rules of its codes
-_BUILDERS = {"verify": (_verify, _verify_findings, _verify_rules), "check": (_check, _check_findings, _check_rules),
-             "bindings": (_bindings, _bindings_findings, _check_rules),
-             "roles": (_roles, _roles_findings, _check_rules)}
+# A document's builder, its findings, its rules, and whether it lists the view's rows (check's rows
+# are its findings, every one already a failure or a note of its case).
+_BUILDERS = {"verify": (_verify, _verify_findings, _verify_rules, True),
+             "check": (_check, _check_findings, _check_rules, False),
+             "bindings": (_bindings, _bindings_findings, _check_rules, True),
+             "roles": (_roles, _roles_findings, _check_rules, True)}

@@ -7,7 +7,7 @@ import json
 
 from kubectl_kvcache.judge.setting import (UNREADABLE_MEANS, BlastRadius, WORD, action_for, effective_value,
                                            pending_value)
-from kubectl_kvcache.render.core import line
+from kubectl_kvcache.render.core import Column, View, line
 from kubectl_kvcache.operator.api import SETTING_NAME, SETTING_NAMESPACE
 from kubectl_kvcache.operator.records import Setting
 
@@ -49,7 +49,6 @@ def status_view(setting: Setting) -> dict:
     value = effective_value(setting)
     raw = setting.status_value
     return {
-        "kind": "SettingStatus",
         "name": SETTING_NAME,
         "namespace": SETTING_NAMESPACE,
         "value": value,
@@ -68,6 +67,16 @@ def _shown(value: bool | None, raw: str | None) -> str:
         return f"unreadable ({raw!r})"
     text = f"{action_for(value)} ({WORD[value]})"
     return text if raw in (None, WORD[value]) else f"{text}, written {raw!r}"
+
+
+# `setting status` as a view: one row (one per context with --contexts); its structured form is
+# status_view's, stamped `SettingStatus`.
+VIEW = View(
+    columns=(Column("value", lambda s: _shown(s["value"], s["raw"])), Column("source", lambda s: s["source"]),
+             Column("editable", lambda s: {True: "yes", False: "no"}.get(s["editable"], "unknown"))),
+    wide=(Column("description", lambda s: s["description"]), Column("meaning", lambda s: s["meaning"])),
+    rows=lambda status: [status], to_dict=lambda status: status, empty="Settings", kind="SettingStatus",
+    items=None)
 
 
 def status_lines(setting: Setting) -> tuple[str, ...]:

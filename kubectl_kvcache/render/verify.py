@@ -128,6 +128,7 @@ VIEW = View(
     empty="pool-attached engine pods",
     describe=_item_fields,
     document="verify",
+    kind="VerifyReport",
 )
 
 

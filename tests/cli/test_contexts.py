@@ -102,16 +102,16 @@ class _Report:
 
 INNER = View(columns=(Column("name", lambda r: r["name"]),), wide=(Column("why", lambda r: r["why"]),),
              rows=lambda report: report.rows,
-             to_dict=lambda report: {"kind": "VerifyReport", "setting": {"value": True},
+             to_dict=lambda report: {"setting": {"value": True},
                                      "items": report.rows, "summary": {"total": len(report.rows), "OK": 1}},
-             empty="things")
+             empty="things", kind="VerifyReport")
 
 
 def test_the_report_of_several_contexts():
     results = (view.Result("b", _Report([{"name": "x", "why": "1"}, {"name": "y", "why": "2"}])),
                view.Result("a", error="refused"),
                view.Result("c", _Report([{"name": "z", "why": "3"}])))
-    data = view.to_dict(INNER, "VerifyReport", view.Fleet(results))
+    data = view.to_dict(INNER, view.Fleet(results))
     assert data["kind"] == "FleetVerifyReport"
     assert [(i["context"], i["name"]) for i in data["items"]] == [("b", "x"), ("b", "y"), ("c", "z")]
     assert data["contexts"] == [
@@ -119,7 +119,7 @@ def test_the_report_of_several_contexts():
         {"context": "a", "error": "refused"},
         {"context": "c", "error": None, "setting": {"value": True}, "summary": {"total": 1, "OK": 1}}]
     assert data["summary"] == {"total": 3, "OK": 2}
-    fleet_view = view.view(INNER, "VerifyReport")
+    fleet_view = view.view(INNER)
     out = io.StringIO()
     fleet_view_rows = fleet_view.cells(view.Fleet(results), True)
     assert fleet_view.headers(True) == ["context", "name", "why"]
@@ -193,4 +193,4 @@ def test_every_format_is_allowed_with_contexts():
     for fmt in ("table", "wide", "json", "yaml", "markdown", "junit"):
         ns = argparse.Namespace(contexts="a,b", all_contexts=False, parallel=None, context=None, filename=[],
                                 output=fmt)
-        assert contexts.wrap(ns, "verify", "inner").contexts == ("a", "b")
+        assert contexts.wrap(ns, "verify", "verify", "inner").contexts == ("a", "b")

@@ -59,7 +59,7 @@ def test_missing_object_and_unset_value_read_the_default():
 
 
 def test_status_view_has_the_stable_shape():
-    view = setting_view.status_view(_record("F", editable=False))
+    view = setting_view.VIEW.to_dict(setting_view.status_view(_record("F", editable=False)))
     assert view == {"kind": "SettingStatus", "name": NAME, "namespace": NS, "value": False, "raw": "F",
                     "source": "cluster", "editable": False, "description": "d", "meaning": setting_view.MEANING[False]}
 

@@ -214,8 +214,10 @@ def test_unknown_image_entrypoint_is_unknown(tmp_path):
 def test_json_contract(tmp_path):
     report = judge(o.binding("b1", "fp8"), o.deployment("md"), o.md_pod("a", "md", o.vllm_argv("fp8")),
                    tmp_path=tmp_path)
-    data = report.to_dict()
-    assert data["kind"] == "VerifyReport"
+    from kubectl_kvcache.render.verify import VIEW
+
+    data = VIEW.to_dict(report)     # the JSON contract is the view's: the report's fields, its kind first
+    assert list(data)[0] == "kind" and data["kind"] == "VerifyReport"
     assert data["setting"] == {"value": True, "source": "default"}
     assert set(data["items"][0]) == {"namespace", "pod", "container", "owner", "role", "engine", "engineVersion",
                                      "binding", "expected", "effective", "status", "reason", "fix", "occurrences",

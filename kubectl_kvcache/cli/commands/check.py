@@ -72,7 +72,7 @@ def options(ns) -> CheckOptions:
                                      pools=ns.command != "roles"),
                          flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector,
                          policy=flags.policy(ns))
-    return contexts.wrap(ns, ns.command, inner)
+    return contexts.wrap(ns, ns.command, "check", inner)
 
 
 def prefetch(options: CheckOptions) -> Scope | None:

@@ -81,7 +81,8 @@ def options(ns) -> SettingOptions:
     if ns.action is None:
         return SettingOptions(None, None)
     if ns.action == "status":
-        return contexts.wrap(ns, NAME, SettingOptions("status", connection_flags.connection(ns), flags.output(ns)))
+        return contexts.wrap(ns, NAME, "setting",
+                             SettingOptions("status", connection_flags.connection(ns), flags.output(ns)))
     contexts.refuse_on_write(ns, f"setting {ns.action}")
     return SettingOptions(ns.action, connection_flags.connection(ns), yes=ns.yes, dry_run=ns.dry_run,
                           field_manager=ns.field_manager, wait=ns.wait,

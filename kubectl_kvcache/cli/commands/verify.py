@@ -148,7 +148,7 @@ def options(ns) -> VerifyOptions:
     inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=pods), flags.output(ns),
                           fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout, deployments=deployments,
                           policy=flags.policy(ns), observe=ns.observe)
-    return contexts.wrap(ns, NAME, inner, (
+    return contexts.wrap(ns, NAME, "verify", inner, (
         (ns.pods, "naming Pods picks them in one cluster"),
         (ns.watch or ns.wait, "--watch/--wait follow one cluster's rollout")))
 

@@ -8,6 +8,7 @@ an error role.
 from __future__ import annotations
 
 from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.cli.flows import JUDGED
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import checks, policy as judge_policy
 from kubectl_kvcache.load import reader
@@ -78,10 +79,10 @@ def run(options: CheckOptions, io) -> int:
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
-    view = views.VIEWS[options.view]
-    failing = (checks.ERROR, checks.WARNING) if options.strict else (checks.ERROR,)
+    view = view_of(options)
     code = exit_code(options, report, snapshot.missing_namespaces)
-    output = options.output.about(snapshot, options.scope.files, options.connection.context, failing, code)
+    output = options.output.about(snapshot, options.scope.files, options.connection.context, failing(options),
+                                  code)
     render.show(view, report, output, io.stdout, io.stderr)
     if not options.output.structured:
         if options.view == "check":
@@ -94,3 +95,37 @@ def run(options: CheckOptions, io) -> int:
         elif not list(view.rows(report)):
             render.nothing_found(snapshot, view.empty, io.stderr)
     return code
+
+
+# -- one context of several (cli/flows/__init__.py: the read flows' face) --------------------
+
+PRELOAD = JUDGED
+
+
+def view_of(options: CheckOptions):
+    return views.VIEWS[options.view]
+
+
+def failing(options: CheckOptions) -> tuple[str, ...]:
+    """The severities that fail the run: errors; warnings too with --strict."""
+    return (checks.ERROR, checks.WARNING) if options.strict else (checks.ERROR,)
+
+
+def read_context(options: CheckOptions, conn, trace):
+    from kubectl_kvcache.render.fleet import Result
+
+    snapshot = reader.read(conn, options.scope, None, trace)
+    report = judged(options, snapshot)
+    return Result(conn.context, report, code=exit_code(options, report), notes=tuple(snapshot.notes),
+                  namespace=snapshot.namespace)
+
+
+def context_lines(result, options: CheckOptions, err):
+    from kubectl_kvcache.render import fleet
+
+    if options.view == "check":
+        if not any(result.report.checked.values()):
+            fleet.nothing_found(err, result.context, view_of(options).empty, result.namespace)
+        fleet.context_line(err, result.context, views.summary(result.report))
+    elif not list(view_of(options).rows(result.report)):
+        fleet.nothing_found(err, result.context, view_of(options).empty, result.namespace)

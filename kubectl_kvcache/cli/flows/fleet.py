@@ -62,42 +62,6 @@ def fan_out(names, job, parallel) -> dict:
     return outcomes
 
 
-# -- one context ---------------------------------------------------------------------------------
-
-def _verify(inner, conn, trace):
-    from kubectl_kvcache.cli.flows import verify as flow
-
-    snapshot = reader.read(conn, inner.scope, None, trace)
-    report = flow.judged(inner, snapshot)
-    return view.Result(conn.context, report, code=flow.exit_code(inner, report), notes=tuple(snapshot.notes),
-                       namespace=snapshot.namespace)
-
-
-def _check(inner, conn, trace):
-    from kubectl_kvcache.cli.flows import check as flow
-
-    snapshot = reader.read(conn, inner.scope, None, trace)
-    report = flow.judged(inner, snapshot)
-    return view.Result(conn.context, report, code=flow.exit_code(inner, report), notes=tuple(snapshot.notes),
-                       namespace=snapshot.namespace)
-
-
-def _setting(inner, conn, trace):
-    from kubectl_kvcache.cli.flows import setting as flow
-    from kubectl_kvcache.judge import setting as st
-    from kubectl_kvcache.operator import decode, records
-
-    client = reader.open_client(conn, trace)
-    obj = flow.read_setting(client, flow.setting_path(client))
-    record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
-    notes: tuple[str, ...] = ()
-    code = exitcodes.OK
-    if st.effective_value(record) is None:
-        notes, code = (f"status.value {record.status_value!r} is not a value the operator accepts",), \
-            exitcodes.FINDINGS
-    return view.Result(conn.context, view.setting_report(record), code=code, notes=notes)
-
-
 def _tracer(err, context):
     trace = render.tracer(err)
     return lambda text: trace(f"context {context}: {text}")
@@ -105,21 +69,19 @@ def _tracer(err, context):
 
 # -- the command ----------------------------------------------------------------------------------
 
-_NETWORK = ("kube.transport", "kube.proxyenv")
-_JUDGED = _NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
-                      "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
-# What one context's read imports (measured: sys.modules before and after a run of each command),
-# imported once in this process before the workers fork: else every worker imports it again (a
-# third of a second of CPU each).
-_PRELOAD = {"verify": _JUDGED + ("cli.flows.verify", "judge.live", "judge.rollout", "render.verify", "kube.watch"),
-            "setting": _NETWORK + ("cli.flows.setting",)}
-
-
-def preload(command):
-    """Import what one context's read of `command` imports (_PRELOAD)."""
+def flow_of(options):
+    """The flow module whose read-flow face runs each context (cli/flows/__init__.py); the
+    command's record names it (contexts.wrap)."""
     import importlib
 
-    wanted = _PRELOAD.get(command, _JUDGED + ("cli.flows.check",))
+    return importlib.import_module("kubectl_kvcache.cli.flows." + options.flow)
+
+
+def preload(flow):
+    """Import what one context's read imports (the flow's PRELOAD) before the workers fork."""
+    import importlib
+
+    wanted = flow.PRELOAD
     for name in wanted:
         importlib.import_module("kubectl_kvcache." + name)
     if "engine" in wanted:            # the data every judge reads, parsed once for all workers
@@ -131,14 +93,14 @@ def preload(command):
 def run(options, io) -> int:
     names = context_names(options)
     inner = options.inner
-    read = {"verify": _verify, "setting": _setting}.get(options.command, _check)
+    flow = flow_of(options)
 
     def job(name):
-        return read(inner, inner.connection.replace(context=name), _tracer(io.stderr, name))
+        return flow.read_context(inner, inner.connection.replace(context=name), _tracer(io.stderr, name))
 
     conns = [inner.connection.replace(context=n) for n in names]
     if workers.usable(options.parallel, len(names), io.stderr) and not any(map(reader.may_prompt, conns)):
-        preload(options.command)
+        preload(flow)
         outcomes = workers.fan_out(names, job, options.parallel)
     else:
         outcomes = fan_out(names, job, options.parallel)
@@ -156,62 +118,21 @@ def run(options, io) -> int:
     return code
 
 
-def _inner_view(command):
-    if command == "verify":
-        from kubectl_kvcache.render import verify
-
-        return verify.VIEW, "VerifyReport"
-    if command == "setting":
-        return view.SETTING, "SettingStatus"
-    from kubectl_kvcache.render import checks
-
-    return checks.VIEWS[command], {"check": "CheckReport", "bindings": "BindingList", "roles": "RoleList"}[command]
-
-
 def report(options, fleet, io, code=None):
     """The table (or JSON/YAML) on stdout; then, per context, its notes and summary lines; then
     one error line per context that failed. `code`: the exit code the run ends with."""
-    inner, kind = _inner_view(options.command)
+    flow = flow_of(options)
+    inner = flow.view_of(options.inner)
     output = options.inner.output
     if formats.get(output.format).kind == formats.DOCUMENT:   # one document across the contexts
-        view.document(inner, fleet, output, _failing(options), io.stdout, code)
+        view.document(inner, fleet, output, flow.failing(options.inner), io.stdout, code)
     else:
-        render.show(view.view(inner, kind), fleet, output, io.stdout, io.stderr)
+        render.show(view.view(inner), fleet, output, io.stdout, io.stderr)
     for r in fleet.read:
         for text in r.notes:
             view.note(io.stderr, r.context, text)
         if not output.structured:
-            _summary(options.command, r, inner, io.stderr)
+            flow.context_lines(r, options.inner, io.stderr)
     for r in fleet.results:
         if r.error is not None:
             view.failed(io.stderr, r.context, r.error)
-
-
-def _failing(options):
-    """What makes a case fail, as the one-context command decides it (verify's --fail-on, --strict)."""
-    inner = options.inner
-    if options.command == "verify":
-        return tuple(inner.fail_on or ())
-    if getattr(inner, "strict", False):
-        return ("error", "warning")
-    return ("error",)
-
-
-def _summary(command, r, inner, err):
-    if command == "verify":
-        from kubectl_kvcache.render import verify
-
-        for d in r.report.deployments:
-            view.context_line(err, r.context, verify.deployment_line(d))
-        if r.report.items or r.report.suppressed:
-            view.context_line(err, r.context, verify.summary(r.report))
-        else:
-            view.nothing_found(err, r.context, inner.empty, r.namespace)
-    elif command == "check":
-        from kubectl_kvcache.render import checks
-
-        if not any(r.report.checked.values()):
-            view.nothing_found(err, r.context, inner.empty, r.namespace)
-        view.context_line(err, r.context, checks.summary(r.report))
-    elif command != "setting" and not inner.rows(r.report):
-        view.nothing_found(err, r.context, inner.empty, r.namespace)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.cli.flows import NETWORK
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import cluster as cluster_lists, reader
 from kubectl_kvcache.operator import api, decode, records
@@ -67,7 +68,7 @@ def run_status(client, options: SettingOptions, io) -> int:
     obj = read_setting(client, setting_path(client))
     record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
     if options.output.structured:
-        render.structured(view.status_view(record), options.output.format, io.stdout)
+        render.structured(view.VIEW.to_dict(view.status_view(record)), options.output.format, io.stdout)
     else:
         view.status(record, io.stdout)
     if st.effective_value(record) is None:
@@ -321,3 +322,35 @@ def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIEL
         argv += ["--field-manager", field_manager]
     argv += connection_flags.connection_args(conn)
     return connection_flags.shell_command(argv)
+
+
+# -- one context of several: `setting status` (cli/flows/__init__.py: the read flows' face) -----
+
+PRELOAD = NETWORK
+
+
+def view_of(options: SettingOptions):
+    return view.VIEW
+
+
+def failing(options: SettingOptions) -> tuple[str, ...]:
+    """An unreadable status.value fails the run (exit 1); nothing else does."""
+    return ("error",)
+
+
+def read_context(options: SettingOptions, conn, trace):
+    from kubectl_kvcache.render.fleet import Result
+
+    client = reader.open_client(conn, trace)
+    obj = read_setting(client, setting_path(client))
+    record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
+    notes: tuple[str, ...] = ()
+    code = exitcodes.OK
+    if st.effective_value(record) is None:
+        notes, code = (f"status.value {record.status_value!r} is not a value the operator accepts",), \
+            exitcodes.FINDINGS
+    return Result(conn.context, view.status_view(record), code=code, notes=notes)
+
+
+def context_lines(result, options: SettingOptions, err):
+    """Each context's row says it all."""

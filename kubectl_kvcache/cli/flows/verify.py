@@ -8,6 +8,7 @@ import threading
 import time
 
 from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache.cli.flows import JUDGED
 from kubectl_kvcache.kube import selector as label_selector, watch as kube_watch
 from kubectl_kvcache.judge import live, rollout
 from kubectl_kvcache.judge import verify
@@ -64,7 +65,7 @@ def selected_roles(options: VerifyOptions):
 
 def about(options: VerifyOptions, snapshot, code=None):
     """The output, knowing what was read and the exit code (the document formats say so)."""
-    return options.output.about(snapshot, options.scope.files, options.connection.context, options.fail_on, code)
+    return options.output.about(snapshot, options.scope.files, options.connection.context, failing(options), code)
 
 
 def run(options: VerifyOptions, io) -> int:
@@ -386,3 +387,37 @@ class _Rows:
 
     def __init__(self, items):
         self.items = list(items)
+
+
+# -- one context of several (cli/flows/__init__.py: the read flows' face) --------------------
+
+PRELOAD = JUDGED + ("judge.live", "judge.rollout", "render.verify", "kube.watch")
+
+
+def view_of(options: VerifyOptions):
+    return view.VIEW
+
+
+def failing(options: VerifyOptions) -> tuple[str, ...]:
+    """The statuses that fail the run (--fail-on; none given: every status but OK)."""
+    return tuple(options.fail_on or ())
+
+
+def read_context(options: VerifyOptions, conn, trace):
+    from kubectl_kvcache.render.fleet import Result
+
+    snapshot = reader.read(conn, options.scope, None, trace)
+    report = judged(options, snapshot)
+    return Result(conn.context, report, code=exit_code(options, report), notes=tuple(snapshot.notes),
+                  namespace=snapshot.namespace)
+
+
+def context_lines(result, options: VerifyOptions, err):
+    from kubectl_kvcache.render import fleet
+
+    for d in result.report.deployments:
+        fleet.context_line(err, result.context, view.deployment_line(d))
+    if result.report.items or result.report.suppressed:
+        fleet.context_line(err, result.context, view.summary(result.report))
+    else:
+        fleet.nothing_found(err, result.context, view.VIEW.empty, result.namespace)

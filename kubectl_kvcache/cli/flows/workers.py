@@ -24,6 +24,7 @@ import threading
 from kubectl_kvcache import errors
 from kubectl_kvcache.errors import PluginError
 
+
 _PR_SET_PDEATHSIG = 1
 
 

@@ -127,8 +127,7 @@ class Report(Record):
 
     def to_dict(self):
         causes = self.unknown_by_cause()
-        return {"kind": "CheckReport", "setting": self.setting,
-                "findings": [f.to_dict() for f in self.findings], "summary": self.summary()} | (
+        return {"setting": self.setting, "findings": [f.to_dict() for f in self.findings], "summary": self.summary()} | (
             {"unknownByCause": [c.to_dict() | {"replicas": n} for c, n in causes]} if causes else {}) | (
             {"policy": self.policy.to_dict(), "suppressed": [f.to_dict() for f in self.suppressed]}
             if self.policy is not None else {})
