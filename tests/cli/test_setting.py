@@ -14,7 +14,7 @@ from hypothesis import strategies as hs
 
 from kubectl_kvcache.judge import setting
 from kubectl_kvcache.cli.flows import setting as setting_cmd
-from kubectl_kvcache.cli.commands.setting import SettingOptions
+from kubectl_kvcache.cli.options import SettingOptions
 from kubectl_kvcache.cli.flows.setting import reverse_command
 from kubectl_kvcache.kube.connection import Connection
 from kubectl_kvcache.render import setting as setting_view

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.kube.connection import Connection
-from kubectl_kvcache.render.output import Output
-from kubectl_kvcache.record import Record
+from kubectl_kvcache.cli.options import CheckOptions
 
 NAME = "check"
 SELECTS = "findings about objects (a ModelDeployment also when its Pods have them, as verify selects Pods)"
@@ -28,22 +26,6 @@ HELP = dict(
               "check -A -l team=research", "check -A -f saved.json -o json",
               "check -A --policy examples/policy.yaml", "check -A --ignore binding-unused --severity binding-auto=error",
               "check --contexts prod-eu,prod-us -A"))
-
-
-class CheckOptions(Record):
-    """check, bindings and roles: one judgement, three views."""
-
-    __slots__ = ("view", "connection", "scope", "output", "strict", "selector", "policy")
-
-    def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
-                 selector: str | None = None, policy=None):
-        self.view = view            # check | bindings | roles
-        self.connection = connection
-        self.scope = scope
-        self.output = output
-        self.strict = strict
-        self.selector = selector    # -l: which judged objects are reported (all in scope are read)
-        self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
 
 
 def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubectl_kvcache.cli import flags
-from kubectl_kvcache.record import Record
+from kubectl_kvcache.cli.options import CompletionOptions
 
 NAME = "completion"
 SHELLS = ("bash", "zsh", "fish", "powershell")
@@ -17,13 +17,6 @@ HELP = dict(
               "completion zsh > \"${fpath[1]}/_kubectl-kvcache\"",
               "completion fish > ~/.config/fish/completions/kubectl-kvcache.fish",
               "completion powershell >> $PROFILE"))
-
-
-class CompletionOptions(Record):
-    __slots__ = ("shell",)
-
-    def __init__(self, shell: str):
-        self.shell = shell          # bash | zsh | fish | powershell
 
 
 def add(sub, commands):

@@ -7,9 +7,8 @@ from kubectl_kvcache.kube import names
 from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection, parse_duration
-from kubectl_kvcache.render.output import Output
-from kubectl_kvcache.record import Record
+from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, parse_duration
+from kubectl_kvcache.cli.options import RecoverOptions
 
 NAME = "recover"
 DEFAULT_RECOVER_TIMEOUT = "10m"
@@ -24,33 +23,6 @@ HELP = dict(
     examples=("recover sgl-fp8 -n llm-prod", "recover sgl-fp8 -n llm-prod --dtype fp8_e4m3 -o yaml",
               "recover sgl-fp8 -n llm-prod --strategy replace", "recover sgl-fp8 -n llm-prod --apply",
               "recover sgl-fp8 -n llm-prod --apply --backup-dir ./backups"))
-
-
-class RecoverOptions(Record):
-    """`recover BINDING`: plan (default), or --apply it."""
-
-    __slots__ = ("binding", "connection", "scope", "output", "dtype", "name", "domain", "strategy", "apply", "yes",
-                 "dry_run", "backup_dir", "timeout", "field_manager")
-
-    def __init__(self, binding: str, connection: Connection, scope: Scope, output: Output | None = None,
-                 dtype: str | None = None, name: str | None = None, domain: str | None = None,
-                 strategy: str | None = None, apply: bool = False, yes: bool = False, dry_run: str = "none",
-                 backup_dir: str | None = None, timeout: float | None = 600.0,
-                 field_manager: str = DEFAULT_FIELD_MANAGER):
-        self.binding = binding
-        self.connection = connection
-        self.scope = scope
-        self.output = Output() if output is None else output
-        self.dtype = dtype
-        self.name = name              # the new Binding's name
-        self.domain = domain          # the new Binding's spec.domain.name
-        self.strategy = strategy      # side-by-side | replace; None: the record's, else side-by-side
-        self.apply = apply
-        self.yes = yes
-        self.dry_run = dry_run        # none | client | server
-        self.backup_dir = backup_dir  # None: a new directory named after the Binding and the time
-        self.timeout = timeout        # seconds each wait step waits; None: no limit
-        self.field_manager = field_manager
 
 
 def add(sub, commands):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 
 from kubectl_kvcache.cli import connection_flags, contexts, flags
-from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, Connection, parse_duration
-from kubectl_kvcache.render.output import Output
-from kubectl_kvcache.record import Record
+from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER, parse_duration
+from kubectl_kvcache.cli.options import SettingOptions
 
 NAME = "setting"
 DEFAULT_WAIT_TIMEOUT = "60s"
@@ -17,25 +16,6 @@ HELP = dict(
                 "ModelDeployment.",
     examples=("setting status", "setting off --dry-run", "setting off --dry-run=server",
               "setting on --yes --wait --timeout 2m"))
-
-
-class SettingOptions(Record):
-    __slots__ = ("action", "connection", "output", "yes", "dry_run", "field_manager", "wait", "timeout", "force",
-                 "skip_workloads")
-
-    def __init__(self, action: str | None, connection: Connection | None, output: Output | None = None,
-                 yes: bool = False, dry_run: str = "none", field_manager: str = DEFAULT_FIELD_MANAGER,
-                 wait: bool = False, timeout: float | None = 60.0, force: bool = False, skip_workloads: bool = False):
-        self.action = action                  # status | on | off; None: not given (a usage error)
-        self.connection = connection
-        self.output = Output() if output is None else output
-        self.yes = yes
-        self.dry_run = dry_run                # none | client | server
-        self.field_manager = field_manager
-        self.wait = wait
-        self.timeout = timeout                # seconds --wait waits; None: no limit
-        self.force = force                    # `on`: go ahead although check reports errors
-        self.skip_workloads = skip_workloads  # `on`: the gate's check does not read workload templates
 
 
 def add(sub, commands):

@@ -5,10 +5,9 @@ from __future__ import annotations
 from kubectl_kvcache.cli import connection_flags, contexts, flags
 from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.load.scope import Scope
-from kubectl_kvcache.kube.connection import Connection, parse_duration
+from kubectl_kvcache.kube.connection import parse_duration
 from kubectl_kvcache.render import formats
-from kubectl_kvcache.render.output import Output
-from kubectl_kvcache.record import Record
+from kubectl_kvcache.cli.options import VerifyOptions
 
 NAME = "verify"
 DEFAULT_ROLLOUT_TIMEOUT = "10m"     # --wait, as kubectl rollout status --timeout would be set
@@ -34,25 +33,6 @@ HELP = dict(
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
               "verify -f saved.json -o json", "verify -A --ignore MISSING --severity MISMATCH=warning",
               "verify -A --policy examples/verify-policy.yaml", "verify --all-contexts -A"))
-
-
-class VerifyOptions(Record):
-    __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments", "policy",
-                 "observe")
-
-    def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
-                 watch: bool = False, wait: bool = False, timeout: float | None = None,
-                 deployments: tuple[str, ...] = (), policy=None, observe: bool = False):
-        self.connection = connection
-        self.scope = scope
-        self.output = output
-        self.fail_on = fail_on      # statuses that make exit 1; () = every status but OK
-        self.watch = watch          # -w: print a row whenever a replica's verdict changes
-        self.wait = wait            # block until every replica runs its expected value
-        self.timeout = timeout      # seconds --wait/--watch run; None: no limit
-        self.deployments = deployments  # --wait/--watch md/NAME: only these ModelDeployments
-        self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
-        self.observe = observe      # read what each running engine reports it runs with (docs/verify.md)
 
 
 def md_types() -> set[str]:

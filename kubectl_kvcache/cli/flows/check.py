@@ -17,7 +17,7 @@ from kubectl_kvcache.render import checks as views
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 if TYPE_CHECKING:
-    from kubectl_kvcache.cli.commands.check import CheckOptions
+    from kubectl_kvcache.cli.options import CheckOptions
 
 
 def exit_code(options: CheckOptions, report, missing=()) -> int:

@@ -22,7 +22,7 @@ from kubectl_kvcache.errors import PluginError
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 if TYPE_CHECKING:
-    from kubectl_kvcache.cli.commands.completion import CompletionOptions
+    from kubectl_kvcache.cli.options import CompletionOptions
 
 DEFAULT_TIMEOUT = 2.0
 EXECUTABLE = "kubectl-kvcache"

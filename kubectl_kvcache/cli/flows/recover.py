@@ -33,7 +33,7 @@ from kubectl_kvcache.render import recover as view, setting as setting_view
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 if TYPE_CHECKING:
-    from kubectl_kvcache.cli.commands.recover import RecoverOptions
+    from kubectl_kvcache.cli.options import RecoverOptions
 
 POLL_SECONDS = 1.0
 RETRIES = 5

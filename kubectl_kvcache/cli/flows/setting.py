@@ -23,7 +23,7 @@ from kubectl_kvcache.render import setting as view
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 if TYPE_CHECKING:
-    from kubectl_kvcache.cli.commands.setting import SettingOptions
+    from kubectl_kvcache.cli.options import SettingOptions
 
 RESOURCE = api.SETTING.name
 WHERE = f"in namespace {api.SETTING_NAMESPACE}"

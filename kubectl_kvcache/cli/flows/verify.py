@@ -21,7 +21,7 @@ from kubectl_kvcache.render import verify as view
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 
 if TYPE_CHECKING:
-    from kubectl_kvcache.cli.commands.verify import VerifyOptions
+    from kubectl_kvcache.cli.options import VerifyOptions
 
 TICK = 1.0                  # how often the live progress line's clock moves
 
