@@ -1,7 +1,7 @@
 """The README and docs/ hold to the plugin: every `kubectl kvcache` command in a shell block is
 accepted by the command's real parser (flags as written, no abbreviation), every read-only one
-runs on the saved example cluster without an error, and the sample output on the README front
-page is what the plugin prints."""
+runs on the saved example cluster without an error, and every output sample says where it comes
+from and is what that command prints (or says why it is kept by hand)."""
 
 import glob
 import io
@@ -87,12 +87,77 @@ def test_every_read_only_documented_command_runs_on_the_example(argv):
     assert out and "error:" not in err, (argv, err)
 
 
-def test_the_front_pages_sample_is_what_verify_prints():
-    sample = next(b for lang, b in _blocks("README.md") if not lang and "NAMESPACE" in b)
-    code, out, err = _main(["verify", "-A", "-f", EXAMPLE])
-    lines = (out + err).splitlines()
-    shown = [line for line in sample.splitlines() if line and line != "..."]
-    assert shown and all(line in lines for line in shown), "\n".join(set(shown) - set(lines))
+# -- output samples (issue 40 item 4) ------------------------------------------------------------
+#
+# A block of output in the docs says where it comes from in the line before it:
+#   <!-- sample: ARGV -->           the whole output (stdout, then stderr) of `kubectl kvcache ARGV`
+#                                   on the example, written by the same runs as the golden files:
+#                                   KVCACHE_GOLDEN_UPDATE=1 rewrites the block
+#   <!-- sample lines of: ARGV -->  lines of that output, in its order, `...` where some are left out
+#   <!-- sample by hand: WHY -->    what no run on the example can print (several clusters, a refusal
+#                                   on a live cluster), kept by hand; WHY says so
+SAMPLE = re.compile(r"^<!-- sample(?P<mode> lines of| by hand)?: (?P<what>.+?) -->\n```\w*\n(?P<block>.*?)^```",
+                    re.S | re.M)
+TABLE_HEAD = re.compile(r"[A-Z]{3,}(?: {2,}[A-Z][A-Z ]*[A-Z])+ *")
+
+
+def _samples():
+    found = []
+    for page in PAGES:
+        with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+            text = f.read()
+        for m in SAMPLE.finditer(text):
+            if m.group("mode") != " by hand":
+                found.append(pytest.param(page, m.group("mode") == " lines of", m.group("what"), m.group("block"),
+                                          id=f"{page}: {m.group('what')}"))
+    return found
+
+
+@pytest.mark.parametrize("page,some,argv,block", _samples())
+def test_each_output_sample_is_what_its_command_prints(monkeypatch, page, some, argv, block):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")   # as tests/cli/test_golden.py: the examples' time
+    _, out, err = _main(shlex.split(argv))
+    printed = out + err
+    if some:
+        lines, at = printed.splitlines(), 0
+        for line in block.splitlines():
+            if line == "...":
+                continue
+            assert line in lines[at:], f"{page}: not printed (in this order) by `kubectl kvcache {argv}`: {line!r}"
+            at = lines.index(line, at) + 1
+        return
+    if printed != block and os.environ.get("KVCACHE_GOLDEN_UPDATE"):
+        path = os.path.join(ROOT, page)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        marker = f"<!-- sample: {argv} -->\n"
+        head, _, rest = text.partition(marker)
+        fence, _, rest = rest.partition("\n")
+        _, _, rest = rest.partition("```")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(head + marker + fence + "\n" + printed + "```" + rest)
+        return
+    assert printed == block, f"{page}: the sample of `kubectl kvcache {argv}` is not what it prints " \
+                             f"(KVCACHE_GOLDEN_UPDATE=1 rewrites it)"
+
+
+def test_every_table_in_the_docs_says_where_it_comes_from():
+    """A block that starts with a table's header row is output: it is marked (SAMPLE above)."""
+    unmarked = []
+    for page in PAGES:
+        with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+            text = f.read()
+        marked = {m.start("block") for m in SAMPLE.finditer(text)}
+        for m in re.finditer(r"^```\w*\n(.*?)^```", text, re.S | re.M):
+            if TABLE_HEAD.fullmatch(m.group(1).split("\n", 1)[0]) and m.start(1) not in marked:
+                unmarked.append(f"{page}:{text[:m.start()].count(chr(10)) + 1}")
+    assert unmarked == []
+
+
+def test_the_sample_marker_is_read_as_written():
+    text = "<!-- sample: verify -A -->\n```\nA  B\n```\n<!-- sample by hand: two clusters -->\n```text\nC\n```\n"
+    found = [(m.group("mode"), m.group("what"), m.group("block")) for m in SAMPLE.finditer(text)]
+    assert found == [(None, "verify -A", "A  B\n"), (" by hand", "two clusters", "C\n")]
 
 
 # -- what help promises of -o wide (issue 30 item 6) --------------------------------------------

@@ -1,7 +1,8 @@
 """Golden outputs: every command and every `-o` on examples/, byte for byte (stdout, stderr and
 the exit code). They pin what users see while the code under them moves.
 
-Regenerate after an intended change with KVCACHE_GOLDEN_UPDATE=1, then review the diff."""
+Regenerate after an intended change with KVCACHE_GOLDEN_UPDATE=1 (it rewrites the docs' output
+samples too: tests/test_docs.py), then review the diff."""
 
 import io
 import os
