@@ -24,6 +24,18 @@ JUDGED = NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify
                     "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
 
 
+def judged_context(options, conn, trace, judged, exit_code):
+    """read_context for a flow that judges a snapshot (verify, check): one context read as
+    `--context` reads it, judged by the flow's `judged`, its exit code by the flow's `exit_code`."""
+    from kubectl_kvcache.load import reader
+    from kubectl_kvcache.render.fleet import Result
+
+    snapshot = reader.read(conn, options.scope, None, trace)
+    report = judged(options, snapshot)
+    return Result(conn.context, report, code=exit_code(options, report), notes=tuple(snapshot.notes),
+                  namespace=snapshot.namespace)
+
+
 class IO(Record):
     """The streams a command reads and writes (kubectl's IOStreams): tests pass their own."""
 

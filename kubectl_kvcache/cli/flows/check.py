@@ -8,7 +8,7 @@ an error role.
 from __future__ import annotations
 
 from kubectl_kvcache import exitcodes, render
-from kubectl_kvcache.cli.flows import JUDGED
+from kubectl_kvcache.cli.flows import JUDGED, judged_context
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import checks, policy as judge_policy
 from kubectl_kvcache.load import reader
@@ -112,12 +112,7 @@ def failing(options: CheckOptions) -> tuple[str, ...]:
 
 
 def read_context(options: CheckOptions, conn, trace):
-    from kubectl_kvcache.render.fleet import Result
-
-    snapshot = reader.read(conn, options.scope, None, trace)
-    report = judged(options, snapshot)
-    return Result(conn.context, report, code=exit_code(options, report), notes=tuple(snapshot.notes),
-                  namespace=snapshot.namespace)
+    return judged_context(options, conn, trace, judged, exit_code)
 
 
 def context_lines(result, options: CheckOptions, err):

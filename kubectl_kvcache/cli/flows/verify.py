@@ -8,7 +8,7 @@ import threading
 import time
 
 from kubectl_kvcache import exitcodes, render
-from kubectl_kvcache.cli.flows import JUDGED
+from kubectl_kvcache.cli.flows import JUDGED, judged_context
 from kubectl_kvcache.kube import selector as label_selector, watch as kube_watch
 from kubectl_kvcache.judge import live, rollout
 from kubectl_kvcache.judge import verify
@@ -404,12 +404,7 @@ def failing(options: VerifyOptions) -> tuple[str, ...]:
 
 
 def read_context(options: VerifyOptions, conn, trace):
-    from kubectl_kvcache.render.fleet import Result
-
-    snapshot = reader.read(conn, options.scope, None, trace)
-    report = judged(options, snapshot)
-    return Result(conn.context, report, code=exit_code(options, report), notes=tuple(snapshot.notes),
-                  namespace=snapshot.namespace)
+    return judged_context(options, conn, trace, judged, exit_code)
 
 
 def context_lines(result, options: VerifyOptions, err):
