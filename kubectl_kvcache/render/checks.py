@@ -69,7 +69,7 @@ def summary(report):
 def fix_hint(report, scope, output) -> str | None:
     """The default table has no FIX column (80 columns): where findings carry a fix, say where it
     is, on the same scope and input."""
-    if output.wide or output.describe or not any(getattr(f, "fix", None) and f.severity in SEVERITIES[:2]
+    if output.format != "table" or not any(getattr(f, "fix", None) and f.severity in SEVERITIES[:2]
                                                  for f in VIEWS["check"].rows(report)):
         return None
     return f"next: kubectl kvcache check {' '.join(scope_args(scope) + ['-o', 'wide'])}   (adds the FIX column)"

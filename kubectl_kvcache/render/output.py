@@ -38,6 +38,11 @@ class Output(Record):
         human-only lines on stdout then."""
         return FORMATS[self.format].structured
 
+    @property
+    def for_people(self) -> bool:
+        """A person reads stdout (table, wide, describe): a command may print lines of its own there."""
+        return FORMATS[self.format].people
+
     def about(self, snapshot, files=(), context=None, failing=(), exit_code=None) -> Output:
         """This output, for a document format, knowing what `snapshot` held (its input and
         namespace), the -f files and --context named, what makes a case fail and the exit code

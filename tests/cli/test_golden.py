@@ -10,20 +10,19 @@ import os
 import pytest
 
 from kubectl_kvcache.cli import main
+from kubectl_kvcache.render import formats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join("examples", "cluster.json")
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 
 CASES = {}
-for command in ("verify", "check", "bindings", "roles"):
-    for fmt in ("table", "wide", "describe", "json", "yaml", "markdown", "junit"):
+for command in formats.JUDGING:
+    for fmt in formats.offered(command):        # every format the registry gives the command
         CASES[f"{command}-{fmt}"] = [command, "-A", "-f", EXAMPLE, "-o", fmt]
     CASES[f"{command}-ns-noheaders"] = [command, "-n", "llm-research", "-f", EXAMPLE, "--no-headers"]
     CASES[f"{command}-assume-off"] = [command, "-f", EXAMPLE, "--assume-setting", "off"]
     CASES[f"{command}-empty-ns"] = [command, "-n", "nowhere", "-f", EXAMPLE]
-for command in ("verify", "check"):        # the formats only some commands offer
-    CASES[f"{command}-sarif"] = [command, "-A", "-f", EXAMPLE, "-o", "sarif"]
 CASES["verify-pods"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "llama-long-server-0", "deepseek-sgl-server-0"]
 CASES["verify-pod-json"] = ["verify", "-n", "llm-prod", "-f", EXAMPLE, "qwen-chat-server-0", "-o", "json"]
 CASES["check-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict"]
@@ -60,7 +59,7 @@ def test_golden(name):
     got = run(CASES[name])
     path = os.path.join(GOLDEN, name + ".txt")
     if os.environ.get("KVCACHE_GOLDEN_UPDATE"):
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8", newline="") as f:     # as printed: -o csv's CRLF stays
             f.write(got)
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", newline="") as f:
         assert got == f.read()

@@ -86,7 +86,7 @@ def run(options: VerifyOptions, io) -> int:
     newer_than_data(report, io.stderr)
     names = options.scope.names
     if not options.output.structured:
-        if names and not options.output.describe:     # -o describe has printed each one's block
+        if names and options.output.for_people and not options.output.describe:   # describe: printed
             view.pod_details(report, io.stdout)
         view.deployment_lines(report, io.stderr)
         if report.items or report.suppressed:

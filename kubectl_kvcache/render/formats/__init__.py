@@ -5,13 +5,15 @@ and those --watch can stream (cli/commands/verify.py) are read from the records,
 PrintFlags derives AllowedFormats() from its printers.
 
 What a printer module has, by its record's kind:
-  ROWS      show(view, report, output, out, err): a view's rows, for a person (table, wide, describe)
+  ROWS      show(view, report, output, out, err): a view's rows, for a person (table, wide,
+            describe) or for a program (csv: `people` False, so stdout holds nothing but the rows)
   DATA      write(data, out): a view's to_dict(), or any document the command has (json, yaml)
   DOCUMENT  emit(doc, out): the whole report (render/report.py's Document: the cases per object
             and the findings one by one, with what was checked), and failed_run(command, message,
             output, out) for a run that could not judge anything; a DOCUMENT format `recover`
             offers also has plan(data, command, out)
-A command prints its human-only lines (notes, summaries) only for ROWS formats (`structured`).
+A command prints its human-only lines (notes, summaries) only for ROWS formats (`structured`), on
+stdout only for the formats people read (`people`).
 
 `describe` is an -o format rather than a flag: the plugin's commands are the verbs, and the
 block form is one more way to print the same rows, chosen where kubectl users choose a format;
@@ -28,17 +30,19 @@ EVERY = JUDGING + ("recover", "setting", "engines")    # setting: `setting statu
 class Format(Record):
     """One -o format. `commands`: the commands that offer it; `fleet`: one output may hold several
     contexts (--contexts/--all-contexts); `streams`: each row is one line printed as it comes, so
-    --watch can print a row per change; `help`: what it is for, in -o's help (None: its name says it)."""
+    --watch can print a row per change; `people`: a person reads its stdout (a command may add
+    lines of its own there); `help`: what it is for, in -o's help (None: its name says it)."""
 
-    __slots__ = ("name", "kind", "commands", "fleet", "streams", "help")
+    __slots__ = ("name", "kind", "commands", "fleet", "streams", "people", "help")
 
     def __init__(self, name: str, kind: str, commands: tuple[str, ...], fleet: bool = False, streams: bool = False,
-                 help: str | None = None):
+                 people: bool = True, help: str | None = None):
         self.name = name
         self.kind = kind
         self.commands = commands
         self.fleet = fleet
         self.streams = streams
+        self.people = people and kind == ROWS
         self.help = help
 
     @property
@@ -57,6 +61,7 @@ FORMATS = {f.name: f for f in (
     Format("table", ROWS, EVERY, fleet=True, streams=True),
     Format("wide", ROWS, JUDGING, fleet=True, streams=True),
     Format("describe", ROWS, JUDGING),
+    Format("csv", ROWS, JUDGING, fleet=True, people=False, help="every column, for a spreadsheet or a program"),
     Format("json", DATA, EVERY, fleet=True),
     Format("yaml", DATA, EVERY, fleet=True),
     Format("markdown", DOCUMENT, JUDGING + ("recover",), fleet=True, help="a report for a change ticket"),
