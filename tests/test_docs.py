@@ -90,15 +90,17 @@ def test_every_read_only_documented_command_runs_on_the_example(argv):
 # -- output samples (issue 40 item 4) ------------------------------------------------------------
 #
 # A block of output in the docs says where it comes from in the line before it:
-#   <!-- sample: ARGV -->           the whole output (stdout, then stderr) of `kubectl kvcache ARGV`
-#                                   on the example, written by the same runs as the golden files:
-#                                   KVCACHE_GOLDEN_UPDATE=1 rewrites the block
-#   <!-- sample lines of: ARGV -->  lines of that output, in its order, `...` where some are left out
-#   <!-- sample by hand: WHY -->    what no run on the example can print (several clusters, a refusal
-#                                   on a live cluster), kept by hand; WHY says so
-SAMPLE = re.compile(r"^<!-- sample(?P<mode> lines of| by hand)?: (?P<what>.+?) -->\n```\w*\n(?P<block>.*?)^```",
+#   <!-- sample: ARGV -->              the whole output (stdout, then stderr) of `kubectl kvcache
+#                                      ARGV` on the example, written by the same runs as the golden
+#                                      files: KVCACHE_GOLDEN_UPDATE=1 rewrites the block
+#   <!-- sample: ARGV (lines 1-6, 10, last 2) -->   those lines of it (1 is the first), `...` where
+#                                      some are left out; rewritten the same way
+#   <!-- sample by hand: WHY -->       what no run on the example can print (several clusters, a
+#                                      refusal on a live cluster), kept by hand; WHY says so
+SAMPLE = re.compile(r"^<!-- sample(?P<hand> by hand)?: (?P<what>.+?) -->\n(?P<fence>```\w*)\n(?P<block>.*?)^```",
                     re.S | re.M)
 TABLE_HEAD = re.compile(r"[A-Z]{3,}(?: {2,}[A-Z][A-Z ]*[A-Z])+ *")
+LINES = re.compile(r"^(?P<argv>.+?) \(lines (?P<picks>[\d, -]+|[\d, -]+, last \d+|last \d+)\)$")
 
 
 def _samples():
@@ -107,38 +109,61 @@ def _samples():
         with open(os.path.join(ROOT, page), encoding="utf-8") as f:
             text = f.read()
         for m in SAMPLE.finditer(text):
-            if m.group("mode") != " by hand":
-                found.append(pytest.param(page, m.group("mode") == " lines of", m.group("what"), m.group("block"),
-                                          id=f"{page}: {m.group('what')}"))
+            if not m.group("hand"):
+                found.append(pytest.param(page, m.group("what"), m.group("block"), id=f"{page}: {m.group('what')}"))
     return found
 
 
-@pytest.mark.parametrize("page,some,argv,block", _samples())
-def test_each_output_sample_is_what_its_command_prints(monkeypatch, page, some, argv, block):
+def picked(printed: str, picks: str | None) -> str:
+    """The lines `picks` names (`1-6, 10, last 2`; None: all), `...` for each run left out."""
+    lines = printed.splitlines(keepends=True)
+    if picks is None:
+        return printed
+    chosen: set = set()
+    for part in (p.strip() for p in picks.split(",")):
+        if part.startswith("last "):
+            chosen.update(range(max(0, len(lines) - int(part[5:])), len(lines)))
+        else:
+            first, _, last = part.partition("-")
+            chosen.update(range(int(first) - 1, int(last or first)))
+    out, gap = [], False
+    for i, line in enumerate(lines):
+        if i in chosen:
+            out.append(line)
+            gap = False
+        elif not gap:
+            out.append("...\n")
+            gap = True
+    return "".join(out)
+
+
+@pytest.mark.parametrize("page,what,block", _samples())
+def test_each_output_sample_is_what_its_command_prints(monkeypatch, page, what, block):
+    m = LINES.match(what)
+    argv, picks = (m.group("argv"), m.group("picks")) if m else (what, None)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")   # as tests/cli/test_golden.py: the examples' time
     _, out, err = _main(shlex.split(argv))
-    printed = out + err
-    if some:
-        lines, at = printed.splitlines(), 0
-        for line in block.splitlines():
-            if line == "...":
-                continue
-            assert line in lines[at:], f"{page}: not printed (in this order) by `kubectl kvcache {argv}`: {line!r}"
-            at = lines.index(line, at) + 1
-        return
+    printed = picked(out + err, picks)
     if printed != block and os.environ.get("KVCACHE_GOLDEN_UPDATE"):
         path = os.path.join(ROOT, page)
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        marker = f"<!-- sample: {argv} -->\n"
-        head, _, rest = text.partition(marker)
-        fence, _, rest = rest.partition("\n")
-        _, _, rest = rest.partition("```")
+        for found in SAMPLE.finditer(text):
+            if found.group("what") == what and found.group("block") == block:
+                text = text[:found.start("block")] + printed + text[found.end("block"):]
+                break
         with open(path, "w", encoding="utf-8") as f:
-            f.write(head + marker + fence + "\n" + printed + "```" + rest)
+            f.write(text)
         return
-    assert printed == block, f"{page}: the sample of `kubectl kvcache {argv}` is not what it prints " \
+    assert printed == block, f"{page}: the sample of `kubectl kvcache {what}` is not what it prints " \
                              f"(KVCACHE_GOLDEN_UPDATE=1 rewrites it)"
+
+
+def test_picked_lines():
+    text = "".join(f"{n}\n" for n in range(1, 11))
+    assert picked(text, "1-3, 5, last 2") == "1\n2\n3\n...\n5\n...\n9\n10\n"
+    assert picked(text, "last 1") == "...\n10\n" and picked(text, None) == text
+    assert LINES.match("verify -A -f x (lines 1-6, last 2)").group("picks") == "1-6, last 2"
 
 
 def test_every_table_in_the_docs_says_where_it_comes_from():
@@ -156,7 +181,7 @@ def test_every_table_in_the_docs_says_where_it_comes_from():
 
 def test_the_sample_marker_is_read_as_written():
     text = "<!-- sample: verify -A -->\n```\nA  B\n```\n<!-- sample by hand: two clusters -->\n```text\nC\n```\n"
-    found = [(m.group("mode"), m.group("what"), m.group("block")) for m in SAMPLE.finditer(text)]
+    found = [(m.group("hand"), m.group("what"), m.group("block")) for m in SAMPLE.finditer(text)]
     assert found == [(None, "verify -A", "A  B\n"), (" by hand", "two clusters", "C\n")]
 
 
