@@ -27,19 +27,23 @@ def policy_text(effect) -> str:
     return f"{effect.where}: was {effect.was}" + (f" ({effect.reason})" if effect.reason else "")
 
 
+# check's columns, each defined once: the table's header, -o wide's, -o describe's label
+F_SEVERITY, F_CODE = Column("severity", lambda f: f.severity, status=True), Column("code", lambda f: f.code)
+F_OBJECT = Column("object", lambda f: object_ref(f.kind, f.name))
+F_MESSAGE, F_FIX = Column("message", lambda f: f.message, text=True), Column("fix", lambda f: f.fix, text=True)
+
+
 def _finding_fields(f):
-    return [("Name", f.name), ("Namespace", f.namespace), ("Kind", f.kind), ("Severity", f.severity),
-            ("Code", f.code), ("Object", object_ref(f.kind, f.name)), ("Message", f.message)] + (
+    return [("Name", f.name), ("Namespace", f.namespace), ("Kind", f.kind), (F_SEVERITY.label, f.severity),
+            (F_CODE.label, f.code), (F_OBJECT.label, object_ref(f.kind, f.name)), (F_MESSAGE.label, f.message)] + (
         [("Cause", f"{f.cause} ({f.replicas} {'replica' if f.replicas == 1 else 'replicas'})")]
-        if f.cause is not None else []) + [("Fix", f.fix)] + (
+        if f.cause is not None else []) + [(F_FIX.label, f.fix)] + (
         [("Policy", policy_text(f.policy))] if f.policy is not None else [])
 
 
 CHECK = View(
-    columns=(_namespace(lambda f: f.namespace), Column("severity", lambda f: f.severity, status=True),
-             Column("code", lambda f: f.code), Column("object", lambda f: object_ref(f.kind, f.name)),
-             Column("message", lambda f: f.message, text=True)),
-    wide=(Column("fix", lambda f: f.fix, text=True),),
+    columns=(_namespace(lambda f: f.namespace), F_SEVERITY, F_CODE, F_OBJECT, F_MESSAGE),
+    wide=(F_FIX,),
     rows=lambda report: report.findings,
     to_dict=lambda report: report.to_dict(),
     empty="KVCachePoolBindings, pool-attached ModelDeployments or injection opt-ins",
@@ -93,22 +97,27 @@ def _engines(entry):
     return ",".join(engine_token(a) for a in entry.engines()) or None
 
 
+# bindings' columns, each defined once: the table's header, -o wide's, -o describe's label
+B_DTYPE, B_ENGINES = Column("dtype", _binding_field("dtype")), Column("engines", _engines)
+B_VERDICT = Column("verdict", lambda e: e.words, status=True)
+B_POOL, B_DOMAIN = Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain"))
+B_USED_BY = Column("used by", _used_by)
+
+
 def _binding_fields(e):
     b = e.binding
     return [("Name", e.name), ("Namespace", e.namespace), ("Exists", "yes" if b else "no"),
-            ("Pool", b.pool if b else None), ("Domain", b.domain if b else None), ("Dtype", b.dtype if b else None),
-            ("Verdict", e.verdict), ("Suggested dtype", e.suggestion),
-            ("Engines", [[engine_source(a)] for a in e.engines()]),
-            ("Used by", [[u.kind, u.name] + ([f"({u.problem})"] if u.problem else []) for u in e.uses]),
+            (B_POOL.label, b.pool if b else None), (B_DOMAIN.label, b.domain if b else None),
+            (B_DTYPE.label, b.dtype if b else None), (B_VERDICT.label, e.verdict), ("Suggested dtype", e.suggestion),
+            (B_ENGINES.label, [[engine_source(a)] for a in e.engines()]),
+            (B_USED_BY.label, [[u.kind, u.name] + ([f"({u.problem})"] if u.problem else []) for u in e.uses]),
             ("Rejected by", [[f"{u.kind}/{u.name}", engine_token(at), why] for u, at, why in e.rejected_by])]
 
 
 BINDINGS = View(
-    columns=(_namespace(lambda e: e.namespace), Column("binding", lambda e: e.name),
-             Column("dtype", _binding_field("dtype")), Column("engines", _engines),
-             Column("users", _users), Column("verdict", lambda e: e.words, status=True)),
-    wide=(Column("pool", _binding_field("pool")), Column("domain", _binding_field("domain")),
-          Column("suggested", lambda e: e.suggestion), Column("used by", _used_by)),
+    columns=(_namespace(lambda e: e.namespace), Column("binding", lambda e: e.name), B_DTYPE, B_ENGINES,
+             Column("users", _users), B_VERDICT),
+    wide=(B_POOL, B_DOMAIN, Column("suggested", lambda e: e.suggestion), B_USED_BY),
     rows=lambda report: report.bindings,
     to_dict=lambda report: {"setting": report.setting, "items": [e.to_dict() for e in report.bindings]},
     empty="KVCachePoolBindings",
@@ -139,22 +148,27 @@ def after_token(entry):
     return "auto" if entry.after == _ENGINE_DEFAULT else entry.after
 
 
+# roles' columns, each defined once: the table's header, -o wide's, -o describe's label
+R_DEPLOYMENT, R_ROLE = Column("deployment", lambda e: e.deployment), Column("role", lambda e: e.role)
+R_DTYPE, R_AFTER = Column("dtype", lambda e: e.dtype), Column("after upgrade", after_token)
+R_VERDICT, R_TODAY = Column("verdict", lambda e: e.verdict, status=True), Column("today", lambda e: e.today, text=True)
+R_TYPE = Column("type", lambda e: e.type)
+R_ENGINE = Column("engine", lambda e: engine_token(e.engine) if e.engine else None)
+R_BINDING = Column("binding", lambda e: e.binding)
+
+
 def _role_fields(e):
-    return [("Deployment", e.deployment), ("Namespace", e.namespace), ("Role", e.role),
-            ("Type", e.type), ("Engine", engine_source(e.engine) if e.engine else None),
-            ("Binding", e.binding), ("Dtype", e.dtype), ("Today", e.today), ("After upgrade", e.after),
-            ("Verdict", e.verdict), ("Severity", e.severity), ("Reason", e.reason),
+    return [(R_DEPLOYMENT.label, e.deployment), ("Namespace", e.namespace), (R_ROLE.label, e.role),
+            (R_TYPE.label, e.type), (R_ENGINE.label, engine_source(e.engine) if e.engine else None),
+            (R_BINDING.label, e.binding), (R_DTYPE.label, e.dtype), (R_TODAY.label, e.today),
+            (R_AFTER.label, e.after), (R_VERDICT.label, e.verdict), ("Severity", e.severity), ("Reason", e.reason),
             ("Flags", [[f["path"], _flag_text(f)] + ([f["ambiguous"]] if f.get("ambiguous") else [])
                        for f in e.flags])]
 
 
 ROLES = View(
-    columns=(_namespace(lambda e: e.namespace), Column("deployment", lambda e: e.deployment),
-             Column("role", lambda e: e.role), Column("dtype", lambda e: e.dtype),
-             Column("after upgrade", after_token), Column("verdict", lambda e: e.verdict, status=True),
-             Column("today", lambda e: e.today, text=True)),
-    wide=(Column("type", lambda e: e.type), Column("engine", lambda e: engine_token(e.engine) if e.engine else None),
-          Column("binding", lambda e: e.binding), Column("role flag", _role_flag, text=True)),
+    columns=(_namespace(lambda e: e.namespace), R_DEPLOYMENT, R_ROLE, R_DTYPE, R_AFTER, R_VERDICT, R_TODAY),
+    wide=(R_TYPE, R_ENGINE, R_BINDING, Column("role flag", _role_flag, text=True)),
     rows=lambda report: report.roles,
     to_dict=lambda report: {"setting": report.setting, "items": [e.to_dict() for e in report.roles]},
     empty="pool-attached roles that pass --kv-cache-dtype themselves or take over the command",

@@ -90,6 +90,12 @@ class Column(Record):
     def cell(self, row, wide):
         return (self.wide_value or self.value)(row) if wide else self.value(row)
 
+    @property
+    def label(self) -> str:
+        """The header as -o describe labels the same field (`after upgrade` -> `After upgrade`), so
+        a renamed column renames its describe field too."""
+        return self.header[:1].upper() + self.header[1:]
+
 
 def _layout(output):
     """(wide, namespaces) from an Output, or from a bare `wide` flag (namespaces then shown)."""

@@ -96,33 +96,39 @@ def _argv_rows(item):
 
 
 def _item_fields(item):
-    """One engine container of a Pod (or a replica without one), every field in full."""
-    return [("Name", _pod(item)), ("Namespace", item.namespace), ("Container", item.container),
-            ("Owner", _owner_long(item)), ("Role", item.role),
-            ("Engine", release_source(item.engine, item.engine_version, item.version_source)
+    """One engine container of a Pod (or a replica without one), every field in full; a field
+    that is also a column is labelled by it."""
+    return [("Name", _pod(item)), ("Namespace", item.namespace), (CONTAINER.label, item.container),
+            (OWNER.label, _owner_long(item)), (ROLE.label, item.role),
+            (ENGINE.label, release_source(item.engine, item.engine_version, item.version_source)
              if item.engine_version else item.engine),
-            ("Binding", item.binding), ("Expected", item.expected), ("Effective", item.effective),
-            ("Status", item.status), ("State", state_label(item)), ("Ready", _ready(item)),
-            ("Restarts", _restarts(item)), ("Reason", item.reason)] + (
-        [("Observed", _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
+            (BINDING.label, item.binding), (EXPECTED.label, item.expected), (EFFECTIVE.label, item.effective),
+            (STATUS.label, item.status), (STATE.label, state_label(item)), (READY.label, _ready(item)),
+            (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
+        [(OBSERVED.label, _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
         [("Exit cause", _exit_cause(item))] if item.exit_cause else []) + (
-        [("Cause", _cause(item))] if _cause(item) else []) + [
+        [(CAUSE.label, _cause(item))] if _cause(item) else []) + [
             ("Fix", item.fix or None)] + (
         [("Policy", f"{policy_text(item.policy)}, now {item.policy.now}")] if item.policy is not None else []) + [
             ("Argv", _argv_rows(item))]
+
+
+# The columns, each defined once: the table's header, -o wide's, -o describe's label.
+BINDING, EXPECTED = Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected)
+EFFECTIVE, STATUS = Column("effective", lambda i: i.effective), Column("status", lambda i: i.status, status=True)
+ROLE, ENGINE = Column("role", lambda i: i.role), Column("engine", lambda i: i.engine)
+CONTAINER, OWNER, STATE = Column("container", lambda i: i.container), Column("owner", _owner), Column("state", _state)
+READY, RESTARTS = Column("ready", _ready), Column("restarts", _restarts)
+OBSERVED, CAUSE = Column("observed", _observed), Column("cause", _cause, text=True)
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
 # wide: its engine, Pod and container state; describe: the reason, the fix and the argv.
 VIEW = View(
     columns=(Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
-             Column("binding", lambda i: i.binding), Column("expected", lambda i: i.expected),
-             Column("effective", lambda i: i.effective), Column("status", lambda i: i.status, status=True)),
-    wide=(Column("role", lambda i: i.role), Column("engine", lambda i: i.engine),
-          Column("version", lambda i: i.engine_version), Column("container", lambda i: i.container),
-          Column("owner", _owner), Column("state", _state), Column("ready", _ready),
-          Column("restarts", _restarts), Column("exit", _exit), Column("observed", _observed),
-          Column("cause", _cause, text=True)),
+             BINDING, EXPECTED, EFFECTIVE, STATUS),
+    wide=(ROLE, ENGINE, Column("version", lambda i: i.engine_version), CONTAINER, OWNER, STATE, READY, RESTARTS,
+          Column("exit", _exit), OBSERVED, CAUSE),
     rows=lambda report: report.items,
     to_dict=lambda report: report.to_dict(),
     empty="pool-attached engine pods",
@@ -263,7 +269,7 @@ class RowPrinter:
             if before.get(key) != cells:
                 self.printed[key] = cells
                 rows.append(cells)
-        status = next((n for n, c in enumerate(columns) if c.header.upper() == "STATUS"), None)
+        status = next((n for n, c in enumerate(columns) if c is STATUS), None)
         for item in gone:
             cells = self.printed.pop(item.key, None) or self._cells(item)
             if status is not None:

@@ -264,3 +264,18 @@ def test_watch_prints_rows_only_so_describe_is_refused():
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["verify", "--watch", "-o", "describe"], stdin=io.StringIO(""), stdout=out, stderr=err) == 2
     assert err.getvalue().startswith("error: --watch prints table rows: use -o table or -o wide")
+
+
+@pytest.mark.parametrize("command,column", [("verify", "EFFECTIVE"), ("check", "F_MESSAGE"), ("bindings", "B_DTYPE"),
+                                            ("roles", "R_AFTER")])
+def test_a_column_renamed_in_its_one_line_is_renamed_everywhere_people_read_it(monkeypatch, command, column):
+    """Issue 40: renaming a column is one code line: the table, -o wide, -o csv and -o describe follow."""
+    from kubectl_kvcache.render import checks, verify
+
+    col = getattr(verify if command == "verify" else checks, column)
+    old = col.label
+    monkeypatch.setattr(col, "header", "renamed here")
+    for fmt, shown, gone in (("table", "RENAMED HERE", old.upper()), ("wide", "RENAMED HERE", old.upper()),
+                             ("csv", "RENAMED HERE", old.upper()), ("describe", "Renamed here:", old + ":")):
+        out = run(command, "-A", "-f", EXAMPLE, "-o", fmt)
+        assert shown in out and gone not in out, fmt
