@@ -47,6 +47,12 @@ Use "{PROG} COMMAND --help" for more about a command.
 """
 
 
+# A command module's ENGINE_DATA: the engine releases --engine-data adds are loaded and each is
+# noted on stderr (NOTED, the default), loaded and not noted (QUIET: the command lists their
+# sources itself), or not loaded (None: the command judges nothing).
+NOTED, QUIET = "noted", "quiet"
+
+
 def command_module(name):
     """cli/commands/<name>.py: its help, flags, options and run."""
     return importlib.import_module(f"kubectl_kvcache.cli.commands.{name}")
@@ -326,11 +332,12 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, connect_ahead=False):
     options = None
     try:
         module = command_module(ns.command)
-        if ns.command not in ("completion", "version"):   # added engine releases, before anything is judged
+        engine_data = getattr(module, "ENGINE_DATA", NOTED)
+        if engine_data is not None:        # added engine releases, before anything is judged
             from kubectl_kvcache.cli.flags import load_engine_data
 
             added = load_engine_data(ns)
-            if ns.command != "engines":     # engines lists each release's source itself
+            if engine_data == NOTED:       # else the command says each release's source itself
                 from kubectl_kvcache import render
 
                 for text in added:

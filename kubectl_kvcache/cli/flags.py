@@ -10,6 +10,7 @@ import textwrap
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.kube import names
 from kubectl_kvcache.load.scope import Scope
+from kubectl_kvcache.record import Record
 from kubectl_kvcache.render import formats as format_records
 from kubectl_kvcache.render.output import Output
 
@@ -138,11 +139,24 @@ def color_flag(p):
                         "never in -o " + "|".join(n for n, f in format_records.FORMATS.items() if f.structured))
 
 
-def policy_flags(p, command="check"):
+class PolicyTerms(Record):
+    """What a command's --policy rules name, in its help's words: `name` the vocabulary
+    (judge.policy.terms: check's finding codes, verify's statuses), `what` a code, `results` what
+    the codes are of. Each command declares its own (cli/commands)."""
+
+    __slots__ = ("name", "what", "results")
+
+    def __init__(self, name: str, what: str, results: str):
+        self.name = name
+        self.what = what
+        self.results = results
+
+
+def policy_flags(p, terms: PolicyTerms):
     """--policy, --ignore, --severity (docs/policy.md): what a code's severity is, or that it is
-    ignored; check's codes are its finding codes, verify's its statuses."""
-    what = "status" if command == "verify" else "finding code"
-    results = "replicas" if command == "verify" else "findings"
+    ignored, in the codes of `terms`."""
+    p.set_defaults(policy_terms=terms.name)
+    what, results = terms.what, terms.results
     p.add_argument("--policy", metavar="FILE",
                    help=f"a policy file (YAML or JSON, docs/policy.md): rules that set a {what}'s severity or "
                         "ignore it, for everything or for namespaces, kinds, names and labels")
@@ -162,14 +176,14 @@ def policy_given(ns) -> bool:
 
 def policy(ns):
     """The judge.policy.Policy of --policy FILE (read and checked here, before any request), then
-    --ignore and --severity, in the codes of the command (ns.command); None when none was given."""
+    --ignore and --severity, in the codes the command's policy_flags named; None when none was given."""
     if not policy_given(ns):
         return None
     from kubectl_kvcache.judge import policy as judge_policy
 
     path = getattr(ns, "policy", None)
     ignore, severity = getattr(ns, "ignore", None) or (), getattr(ns, "severity", None) or ()
-    command = "verify" if getattr(ns, "command", None) == "verify" else "check"
+    command = ns.policy_terms
     base = judge_policy.Policy((), command=command)
     if path is not None:
         from kubectl_kvcache.load import policy as load_policy

@@ -32,26 +32,38 @@ class Terms(Record):
     about, what a code is called in errors, what a result is called in reports, and whether codes
     are matched whatever their case (verify's statuses, as --fail-on takes them)."""
 
-    __slots__ = ("command", "codes", "kinds", "code_word", "noun", "upper")
+    __slots__ = ("command", "codes", "kinds", "code_word", "noun", "upper", "theirs")
 
     def __init__(self, command: str, codes: tuple[str, ...], kinds: tuple[str, ...], code_word: str, noun: str,
-                 upper: bool = False):
+                 upper: bool = False, theirs: str | None = None):
         self.command = command
         self.codes = codes
         self.kinds = kinds
         self.code_word = code_word
         self.noun = noun
         self.upper = upper
+        self.theirs = theirs or f"{command}'s codes"     # how an error names the list of codes
 
 
-def terms(command: str = "check") -> Terms:
-    """The vocabulary of `command`'s policy (check's finding codes; verify's statuses but OK)."""
-    if command == "verify":
-        from kubectl_kvcache.judge import verify
+def _verify_terms() -> Terms:
+    from kubectl_kvcache.judge import verify
 
-        return Terms("verify", tuple(s for s in verify.STATUSES if s != verify.OK), VERIFY_KINDS, "verify status",
-                     "result", upper=True)
-    return Terms("check", tuple(CODES), KINDS, "finding code", "finding")
+    return Terms("verify", tuple(s for s in verify.STATUSES if s != verify.OK), VERIFY_KINDS, "verify status",
+                 "result", upper=True)
+
+
+def _check_terms() -> Terms:
+    return Terms("check", tuple(CODES), KINDS, "finding code", "finding", theirs="the codes")
+
+
+# The policy vocabularies, by the name a command's flags give (cli/flags.PolicyTerms): check's
+# finding codes, verify's statuses but OK.
+TERMS = {"check": _check_terms, "verify": _verify_terms}
+
+
+def terms(name: str = "check") -> Terms:
+    """The vocabulary named `name` (TERMS)."""
+    return TERMS[name]()
 
 
 class Rule(Record):
@@ -141,8 +153,7 @@ def _known_code(code, where, vocabulary: Terms):
     """`code` as the command spells it; an unknown one (for this command) is an error naming `where`."""
     found = code.upper() if vocabulary.upper else code
     if found not in vocabulary.codes:
-        theirs = "the codes" if vocabulary.command == "check" else f"{vocabulary.command}'s codes"
-        raise PluginError(f"{where}: unknown {vocabulary.code_word} {code!r} ({theirs}: "
+        raise PluginError(f"{where}: unknown {vocabulary.code_word} {code!r} ({vocabulary.theirs}: "
                           f"{', '.join(vocabulary.codes)})")
     return found
 

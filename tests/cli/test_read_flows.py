@@ -65,3 +65,30 @@ def test_one_contexts_json_kind_is_the_fleets_kind_without_its_prefix(argv):
     options = _fleet_options(argv)
     view = fleet.flow_of(options).view_of(options.inner)
     assert fleet_view.to_dict(view, fleet_view.Fleet(()))["kind"] == "Fleet" + view.kind
+
+
+def test_no_code_compares_a_command_name():
+    """What differs per command is in its record (cli/commands/<name>.py, its flow's face, its
+    view, its policy terms), never in an `if command == "verify"` elsewhere (issue 40)."""
+    import glob
+    import os
+
+    import kubectl_kvcache
+
+    root = os.path.dirname(kubectl_kvcache.__file__)
+    names = set(app.COMMANDS)
+    found = []
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Compare):
+                continue
+            parts = [node.left, *node.comparators]
+            said = [p.value for p in parts if isinstance(p, ast.Constant) and p.value in names]
+            said += [e.value for p in parts if isinstance(p, (ast.Tuple, ast.List, ast.Set)) for e in p.elts
+                     if isinstance(e, ast.Constant) and e.value in names]
+            subject = " ".join(ast.unparse(p) for p in parts if not isinstance(p, ast.Constant))
+            if said and ("command" in subject or "view" in subject):
+                found.append(f"{os.path.relpath(path, root)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []

@@ -28,6 +28,9 @@ HELP = dict(
               "check --contexts prod-eu,prod-us -A"))
 
 
+POLICY = flags.PolicyTerms("check", "finding code", "findings")
+
+
 def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=True):
     """The parser of check or of one of its views."""
     p = commands[(name, None)] = flags.command(sub, name, help["help"], help["description"], help["examples"])
@@ -36,7 +39,7 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
     flags.output_flags(p, name)
     if strict:
         p.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
-        flags.policy_flags(p, name)
+        flags.policy_flags(p, POLICY)
     if skip_workloads:
         flags.skip_workloads_flag(p)
     connection_flags.add(p)
@@ -47,11 +50,12 @@ def add(sub, commands):
     add_view(NAME, HELP, sub, commands, SELECTS, strict=True)
 
 
-def options(ns) -> CheckOptions:
+def options(ns, reads_workloads=True) -> CheckOptions:
+    """`reads_workloads`: the workload templates (their injection opt-ins) and the KVCachePools
+    (which master holds a domain) are read: check and bindings judge them, roles does not."""
     # -l picks what is reported, not what is read: a Binding's users must all be judged
     inner = CheckOptions(ns.command, connection_flags.connection(ns),
-                         flags.scope(ns, workloads=ns.command != "roles", selected=False,
-                                     pools=ns.command != "roles"),
+                         flags.scope(ns, workloads=reads_workloads, selected=False, pools=reads_workloads),
                          flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector,
                          policy=flags.policy(ns))
     return contexts.wrap(ns, ns.command, "check", inner)

@@ -6,6 +6,7 @@ from kubectl_kvcache.cli import flags
 from kubectl_kvcache.cli.options import CompletionOptions
 
 NAME = "completion"
+ENGINE_DATA = None          # judges nothing: --engine-data is not read
 SHELLS = ("bash", "zsh", "fish", "powershell")
 HELP = dict(
     help="print a shell completion script (bash, zsh, fish, powershell)",

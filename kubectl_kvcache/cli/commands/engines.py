@@ -7,6 +7,7 @@ from kubectl_kvcache.cli import flags
 from kubectl_kvcache.record import Record
 
 NAME = "engines"
+ENGINE_DATA = "quiet"       # lists each release's source itself (cli/app.py)
 HELP = dict(
     help="the engine releases the plugin knows and the --kv-cache-dtype spellings each accepts",
     description="Every vLLM and SGLang release whose parser the plugin's engine data holds, built in or "

@@ -19,4 +19,8 @@ def add(sub, commands):
                                               "as verify selects Pods)", skip_workloads=False)
 
 
-options, prefetch, run = check.options, check.prefetch, check.run
+def options(ns) -> check.CheckOptions:
+    return check.options(ns, reads_workloads=False)     # a role's flags are in its own spec
+
+
+prefetch, run = check.prefetch, check.run

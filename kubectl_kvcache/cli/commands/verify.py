@@ -12,6 +12,8 @@ from kubectl_kvcache.cli.options import VerifyOptions
 NAME = "verify"
 DEFAULT_ROLLOUT_TIMEOUT = "10m"     # --wait, as kubectl rollout status --timeout would be set
 SELECTS = "Pods (ANDed with the plugin's own selectors)"
+POLICY = flags.PolicyTerms("verify", "status", "replicas")
+
 HELP = dict(
     help="the effective dtype of every pool-attached engine container, against its Binding",
     description="For each pool-attached engine container: the --kv-cache-dtype the engine will run with "
@@ -86,7 +88,7 @@ def add(sub, commands):
                         "(-o wide), a disagreement fails. A crashed replica's last log is read without it")
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
-    flags.policy_flags(v, NAME)
+    flags.policy_flags(v, POLICY)
     connection_flags.add(v)
     contexts.add(v)
 

@@ -4,6 +4,7 @@ from kubectl_kvcache import __version__
 from kubectl_kvcache.cli import flags
 
 NAME = "version"
+ENGINE_DATA = None          # judges nothing: --engine-data is not read
 HELP = dict(help="print the plugin version", description="Print the plugin version (as --version does).",
             examples=("version",))
 

@@ -20,17 +20,36 @@ if TYPE_CHECKING:
     from kubectl_kvcache.cli.options import CheckOptions
 
 
+def _errors(options: CheckOptions, report, missing) -> bool:
+    counts = report.summary()
+    return bool(counts[checks.ERROR] or (options.strict and (counts[checks.WARNING] or missing)))
+
+
+def _binding_failures(options: CheckOptions, report, missing) -> bool:
+    return any(f.code in checks.BINDING_FAILURES for f in report.findings)
+
+
+def _role_errors(options: CheckOptions, report, missing) -> bool:
+    return any(e.severity == checks.ERROR for e in report.roles)
+
+
+# check's three views of one judgement, each a row: what fails it (exit 1), and whether it ends
+# with check's counts (its severities; "No ... found" only when nothing was checked) or, having no
+# counts, with "No ... found" when it has no rows.
+VIEWS = {"check": (_errors, True), "bindings": (_binding_failures, False), "roles": (_role_errors, False)}
+
+
 def exit_code(options: CheckOptions, report, missing=()) -> int:
     """`missing`: namespaces asked for that do not exist; under --strict a gate that read nothing
     does not pass."""
-    if options.view == "check":
-        counts = report.summary()
-        bad = counts[checks.ERROR] or (options.strict and (counts[checks.WARNING] or missing))
-    elif options.view == "bindings":
-        bad = any(f.code in checks.BINDING_FAILURES for f in report.findings)
-    else:
-        bad = any(e.severity == checks.ERROR for e in report.roles)
-    return exitcodes.FINDINGS if bad else exitcodes.OK
+    fails, _ = VIEWS[options.view]
+    return exitcodes.FINDINGS if fails(options, report, missing) else exitcodes.OK
+
+
+def _nothing(options: CheckOptions, report) -> bool:
+    """Whether the run found nothing to report ("No ... found"): nothing checked, or no rows."""
+    _, counted = VIEWS[options.view]
+    return not any(report.checked.values()) if counted else not list(view_of(options).rows(report))
 
 
 def select(report, snapshot, selector):
@@ -85,15 +104,13 @@ def run(options: CheckOptions, io) -> int:
                                   code)
     render.show(view, report, output, io.stdout, io.stderr)
     if not options.output.structured:
-        if options.view == "check":
-            if not any(report.checked.values()):
-                render.nothing_found(snapshot, view.empty, io.stderr)
+        if _nothing(options, report):
+            render.nothing_found(snapshot, view.empty, io.stderr)
+        if VIEWS[options.view][1]:
             render.line(io.stderr, views.summary(report))
             hint = views.fix_hint(report, options.scope, options.output)
             if hint:
                 render.line(io.stderr, hint)
-        elif not list(view.rows(report)):
-            render.nothing_found(snapshot, view.empty, io.stderr)
     return code
 
 
@@ -118,9 +135,7 @@ def read_context(options: CheckOptions, conn, trace):
 def context_lines(result, options: CheckOptions, err):
     from kubectl_kvcache.render import fleet
 
-    if options.view == "check":
-        if not any(result.report.checked.values()):
-            fleet.nothing_found(err, result.context, view_of(options).empty, result.namespace)
-        fleet.context_line(err, result.context, views.summary(result.report))
-    elif not list(view_of(options).rows(result.report)):
+    if _nothing(options, result.report):
         fleet.nothing_found(err, result.context, view_of(options).empty, result.namespace)
+    if VIEWS[options.view][1]:
+        fleet.context_line(err, result.context, views.summary(result.report))
