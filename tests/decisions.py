@@ -2,7 +2,7 @@
 value (OK) or a word of the reason, and for UNKNOWN a registered cause naming what the reason names."""
 
 from kubectl_kvcache.engine import OK, UNKNOWN, predict
-from kubectl_kvcache.engine.cause import CODES
+from kubectl_kvcache.engine.cause import CAUSES
 
 
 def assert_decision(engine, version, command, outcome, detail):
@@ -14,6 +14,6 @@ def assert_decision(engine, version, command, outcome, detail):
         assert detail in p.reason
     if outcome == UNKNOWN:
         # the cause names what would decide it: the option (or file) the reason names
-        assert p.cause is not None and p.cause.code in CODES, p
+        assert p.cause is not None and p.cause.code in CAUSES, p
         assert p.cause.subject and p.cause.subject in p.reason, p.cause
     return p

@@ -18,7 +18,7 @@ webhook, words (what a running engine reports it runs with; why a crashed one di
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.attention import after_parse, refuses, starts
-from kubectl_kvcache.engine.cause import CODES as CAUSE_CODES, Cause
+from kubectl_kvcache.engine.cause import CAUSES, Cause
 from kubectl_kvcache.engine.data import SAME_FORMAT
 from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, START_UP as START_UP_CHECK, UNKNOWN, Parse, parse
 from kubectl_kvcache.engine.predict import CachedPredict, Prediction, across, predict
@@ -33,7 +33,7 @@ from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words, writes as reports_written
 
-__all__ = ["AMBIGUOUS", "CAUSE_CODES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
+__all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
            "MINIMUM", "OK", "POD_IMAGE", "Parse", "Prediction", "Profile", "REJECTED", "SAME_FORMAT",
            "SPEC_IMAGE", "SPEC_VERSION", "Token", "UNKNOWN", "Version", "is_ascend_image", "minimum_version",

@@ -11,8 +11,9 @@ import re
 
 from kubectl_kvcache.record import Record
 
-# code -> what it means (the deciding thing is the cause's `subject`)
-CODES = {
+# What can leave an answer UNKNOWN: a cause's code -> what it means (the deciding thing is the
+# cause's `subject`). Not finding codes (judge/checks/findings.CODES): a finding may carry a cause.
+CAUSES = {
     "variable": "a variable whose value the Pod spec does not hold (Secret, ConfigMap, envFrom, image)",
     "element": "an argv element whose value the Pod spec does not hold",
     "shell": "a shell construct this plugin does not follow",
@@ -38,7 +39,7 @@ class Cause(Record):
     __slots__ = ("code", "subject")
 
     def __init__(self, code: str, subject: str):
-        self.code = code          # one of CODES
+        self.code = code          # one of CAUSES
         self.subject = subject    # the deciding thing: `$HF_TOKEN`, `--tool-call-parser`, `args[3]`
 
     def __str__(self):

@@ -91,8 +91,10 @@ class Case(Record):
         self.context = context
 
 
-class Finding(Record):
-    """One finding, as every per-finding consumer (SARIF, CI annotations) takes it. `code`: check's
+class Annotation(Record):
+    """One result annotated on its object, as every per-result consumer (SARIF, CI annotations)
+    takes it: built from check's judge.checks.Finding or from verify's item (not a second kind of
+    finding: a view of either, with its place, its identity across runs and whether it failed). `code`: check's
     finding code, verify's status; `severity`: the command's word for it (error, warning, info;
     verify: the status); `failed`: it makes the exit code 1; `path`: where it is, outermost
     first, as (kind, name) pairs (context, namespace, the object, role, replica); `key`: its
@@ -569,7 +571,7 @@ def _verify_findings(report, subject):
         # the severity is the status, or what a policy rule made it (an ignored one: what it was)
         severity = item.status if item.policy is None else (item.policy.now or item.policy.was)
         failed = suppression is None and judge.fails(item, subject.failing)
-        found.append(Finding(item.status, severity, failed, message, item.fix or "", tuple(path),
+        found.append(Annotation(item.status, severity, failed, message, item.fix or "", tuple(path),
                              f"verify|{item.status}|{replica}", file, suppression))
     return found
 
@@ -578,7 +580,7 @@ def _check_finding(f, failed, command, file):
     path = ((("namespace", f.namespace),) if f.namespace else ()) + ((f.kind, f.name),)
     where = (f.namespace or "") + "|" + _object_key(f.kind, f.name)
     # what an object is told, not which sentence: a message may name Pods (the key must outlive them)
-    return Finding(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file)
+    return Annotation(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file)
 
 
 def _check_findings(report, subject):
