@@ -283,7 +283,8 @@ _NOT_JSON = object()
 
 def classify_action(answers, items, multi=()):
     """The rule (above) that answers like the real Action on every probe (items one at a time,
-    then the lists in `multi`, '-' where not asked), else None."""
+    then the lists in `multi`; '-' where not asked or where the option's `type=` refused the
+    value before the Action could run), else None."""
     single = answers[:len(items)]
     accepted = [_loads(v) for v, a in zip(items, single, strict=False) if a == "1"]
     docs = [d for d in accepted if isinstance(d, dict)]
@@ -296,7 +297,8 @@ def classify_action(answers, items, multi=()):
             candidates.append(f"items pairs {split} {','.join(required)}/{','.join(optional)}")
     rules = [c for c in candidates if c] + [f"optional {c}" for c in candidates if c]
     for rule in rules:
-        mine = ["1" if action_accepts(rule, v) else "0" for v in items]
+        mine = ["-" if a == "-" else "1" if action_accepts(rule, v) else "0"
+                for v, a in zip(items, single, strict=False)]
         mine += ["-" if a == "-" else "1" if all(action_accepts(rule, v) for v in values) else "0"
                  for values, a in zip(multi, answers[len(items):], strict=False)]
         if "".join(mine) == answers:
@@ -1192,6 +1194,12 @@ def _field_accepts(kind, value):
         return True   # the release took every value it was probed with (engine-data: schema_data)
     if kind == "obj":
         return None if isinstance(value, dict) else False   # a nested config: judged where probed
+    if kind.startswith("list:"):
+        # a JSON array only (pydantic's JSON mode), each item judged as a field of that type
+        if not isinstance(value, list):
+            return False
+        answers = [_field_accepts(kind[5:], item) for item in value]
+        return False if False in answers else None if None in answers else True
     if value is None or isinstance(value, (list, dict)) and kind != "dict":
         return False
     if kind == "dict":

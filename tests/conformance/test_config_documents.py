@@ -24,7 +24,8 @@ from kubectl_kvcache.engine.releases import _in_spans, _sample, parse_version  #
 COUNT = int(os.environ.get("KVCACHE_DOCUMENT_CASES", "120"))
 PARAMS = [pytest.param(v, id=f"vllm-{v}") for v in RELEASES["vllm"]]
 TYPED = {"bool": [True, False], "int": [0, 2, 16], "float": [0.25, 3], "str": ["x", "y/z"], "dict": [{}, {"k": "v"}],
-         "obj": [{}, {"zz_unknown": 1}]}
+         "obj": [{}, {"zz_unknown": 1}], "list:int": [[1, 2, 4, 8, 16], [], [3], [1, 2, "4"], [8, None]],
+         "list:str": [["+rms_norm"], [], ["none"], ["x", 1]], "list:float": [[0.25], []], "list:bool": [[False]]}
 # pydantic's lax mode (a string for a bool or a number, a whole float for an int)
 LAX = {"bool": ["True", "false", "yes", "1", 0], "int": ["4", 4.0], "float": ["0.5"]}
 WRONG = [[1, 2], {"a": 1}, "nope", 2.5, None, True, 7, "1"]

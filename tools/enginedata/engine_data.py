@@ -352,10 +352,9 @@ def schema_data(sch):
     return out
 
 
-# the config options real launch commands give documents to (issue 29's corpus); the other
-# config classes' schemas are read the same way, but kept out of the committed data for its size
-SCHEMA_OPTIONS = ("--compilation-config", "-cc", "-O", "--kv-transfer-config", "--kv-events-config",
-                  "--limit-mm-per-prompt", "--mm-processor-kwargs", "--speculative-config")
+# every config-class option's schema is kept (issue 38: --eplb-config, --profiler-config,
+# --attention-config, ... are in launch commands too); a release's schema equal to the one before
+# it costs nothing (spans)
 
 
 def build_schemas(releases, per):
@@ -363,7 +362,7 @@ def build_schemas(releases, per):
     found = {}
     for version in releases:
         first = {}
-        schemas = {n: sch for n, sch in (per[version].get("_schemas") or {}).items() if n in SCHEMA_OPTIONS}
+        schemas = dict(per[version].get("_schemas") or {})
         for name, sch in sorted(schemas.items(), key=lambda kv: not kv[0].startswith("--")):
             if sch["class"] in first:   # another spelling of the same option (-cc): a pointer to it
                 found.setdefault(name, {})[version] = "=" + first[sch["class"]]

@@ -163,8 +163,9 @@ def registered_strings(parser, action):
 
 def probe_action(parser, action, name):
     """For an engine's own Action that takes values: '1'/'0' per ACTION_PROBES item and then per
-    ACTION_MULTI list (the Action returns, or raises / exits), or None when it sets another dest
-    than its own (then its outcome is not a function of the value alone)."""
+    ACTION_MULTI list (the Action returns, or raises / exits; '-' where its `type=` refuses the
+    value first), or None when it sets another dest than its own (then its outcome is not a
+    function of the value alone)."""
     out = []
     for values in [[v] for v in ACTION_PROBES] + ACTION_MULTI:
         ns = argparse.Namespace()
@@ -172,11 +173,16 @@ def probe_action(parser, action, name):
         if action.nargs not in ("+", "*") and len(values) > 1:
             out.append("-")
             continue
+        # converted by its `type=` first, as argparse's _get_values does (vLLM's optional_type
+        # makes "" and "None" None, which its LoRAParserAction skips); where that conversion
+        # refuses, argparse stops before the Action runs: its `type=` probes decide, "-" here
+        convert = action.type if callable(action.type) else (lambda v: v)
         try:
-            # converted by its `type=` first, as argparse's _get_values does (vLLM's optional_type
-            # makes "" and "None" None, which its LoRAParserAction skips)
-            convert = action.type if callable(action.type) else (lambda v: v)
             given = [convert(v) for v in given] if isinstance(given, list) else convert(given)
+        except BaseException:  # noqa: BLE001 - the `type=` refuses: not the Action's answer
+            out.append("-")
+            continue
+        try:
             action(parser, ns, given, name)
             out.append("1")
         except BaseException:  # noqa: BLE001 - argparse's error() exits; anything else kills the engine

@@ -4,8 +4,8 @@ Runs inside an oracle process (oracle.py `schemas`), never in the plugin. An opt
 `type=` validates the document with a config dataclass (vLLM's `_compute_kwargs` parse_dataclass:
 `TypeAdapter(cls).validate_json(val)`, vllm@0.33/vllm/engine/arg_utils.py; optional_type around
 it turns "" and "None" into None) has a schema:
-- `fields`: field name -> a word of kvparse.FIELD_TYPES ("bool", "int", "float", "str",
-  "lit:<a>|<b>", "enum:<NAME>|<NAME>" (an Enum: its member names, and their lower case, are
+- `fields`: field name -> a word of kvparse._field_accepts ("bool", "int", "float", "str",
+  "lit:<a>|<b>", "list:<one of the four>", "enum:<NAME>|<NAME>" (an Enum: its member names, and their lower case, are
   probed; the model judges them only where probed), a "?" in front: None allowed too, "any": not
   replayed);
 - `forbid`: a key that is no field is refused (vLLM's @config: pydantic `extra="forbid"`),
@@ -97,6 +97,9 @@ def field_type(hint):
         return "enum:" + "|".join(m.name for m in hint)
     if is_config_class(hint):
         return "obj"
+    if origin is list and len(args) == 1 and field_type(args[0]) in ("int", "str", "float", "bool"):
+        # a list of one plain type (capture sizes, custom ops): a JSON array, each item as a field
+        return "list:" + field_type(args[0])
     if hint is dict or origin is dict:
         return "dict"
     if args and type(None) in args:
@@ -241,9 +244,12 @@ def _factory_names(name):
     return []
 
 
-VALUES = {"bool": [True, False], "int": [0, 1, 8], "float": [0.5, 1], "str": ["x", ""]}
+VALUES = {"bool": [True, False], "int": [0, 1, 8], "float": [0.5, 1], "str": ["x", ""],
+          "list:int": [[1, 2, 4, 8], [], [0], [512, 256]], "list:str": [["x"], [], ["x", ""]],
+          "list:float": [[0.5], []], "list:bool": [[True], []]}
 # what pydantic's lax mode may take for a field of the type (judged only where probed)
-LAX = {"bool": ["True", "true", "false", "False", "1", 1, 0], "int": ["1", 2.0], "float": ["1.5", 2]}
+LAX = {"bool": ["True", "true", "false", "False", "1", 1, 0], "int": ["1", 2.0], "float": ["1.5", 2],
+       "list:int": [["1"], [2.0], [True]], "list:bool": [["true"], [1]], "list:float": [[1], ["0.5"]]}
 # connector names launch commands and the operator write, whether or not the release registers them
 KNOWN_CONNECTORS = ["NixlConnector", "LMCacheConnectorV1", "LMCacheConnector", "P2pNcclConnector",
                     "MooncakeConnector", "MooncakeStoreConnector", "MultiConnector", "OffloadingConnector",
@@ -262,6 +268,8 @@ def _typed(sch, name, kind):
             v for v in sch.get("members", {}).get(name, []) if v not in names] + ["no_such_value"]
     if base == "str":
         values = [v for v in sch.get("strings", [])] + values
+    if base == "list:str":
+        values = [[v] for v in sch.get("strings", [])[:6]] + values
     if kind.startswith("?"):
         values.append(None)
     return values
@@ -269,7 +277,7 @@ def _typed(sch, name, kind):
 
 def documents(sch):
     """Generated documents: each field with values of its type, pydantic's lax ones and wrong ones,
-    a nested config's fields one at a time, unknown keys, the coupled fields together (their typed
+    a nested config's fields one at a time and its switches two at a time, unknown keys, the coupled fields together (their typed
     values crossed, at most a few thousand)."""
     # an unknown key given 1, true and null: whether the document is read as JSON (vLLM 0.6.5-0.8.5's
     # CompilationConfig.from_cli reads it with ast.literal_eval, which has no true/false/null)
@@ -289,6 +297,12 @@ def documents(sch):
             for sub, sub_kind in inner["fields"].items():
                 for v in _typed(inner, sub, sub_kind) + LAX.get(sub_kind.lstrip("?"), []) + WRONG[:3]:
                     docs.append({name: {sub: v}})
+            # two switches of a nested config together (`{"pass_config": {"fuse_allreduce_rms":
+            # true, "eliminate_noops": true}}`: its own checks may read them together)
+            switches = [sub for sub, sub_kind in inner["fields"].items() if sub_kind == "bool"]
+            for a, b in itertools.combinations(switches[:16], 2):
+                for va, vb in ((True, True), (True, False), (False, True)):
+                    docs.append({name: {a: va, b: vb}})
     coupled = [n for n in sch["coupled"] if n in typed]
     if coupled and len(coupled) <= 6:
         def width(n):
