@@ -31,6 +31,16 @@ def test_an_action_rule_is_recovered_from_its_own_answers(rule):
     assert [kvparse.action_accepts(found, v) for v in items] == [kvparse.action_accepts(rule, v) for v in items]
 
 
+def test_items_its_type_refused_first_do_not_decide_the_actions_rule():
+    # SGLang 0.5.14's DeprecatedAliasStoreAction with type=int: argparse's conversion refuses
+    # every non-number before the Action runs ('-'); the Action stores whatever it is given
+    items, multi = fuzz_types.ACTION_PROBES, fuzz_types.ACTION_MULTI
+    answers = "".join("1" if k % 3 == 0 else "-" for k in range(len(items))) + "-" * len(multi)
+    assert kvparse.classify_action(answers, items, multi) == "items any"
+    # an Action that refuses a value its type took is still told apart
+    assert kvparse.classify_action("0" + answers[1:], items, multi) != "items any"
+
+
 def test_an_action_no_rule_fits_is_not_replayed():
     items, multi = fuzz_types.ACTION_PROBES, fuzz_types.ACTION_MULTI
     # takes only the 3rd item: no rule of the vocabulary answers so
@@ -63,7 +73,8 @@ def test_an_unreadable_start_up_values_row_is_left_out(text):
 
 
 # --- JSON config documents (issue 29): what judge_document does with the data's schema forms ----
-SCHEMA = {"f": {"level": "int", "backend": "free", "pass_config": "obj", "cache": "obj", "role": "?str"},
+SCHEMA = {"f": {"level": "int", "backend": "free", "pass_config": "obj", "cache": "obj", "role": "?str",
+                "sizes": "?list:int", "ops": "list:str"},
           "c": ["pass_config", "role"], "x": True, "o": True,
           "d": {'{"pass_config": {}}': 1, '{"pass_config": {"a": true}}': 1, '{"pass_config": {"a": "True"}}': 0,
                 '{"role": "kv_both"}': 1, '{"cache": {"k": 1}}': 0},
@@ -83,6 +94,10 @@ SCHEMA = {"f": {"level": "int", "backend": "free", "pass_config": "obj", "cache"
     ('{"cache": {"k": 1, "dropped": 2}}', False),    # the nested config drops "dropped"
     ('{"cache": {"k": 2}}', None),
     ("", True), ("[]", None), ('{"level": 1, "level": 2}', None),
+    ('{"sizes": [1, 2, 4, 8], "level": 3}', True),   # a list field: each item as a field of its type
+    ('{"sizes": null}', True), ('{"sizes": []}', True), ('{"ops": ["+rms_norm"]}', True),
+    ('{"sizes": [1, 2.5]}', False), ('{"sizes": 8}', False), ('{"ops": "x"}', False), ('{"sizes": [null]}', False),
+    ('{"sizes": [1, "2"]}', None),                   # pydantic's lax mode: not judged
 ])
 def test_a_config_document_is_judged_only_where_the_data_settles_it(doc, want):
     why = []
