@@ -353,13 +353,30 @@ def facts(profile) -> Facts:
                 combo_rows[(entry, group, atoms)] = (outcome, frozenset(read.split(",")) - {""})
         registries = {d: frozenset(v.split(" ")) for d, rows in real.get("combo_registries", {}).items()
                       for v in [_in_spans(at, rows)] if v}
-        texts = {n: v for n, rows in real.get("schemas", {}).items() for v in [_in_spans(at, rows)] if v}
-        schemas = {n: json.loads(texts.get(v[1:], "null") if v.startswith("=") else v) for n, v in texts.items()}
-        schemas = {n: v for n, v in schemas.items() if v}
         _FACTS[key] = Facts(kinds, start_up, frozenset(behaviours), tuple(real.get("probes", ())), rewrites,
-                            actions, classes, combo_rows, registries, schemas,
+                            actions, classes, combo_rows, registries, _schemas(real.get("schemas", {}), at),
                             _start_up_values(real.get("start_up_values", {}), at))
     return _FACTS[key]
+
+
+def _schemas(table, at):
+    """{option: schema} at the sampled release `at` ("=<option>": the same class as that one); a
+    schema that is no JSON object of the shape judge_document reads (an added release file is
+    untrusted) is left out: that option's documents stay UNKNOWN."""
+    from kubectl_kvcache.engine.releases import _in_spans
+    texts = {n: v for n, rows in table.items() for v in [_in_spans(at, rows)] if isinstance(v, str) and v}
+    out = {}
+    for name, text in texts.items():
+        try:
+            found = json.loads(texts.get(text[1:], "null") if text.startswith("=") else text)
+        except ValueError:
+            continue
+        if (isinstance(found, dict) and isinstance(found.get("f"), dict) and isinstance(found.get("c"), list)
+                and all(isinstance(k, str) for k in found["f"].values())
+                and all(isinstance(c, str) for c in found["c"])
+                and isinstance(found.get("d", {}), dict) and all(v in (0, 1) for v in found.get("d", {}).values())):
+            out[name] = found
+    return out
 
 def _start_up_values(table, at):
     """{(entry, option): {value: outcome}} at the sampled release `at`; a row that is not a JSON

@@ -271,8 +271,8 @@ def conformance_cases(sample_every=10, touching_every=3, targeted_every=3):
             # the known differences on every third release and the last (each Python era of the
             # images: releases.image_pythons); every release was 4,290 of the cases
             targeted = k % targeted_every == 0 or k == len(versions) - 1
-            extra = [(entry, tc.MODEL[entry] + tail) for entry in tc.ENTRIES[engine] for tail in TARGETED
-                     if targeted]
+            extra = [(entry, tc.MODEL[entry] + tail) for entry in tc.ENTRIES[engine]
+                     for tail in TARGETED] if targeted else []
             for entry, argv in extra + tc.table(engine, version, files) + tc.generated(engine, files):
                 tokens = [Token(a, "args", i) for i, a in enumerate(argv)]
                 try:

@@ -111,6 +111,17 @@ def test_an_unreadable_nested_schema_is_never_a_definite_answer(schema):
     assert kvparse.judge_document(schema, '{"p": {"a": 1}}') is None
 
 
+@pytest.mark.parametrize("text", ["{", "3", "[]", '{"f": {"a": 3}, "c": []}', '{"f": {"a": "int"}}',
+                                  '{"f": [], "c": []}', '{"f": {"a": "int"}, "c": [1]}',
+                                  '{"f": {"a": "int"}, "c": [], "d": {"x": "yes"}}', "=--missing"])
+def test_an_unreadable_schema_is_left_out(text):
+    # an added release's file is untrusted: a schema judge_document cannot read is dropped, so the
+    # option's documents stay UNKNOWN instead of ending the run in a traceback
+    from kubectl_kvcache.engine.releases import parse_version
+    rows = {"--x": [[text, "0.20.0", None]], "--ok": [['{"f": {"a": "int"}, "c": []}', "0.20.0", None]]}
+    assert kvparse._schemas(rows, parse_version("0.20.0")) == {"--ok": {"f": {"a": "int"}, "c": []}}
+
+
 @pytest.mark.parametrize("name, value, want", [
     ("kvs-plain", "", True), ("kvs-plain", "image=2,video=1", True), ("kvs-plain", "a=1,a=2", True),
     ("kvs-plain", '{"image": 2}', False), ("kvs", "a=1,a=2", False), ("kvs", " Image = 3 ", True),

@@ -352,17 +352,14 @@ def schema_data(sch):
     return out
 
 
-# every config-class option's schema is kept (issue 38: --eplb-config, --profiler-config,
-# --attention-config, ... are in launch commands too); a release's schema equal to the one before
-# it costs nothing (spans)
-
-
 def build_schemas(releases, per):
-    """{option: spans of its schema (schema_data) as JSON text} for every config-class option."""
+    """{option: spans of its schema (schema_data) as JSON text} for every config-class option
+    (all of them since issue 38: --eplb-config, --profiler-config, ... are in launch commands too;
+    a release's schema equal to the one before it costs nothing, spans)."""
     found = {}
     for version in releases:
         first = {}
-        schemas = dict(per[version].get("_schemas") or {})
+        schemas = per[version].get("_schemas") or {}
         for name, sch in sorted(schemas.items(), key=lambda kv: not kv[0].startswith("--")):
             if sch["class"] in first:   # another spelling of the same option (-cc): a pointer to it
                 found.setdefault(name, {})[version] = "=" + first[sch["class"]]

@@ -5,9 +5,9 @@ Runs inside an oracle process (oracle.py `schemas`), never in the plugin. An opt
 `TypeAdapter(cls).validate_json(val)`, vllm@0.33/vllm/engine/arg_utils.py; optional_type around
 it turns "" and "None" into None) has a schema:
 - `fields`: field name -> a word of kvparse._field_accepts ("bool", "int", "float", "str",
-  "lit:<a>|<b>", "list:<one of the four>", "enum:<NAME>|<NAME>" (an Enum: its member names, and their lower case, are
-  probed; the model judges them only where probed), a "?" in front: None allowed too, "any": not
-  replayed);
+  "lit:<a>|<b>", "list:<one of the four>", "enum:<NAME>|<NAME>" (an Enum: its member names,
+  and their lower case, are probed; the model judges them only where probed), a "?" in front:
+  None allowed too, "any": not replayed);
 - `forbid`: a key that is no field is refused (vLLM's @config: pydantic `extra="forbid"`),
   decided by a probe through the real callable;
 - `coupled`: the fields the class's own checks read together (`__post_init__` and the methods
@@ -97,9 +97,10 @@ def field_type(hint):
         return "enum:" + "|".join(m.name for m in hint)
     if is_config_class(hint):
         return "obj"
-    if origin is list and len(args) == 1 and field_type(args[0]) in ("int", "str", "float", "bool"):
+    item = field_type(args[0]) if origin is list and len(args) == 1 else None
+    if item in ("int", "str", "float", "bool"):
         # a list of one plain type (capture sizes, custom ops): a JSON array, each item as a field
-        return "list:" + field_type(args[0])
+        return "list:" + item
     if hint is dict or origin is dict:
         return "dict"
     if args and type(None) in args:
@@ -277,8 +278,8 @@ def _typed(sch, name, kind):
 
 def documents(sch):
     """Generated documents: each field with values of its type, pydantic's lax ones and wrong ones,
-    a nested config's fields one at a time and its switches two at a time, unknown keys, the coupled fields together (their typed
-    values crossed, at most a few thousand)."""
+    a nested config's fields one at a time and its switches two at a time, unknown keys, the
+    coupled fields together (their typed values crossed, at most a few thousand)."""
     # an unknown key given 1, true and null: whether the document is read as JSON (vLLM 0.6.5-0.8.5's
     # CompilationConfig.from_cli reads it with ast.literal_eval, which has no true/false/null)
     docs = [{}, {"zz_no_such_field": 1}, {"zz_no_such_field": True}, {"zz_no_such_field": None}]
