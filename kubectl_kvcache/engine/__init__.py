@@ -12,7 +12,8 @@ Inside: data (the releases' facts), releases (versions, profiles, images, added 
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
 predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`),
-webhook, words (what a running engine reports it runs with; why a crashed one died), knowledge
+webhook, words (what a running engine reports it runs with), crash (why a crashed one died, and
+whether its KV-cache dtype is to blame), knowledge
 (the JSON files of facts read from the released wheels; `load_knowledge` parses one ahead of use).
 """
 
@@ -31,7 +32,8 @@ from kubectl_kvcache.engine.images import ImageRead, read as read_image, resolve
 from kubectl_kvcache.engine.releases import ROLE_IMAGE, UNREAD, all_releases, releases_before
 from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
-from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words, writes as reports_written
+from kubectl_kvcache.engine.crash import DTYPE as CRASH_DTYPE, NOT_DTYPE as CRASH_NOT_DTYPE, ExitCause, exit_cause
+from kubectl_kvcache.engine.words import Observed, observe as observe_words, writes as reports_written
 
 __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
@@ -40,5 +42,5 @@ __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DT
            "normalise_engine", "parse", "parse_version", "predict", "profile", "program_refusal", "launch_refusal",
            "release_name", "resolve_versions", "ImageRead", "read_image", "ROLE_IMAGE", "UNREAD", "all_releases",
            "releases_before", "across",
-           "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "after_parse", "refuses", "starts",
+           "CRASH_DTYPE", "CRASH_NOT_DTYPE", "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "after_parse", "refuses", "starts",
            "START_UP_CHECK", "load_knowledge"]

@@ -1,10 +1,11 @@
-"""The engine's own word: what a running replica says it runs with, and why a crashed one died.
+"""The engine's own word: what a running replica says it runs with (why a crashed one died:
+engine/crash.py).
 
 The engines report the KV-cache dtype they run with in their start-up log and (vLLM) on
 /metrics; which report a release writes is a fact of its code (writes.json, generated from the
 wheels by scripts/engine-data --words). Log text is untrusted input: lines are only matched,
 a shown line is cut to what was matched (a log line may hold a token or an API key), redacted and
-bounded; render/ escapes it. Pure: text in, an Observed or an ExitCause out.
+bounded; render/ escapes it. Pure: text in, an Observed out.
 """
 
 from __future__ import annotations
@@ -51,14 +52,6 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SECRET_ASSIGN = re.compile(r"(?i)((?:api[_-]?key|[a-z_-]*token|[a-z_-]*secret|password|passwd|authorization)"
                             r"['\"]?\s*[:=]\s*\[?['\"]?)[^'\"\s,)}\]]+")
 _SECRET_FLAG = re.compile(r"(?i)(--(?:api-key|[a-z-]*token|[a-z-]*secret|[a-z-]*password)[ =])\S+")
-_USAGE = re.compile(r"^usage: ")
-_ARGPARSE_ERROR = re.compile(r"^[\w.\-/ ]{1,80}: error: (.+)$")
-# start-up failures named even where no traceback's last line made it into the tail
-_ARGPARSE_MESSAGES = ("argument ", "unrecognized arguments: ", "the following arguments are required: ",
-                      "one of the arguments ", "ambiguous option: ", "expected one argument", "invalid choice: ")
-_STARTUP_MARKERS = ("No valid attention backend found", "invalid tool call parser", "validation error for")
-_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit)\b(?::\s.*)?$")
-REJECTED, STARTUP = "rejected", "startup"
 
 
 class Observed(Record):
@@ -75,19 +68,6 @@ class Observed(Record):
 
     def to_dict(self):
         return {"dtype": self.dtype, "resolved": self.resolved, "source": self.source, "line": self.line}
-
-
-class ExitCause(Record):
-    """Why a container exited, in the engine's own words (its previous log)."""
-
-    __slots__ = ("kind", "line")
-
-    def __init__(self, kind: str, line: str):
-        self.kind = kind            # REJECTED (its argument parser refused the argv) or STARTUP (after the parse)
-        self.line = line
-
-    def to_dict(self):
-        return {"kind": self.kind, "line": self.line}
 
 
 def redact(line: str) -> str:
@@ -144,31 +124,4 @@ def observe(engine: str, text: str, source: str = "log") -> Observed | None:
         if name in best:
             found = best[name]
             return found.replace(resolved=resolved) if resolved and found.dtype else found
-    return None
-
-
-def exit_cause(text: str) -> ExitCause | None:
-    """The engine's error line in a crashed container's log tail: argparse's `prog: error: ...`
-    after its usage (the argument parser refused the argv), else the last exception line of a
-    traceback, else a known start-up failure's line. None: the tail says nothing recognisable."""
-    lines = [_ANSI.sub("", raw[:MAX_SCANNED_LINE]).rstrip() for raw in text.splitlines()]
-    usage = False
-    rejected = None
-    for line in lines:
-        if _USAGE.match(line):
-            usage = True
-            continue
-        m = _ARGPARSE_ERROR.match(line)
-        # argparse's own messages (Lib/argparse.py); its usage may be cut off a bounded tail
-        if m and (usage or m.group(1).startswith(_ARGPARSE_MESSAGES)):
-            rejected = line
-    if rejected is not None:
-        return ExitCause(REJECTED, redact(rejected))
-    for line in reversed(lines):       # a traceback ends with the exception that killed the process
-        if _EXCEPTION.match(line.strip()):
-            return ExitCause(STARTUP, redact(line.strip()))
-    for marker in _STARTUP_MARKERS:
-        for line in reversed(lines):
-            if marker in line:
-                return ExitCause(STARTUP, redact(line.strip()))
     return None
