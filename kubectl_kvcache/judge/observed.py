@@ -5,7 +5,7 @@ A prediction the engine confirms stays as it is; one the engine contradicts keep
 EFFECTIVE is the model's, OBSERVED the engine's) and fails the run (judge/verify.severity), never
 preferring either in silence. A crashed container's previous log names why it died: argparse's
 error confirms REJECTED, anything after the parse is a start-up failure (`verify --wait` ends on
-either).
+either), REJECTED only where the engine's words blame the KV-cache dtype (engine/crash.py).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def apply(items, read) -> None:
         if got is None:
             continue
         if got.previous is not None and crashed(item):
-            item.exit_cause = engine.exit_cause(got.previous)
+            item.exit_cause = engine.exit_cause(got.previous, item.engine, item.engine_version)
             dtype_failure(item)
         seen = None
         if got.metrics is not None:
@@ -76,24 +76,27 @@ def apply(items, read) -> None:
             item.observed = seen if seen is not None else item.observed
 
 
-_DTYPE_WORDS = ("kv_cache_dtype", "kv-cache-dtype", "kv cache dtype", "cache_dtype")
-
-
 def dtype_failure(item: Item) -> None:
-    """A start-up failure whose line names the KV-cache dtype (vLLM's "No valid attention backend
-    found ... kv_cache_dtype not supported", a CacheConfig validation error) is the engine refusing
-    the dtype after its parse: REJECTED, whatever the parse predicted. Any other start-up failure
-    leaves the dtype's verdict alone (the replica still fails: judge/verify.severity)."""
+    """A start-up failure the engine's own words blame on the KV-cache dtype (engine/crash.py:
+    the attention selector refused a backend for the dtype alone, a message the release raises
+    about the dtype) is the engine refusing the dtype after its parse: REJECTED, whatever the parse
+    predicted, with `recover` as the fix where the Binding's dtype is the one refused. A failure
+    its words blame on something else says so and never gets `recover`; one whose words do not
+    name the dtype leaves the dtype's verdict alone (the replica still fails: judge/verify.severity)."""
     cause = item.exit_cause
     if cause is None or cause.kind != "startup" or item.status == REJECTED:
         return
-    if any(w in cause.line.lower() for w in _DTYPE_WORDS):
-        item.status = REJECTED
-        item.reason = f"the engine exits at start-up after its parse, on the KV-cache dtype: {cause.line}"
-        if item.binding and item.expected and item.effective == item.expected and not item.takeover:
-            item.fix = f"the Binding's dtype {item.expected!r} does not start on this release: " + \
-                fixes.recover_fix(item.namespace, item.binding)
-            item.recover = True
+    if cause.blame == engine.CRASH_NOT_DTYPE:
+        item.reason = f"{item.reason}; its engine exits at start-up, not on the KV-cache dtype ({cause.why})"
+        return
+    if cause.blame != engine.CRASH_DTYPE:
+        return
+    item.status = REJECTED
+    item.reason = f"the engine exits at start-up after its parse, on the KV-cache dtype ({cause.why}): {cause.line}"
+    if item.binding and item.expected and item.effective == item.expected and not item.takeover:
+        item.fix = f"the Binding's dtype {item.expected!r} does not start on this release: " + \
+            fixes.recover_fix(item.namespace, item.binding)
+        item.recover = True
 
 
 def unread(items, read) -> list[Item]:

@@ -78,7 +78,7 @@ class Item(Record):
                                                 # is now ("" when it was; None when not told: see stale_reason)
         self.policy = policy                    # judge.policy.Effect: what a policy rule did to it (None: nothing)
         self.observed = observed                # engine.words.Observed: what the engine itself reports (None: unread)
-        self.exit_cause = exit_cause            # engine.words.ExitCause: why its last container died, in its words
+        self.exit_cause = exit_cause            # engine.crash.ExitCause: why its last container died, in its words
 
     def to_dict(self):
         return {

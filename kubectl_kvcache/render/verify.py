@@ -88,7 +88,9 @@ def _exit_cause(item):
     if cause is None:
         return None
     kind = "its argument parser refused the argv" if cause.kind == "rejected" else "a start-up failure after the parse"
-    return f"{kind}: {cause.line}"
+    blame = {"kv-cache-dtype": " (the KV-cache dtype, in its words)",
+             "not-kv-cache-dtype": " (not the KV-cache dtype)"}.get(cause.blame or "", "")
+    return f"{kind}{blame}: {cause.line}"
 
 
 def _argv_rows(item):
@@ -394,7 +396,13 @@ def wait_rejected(items, err):
         if not item.confirmed_rejected:         # a start-up failure after the parse (judge/rollout.rejects)
             line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} fails at start-up "
                       f"after its arguments were parsed: {item.exit_cause.line if item.exit_cause else item.reason}")
-            if item.binding and item.expected:
+            blame = item.exit_cause.blame if item.exit_cause else None
+            if blame == "not-kv-cache-dtype":     # engine/crash.py: never `recover` for it
+                line(err, f"  not the KV-cache dtype: {item.exit_cause.why}")
+            elif item.recover:      # its words blame the dtype (judge/observed.dtype_failure)
+                line(err, f"  the Binding's dtype ({item.expected}) does not start: recover with: "
+                          f"kubectl kvcache recover {item.binding} -n {item.namespace}")
+            elif blame is None and item.binding and item.expected:
                 line(err, f"  if the Binding's dtype ({item.expected}) is the cause, recover with: kubectl kvcache "
                           f"recover {item.binding} -n {item.namespace}")
             continue

@@ -24,7 +24,8 @@ Typed (the vLLM stack does not import here without a GPU build):
   labels are CacheConfig.metrics_info() (every field, str()) plus `engine`, in prometheus_client's
   text format;
 - `No valid attention backend found for cuda with ... Reasons: {...}.`: vllm/platforms/cuda.py
-  get_attn_backend_cls, raised as ValueError (the traceback's last line is what stays).
+  get_attn_backend_cls, raised as ValueError (the traceback's last line is what stays); its text
+  is the release's own f-strings evaluated (vllm_selector_error), as are vllm_log's prefixes.
 """
 
 from __future__ import annotations
@@ -235,15 +236,14 @@ def vllm_metrics(version, cache_dtype, engine="0"):
 
 
 def vllm_backend_failure(version, cache_dtype, reasons=None):
-    """The last lines of a vLLM start-up that no attention backend accepts: cuda.py's ValueError."""
+    """The last lines of a vLLM start-up that no attention backend accepts: cuda.py's ValueError,
+    its message built by the release's own f-strings (vllm_selector_error)."""
     _require("vllm", version, "vllm/platforms/cuda.py", 'f"No valid attention backend found for {cls.device_name} "')
     reasons = reasons or {"FLASH_ATTN": ["kv_cache_dtype not supported"]}
-    reasons_str = "{" + ", ".join(f"{b}: [{', '.join(r)}]" for b, r in reasons.items()) + "}"
-    config = f"AttentionSelectorConfig(head_size=128, dtype=torch.bfloat16, kv_cache_dtype={cache_dtype}, block_size=16)"
     return ("Traceback (most recent call last):\n"
             '  File "/usr/local/bin/vllm", line 10, in <module>\n'
             "    sys.exit(main())\n"
-            f"ValueError: No valid attention backend found for cuda with {config}. Reasons: {reasons_str}.\n")
+            f"ValueError: {vllm_selector_error(version, reasons, cache_dtype)}\n")
 
 
 def startup_log(engine, version, argv, dtype):
@@ -303,3 +303,141 @@ def vllm_startup_fails(version, dtype):
     """Whether vLLM `version` fails at backend selection with --kv-cache-dtype `dtype`."""
     listed = vllm_listed_dtypes(version)
     return bool(dtype) and dtype != "auto" and listed is not None and dtype not in listed
+
+
+# -- vLLM's attention selector error and its log lines, evaluated from the release's own source ---
+
+class _Backend:
+    """An AttentionBackendEnum member as the selector's f-strings use it (.name; str() of an Enum)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"AttentionBackendEnum.{self.name}"
+
+
+class _Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _eval(node, names):
+    """One expression of the release's own code (an f-string, a join) evaluated on `names`."""
+    return eval(compile(ast.Expression(body=node), "<wheel>", "eval"), {"__builtins__": {"str": str}}, names)
+
+
+def _function(tree, name):
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def _selector_config_repr(version, fields):
+    """AttentionSelectorConfig(...) as the release's own __repr__ writes it (0.14+: its f-string;
+    the NamedTuple's default repr where it has none), `fields` over the class's literal defaults."""
+    for rel in ("vllm/v1/attention/selector.py", "vllm/attention/selector.py"):
+        path = os.path.join(root("vllm", version), rel)
+        if not os.path.exists(path):
+            continue
+        tree = ast.parse(_source("vllm", version, rel))
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "AttentionSelectorConfig"), None)
+        if cls is None:
+            continue
+        values = {}
+        for st in cls.body:
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                try:
+                    values[st.target.id] = ast.literal_eval(st.value) if st.value is not None else None
+                except ValueError:
+                    values[st.target.id] = "decoder" if st.target.id == "attn_type" else None
+        values.update(fields)
+        rep = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__repr__"), None)
+        if rep is None:
+            return "AttentionSelectorConfig(" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
+        ret = next(n for n in ast.walk(rep) if isinstance(n, ast.Return))
+        return _eval(ret.value, {"self": _Obj(**values)})
+    raise AssertionError(f"vllm=={version}: no AttentionSelectorConfig")
+
+
+def vllm_selector_error(version, reasons, kv_cache_dtype="auto", selected=None, **config):
+    """The message of the ValueError vllm/platforms/cuda.py get_attn_backend_cls raises, built by
+    the release's own f-strings: "No valid attention backend found for cuda with {config}.
+    Reasons: {reasons}." for `reasons` {BACKEND: [reason, ...]}, or (`selected`, a backend name)
+    "Selected backend ... is not valid for this configuration. Reason: [...]" for its one list."""
+    tree = ast.parse(_source("vllm", version, "vllm/platforms/cuda.py"))
+    fn = _function(tree, "get_attn_backend_cls")
+    fields = {"head_size": 128, "dtype": "torch.bfloat16", "kv_cache_dtype": kv_cache_dtype, "block_size": None,
+              "use_mla": False, "has_sink": False, "use_sparse": False, "attn_type": "decoder", **config}
+    raised = [n.exc.args[0] for n in ast.walk(fn) if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)
+              and n.exc.args and isinstance(n.exc.args[0], ast.JoinedStr)]
+    if selected is not None:
+        node = next(r for r in raised if "is not valid for " in ast.unparse(r) and "{invalid_reasons}" in ast.unparse(r))
+        return _eval(node, {"selected_backend": _Backend(selected), "invalid_reasons": list(reasons[selected])})
+    names = dict(fields, cls=_Obj(device_name="cuda"))
+    assigned = {n.targets[0].id: n.value for n in ast.walk(fn)
+                if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+    comp = next(n for n in ast.walk(assigned["reasons_str"]) if isinstance(n, ast.GeneratorExp))
+    target, source = comp.generators[0].target, comp.generators[0].iter.func.value.id
+    paired = isinstance(target, ast.Tuple) and isinstance(target.elts[1], ast.Tuple)
+    names[source] = {_Backend(b): ((i, list(r)) if paired else list(r)) for i, (b, r) in enumerate(reasons.items())}
+    names["attn_selector_config"] = _Obj(__repr__=None)
+    if "attn_selector_config" in ast.unparse(assigned["config_str"]):
+        text = _selector_config_repr(version, fields)
+        names["attn_selector_config"] = _Obj(__repr__=lambda: text)
+    names["reasons_str"] = _eval(assigned["reasons_str"], names)
+    names["config_str"] = _eval(assigned["config_str"], names)
+    node = next(r for r in raised if "No valid attention backend found for " in ast.unparse(r))
+    return _eval(node, names)
+
+
+def vllm_log(version, level, message, process="EngineCore_DP0", pid=7, fileinfo="core.py", lineno=1):
+    """`message` logged by vLLM `version`: vllm/logger.py's _FORMAT (VLLM_LOGGING_PREFIX unset),
+    its datefmt, NewLineFormatter's prefix on every line of a multi-line message, and the process
+    prefix the release writes: in _FORMAT (`(%(vllm_process_name)s pid=%(process)d) `) or, where
+    decorate_logs wraps stdout (vllm/utils _add_prefix), before every physical line."""
+    import logging
+    tree = ast.parse(_source("vllm", version, "vllm/logger.py"))
+    fmt = next(n.value for n in tree.body if isinstance(n, ast.Assign)
+               and getattr(n.targets[0], "id", None) == "_FORMAT")
+    fmt = _eval(fmt, {"envs": _Obj(VLLM_LOGGING_PREFIX=""), "VLLM_LOGGING_PREFIX": ""})
+    record = logging.LogRecord("vllm", getattr(logging, level), fileinfo, lineno, message, None, None)
+    record.fileinfo, record.vllm_process_name, record.process = fileinfo, process, pid
+    record.created = 1767225600.0       # 01-01 00:00:00 (UTC)
+    formatter = logging.Formatter(fmt, datefmt="%m-%d %H:%M:%S")
+    formatter.converter = __import__("time").gmtime
+    text = formatter.format(record)
+    head = text.split(message)[0]
+    text = text.replace("\n", "\r\n" + head)           # vllm/logging_utils/formatter.py NewLineFormatter
+    if "pid=" not in fmt and _prefix(version):
+        text = "\n".join(f"({process} pid={pid}) {ln}" for ln in text.split("\n"))
+    return text + "\n"
+
+
+def vllm_core_wrapper(version):
+    """The API server's RuntimeError after an engine core died, from the release's own raise
+    (vllm/v1/engine/utils.py wait_for_engine_startup: "Engine core initialization failed. See root
+    cause above. ...")."""
+    tree = ast.parse(_source("vllm", version, "vllm/v1/engine/utils.py"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
+                and "Engine core initialization failed" in ast.unparse(node.exc.args[0]):
+            return "RuntimeError: " + _eval(node.exc.args[0], {"finished": {"EngineCore_DP0": 1},
+                                                               "failed_frontend_procs": {}})
+    raise AssertionError(f"vllm=={version}: no wait_for_engine_startup raise")
+
+
+def vllm_v1_crash(version, message, exception="ValueError"):
+    """A V1 engine's crash tail as the release writes it: the engine core's traceback through its
+    logger ("EngineCore failed to start.", every line prefixed), a worker's line after it, then the
+    API server's own traceback ending in its pointer to the root cause."""
+    tb = ("EngineCore failed to start.\nTraceback (most recent call last):\n"
+          '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 866, in run_engine_core\n'
+          "    engine_core = EngineCoreProc(*args, **kwargs)\n"
+          "                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+          f"{exception}: {message}")
+    return (vllm_log(version, "ERROR", tb, process="EngineCore_DP0", pid=91, fileinfo="core.py", lineno=866)
+            + vllm_log(version, "INFO", "Parent process exited, terminating worker", process="Worker_TP1", pid=93,
+                       fileinfo="multiproc_executor.py", lineno=709)
+            + "(APIServer pid=1) Traceback (most recent call last):\n"
+            + '(APIServer pid=1)   File "/usr/local/bin/vllm", line 10, in <module>\n'
+            + "(APIServer pid=1)     sys.exit(main())\n"
+            + f"(APIServer pid=1) {vllm_core_wrapper(version)}\n")

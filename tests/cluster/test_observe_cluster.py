@@ -138,3 +138,69 @@ def test_a_user_without_pods_log_gets_one_note_and_the_prediction(cluster, scene
     assert all(not i.get("observed") for i in report["items"])
     notes = [ln for ln in err.splitlines() if "pods/log" in ln]
     assert len(notes) == 1, err
+
+
+# -- issue 47: blame only what the engine blamed ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def crash_causes(cluster, kubelet):
+    """Two vLLM replicas crash-looping after the parse. vl-ds (0.18.0, Binding fp8_e4m3) dies as
+    DeepSeek-V3.2 does on a GPU without a sparse backend (vllm issue 31480): get_attn_backend_cls's
+    "No valid attention backend found ... kv_cache_dtype=fp8_e4m3 ... Reasons: {...}" with every
+    backend refused for sparsity or compute capability, in V1's prefixed lines, followed by other
+    processes' lines (engine_lines.vllm_v1_crash, the release's own formats). vl-bf (0.11.2,
+    bfloat16) dies because no backend of the release lists bfloat16: the dtype's doing."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import engine_lines
+    cluster.apply({"apiVersion": "gpustack.ai/v1", "kind": "Setting",
+                   "metadata": {"name": "model-deployment-kv-cache-dtype-owned", "namespace": "gpustack-system"},
+                   "spec": {"value": "true"}}, with_status=False)
+    ns = cluster.new_namespace("crash-causes")
+    cluster.apply([o.binding("e4", "fp8_e4m3", ns=ns), o.binding("bf", "bfloat16", ns=ns),
+                   o.deployment("vl-ds", ns=ns, version="0.18.0", binding_name="e4"),
+                   o.deployment("vl-bf", ns=ns, version="0.11.2", binding_name="bf")], with_status=False)
+    deepseek = engine_lines.vllm_v1_crash("0.18.0", engine_lines.vllm_selector_error(
+        "0.18.0", {"FLASH_ATTN_MLA": ["sparse not supported", "compute capability not supported"],
+                   "FLASHINFER_MLA": ["sparse not supported", "compute capability not supported"],
+                   "TRITON_MLA": ["sparse not supported"], "FLASHMLA_SPARSE": ["compute capability not supported"]},
+        "fp8_e4m3", head_size=576, use_mla=True, use_sparse=True))
+    fails, failure = engine_lines.vllm_startup_fails, engine_lines.vllm_backend_failure
+    engine_lines.vllm_startup_fails = lambda v, d: v == "0.18.0" or fails(v, d)
+    engine_lines.vllm_backend_failure = lambda v, d: deepseek if v == "0.18.0" else failure(v, d)
+    try:
+        standin = cluster.operator_standin([ns], kubelet=kubelet)
+        for _ in range(4):
+            standin.reconcile()
+    finally:
+        engine_lines.vllm_startup_fails, engine_lines.vllm_backend_failure = fails, failure
+    assert not standin.errors, standin.errors
+    return ns
+
+
+def _replica_lines(err, name):
+    """The --wait stderr lines about one deployment's replica (its line and the indented ones after)."""
+    out, mine = [], False
+    for ln in err.splitlines():
+        if ln.startswith("replica "):
+            mine = f" of ModelDeployment {name} " in ln
+        if mine:
+            out.append(ln)
+    return out
+
+
+def test_a_crash_the_engine_blames_on_something_else_offers_no_recover(cluster, crash_causes):
+    code, out, err = plugin(cluster, "verify", "-n", crash_causes, "-o", "json")
+    by = items(out)
+    ds, bf = by["vl-ds"], by["vl-bf"]
+    assert ds["status"] != "REJECTED" and "recover" not in (ds["fix"] or ""), ds
+    assert ds["exitCause"]["line"].startswith("ValueError: No valid attention backend found"), ds
+    assert ds["exitCause"]["kind"] == "startup" and ds["exitCause"]["kvCacheDtype"] == "not-kv-cache-dtype", ds
+    assert bf["exitCause"]["kvCacheDtype"] == "kv-cache-dtype", bf
+    assert bf["status"] == "REJECTED" and "kubectl kvcache recover bf" in bf["fix"], bf
+    assert code == 1
+    code, out, err = plugin(cluster, "verify", "-n", crash_causes, "--wait", "--timeout=60s", timeout=120)
+    assert code == 1, (out, err)
+    ds_lines, bf_lines = _replica_lines(err, "vl-ds"), _replica_lines(err, "vl-bf")
+    assert ds_lines and not any("recover" in ln for ln in ds_lines), err
+    assert any("not the KV-cache dtype" in ln for ln in ds_lines), err
+    assert any("kubectl kvcache recover bf" in ln for ln in bf_lines), err

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from kubectl_kvcache.engine import knowledge, words
+from kubectl_kvcache.engine import crash, knowledge, words
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -91,9 +91,9 @@ def test_a_refused_spelling_is_named_in_the_engines_words(words_oracles, engine,
     if error.startswith("start-up: "):     # the oracle's label for a failure after the parse
         tail = "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n" + \
             error.removeprefix("start-up: ")
-        kind = words.STARTUP
+        kind = crash.STARTUP
     else:
         tail = "usage: x [-h]\n" + error      # argparse prints its usage first
-        kind = words.REJECTED
-    cause = words.exit_cause(tail)
+        kind = crash.REJECTED
+    cause = crash.exit_cause(tail, engine, version)
     assert cause is not None and cause.kind == kind and "fp9" in cause.line, answer

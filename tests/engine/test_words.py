@@ -51,18 +51,6 @@ def test_untrusted_text_is_bounded_and_cleaned():
     assert words.observe("vllm", "kv_cache_dtype=fp8 said someone") is None     # no anchor: not the engine's report
 
 
-def test_exit_causes():
-    usage = "usage: vllm serve [-h] ...\nvllm serve: error: argument --kv-cache-dtype: invalid choice: 'bf16'\n"
-    cause = words.exit_cause(usage)
-    assert cause.kind == words.REJECTED and "invalid choice: 'bf16'" in cause.line
-    tb = "Traceback (most recent call last):\n  File \"x\", line 1\npydantic_core._pydantic_core.ValidationError: " \
-         "1 validation error for CacheConfig\n"
-    assert words.exit_cause(tb).kind == words.STARTUP and "ValidationError" in words.exit_cause(tb).line
-    secret = "RuntimeError: bad --api-key sk-SECRET given, token=abcSECRET"
-    assert "SECRET" not in words.exit_cause(secret).line
-    assert words.exit_cause("INFO all fine\n") is None
-
-
 def test_what_a_release_writes_is_data_from_its_code():
     assert "non-default-args" in words.writes("vllm", "0.18.0")
     assert words.writes("vllm", "0.0.1") is None
