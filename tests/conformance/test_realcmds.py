@@ -331,8 +331,16 @@ def test_a_corpus_line_cannot_touch_the_machine():
     import socket
     import tempfile
 
-    outside = tempfile.mkdtemp(prefix=".realcmds-probe-", dir=os.path.dirname(os.path.dirname(HERE)))
+    import shutil
+
+    # a folder anyone may write to, outside /tmp (which the sandbox replaces): in / as root (as the
+    # Mooncake line's redirect wrote /prefill-.txt), else in this checkout; only the read-only
+    # machine stops the write
+    top = "/" if os.geteuid() == 0 else os.path.dirname(os.path.dirname(HERE))
+    outside = tempfile.mkdtemp(prefix=".kvcache-realcmds-probe-", dir=top)
+    os.chmod(outside, 0o777)
     target, etc_target = os.path.join(outside, "x"), "/etc/kvcache-realcmds-probe"
+    python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -342,7 +350,7 @@ def test_a_corpus_line_cannot_touch_the_machine():
     lines = {
         "touch": f"/usr/bin/touch {target}; vllm serve m --status $?",
         "sh-etc": f"/bin/sh -c 'echo x > {etc_target}'; vllm serve m --status $?",
-        "connect": f"{sys.executable} -c \"{connect}\" 2>/dev/null; vllm serve m --status $?",
+        "connect": f"{python} -c \"{connect}\" 2>/dev/null; vllm serve m --status $?",
         "uid": "vllm serve m --status $(/usr/bin/id -u)",
         "own-folder": "/usr/bin/touch \"$HOME/ok\"; vllm serve m --status $?",
     }
@@ -354,7 +362,7 @@ def test_a_corpus_line_cannot_touch_the_machine():
             status[name] = argv[argv.index("--status") + 1]
         assert status["touch"] != "0" and not os.path.exists(target), status
         assert status["sh-etc"] != "0" and not os.path.exists(etc_target), status
-        assert status["connect"] != "0", status
+        assert status["connect"] == "1", status     # python ran, and its connection failed
         try:
             listener.accept()
             accepted = True
