@@ -85,7 +85,8 @@ def test_the_walk_sees_the_layout():
 
 P = "kubectl_kvcache."
 # (and the package itself: its __init__ holds only __version__)
-LEAVES = {P + "errors", P + "record", P + "kube.names", P + "kube.selector", P + "exitcodes"}
+LEAVES = {P + "errors", P + "record", P + "kube.names", P + "kube.selector", P + "exitcodes",
+          P + "masking"}    # the one masking of cluster text (a leaf: test_masking_imports_nothing)
 # package -> the plugin's modules (or packages) it may import besides itself and LEAVES
 LAYERS = {
     P + "engine": set(),
@@ -178,8 +179,14 @@ def test_engine_imports_nothing_outside_itself():
     for m, (_, tree) in MODULES.items():
         if m.startswith("kubectl_kvcache.engine"):
             for name in imports(tree):
-                assert name.startswith("kubectl_kvcache.engine") or name == "kubectl_kvcache.record" \
+                assert name.startswith("kubectl_kvcache.engine") or name in ("kubectl_kvcache.record",
+                                                                             "kubectl_kvcache.masking") \
                     or name.split(".")[0] in stdlib, (m, name)
+
+
+def test_masking_imports_nothing():
+    """The masking of cluster text is a leaf every layer may use: only the standard library."""
+    assert imports(MODULES["kubectl_kvcache.masking"][1]) <= set(sys.stdlib_module_names)
 
 
 def test_record_imports_nothing():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from kubectl_kvcache import masking
 from kubectl_kvcache.record import Record
 
 MAX_LINE = 300              # characters of a shown line
@@ -49,9 +50,6 @@ FORMATS = {
 DEFAULT = "auto"    # every release's default --kv-cache-dtype: absent from the non-default args = auto
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_SECRET_ASSIGN = re.compile(r"(?i)((?:api[_-]?key|[a-z_-]*token|[a-z_-]*secret|password|passwd|authorization)"
-                            r"['\"]?\s*[:=]\s*\[?['\"]?)[^'\"\s,)}\]]+")
-_SECRET_FLAG = re.compile(r"(?i)(--(?:api-key|[a-z-]*token|[a-z-]*secret|[a-z-]*password)[ =])\S+")
 
 
 class Observed(Record):
@@ -71,10 +69,13 @@ class Observed(Record):
 
 
 def redact(line: str) -> str:
-    """The line without what looks like a credential's value, without terminal escapes, cut."""
+    """The line as shown: without terminal escapes, every credential masked (the one masking of
+    cluster text, kubectl_kvcache/masking.py), read across the cut, so a cut never leaves a
+    token's piece unrecognised. An excerpt of a longer line: masking.mask_range, for the same reason."""
     line = _ANSI.sub("", line)
-    line = _SECRET_FLAG.sub(r"\1***", _SECRET_ASSIGN.sub(r"\1***", line))
-    return line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
+    if len(line) <= MAX_LINE:
+        return masking.mask(line)
+    return masking.mask_range(line, 0, MAX_LINE - 1)[:MAX_LINE - 1] + "…"
 
 
 def _excerpt(line: str, anchor: re.Match, value: re.Match) -> str:

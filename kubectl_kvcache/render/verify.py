@@ -4,6 +4,7 @@ the table of named Pods, the summary and deployment lines, --watch rows and the 
 from __future__ import annotations
 
 
+from kubectl_kvcache import masking
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
@@ -222,8 +223,8 @@ def argv_listing(item: Item) -> list[tuple[str, str, str]]:
         key = (occ["source"], occ["index"])
         marks[key] = marks[key] + "; " + mark if key in marks else mark
     rows = []
-    for source in ("command", "args"):
-        for index, element in enumerate(spec.get(source) or ()):
+    for source in ("command", "args"):     # the Pod's own argv may hold a token (masking.mask_argv)
+        for index, element in enumerate(masking.mask_argv(spec.get(source) or ())):
             rows.append((f"{source}[{index}]", element, marks.get((source, index), "")))
     return rows
 
@@ -388,7 +389,7 @@ def wait_held(held, err):
     for h in held:
         line(err, f"ModelDeployment {h.namespace}/{h.deployment}: {h.text}")
         if h.message:
-            line(err, f"  the operator says: {h.message}")
+            line(err, f"  the operator says: {masking.mask(h.message)}")
 
 
 def wait_rejected(items, err):
@@ -451,6 +452,8 @@ def observation_notes(read, err):
     for what in sorted({"pods/proxy (vLLM's /metrics)" if kind == "metrics" else "pods/log" for kind in read.denied}):
         note(err, f"not allowed to get {what}: the engines' own reports are not read; the prediction stands")
     for kind, (count, first) in sorted(read.failed.items()):
-        note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed (first: {first})")
+        # the first error's text may quote what the Pod's own server answered
+        note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed "
+                  f"(first: {masking.mask(first)})")
     if read.skipped:
         note(err, f"{read.skipped} reads of the engines' logs were not made: the time for them ran out")

@@ -23,6 +23,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "realcmds"))
 
 import build  # noqa: E402
+import isolate  # noqa: E402
 import tierstats as tier  # noqa: E402
 from releases import TIER as RELEASES  # noqa: E402  (this run's slice: releases.tier_releases)
 
@@ -39,6 +40,12 @@ FINDINGS = os.environ.get("KVCACHE_REALCMDS_FINDINGS")   # also write the wrong 
 PARAMS = [pytest.param(e, v, id=f"{e}-{v}") for e in RELEASES for v in RELEASES[e]]
 LAUNCHER = {"serve": ["vllm", "serve"], "api_server": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
             "launch_server": ["python3", "-m", "sglang.launch_server"], "sglang_serve": ["sglang", "serve"]}
+
+
+@pytest.fixture(autouse=True)
+def _sandbox():
+    """No corpus line runs outside the sandbox (realcmds/isolate.py): skip without one, fail under CI."""
+    isolate.require()
 
 
 def cause(reason):
@@ -313,3 +320,60 @@ def test_builder_executes_as_the_pod_does():
     assert build.executed(c, "0.10.0")[0] is None
     assert build.compose_interpolate("${IMG:-vllm/vllm-openai:v0.6.6} $$X ${Y}") == "vllm/vllm-openai:v0.6.6 $X "
     assert build.shell_unset("A=1; vllm serve $A $B ${C:-x}", {"C": "c"}) == ["B"]
+
+
+def test_a_corpus_line_cannot_touch_the_machine():
+    """Issue 47 item 4: a corpus entry whose line names absolute paths runs them (PATH is only the
+    stand-ins), so the builder runs every line in the sandbox. Each probe line reports what its
+    command did through the engine stand-in's recorded argv: no write into a folder of this
+    checkout nor /etc, no connection to a socket listening on this machine's loopback, not uid 0;
+    and its own folder is writable (the line did run)."""
+    import socket
+    import tempfile
+
+    import shutil
+
+    # a folder anyone may write to, outside /tmp (which the sandbox replaces): in / as root (as the
+    # Mooncake line's redirect wrote /prefill-.txt), else in this checkout; only the read-only
+    # machine stops the write
+    top = "/" if os.geteuid() == 0 else os.path.dirname(os.path.dirname(HERE))
+    outside = tempfile.mkdtemp(prefix=".kvcache-realcmds-probe-", dir=top)
+    os.chmod(outside, 0o777)
+    target, etc_target = os.path.join(outside, "x"), "/etc/kvcache-realcmds-probe"
+    python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"
+    lines = {
+        "touch": f"/usr/bin/touch {target}; vllm serve m --status $?",
+        "sh-etc": f"/bin/sh -c 'echo x > {etc_target}'; vllm serve m --status $?",
+        "connect": f"{python} -c \"{connect}\" 2>/dev/null; vllm serve m --status $?",
+        "uid": "vllm serve m --status $(/usr/bin/id -u)",
+        "own-folder": "/usr/bin/touch \"$HOME/ok\"; vllm serve m --status $?",
+    }
+    try:
+        status = {}
+        for name, line in lines.items():
+            argv, why = build.executed({"command": ["/bin/sh", "-c", line]}, "0.33.0")
+            assert argv is not None, (name, why)
+            status[name] = argv[argv.index("--status") + 1]
+        assert status["touch"] != "0" and not os.path.exists(target), status
+        assert status["sh-etc"] != "0" and not os.path.exists(etc_target), status
+        assert status["connect"] == "1", status     # python ran, and its connection failed
+        try:
+            listener.accept()
+            accepted = True
+        except BlockingIOError:
+            accepted = False
+        assert not accepted, "a corpus line connected to this machine's loopback"
+        assert status["uid"] != "0" and (os.geteuid() != 0 or status["uid"] == str(isolate.NOBODY)), status
+        assert status["own-folder"] == "0", status
+    finally:
+        listener.close()
+        for path in (target, etc_target):
+            if os.path.exists(path):
+                os.remove(path)
+        os.rmdir(outside)

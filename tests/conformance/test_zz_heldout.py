@@ -17,6 +17,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "realcmds"))
 
 import build  # noqa: E402
+import isolate  # noqa: E402
 import test_realcmds as tuned  # noqa: E402
 import tierstats as tier  # noqa: E402
 
@@ -24,6 +25,12 @@ import tierstats as tier  # noqa: E402
 RELEASES = {"vllm": ["0.11.0", "0.14.1", "0.22.1", "0.33.0", "0.34.0"],
             "sglang": ["0.4.9", "0.5.9", "0.5.18", "0.5.23"]}
 ENTRIES = build.load(build.HELDOUT)
+
+
+@pytest.fixture(autouse=True)
+def _sandbox():
+    """Held-out lines run only in the sandbox too (realcmds/isolate.py)."""
+    isolate.require()
 
 
 @pytest.mark.parametrize("engine,version", [pytest.param(e, v, id=f"{e}-{v}") for e in RELEASES for v in RELEASES[e]])

@@ -9,9 +9,10 @@ Independent of the plugin's engine model (kubectl_kvcache/engine), which is what
   Dockerfiles);
 - a shell (`sh -c`, `bash -c`, a docs line) is run by the REAL shell (dash for sh, bash for bash)
   with stand-in programs for the engines that record the argv they are given, in an empty
-  environment holding only the Pod's variables and PATH = the stand-ins (nothing else on the
-  machine runs: other programs are "not found"); the first engine launch recorded is the one
-  judged;
+  environment holding only the Pod's variables and PATH = the stand-ins (other programs are "not
+  found"), inside the sandbox of isolate.py (an absolute path would run: there it has no
+  network, no writable folder but its own, no root); the first engine launch recorded is the
+  one judged;
 - the operator's appended arguments come from kubectl_kvcache/operator/renderer.py, the model of
   the operator's Go renderer (inject/vllm.go, sglang.go; webhooks/worker/pod_kv_cache_inject.go).
 
@@ -40,6 +41,8 @@ TESTS = os.path.dirname(os.path.dirname(HERE))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 import operator_model  # noqa: E402  (tests/operator_model.py: the renderer's whole argument list)
+sys.path.insert(0, HERE)
+import isolate  # noqa: E402  (the sandbox every corpus shell line runs in)
 CORPUS = os.path.join(HERE, "corpus.yaml")
 
 # The ENTRYPOINT of the engine images, from their Dockerfiles:
@@ -183,6 +186,7 @@ def pod_env(container):
 @functools.lru_cache(maxsize=1)
 def _stubs():
     d = tempfile.mkdtemp(prefix="kvcache-realcmds-")
+    os.chmod(d, 0o755)      # read by the sandbox's user (isolate.py: nobody under root)
     for name in ("vllm", "sglang", "python", "python3", "python3.10", "python3.11", "python3.12"):
         path = os.path.join(d, name)
         with open(path, "w") as f:
@@ -196,7 +200,9 @@ _HANGS = set()
 
 
 def run_shell(shell, script, env, extra):
-    """The engine-program argvs the real shell runs for `shell -c script extra...`."""
+    """The engine-program argvs the real shell runs for `shell -c script extra...`, in the
+    sandbox (isolate.py: no network, no writes outside its work folder, not root): a public line
+    is untrusted, and an absolute path in it runs whatever PATH holds."""
     stubs = _stubs()
     with tempfile.TemporaryDirectory() as work:
         record = os.path.join(work, "record")
@@ -204,8 +210,15 @@ def run_shell(shell, script, env, extra):
         full.update({"PATH": stubs, "HOME": work, "KVCACHE_RECORD": record})
         # its own session, killed whole afterwards: a background job the script left (`cmd &`, a
         # wait loop) never outlives it to write into the folder while it is removed
-        proc = subprocess.Popen([shell, "-c", script, *extra], env=full, cwd=work, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        # the shell's exit is written to the record: a launch recorded after it was left running in
+        # the background (`vllm serve ... &` last), which a container's end kills before it parses
+        # anything. Which comes first is still the scheduler's choice, as it was with killpg alone
+        # (every such corpus line also reads a variable the Pod does not set: counted apart)
+        wrapped = ["/bin/dash", "-c", '"$@"; printf "EXIT\\0" >> "$KVCACHE_RECORD"', "wrapper", shell, "-c", script,
+                   *extra]
+        proc = subprocess.Popen(isolate.command(wrapped, work, (stubs,)), env=full, cwd=work,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
         try:
             # a script that waits for a service forever (until curl ...; do sleep) is cut off: what
             # it started before that is recorded
@@ -224,7 +237,7 @@ def run_shell(shell, script, env, extra):
             words = f.read().split("\0")[:-1]
     launches = []
     i = 0
-    while i < len(words):
+    while i < len(words) and words[i] != "EXIT":
         n = int(words[i])
         launches.append(words[i + 1:i + 2 + n])
         i += 2 + n
