@@ -60,7 +60,7 @@ def document(inner: View, fleet: Fleet, output, failing, out, exit_code=None):
     from kubectl_kvcache.render.report import Subject, fleet_document, now
 
     subject = Subject(output.command, failing=tuple(failing), time=now(), exit_code=exit_code)
-    formats.printer(output.format).emit(fleet_document(inner, fleet, subject), out)
+    formats.printer(output.format).emit(fleet_document(inner, fleet, subject, exit_code), out)
 
 
 def to_dict(inner: View, fleet: Fleet) -> dict:
@@ -89,6 +89,10 @@ def to_dict(inner: View, fleet: Fleet) -> dict:
     out: dict = {"kind": "Fleet" + (inner.kind or ""), "contexts": contexts, (key or "items"): items}
     if total is not None:
         out["summary"] = total
+    verdicts = [v for v in (getattr(r.report, "verdict", None) for r in fleet.read) if v is not None]
+    if inner.document is not None and len(verdicts) == len(fleet.read):
+        code = max([2 if r.error is not None else 0 for r in fleet.results] + [v.code for v in verdicts], default=0)
+        out["verdict"] = {"result": "PASSED" if code == 0 else "FAILED", "exitCode": code}   # each context's: its own
     return out
 
 
