@@ -242,12 +242,17 @@ def ok_fix(item, reason) -> str:
     return f"let the rollout finish: kubectl kvcache verify -n {item.namespace} --wait"
 
 
+def check_fails_on(strict: bool = False) -> tuple[str, ...]:
+    """The severities that fail `check`: errors; warnings too with --strict."""
+    from kubectl_kvcache.judge import checks
+
+    return (checks.ERROR, checks.WARNING) if strict else (checks.ERROR,)
+
+
 def check(report, strict: bool = False, reasons: tuple[Reason, ...] = ()) -> Verdict:
     """check's verdict: an error finding fails (a warning too with --strict); an `unchecked`
     finding that does not fail is not decided. A namespace not read fails only with --strict."""
-    from kubectl_kvcache.judge import checks
-
-    failing = (checks.ERROR, checks.WARNING) if strict else (checks.ERROR,)
+    failing = check_fails_on(strict)
     found = []
     for index, f in enumerate(report.findings):
         if f.severity in failing:

@@ -20,7 +20,7 @@ from kubectl_kvcache.record import Record
 # Measured: sys.modules before and after a run of each command. Else every worker imports them
 # again (a third of a second of CPU each).
 NETWORK = ("kube.transport", "kube.proxyenv")
-JUDGED = NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
+JUDGED = NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify", "judge.verdict", "judge.checks",
                     "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
 
 

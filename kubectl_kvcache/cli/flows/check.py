@@ -119,7 +119,7 @@ def view_of(options: CheckOptions):
 
 def failing(options: CheckOptions) -> tuple[str, ...]:
     """The severities that fail the run: errors; warnings too with --strict."""
-    return (checks.ERROR, checks.WARNING) if options.strict else (checks.ERROR,)
+    return judge_verdict.check_fails_on(options.strict)
 
 
 def read_context(options: CheckOptions, conn, trace):
