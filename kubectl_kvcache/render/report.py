@@ -256,10 +256,8 @@ def fleet_document(view, fleet, subject: Subject, exit_code: int | None = None) 
     elif docs:
         headers = docs[0][1].headers
     verdict = FAILED if errors or any(d.verdict == FAILED for _, d in docs) else PASSED
-    if exit_code is None:       # the worst of the contexts' (a context not read: 2)
-        from kubectl_kvcache import exitcodes
-
-        exit_code = exitcodes.worst([exitcodes.ERROR] * bool(errors) + [d.exit_code for _, d in docs])
+    if exit_code is None:
+        exit_code = fleet.code      # the run's (cli/flows/fleet.run: the worst of the contexts')
     rules = {r.code: r for _, d in docs for r in d.rules} or {r.code: r for r in _BUILDERS[command][2]()}
     return Document(command, title, tuple(facts), verdict, tuple(counts.items()), tuple(errors + cases), progress,
                     headers, rows, subject, tuple(findings), tuple(rules.values()), exit_code)

@@ -168,8 +168,10 @@ def test_one_document_across_contexts(fmt):
     from kubectl_kvcache.render import verify
 
     report = _example_report()
-    fleet_ = view.Fleet((view.Result("prod-eu", report), view.Result("prod-us", error="cannot reach it"),
-                         view.Result("prod-ap", report)))
+    results = (view.Result("prod-eu", report, code=report.verdict.code),
+               view.Result("prod-us", error="cannot reach it", code=exitcodes.ERROR),
+               view.Result("prod-ap", report, code=report.verdict.code))
+    fleet_ = view.Fleet(results, exitcodes.worst(r.code for r in results))      # as flows/fleet.run makes it
     out = io.StringIO()
     view.document(verify.VIEW, fleet_, Output(fmt, command="kubectl kvcache verify --contexts x"), (), out)
     text = out.getvalue()

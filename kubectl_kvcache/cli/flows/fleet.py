@@ -112,8 +112,8 @@ def run(options, io) -> int:
         elif exc is not None:
             raise exc           # a bug, or Ctrl-C: the command line reports it as for one context
         results.append(result)
-    fleet = view.Fleet(tuple(results))
-    code = exitcodes.worst(r.code for r in results)
+    code = exitcodes.worst(r.code for r in results)        # each context's verdict's; a context not read: 2
+    fleet = view.Fleet(tuple(results), code)
     report(options, fleet, io, code)
     return code
 
