@@ -304,3 +304,19 @@ def test_a_wait_or_watch_ends_with_the_report_of_its_exit_code(ending, fmt):
     assert fails == (code == 1), (code, out.getvalue()[:2000], err.getvalue())
     if named is not None:
         assert named == code
+
+
+@pytest.mark.parametrize("fmt", ("json", "yaml", "markdown", "junit", "sarif"))
+def test_a_wait_on_a_namespace_that_does_not_exist_still_reports_it(fmt, monkeypatch):
+    """`verify -n nowhere --wait -o FMT`: nothing to wait for, exit 1, and the document says so
+    (it printed nothing before: an empty file beside exit 1)."""
+    from kubectl_kvcache.load import scope as load_scope
+
+    monkeypatch.setattr(reader, "open_client", lambda *a, **k: object())
+    monkeypatch.setattr(load_scope, "resolve_namespace", lambda scope, client: scope.namespace)
+    monkeypatch.setattr(verify_flow, "namespace_missing", lambda client, namespace: namespace == "nowhere")
+    code, out, err = run(["verify", "-n", "nowhere", "--wait", "-o", fmt])
+    assert code == 1 and "namespace nowhere does not exist: nothing to wait for" in err
+    fails, named = said(fmt, out, err)
+    assert fails and named in (None, 1), out
+    assert "nowhere" in out
