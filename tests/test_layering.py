@@ -19,7 +19,7 @@ PACKAGE = os.path.join(ROOT, "kubectl_kvcache")
 PURE = ["kubectl_kvcache.engine", "kubectl_kvcache.judge.verify", "kubectl_kvcache.judge.checks",
         "kubectl_kvcache.judge.setting", "kubectl_kvcache.judge.recover", "kubectl_kvcache.judge.rollout",
         "kubectl_kvcache.judge.live", "kubectl_kvcache.judge.anchor", "kubectl_kvcache.judge.policy",
-        "kubectl_kvcache.judge.referrers",
+        "kubectl_kvcache.judge.referrers", "kubectl_kvcache.judge.verdict",
         "kubectl_kvcache.operator.records", "kubectl_kvcache.operator.decode", "kubectl_kvcache.operator.fields",
         "kubectl_kvcache.operator.paths", "kubectl_kvcache.operator.recovery_inputs",
         "kubectl_kvcache.operator.binding_status"]

@@ -217,12 +217,13 @@ class DeploymentProgress(Record):
 
 
 class Report(Record):
-    __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted", "suppressed", "policy")
+    __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted", "suppressed", "policy",
+                 "verdict")
     __hash__ = None     # mutable
 
     def __init__(self, setting_value: bool, setting_source: str, items: list[Item],
                  deployments: list[DeploymentProgress] | None = None, accounted: bool = True,
-                 suppressed: list[Item] | None = None, policy=None):
+                 suppressed: list[Item] | None = None, policy=None, verdict=None):
         self.setting_value = setting_value
         self.setting_source = setting_source
         self.items = items
@@ -230,6 +231,7 @@ class Report(Record):
         self.accounted = accounted          # replicas without a Pod were looked for (not with -l or named Pods)
         self.suppressed = [] if suppressed is None else suppressed  # replicas a policy ignored (judge/policy.py)
         self.policy = policy        # judge.policy.Applied: the policy in force and what it changed (None: none)
+        self.verdict = verdict      # judge.verdict.Verdict: what fails the run, decided once (None: not yet)
 
     def summary(self):
         counts = {"total": len(self.items)}
@@ -238,31 +240,62 @@ class Report(Record):
         return counts
 
     def to_dict(self):
+        verdict = self.verdict
+
+        def rows(where, items):
+            if verdict is None:
+                return [i.to_dict() for i in items]
+            return [i.to_dict() | verdict.of(where, n).to_dict() for n, i in enumerate(items)]
+
         return {"setting": {"value": self.setting_value, "source": self.setting_source},
-                "items": [i.to_dict() for i in self.items],
+                "items": rows("items", self.items),
                 "summary": self.summary(),
                 "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None} | (
-            {"policy": self.policy.to_dict(), "suppressed": [i.to_dict() for i in self.suppressed]}
-            if self.policy is not None else {})
+            {"policy": self.policy.to_dict(), "suppressed": rows("suppressed", self.suppressed)}
+            if self.policy is not None else {}) | ({"verdict": verdict.to_dict()} if verdict is not None else {})
+
+
+# Why an OK row fails all the same (the verdict's codes beside the statuses; judge/verdict.py):
+CONTRADICTED = "OBSERVED-DIFFERS"   # the engine's own report is another value than the prediction
+STARTUP_FAILED = "STARTUP-FAILED"   # its engine died at start-up after the parse (its previous log says so)
+ROLLING = "ROLLING"                 # OK as rendered, but its deployment still rolls it: not done
+OK_FAILURES = {
+    CONTRADICTED: "the engine's own report (its log or /metrics) contradicts the predicted value",
+    STARTUP_FAILED: "the engine dies at start-up after its arguments were parsed (its previous log says so)",
+    ROLLING: "OK as rendered, but its deployment still rolls the replica (without --fail-on)",
+}
+
+
+def ok_failure(item: Item, fail_on=()) -> str | None:
+    """Why an OK replica fails the run all the same (a code of OK_FAILURES), None when it does not:
+    the engine says otherwise than the prediction, or died after its parse (never green, whatever
+    --fail-on says); or, without --fail-on, its deployment still rolls it."""
+    if item.status != OK:
+        return None
+    if item.observed_agrees is False:
+        return CONTRADICTED
+    if item.startup_failed:
+        return STARTUP_FAILED
+    if not fail_on and item.rolling:
+        return ROLLING
+    return None
 
 
 def severity(item: Item, fail_on=()) -> str | None:
-    """What a replica weighs, in check's words, for the policy and the reports: `error` when its
-    status makes verify exit 1 (--fail-on; default every status but OK), `warning` when --fail-on
-    tolerates it, None when OK; the severity a policy rule gave it when one did."""
+    """What a replica weighs, in check's words, for the policy and the verdict: `error` when it
+    makes verify exit 1 (its status is one of --fail-on, default every status but OK; or an OK
+    row fails all the same: ok_failure), `warning` when --fail-on tolerates it, None when OK;
+    the severity a policy rule gave it when one did."""
     if item.policy is not None:
         return item.policy.now
-    if item.status == OK and (item.observed_agrees is False or item.startup_failed):
-        return "error"          # the engine says otherwise than the prediction: never green
-    if item.status == OK and not fail_on and item.rolling:
-        return "error"          # OK as rendered, but its deployment still rolls it: not done, never green
     if item.status == OK:       # the words are check's SEVERITIES (judge.checks imports this module)
-        return None
+        return "error" if ok_failure(item, fail_on) else None
     return "error" if item.status in (fail_on or STATUSES) else "warning"
 
 
 def fails(item: Item, fail_on=()) -> bool:
-    """Whether this replica makes verify exit 1 (the one place that says so: exit code and reports)."""
+    """Whether this replica makes verify exit 1 (the one rule: judge/verdict.py reads it for the
+    exit code and every report)."""
     return severity(item, fail_on) == "error"
 
 

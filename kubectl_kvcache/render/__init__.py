@@ -6,7 +6,7 @@ command family for its views and messages (`verify`, `checks`, `setting`, `recov
 command line can read `render.output` and `render.formats` without loading core (~ms at start)."""
 
 _FACE = ("NONE", "Column", "View", "document", "error", "failed_document", "line", "note", "notes", "nothing_found", "prompt", "record",
-         "show", "structured", "table", "tracer")
+         "show", "structured", "table", "tracer", "verdict_line")
 __all__ = list(_FACE)
 
 

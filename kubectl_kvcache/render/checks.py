@@ -119,7 +119,8 @@ BINDINGS = View(
              Column("users", _users), B_VERDICT),
     wide=(B_POOL, B_DOMAIN, Column("suggested", lambda e: e.suggestion), B_USED_BY),
     rows=lambda report: report.bindings,
-    to_dict=lambda report: {"setting": report.setting, "items": [e.to_dict() for e in report.bindings]},
+    to_dict=lambda report: {"setting": report.setting, "items": report.rows("bindings", report.bindings)}
+    | report.verdict_dict(),
     empty="KVCachePoolBindings",
     describe=_binding_fields,
     document="bindings",
@@ -170,7 +171,8 @@ ROLES = View(
     columns=(_namespace(lambda e: e.namespace), R_DEPLOYMENT, R_ROLE, R_DTYPE, R_AFTER, R_VERDICT, R_TODAY),
     wide=(R_TYPE, R_ENGINE, R_BINDING, Column("role flag", _role_flag, text=True)),
     rows=lambda report: report.roles,
-    to_dict=lambda report: {"setting": report.setting, "items": [e.to_dict() for e in report.roles]},
+    to_dict=lambda report: {"setting": report.setting, "items": report.rows("roles", report.roles)}
+    | report.verdict_dict(),
     empty="pool-attached roles that pass --kv-cache-dtype themselves or take over the command",
     describe=_role_fields,
     document="roles",

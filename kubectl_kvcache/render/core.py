@@ -357,6 +357,14 @@ def note(err, text):
     line(err, f"note: {text}")
 
 
+def verdict_line(err, verdict):
+    """After a failing run's summary: the verdict as judge/verdict.py decided it, the exit code's
+    reason in one line (`verdict: FAILED (exit code 1): 2 replicas fail (1 MISMATCH, ...)`).
+    Nothing when it passes and nothing was left unread (the summary says it all)."""
+    if verdict is not None and (verdict.failed or verdict.reasons):
+        line(err, f"verdict: {verdict.text()}")
+
+
 def nothing_found(snapshot, what, err):
     where = f"in {snapshot.namespace} namespace" if snapshot.namespace else "in any namespace"
     if snapshot.source == "file":

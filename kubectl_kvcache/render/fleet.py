@@ -25,12 +25,14 @@ class Result(Record):
 
 
 class Fleet(Record):
-    """The results, in the order the contexts were asked for."""
+    """The results, in the order the contexts were asked for, and the run's exit code (the worst of
+    the contexts' verdicts, a context not read 2: cli/flows/fleet.run; None: not known)."""
 
-    __slots__ = ("results",)
+    __slots__ = ("results", "code")
 
-    def __init__(self, results: tuple[Result, ...]):
+    def __init__(self, results: tuple[Result, ...], code: int | None = None):
         self.results = results
+        self.code = code
 
     @property
     def read(self):
@@ -60,7 +62,8 @@ def document(inner: View, fleet: Fleet, output, failing, out, exit_code=None):
     from kubectl_kvcache.render.report import Subject, fleet_document, now
 
     subject = Subject(output.command, failing=tuple(failing), time=now(), exit_code=exit_code)
-    formats.printer(output.format).emit(fleet_document(inner, fleet, subject), out)
+    code = exit_code if exit_code is not None else fleet.code
+    formats.printer(output.format).emit(fleet_document(inner, fleet, subject, code), out)
 
 
 def to_dict(inner: View, fleet: Fleet) -> dict:
@@ -89,6 +92,8 @@ def to_dict(inner: View, fleet: Fleet) -> dict:
     out: dict = {"kind": "Fleet" + (inner.kind or ""), "contexts": contexts, (key or "items"): items}
     if total is not None:
         out["summary"] = total
+    if fleet.code is not None and inner.document is not None:      # each context's verdict: in `contexts`
+        out["verdict"] = {"result": "PASSED" if fleet.code == 0 else "FAILED", "exitCode": fleet.code}
     return out
 
 

@@ -5,10 +5,12 @@ with its reason and fix, and the findings one by one (each with its code, where 
 that outlives Pod names) with the registry rows of their codes. The printers
 (render/formats/markdown.py, junit.py, sarif.py) only lay this out, so they always agree.
 
-A case fails exactly when it makes the command's exit code 1 (verify's --fail-on, check's
---strict); what was not decided (UNKNOWN, `unchecked`) and does not fail is `skipped`, never a
-pass; findings that fail nothing stay on the case as notes. Text here is raw: each printer
-escapes it for its format."""
+Nothing here decides what fails: every outcome is read from the report's verdict
+(judge/verdict.py), the record the exit code reads too, so a case fails exactly when it makes
+the exit code 1; what was not decided (UNKNOWN, `unchecked`) and does not fail is `skipped`,
+never a pass; findings that fail nothing stay on the case as notes; what was asked for and not
+read (a namespace, a named Pod) is a case of its own. Text here is raw: each printer escapes it
+for its format."""
 
 from __future__ import annotations
 
@@ -136,10 +138,10 @@ class Document(Record):
     may report."""
 
     __slots__ = ("command", "title", "facts", "verdict", "counts", "cases", "progress", "headers", "rows",
-                 "subject", "version", "findings", "rules")
+                 "subject", "version", "findings", "rules", "exit_code")
 
     def __init__(self, command, title, facts, verdict, counts, cases, progress, headers, rows, subject,
-                 findings=(), rules=()):
+                 findings=(), rules=(), exit_code=None):
         self.command = command      # verify, check, bindings, roles
         self.title = title
         self.facts = facts          # ((label, words, data), ...): the plugin's words, then data from the input
@@ -153,6 +155,15 @@ class Document(Record):
         self.version = __version__
         self.findings = findings
         self.rules = rules
+        self.exit_code = exit_code  # the run's, as its verdict says (several contexts: the worst)
+
+
+def verdict_of(view, report):
+    """The report's verdict (judge/verdict.py) for `view`'s command: never decided here."""
+    verdict = getattr(report, "verdict", None)
+    if verdict is None or verdict.command != view.document:
+        raise ValueError(f"the {view.document} report has no verdict of its own: judge.verdict decides it first")
+    return verdict
 
 
 def document(view, report, subject: Subject | None) -> Document:
@@ -161,17 +172,44 @@ def document(view, report, subject: Subject | None) -> Document:
     if view.document not in _BUILDERS:
         raise ValueError("this view has no document form")
     builder, list_findings, rules, lists_rows = _BUILDERS[view.document]
-    command, title, facts, counts, cases, progress = builder(report, subject)
-    verdict = FAILED if any(c.outcome == FAILED for c in cases) else PASSED
+    verdict = verdict_of(view, report)
+    command, title, facts, counts, cases, progress = builder(report, subject, verdict)
+    if verdict.failed and not any(c.outcome == FAILED for c in cases):     # no row fails: the run's reasons do
+        title = f"{command}: " + "; ".join(r.message for r in verdict.reasons if r.fails)
+    cases += [_reason_case(r, None) for r in verdict.reasons]
     # every row with the wide columns: a report is read once, in full, not at a terminal
     headers = [h.upper() for h in view.headers(True)]
     rows = view.cells(report, True) if lists_rows else None
     facts = _input_facts(subject) + facts
-    return Document(command, title, tuple(facts), verdict, tuple(counts), tuple(cases), progress, headers, rows,
-                    subject, tuple(list_findings(report, subject)), rules())
+    found = tuple(list_findings(report, subject, verdict)) + tuple(_reason_finding(r, command) for r in verdict.reasons)
+    return Document(command, title, tuple(facts), FAILED if verdict.failed else PASSED, tuple(counts), tuple(cases),
+                    progress, headers, rows, subject, found, rules() + _reason_rules(verdict.reasons),
+                    verdict.code)
 
 
-def fleet_document(view, fleet, subject: Subject) -> Document:
+def _reason_case(reason, context):
+    """What the run asked for and did not read (a namespace, a named Pod), or a --wait that ended
+    before the rollout completed: a case of its own, failing when the verdict says it fails."""
+    return Case(_suite(context, reason.namespace or (reason.name if reason.kind == "Namespace" else "")),
+                f"{reason.kind} {reason.name}", reason.kind, FAILED if reason.fails else SKIPPED, reason.code,
+                reason.message, "", reason.fix, context=context)
+
+
+def _reason_finding(reason, command):
+    path: tuple[tuple[str, str], ...] = (("namespace", reason.namespace),) if reason.namespace else ()
+    path += ((reason.kind, reason.name),)
+    return Annotation(reason.code, "error" if reason.fails else "warning", reason.fails, reason.message, reason.fix,
+                      path, f"{command}|{reason.code}|{reason.namespace or ''}|{reason.kind}/{reason.name}")
+
+
+def _reason_rules(reasons):
+    from kubectl_kvcache.judge.verdict import REASON_MEANINGS
+
+    codes = sorted({r.code for r in reasons})
+    return tuple(Rule(c, "error", REASON_MEANINGS.get(c, c)) for c in codes)
+
+
+def fleet_document(view, fleet, subject: Subject, exit_code: int | None = None) -> Document:
     """One document over the contexts of a --contexts/--all-contexts run: every context's cases
     (their suites `CONTEXT/NAMESPACE`, their names as one context names them), one ERROR case
     per context that could not be read, the facts that differ per context labelled with it."""
@@ -217,9 +255,12 @@ def fleet_document(view, fleet, subject: Subject) -> Document:
         rows = [[ctx] + list(row) for ctx, d in with_rows for row in d.rows]
     elif docs:
         headers = docs[0][1].headers
-    verdict = FAILED if bad or errors else PASSED
+    verdict = FAILED if errors or any(d.verdict == FAILED for _, d in docs) else PASSED
+    if exit_code is None:
+        exit_code = fleet.code      # the run's (cli/flows/fleet.run: the worst of the contexts')
+    rules = {r.code: r for _, d in docs for r in d.rules} or {r.code: r for r in _BUILDERS[command][2]()}
     return Document(command, title, tuple(facts), verdict, tuple(counts.items()), tuple(errors + cases), progress,
-                    headers, rows, subject, tuple(findings), _BUILDERS[command][2]())
+                    headers, rows, subject, tuple(findings), tuple(rules.values()), exit_code)
 
 
 # -- what was checked ------------------------------------------------------------------------
@@ -272,49 +313,51 @@ def _setting_text(on, source):
 
 # -- verify ----------------------------------------------------------------------------------
 
-def _verify(report, subject):
-    from kubectl_kvcache.judge import verify as judge
+def _verify(report, subject, verdict):
+    from kubectl_kvcache.judge import verdict as decided, verify as judge
     from kubectl_kvcache.render import labels as view
 
-    failing = set(subject.failing or (s for s in judge.STATUSES if s != judge.OK))
+    failing = set(verdict.failing)
     ignored = list(getattr(report, "suppressed", ()))      # a policy's ignored replicas: cases that pass, noted
     judged = report.items + ignored
     releases = sorted({view.release_label(i.engine, i.engine_version, i.version_source)
                        for i in judged if i.engine and i.engine_version})
     policy = [("Policy", report.policy.text(), ())] if getattr(report, "policy", None) is not None else []
+    fails_on = ", ".join(s for s in judge.STATUSES if s in failing) if failing else \
+        "a replica not done when the wait ended (--wait: the rollout decides)"
     facts = [("Setting", _setting_text(report.setting_value, report.setting_source), ()),
              ("Engine releases", "" if releases else "none", tuple(releases)),
              ("Judged", f"{len(judged)} engine {'replica' if len(judged) == 1 else 'replicas'}"
                         + (" in" if judged else ""), _seen(i.namespace for i in judged))] + policy + [
-             ("Fails on", ", ".join(s for s in judge.STATUSES if s in failing)
-              + (" (each as the policy sets it: an error fails)" if policy else ""), ())]
+             ("Fails on", fails_on + (" (each as the policy sets it: an error fails)" if policy else ""), ())]
     cases = []
     names = replica_names(judged)
-    for item in judged:
+    judged_rows = [("items", n, i) for n, i in enumerate(report.items)] + \
+        [("suppressed", n, i) for n, i in enumerate(ignored)]
+    for where, index, item in judged_rows:
         name = names[id(item)]
-        suppressed = item.policy is not None and item.policy.now is None
-        if item.status == judge.OK or suppressed:
-            outcome = PASSED
-        elif judge.fails(item, subject.failing):
-            outcome = FAILED
-        else:
-            outcome = SKIPPED if item.status == judge.UNKNOWN else PASSED
+        decision = verdict.of(where, index)
+        outcome = decision.outcome
         pod = f"Pod {item.pod}" + (f" container {item.container}" if item.container else "") \
             if item.pod is not None else "no Pod"
         what = f"Binding {item.binding or '<none>'} expects {_value(item.expected)}, " + _runs(item, judge) \
             + f" ({pod})"
         summary = f"{item.status}: {what}"
         notes: tuple = ()
-        if suppressed:
+        reason, fix, status = item.reason, item.fix, item.status
+        if where == "suppressed":
             summary += f" (ignored by the policy: {item.policy.where})"
             notes = ((f"suppressed {item.policy.was}", item.status, what + (f": {item.reason}" if item.reason else ""),
                       item.fix or ""),)
-        elif outcome == PASSED and item.policy is not None:
-            summary += f" (made {item.policy.now} by the policy: {item.policy.where})"
-        elif outcome == PASSED and item.status != judge.OK:
-            summary += " (tolerated by --fail-on)"
-        cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, item.status, summary,
-                          item.reason, item.fix, notes, context=_context(item)))
+        elif outcome == decided.FAILED and item.status == judge.OK:
+            # OK as predicted, and failing all the same (judge/verify.ok_failure): the verdict's reason
+            status, summary = decision.code, f"{decision.code}: {what}"
+            reason = decision.why
+            fix = item.fix or decided.ok_fix(item, decision.code)
+        elif outcome != decided.FAILED and decision.why and item.status != judge.OK:
+            summary += f" ({decision.why})"
+        cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, status, summary,
+                          reason, fix, notes, context=_context(item)))
     counts = report.summary()
     progress = None
     if report.accounted:
@@ -326,7 +369,8 @@ def _verify(report, subject):
     bad = sum(1 for c in cases if c.outcome == FAILED)
     title = f"verify: {bad} of {len(cases)} {'replica' if len(cases) == 1 else 'replicas'} not OK" if bad else \
         f"verify: {len(cases)} {'replica' if len(cases) == 1 else 'replicas'}, none failing"
-    return "verify", title, facts, [(s, counts[s]) for s in judge.STATUSES if counts[s]], cases, progress
+    extra = [(c, n) for c, n in verdict.counts().items() if c not in judge.STATUSES]   # OK, failing all the same
+    return "verify", title, facts, [(s, counts[s]) for s in judge.STATUSES if counts[s]] + extra, cases, progress
 
 
 def _replica_number(pod, prefix):
@@ -425,18 +469,18 @@ def count_text(n, word) -> str:
     return f"{n} {word}" + ("s" if n != 1 and word in ("error", "warning", "replica", "pod") else "")
 
 
-def _check(report, subject):
-    from kubectl_kvcache.judge import checks
+def _check(report, subject, verdict):
+    from kubectl_kvcache.judge import checks, verdict as decided
 
-    failing = set(subject.failing or (checks.ERROR,))
-    objects: dict = {}        # (context, kind, namespace, name) -> [findings]: every object judged, in a stable order
+    failing = set(verdict.failing)
+    objects: dict = {}        # (context, kind, namespace, name) -> [(finding, outcome)]: every object judged, in order
     for entry in report.bindings:
         if entry.binding is not None:
             objects.setdefault((_context(entry), "KVCachePoolBinding", entry.namespace, entry.name), [])
         for use in entry.uses:
             objects.setdefault((_context(entry), use.kind, use.namespace, use.name), [])
-    for f in report.findings:
-        objects.setdefault((_context(f), f.kind, f.namespace, f.name), []).append(f)
+    for n, f in enumerate(report.findings):
+        objects.setdefault((_context(f), f.kind, f.namespace, f.name), []).append((f, verdict.outcome("findings", n)))
     ignored: dict[tuple, list] = {}        # a policy's ignored findings: notes of their object, never a failure
     for f in getattr(report, "suppressed", ()):
         objects.setdefault((_context(f), f.kind, f.namespace, f.name), [])
@@ -444,9 +488,10 @@ def _check(report, subject):
             (f"suppressed {f.severity}", f.code, f.message, f.fix or ""))
     cases = []
     for (context, kind, namespace, name), found in objects.items():
-        bad = [f for f in found if f.severity in failing]
-        undecided = [f for f in found if f.code == "unchecked" and f not in bad]
-        rest = tuple(_note(f) for f in found if f not in bad) + tuple(ignored.get((context, kind, namespace, name), ()))
+        bad = [f for f, outcome in found if outcome == decided.FAILED]
+        undecided = [f for f, outcome in found if outcome == decided.SKIPPED]
+        rest = tuple(_note(f) for f, outcome in found if outcome != decided.FAILED) + \
+            tuple(ignored.get((context, kind, namespace, name), ()))
         if bad:
             outcome, status = FAILED, bad[0].severity
             summary = "; ".join(f"{f.code}: {f.message}" for f in bad)
@@ -456,55 +501,52 @@ def _check(report, subject):
             outcome, status, summary, reason, fix = SKIPPED, "unchecked", undecided[0].message, "", undecided[0].fix
         else:
             outcome = PASSED
-            status = found[0].severity if found else "OK"
+            status = found[0][0].severity if found else "OK"
             summary, reason, fix = "", "", ""
         cases.append(Case(_suite(context, namespace), f"{kind} {name}", kind, outcome, status, summary, reason, fix,
                           rest, context))
     counts = report.summary()
     title = f"check: {count_text(counts[checks.ERROR], checks.ERROR)}, {count_text(counts[checks.WARNING], checks.WARNING)}"
     policy = [("Policy", report.policy.text(), ())] if getattr(report, "policy", None) is not None else []
+    extra = [(c, n) for c, n in verdict.counts().items() if c == decided.NOT_FOUND]
     return ("check", title, _check_facts(report) + policy + [("Fails on", ", ".join(s for s in checks.SEVERITIES
                                                                                       if s in failing), ())],
-            [(s, counts[s]) for s in checks.SEVERITIES], cases, None)
+            [(s, counts[s]) for s in checks.SEVERITIES] + extra, cases, None)
 
 
-def _bindings(report, subject):
-    from kubectl_kvcache.judge import checks
+def _bindings(report, subject, verdict):
+    from kubectl_kvcache.judge import verdict as decided
 
     cases = []
-    for entry in report.bindings:
-        found = [f for f in report.findings if (f.kind, f.namespace, f.name) ==
-                 ("KVCachePoolBinding", entry.namespace, entry.name)]
-        fails = entry.binding is None or any(f.code in checks.BINDING_FAILURES for f in found)
-        undecided = entry.says("UNKNOWN")
-        outcome = FAILED if fails else (SKIPPED if undecided else PASSED)
-        bad = [f for f in found if f.code in checks.BINDING_FAILURES]
-        reason = "; ".join(f"{f.code}: {f.message}" for f in bad) or \
-            ("no such KVCachePoolBinding exists, but it is named" if entry.binding is None else "")
+    for index, entry in enumerate(report.bindings):
+        decision = verdict.of("bindings", index)
+        found = [(n, f) for n, f in enumerate(report.findings)
+                 if (f.kind, f.namespace, f.name) == ("KVCachePoolBinding", entry.namespace, entry.name)]
+        bad = [f for n, f in found if verdict.outcome("findings", n) == decided.FAILED]
+        outcome = decision.outcome
+        reason = "; ".join(f"{f.code}: {f.message}" for f in bad) or decision.why
         fix = " ".join(f.fix for f in bad if f.fix)
         if entry.suggestion:
             fix = (fix + " " if fix else "") + f"(suggested dtype: {entry.suggestion})"
-        notes = tuple(_note(f) for f in found if f not in bad)
+        notes = tuple(_note(f) for _, f in found if f not in bad)
         cases.append(Case(_suite(_context(entry), entry.namespace), f"KVCachePoolBinding {entry.name}",
                           "KVCachePoolBinding", outcome, entry.verdict,
                           f"{entry.verdict}" if outcome != PASSED else "", reason, fix, notes, _context(entry)))
+    for d in verdict.failures:           # a failing finding no Binding listed shows (-l kept its user only)
+        if d.where == "findings":
+            f = report.findings[d.index]
+            cases.append(Case(_suite(_context(f), f.namespace), f"{f.kind} {f.name}", f.kind, FAILED, f.code,
+                              f"{f.code}: {f.message}", "", f.fix or "", (), _context(f)))
     failed = sum(1 for c in cases if c.outcome == FAILED)
     return ("bindings", f"bindings: {failed} of {len(cases)} failing", _check_facts(report)
-            + [("Fails on", "a rejected dtype, a missing Binding, a claimed domain", ())],
+            + [("Fails on", "; ".join(verdict.failing), ())],
             [("failing", failed), ("total", len(cases))], cases, None)
 
 
-def _roles(report, subject):
-    from kubectl_kvcache.judge import checks
-
+def _roles(report, subject, verdict):
     cases = []
-    for entry in report.roles:
-        if entry.severity == checks.ERROR:
-            outcome = FAILED
-        elif entry.verdict == "UNKNOWN":
-            outcome = SKIPPED
-        else:
-            outcome = PASSED
+    for index, entry in enumerate(report.roles):
+        outcome = verdict.outcome("roles", index)
         summary = f"{entry.verdict}: today {entry.today}, after the upgrade {entry.after}"
         fix = " ".join(f.fix for f in report.findings if f.fix and (f.kind, f.namespace, f.name) ==
                        ("ModelDeployment", entry.namespace, entry.deployment) and f"role {entry.role} " in f.message)
@@ -515,7 +557,7 @@ def _roles(report, subject):
                           _context(entry)))
     failed = sum(1 for c in cases if c.outcome == FAILED)
     return ("roles", f"roles: {failed} of {len(cases)} failing", _check_facts(report)
-            + [("Fails on", "an error role (the engine rejects it, or it differs from its Binding)", ())],
+            + [("Fails on", "; ".join(verdict.failing), ())],
             [("failing", failed), ("total", len(cases))], cases, None)
 
 
@@ -544,15 +586,18 @@ def _suppression(effect) -> str | None:
     return f"ignored by {effect.where}" + (f": {effect.reason}" if effect.reason else "")
 
 
-def _verify_findings(report, subject):
-    from kubectl_kvcache.judge import verify as judge
+def _verify_findings(report, subject, verdict):
+    from kubectl_kvcache.judge import verdict as decided, verify as judge
 
     ignored = list(getattr(report, "suppressed", ()))
     names = replica_names(report.items + ignored)
     file = _file_of(subject)
     found = []
-    for item in report.items + ignored:
-        if item.status == judge.OK:
+    rows = [("items", n, i) for n, i in enumerate(report.items)] + [("suppressed", n, i) for n, i in enumerate(ignored)]
+    for where, index, item in rows:
+        decision = verdict.of(where, index)
+        failed = decision.outcome == decided.FAILED
+        if item.status == judge.OK and not failed:
             continue
         replica = names[id(item)]       # namespace/deployment/role/N[/container], namespace/injected/owner/N
         parts = replica.split("/")
@@ -565,14 +610,19 @@ def _verify_findings(report, subject):
             path.append(("container", parts[4]))
         pod = f"Pod {item.pod}" + (f" container {item.container}" if item.container else "") \
             if item.pod is not None else "no Pod"
-        message = f"{item.status}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
-                  + _runs(item, judge) + f" ({pod})" + (f": {item.reason}" if item.reason else "")
+        code, fix = item.status, item.fix or ""
+        if item.status == judge.OK:     # OK as predicted, failing all the same: the verdict's reason is its code
+            code, fix = decision.code, decided.ok_fix(item, decision.code)
+        message = f"{code}: Binding {item.binding or '<none>'} expects {_value(item.expected)}, " \
+                  + _runs(item, judge) + f" ({pod})" + (f": {decision.why}" if item.status == judge.OK else
+                                                        f": {item.reason}" if item.reason else "")
         suppression = _suppression(item.policy)
-        # the severity is the status, or what a policy rule made it (an ignored one: what it was)
-        severity = item.status if item.policy is None else (item.policy.now or item.policy.was)
-        failed = suppression is None and judge.fails(item, subject.failing)
-        found.append(Annotation(item.status, severity, failed, message, item.fix or "", tuple(path),
-                             f"verify|{item.status}|{replica}", file, suppression))
+        # the severity is the status, or what a policy rule made it (an ignored one: what it was); an
+        # OK row that fails: an error
+        severity = "error" if item.status == judge.OK else \
+            item.status if item.policy is None else (item.policy.now or item.policy.was)
+        found.append(Annotation(code, severity, failed, message, fix, tuple(path), f"verify|{code}|{replica}", file,
+                                suppression))
     return found
 
 
@@ -583,30 +633,34 @@ def _check_finding(f, failed, command, file):
     return Annotation(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file)
 
 
-def _check_findings(report, subject):
-    from kubectl_kvcache.judge import checks
+def _check_findings(report, subject, verdict):
+    from kubectl_kvcache.judge import verdict as decided
 
-    failing = set(subject.failing or (checks.ERROR,))
     file = _file_of(subject)
-    return [_check_finding(f, f.severity in failing, "check", file) for f in report.findings] + [
+    return [_check_finding(f, verdict.outcome("findings", n) == decided.FAILED, "check", file)
+            for n, f in enumerate(report.findings)] + [
         _check_finding(f, False, "check", file).replace(suppression=_suppression(f.policy))
         for f in getattr(report, "suppressed", ())]
 
 
-def _bindings_findings(report, subject):
+def _bindings_findings(report, subject, verdict):
+    from kubectl_kvcache.judge import verdict as decided
+
+    file = _file_of(subject)
+    return [_check_finding(f, verdict.outcome("findings", n) == decided.FAILED, "bindings", file)
+            for n, f in enumerate(report.findings) if f.kind == "KVCachePoolBinding"
+            or verdict.outcome("findings", n) == decided.FAILED]
+
+
+def _roles_findings(report, subject, verdict):
     from kubectl_kvcache.judge import checks
 
     file = _file_of(subject)
-    return [_check_finding(f, f.code in checks.BINDING_FAILURES, "bindings", file) for f in report.findings
-            if f.kind == "KVCachePoolBinding"]
-
-
-def _roles_findings(report, subject):
-    from kubectl_kvcache.judge import checks
-
-    file = _file_of(subject)
-    return [_check_finding(f, f.severity == checks.ERROR, "roles", file) for f in report.findings
-            if f.kind == "ModelDeployment" and f.code in checks.ROLE_CODES]
+    failing = {(e.namespace, e.deployment, e.role) for n, e in enumerate(report.roles)
+               if verdict.outcome("roles", n) == FAILED}
+    return [_check_finding(f, any((namespace, deployment) == (f.namespace, f.name) and f"role {role} " in f.message
+                                  for namespace, deployment, role in failing), "roles", file)
+            for f in report.findings if f.kind == "ModelDeployment" and f.code in checks.ROLE_CODES]
 
 
 def _check_rules():
@@ -618,7 +672,8 @@ def _check_rules():
 def _verify_rules():
     from kubectl_kvcache.judge import verify as judge
 
-    return tuple(Rule(s, s, judge.MEANINGS[s]) for s in judge.STATUSES if s != judge.OK)
+    return tuple(Rule(s, s, judge.MEANINGS[s]) for s in judge.STATUSES if s != judge.OK) + tuple(
+        Rule(c, "error", meaning) for c, meaning in judge.OK_FAILURES.items())
 
 
 # the report of each command's view (View.document): its cases, its findings, the rules of its codes

@@ -89,7 +89,7 @@ def test_example_check_table_and_wide():
     header = out.splitlines()[0].split()
     assert header == ["NAMESPACE", "SEVERITY", "CODE", "OBJECT", "MESSAGE"]
     assert out.splitlines()[1].split()[:4] == ["llm-prod", "error", "binding-dtype-rejected", "kvcachepoolbinding/sgl-fp8"]
-    assert "4 errors, 2 warnings, 3 info" in err.strip().splitlines()[-2:]
+    assert "4 errors, 2 warnings, 3 info" in err.strip().splitlines()[-3:]   # then the verdict, the next step
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "-o", "describe")
     assert out.count("\nFix:        ") == 9 and out.startswith("Name:       sgl-fp8\nNamespace:  llm-prod\n")
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "--no-headers")

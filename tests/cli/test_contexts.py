@@ -152,7 +152,10 @@ def _example_report():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     snapshot = reader.read(Connection(), Scope(all_namespaces=True,
                                                files=(os.path.join(root, "examples", "cluster.json"),)))
-    return verify.verify(snapshot, account=True)
+    from kubectl_kvcache.judge import verdict
+
+    report = verify.verify(snapshot, account=True)
+    return report.replace(verdict=verdict.verify(report))       # decided, as each context's flow decides it
 
 
 @pytest.mark.parametrize("fmt", ["junit", "markdown"])
@@ -165,8 +168,10 @@ def test_one_document_across_contexts(fmt):
     from kubectl_kvcache.render import verify
 
     report = _example_report()
-    fleet_ = view.Fleet((view.Result("prod-eu", report), view.Result("prod-us", error="cannot reach it"),
-                         view.Result("prod-ap", report)))
+    results = (view.Result("prod-eu", report, code=report.verdict.code),
+               view.Result("prod-us", error="cannot reach it", code=exitcodes.ERROR),
+               view.Result("prod-ap", report, code=report.verdict.code))
+    fleet_ = view.Fleet(results, exitcodes.worst(r.code for r in results))      # as flows/fleet.run makes it
     out = io.StringIO()
     view.document(verify.VIEW, fleet_, Output(fmt, command="kubectl kvcache verify --contexts x"), (), out)
     text = out.getvalue()

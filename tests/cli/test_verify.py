@@ -167,10 +167,13 @@ def test_unknown_says_what_would_decide_it(tmp_path):
 
 def test_a_named_pod_that_does_not_exist_is_notfound_exit_1():
     """kubectl get pod NAME: `Error from server (NotFound): pods "NAME" not found`, exit 1 (not 2:
-    the plugin did its job); the Pods that exist are still shown, one error line per missing one."""
+    the plugin did its job); the Pods that exist are still shown, one error line per missing one;
+    the verdict line says why the run fails (judge/verdict.py: nothing was verified there)."""
     code, out, err = run("verify", "-n", "llm-prod", "-f", EXAMPLE, "chat-server-nope")
     assert (code, out) == (1, "")
-    assert err == 'error: pods "chat-server-nope" not found in the input\n'
+    assert err == ('error: pods "chat-server-nope" not found in the input\n'
+                   'verdict: FAILED (exit code 1): Pod chat-server-nope was not found in the input: nothing was '
+                   'verified there\n')
     code, out, err = run("verify", "-n", "llm-prod", "-f", EXAMPLE, "chat-server-nope", "qwen-chat-server-0")
     assert code == 1 and "qwen-chat-server-0" in out
     assert [line for line in err.splitlines() if line.startswith("error:")] == [

@@ -691,8 +691,11 @@ def test_a_deployment_whose_binding_does_not_exist_fails_at_once_and_the_scope_d
 
 
 def test_a_named_pod_that_does_not_exist_is_notfound_exit_1(cluster):
-    """kubectl get pod NAME: `Error from server (NotFound): pods "NAME" not found`, exit 1."""
+    """kubectl get pod NAME: `Error from server (NotFound): pods "NAME" not found`, exit 1; then the
+    verdict's line (judge/verdict.py: nothing was verified there)."""
     ns = seed(cluster, replicas=1)
     code, out, err = run(cluster, "verify", "-n", ns, "chat-server-nope")
     assert (code, out) == (1, ""), err
-    assert err == f'error: pods "chat-server-nope" not found in namespace {ns}\n'
+    assert err == (f'error: pods "chat-server-nope" not found in namespace {ns}\n'
+                   f'verdict: FAILED (exit code 1): Pod chat-server-nope was not found in namespace {ns}: nothing '
+                   f'was verified there\n')

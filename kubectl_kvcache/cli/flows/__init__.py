@@ -20,19 +20,20 @@ from kubectl_kvcache.record import Record
 # Measured: sys.modules before and after a run of each command. Else every worker imports them
 # again (a third of a second of CPU each).
 NETWORK = ("kube.transport", "kube.proxyenv")
-JUDGED = NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify", "judge.checks",
+JUDGED = NETWORK + ("engine", "engine.shell", "operator.renderer", "judge.verify", "judge.verdict", "judge.checks",
                     "judge.checks.engines", "judge.fixes", "judge.nearest_dtype", "render.checks")
 
 
-def judged_context(options, conn, trace, judged, exit_code):
+def judged_context(options, conn, trace, judged, decide):
     """read_context for a flow that judges a snapshot (verify, check): one context read as
-    `--context` reads it, judged by the flow's `judged`, its exit code by the flow's `exit_code`."""
+    `--context` reads it, judged by the flow's `judged`, its verdict (and so its exit code)
+    decided by the flow's `decide(options, report, snapshot)` (judge/verdict.py)."""
     from kubectl_kvcache.load import reader
     from kubectl_kvcache.render.fleet import Result
 
     snapshot = reader.read(conn, options.scope, None, trace)
-    report = judged(options, snapshot)
-    return Result(conn.context, report, code=exit_code(options, report), notes=tuple(snapshot.notes),
+    report = decide(options, judged(options, snapshot), snapshot)
+    return Result(conn.context, report, code=report.verdict.code, notes=tuple(snapshot.notes),
                   namespace=snapshot.namespace)
 
 

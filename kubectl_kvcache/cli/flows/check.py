@@ -1,16 +1,16 @@
 """`check`, `bindings` and `roles`: one judgement (`checks`), three views.
 
-Exit codes: check 1 on an error finding (a warning too with --strict); bindings 1 on a finding
-whose code's registry row says so (checks.CODES: rejected, missing, domain claimed); roles 1 on
-an error role.
+Exit codes: the verdict's (judge/verdict.py, the one place that says what fails each view):
+check 1 on an error finding (a warning too with --strict); bindings 1 on a finding whose code's
+registry row says so (checks.CODES: rejected, missing, domain claimed); roles 1 on an error role.
 """
 
 from __future__ import annotations
 
-from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache import render
 from kubectl_kvcache.cli.flows import JUDGED, judged_context
 from kubectl_kvcache.kube import selector as label_selector
-from kubectl_kvcache.judge import checks, policy as judge_policy
+from kubectl_kvcache.judge import checks, policy as judge_policy, verdict as judge_verdict
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views
 
@@ -20,35 +20,27 @@ if TYPE_CHECKING:
     from kubectl_kvcache.cli.options import CheckOptions
 
 
-def _errors(options: CheckOptions, report, missing) -> bool:
-    counts = report.summary()
-    return bool(counts[checks.ERROR] or (options.strict and (counts[checks.WARNING] or missing)))
+def decide(options: CheckOptions, report, snapshot=None):
+    """`report` with the verdict of the command's view (judge/verdict.py: check, bindings or roles),
+    a namespace asked for that does not exist part of it (only check --strict fails on it)."""
+    reasons = judge_verdict.unread(snapshot) if snapshot is not None else ()
+    return report.replace(verdict=judge_verdict.of_check_view(options.view, report, options.strict, reasons))
 
 
-def _binding_failures(options: CheckOptions, report, missing) -> bool:
-    return any(f.code in checks.BINDING_FAILURES for f in report.findings)
+def exit_code(options: CheckOptions, report) -> int:
+    """The verdict's exit code (decided here when the report was not yet: decide)."""
+    return (report.verdict or decide(options, report).verdict).code
 
 
-def _role_errors(options: CheckOptions, report, missing) -> bool:
-    return any(e.severity == checks.ERROR for e in report.roles)
-
-
-# check's three views of one judgement, each a row: what fails it (exit 1), and whether it ends
-# with check's counts (its severities; "No ... found" only when nothing was checked) or, having no
-# counts, with "No ... found" when it has no rows.
-VIEWS = {"check": (_errors, True), "bindings": (_binding_failures, False), "roles": (_role_errors, False)}
-
-
-def exit_code(options: CheckOptions, report, missing=()) -> int:
-    """`missing`: namespaces asked for that do not exist; under --strict a gate that read nothing
-    does not pass."""
-    fails, _ = VIEWS[options.view]
-    return exitcodes.FINDINGS if fails(options, report, missing) else exitcodes.OK
+# check's three views of one judgement: whether each ends with check's counts (its severities;
+# "No ... found" only when nothing was checked) or, having no counts, with "No ... found" when it
+# has no rows. What fails each is judge/verdict.py's.
+COUNTED = {"check": True, "bindings": False, "roles": False}
 
 
 def _nothing(options: CheckOptions, report) -> bool:
     """Whether the run found nothing to report ("No ... found"): nothing checked, or no rows."""
-    _, counted = VIEWS[options.view]
+    counted = COUNTED[options.view]
     return not any(report.checked.values()) if counted else not list(view_of(options).rows(report))
 
 
@@ -99,18 +91,20 @@ def run(options: CheckOptions, io) -> int:
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
     view = view_of(options)
-    code = exit_code(options, report, snapshot.missing_namespaces)
+    report = decide(options, report, snapshot)
+    code = report.verdict.code
     output = options.output.about(snapshot, options.scope.files, options.connection.context, failing(options),
                                   code)
     render.show(view, report, output, io.stdout, io.stderr)
     if not options.output.structured:
         if _nothing(options, report):
             render.nothing_found(snapshot, view.empty, io.stderr)
-        if VIEWS[options.view][1]:
+        if COUNTED[options.view]:
             render.line(io.stderr, views.summary(report))
-            hint = views.fix_hint(report, options.scope, options.output)
-            if hint:
-                render.line(io.stderr, hint)
+        render.verdict_line(io.stderr, report.verdict)      # what fails the run, as the exit code reads it
+        hint = views.fix_hint(report, options.scope, options.output) if COUNTED[options.view] else None
+        if hint:
+            render.line(io.stderr, hint)
     return code
 
 
@@ -125,11 +119,11 @@ def view_of(options: CheckOptions):
 
 def failing(options: CheckOptions) -> tuple[str, ...]:
     """The severities that fail the run: errors; warnings too with --strict."""
-    return (checks.ERROR, checks.WARNING) if options.strict else (checks.ERROR,)
+    return judge_verdict.check_fails_on(options.strict)
 
 
 def read_context(options: CheckOptions, conn, trace):
-    return judged_context(options, conn, trace, judged, exit_code)
+    return judged_context(options, conn, trace, judged, decide)
 
 
 def context_lines(result, options: CheckOptions, err):
@@ -137,5 +131,5 @@ def context_lines(result, options: CheckOptions, err):
 
     if _nothing(options, result.report):
         fleet.nothing_found(err, result.context, view_of(options).empty, result.namespace)
-    if VIEWS[options.view][1]:
+    if COUNTED[options.view]:
         fleet.context_line(err, result.context, views.summary(result.report))

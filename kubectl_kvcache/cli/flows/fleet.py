@@ -112,8 +112,8 @@ def run(options, io) -> int:
         elif exc is not None:
             raise exc           # a bug, or Ctrl-C: the command line reports it as for one context
         results.append(result)
-    fleet = view.Fleet(tuple(results))
-    code = exitcodes.worst(r.code for r in results)
+    code = exitcodes.worst(r.code for r in results)        # each context's verdict's; a context not read: 2
+    fleet = view.Fleet(tuple(results), code)
     report(options, fleet, io, code)
     return code
 
@@ -133,6 +133,9 @@ def report(options, fleet, io, code=None):
             view.note(io.stderr, r.context, text)
         if not output.structured:
             flow.context_lines(r, options.inner, io.stderr)
+            verdict = getattr(r.report, "verdict", None)        # the context's exit code, in words
+            if verdict is not None and (verdict.failed or verdict.reasons):
+                view.context_line(io.stderr, r.context, f"verdict: {verdict.text()}")
     for r in fleet.results:
         if r.error is not None:
             view.failed(io.stderr, r.context, r.error)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import threading
 import time
 
-from kubectl_kvcache import exitcodes, render
+from kubectl_kvcache import render
 from kubectl_kvcache.cli.flows import JUDGED, judged_context
 from kubectl_kvcache.kube import selector as label_selector, watch as kube_watch
 from kubectl_kvcache.judge import live, rollout
-from kubectl_kvcache.judge import verify
+from kubectl_kvcache.judge import verdict as judge_verdict, verify
 from kubectl_kvcache.load import cluster as cluster_lists, reader, scope as load_scope
 from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.engine import CachedPredict
@@ -26,10 +26,16 @@ if TYPE_CHECKING:
 TICK = 1.0                  # how often the live progress line's clock moves
 
 
+def decide(options: VerifyOptions, report, snapshot=None):
+    """`report` with its verdict (judge/verdict.py): each replica by --fail-on and the policy, and
+    a named Pod or a namespace asked for that does not exist (nothing was verified there)."""
+    reasons = judge_verdict.unread(snapshot) if snapshot is not None else ()
+    return report.replace(verdict=judge_verdict.verify(report, options.fail_on, reasons))
+
+
 def exit_code(options: VerifyOptions, report) -> int:
-    """1 when an item fails: its status is one of --fail-on (default: every status but OK), or a
-    policy rule made it an error; a replica the policy ignored is not in `items`."""
-    return exitcodes.FINDINGS if any(verify.fails(i, options.fail_on) for i in report.items) else exitcodes.OK
+    """The verdict's exit code (decided here when the report was not yet: decide)."""
+    return (report.verdict or decide(options, report).verdict).code
 
 
 def judged(options: VerifyOptions, snapshot):
@@ -79,9 +85,10 @@ def run(options: VerifyOptions, io) -> int:
     elif options.observe:
         render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
                                "(OBSERVED stays -)")
-    code = exit_code(options, report)
-    # a named Pod or a namespace that does not exist: nothing was verified there, never green
-    code = max(code, exitcodes.FINDINGS) if snapshot.missing_pods or snapshot.missing_namespaces else code
+    # decided once, after the engines' own word: a named Pod or a namespace that does not exist
+    # is part of it (nothing was verified there, never green)
+    report = decide(options, report, snapshot)
+    code = report.verdict.code
     render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
     newer_than_data(report, io.stderr)
     names = options.scope.names
@@ -91,6 +98,7 @@ def run(options: VerifyOptions, io) -> int:
         view.deployment_lines(report, io.stderr)
         if report.items or report.suppressed:
             render.line(io.stderr, view.summary(report))
+            render.verdict_line(io.stderr, report.verdict)      # what fails the run, as the exit code reads it
             step = view.next_step(report, options.scope)
             if step:
                 render.line(io.stderr, step)
@@ -106,6 +114,8 @@ def run(options: VerifyOptions, io) -> int:
     where = "in the input" if snapshot.source == "file" else f"in namespace {snapshot.namespace or 'default'}"
     for name in snapshot.missing_pods:      # kubectl get: `Error from server (NotFound): pods "x" not found`, exit 1
         render.error(io.stderr, f'pods "{name}" not found {where}')
+    if not options.output.structured and not (report.items or report.suppressed):
+        render.verdict_line(io.stderr, report.verdict)
     return code
 
 
@@ -202,7 +212,8 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         scope = scope.replace(selector=None)    # every replica of a selected deployment counts: selected here
     if options.wait and namespace_missing(client, scope.namespace):
         render.line(io.stderr, f"namespace {scope.namespace} does not exist: nothing to wait for")
-        return exitcodes.FINDINGS
+        return _not_followed(options, io, records.Snapshot(namespace=scope.namespace),
+                             judge_verdict.not_found("Namespace", scope.namespace, None, "in the cluster"))
     versions: dict = {}
     snapshot = cluster_lists.load_cluster(client, scope, chunk=options.connection.chunk_size, versions=versions)
     snapshot.namespace = scope.namespace
@@ -212,7 +223,8 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
     if missing:
         render.line(io.stderr, f"ModelDeployment {missing[0]} was not found in namespace {scope.namespace}: "
                                f"nothing to {'wait for' if options.wait else 'watch'}")
-        return exitcodes.FINDINGS
+        return _not_followed(options, io, snapshot, judge_verdict.not_found(
+            "ModelDeployment", missing[0], scope.namespace, f"in namespace {scope.namespace}"))
     targets = {t.key: t for t in cluster_lists.watch_targets(client, scope)}
     if "setting" in targets and "setting" not in versions:      # it could be read, not listed
         del targets["setting"]
@@ -233,6 +245,16 @@ def follow(options: VerifyOptions, io, clock=time.monotonic) -> int:
         raise
     finally:
         stop.set()
+
+
+def _not_followed(options, io, snapshot, reason) -> int:
+    """Nothing to follow (the namespace, or a deployment named, does not exist): exit 1; a
+    structured output still prints its report, empty, whose verdict names what was not found."""
+    report = verify.Report(None, "not read", [], [], False,  # type: ignore[arg-type]
+                           verdict=judge_verdict.Verdict("verify", (), (), (reason,)))
+    if options.output.structured:
+        render.show(view.VIEW, report, about(options, snapshot, report.verdict.code), io.stdout)
+    return report.verdict.code
 
 
 def crash_causes(options, left, causes: dict, client, err) -> list:
@@ -330,20 +352,18 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
         changed = judge.apply(updates)
 
 
-def _end_code(options, report, outcome):
-    """The exit code a --wait/--watch run ends with: 0 when the rollout completed, 1 when it cannot
-    or did not in time; --watch alone at --timeout: as verify's."""
-    if outcome == rollout.COMPLETE:
-        return exitcodes.OK
-    if outcome in (rollout.UNBOUND, rollout.HELD, rollout.REJECTED, rollout.SETTLED) or options.wait:
-        return exitcodes.FINDINGS
-    return exit_code(options, report)
+def _ended(options, report, now, outcome):
+    """`report` with the verdict the run ends with (judge/verdict.wait): --wait: 0 when the rollout
+    completed, 1 when it cannot or did not in time; --watch alone at --timeout: as verify's."""
+    left = tuple(now.left) + tuple(now.rejected)
+    return report.replace(verdict=judge_verdict.wait(report, outcome, left, options.fail_on, options.wait))
 
 
 def _end(options, io, report, now, outcome, elapsed, line, scope):
     if line:
         line.done()
-    code = _end_code(options, report, outcome)
+    report = _ended(options, report, now, outcome)
+    code = report.verdict.code
     if options.output.structured:
         subject = options.output.subject
         output = options.output.replace(subject=subject.replace(exit_code=code)) if subject else options.output
@@ -360,26 +380,22 @@ def _end(options, io, report, now, outcome, elapsed, line, scope):
         view.deployment_lines(report, io.stderr)
     if outcome == rollout.COMPLETE:
         view.wait_complete(report, elapsed, io.stderr)
-        return code
-    if outcome == rollout.UNBOUND:
+    elif outcome == rollout.UNBOUND:
         view.wait_unbound(now.unbound, io.stderr)
-        return code
-    if outcome == rollout.HELD:
+    elif outcome == rollout.HELD:
         view.wait_held(now.held, io.stderr)
-        return code
-    if outcome == rollout.REJECTED:
+    elif outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
-        return code
-    if outcome == rollout.SETTLED:
+    elif outcome == rollout.SETTLED:
         view.wait_settled(now, elapsed, io.stderr)
         step = view.next_step(_Rows(now.left), scope)
         if step:
             render.line(io.stderr, step)
-        return code
-    if options.wait:
+    elif options.wait:
         view.wait_timeout(elapsed, now, io.stderr)
-        return code
-    return code      # --watch alone, at --timeout
+    if not options.output.structured:        # --watch alone at --timeout: as verify's
+        render.verdict_line(io.stderr, report.verdict)
+    return code
 
 
 class _Rows:
@@ -404,7 +420,7 @@ def failing(options: VerifyOptions) -> tuple[str, ...]:
 
 
 def read_context(options: VerifyOptions, conn, trace):
-    return judged_context(options, conn, trace, judged, exit_code)
+    return judged_context(options, conn, trace, judged, decide)
 
 
 def context_lines(result, options: VerifyOptions, err):

@@ -100,11 +100,11 @@ def finding(code, obj, message, fix="", severity=None, cause=None, replicas=0):
 
 
 class Report(Record):
-    __slots__ = ("setting", "findings", "bindings", "roles", "checked", "suppressed", "policy")
+    __slots__ = ("setting", "findings", "bindings", "roles", "checked", "suppressed", "policy", "verdict")
     __hash__ = None     # mutable: not hashable
 
     def __init__(self, setting: dict, findings: list[Finding], bindings: list, roles: list,
-                 checked: dict[str, int], suppressed: list[Finding] | None = None, policy=None):
+                 checked: dict[str, int], suppressed: list[Finding] | None = None, policy=None, verdict=None):
         self.setting = setting
         self.findings = findings
         self.bindings = bindings    # checks.bindings.BindingEntry
@@ -112,6 +112,7 @@ class Report(Record):
         self.checked = checked
         self.suppressed = [] if suppressed is None else suppressed  # findings a policy ignored (judge/policy.py)
         self.policy = policy        # judge.policy.Applied: the policy in force and what it changed (None: none)
+        self.verdict = verdict      # judge.verdict.Verdict of the command it is shown for (None: not decided yet)
 
     def summary(self):
         return {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
@@ -125,9 +126,20 @@ class Report(Record):
                 counts[f.cause] = counts.get(f.cause, 0) + f.replicas
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].code, kv[0].subject))
 
+    def rows(self, where: str, rows) -> list[dict]:
+        """`rows` (this report's list `where`) as dicts, each with its outcome in the verdict."""
+        verdict = self.verdict
+        if verdict is None:
+            return [r.to_dict() for r in rows]
+        return [r.to_dict() | verdict.of(where, n).to_dict() for n, r in enumerate(rows)]
+
+    def verdict_dict(self) -> dict:
+        return {"verdict": self.verdict.to_dict()} if self.verdict is not None else {}
+
     def to_dict(self):
         causes = self.unknown_by_cause()
-        return {"setting": self.setting, "findings": [f.to_dict() for f in self.findings], "summary": self.summary()} | (
+        return {"setting": self.setting, "findings": self.rows("findings", self.findings),
+                "summary": self.summary()} | (
             {"unknownByCause": [c.to_dict() | {"replicas": n} for c, n in causes]} if causes else {}) | (
-            {"policy": self.policy.to_dict(), "suppressed": [f.to_dict() for f in self.suppressed]}
-            if self.policy is not None else {})
+            {"policy": self.policy.to_dict(), "suppressed": self.rows("suppressed", self.suppressed)}
+            if self.policy is not None else {}) | self.verdict_dict()

@@ -70,8 +70,8 @@ def _case_head(n, case):
 def lines_of(doc) -> list[str]:
     out = [f"# kubectl kvcache {doc.title}", ""]     # the plugin's words and counts only
     counts = ", ".join(word(count_text(n, w)) for w, n in doc.counts if n or w in ("failing", "total"))
-    code_ = 2 if any(c.outcome == ERROR for c in doc.cases) else 1
-    verdict = _VERDICT[doc.verdict] + (f" (exit code {code_})" if doc.verdict == FAILED else "")
+    code_ = doc.exit_code if doc.exit_code is not None else doc.subject.exit_code      # the verdict's, as the run's
+    verdict = _VERDICT[doc.verdict] + (f" (exit code {code_})" if doc.verdict == FAILED and code_ is not None else "")
     out += [f"**Verdict: {verdict}**" + (f": {counts}" if counts else ""), ""]
     if doc.subject.command:
         out += ["Produced by:", ""] + fenced(doc.subject.command) + [""]

@@ -23,7 +23,7 @@ import json
 from kubectl_kvcache import __version__
 from kubectl_kvcache.errors import without_secrets
 from kubectl_kvcache.render.core import escape
-from kubectl_kvcache.render.report import ERROR, FAILED
+from kubectl_kvcache.render.report import ERROR
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERSION = "2.1.0"
@@ -108,13 +108,9 @@ def _invocation(subject, exit_code, notifications=()):
 
 
 def _exit_code(doc):
-    """The exit code the run ends with: as the command said (Subject.exit_code), else as the
-    verdict implies (a context not read: 2)."""
-    if doc.subject.exit_code is not None:
-        return doc.subject.exit_code
-    if any(c.outcome == ERROR for c in doc.cases):
-        return 2
-    return 1 if doc.verdict == FAILED else 0
+    """The exit code the run ends with: its verdict's (render/report.Document.exit_code; several
+    contexts: the worst), else as the command said (Subject.exit_code)."""
+    return doc.exit_code if doc.exit_code is not None else doc.subject.exit_code
 
 
 def log(doc) -> dict:
