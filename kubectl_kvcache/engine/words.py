@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import json
 import re
 
 from kubectl_kvcache.record import Record
@@ -391,14 +392,29 @@ def _excerpt(line: str, start: int, dtype: str | None, resolved: str | None, fmt
     return redact(f"{head}… {value} …")
 
 
+def _lines(text: str, formats):
+    """The lines that may hold a report: as they are, or a JSON log record's message (vLLM's
+    VLLM_LOGGING_CONFIG with pythonjsonlogger's JsonFormatter, vllm/logger.py)."""
+    for raw in text.splitlines():
+        if not any(start in raw for _, start in formats):
+            continue
+        if raw.startswith("{") and len(raw) <= MAX_SCANNED_LINE:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("message"), str):
+                yield from record["message"].splitlines()
+                continue
+        yield raw
+
+
 def reports(engine: str, text: str, source: str = "log", version: str | None = None) -> list[Report]:
     """Every report `text` holds (a log head, or /metrics), each read by its structure, in order;
     a line of a format's start that is not read is a Report with `why`."""
     formats = [(name, start) for name, (_, where, start) in FORMATS.get(engine, {}).items() if where == source]
     found = []
-    for raw in text.splitlines():
-        if not any(start in raw for _, start in formats):
-            continue
+    for raw in _lines(text, formats):
         line = _ANSI.sub("", raw[:MAX_SCANNED_LINE]).rstrip()
         for name, start in formats:
             at = line.find(start)

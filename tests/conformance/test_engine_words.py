@@ -178,3 +178,20 @@ def test_metrics_as_prometheus_client_writes_them(version):
             seen = words.observe("vllm", text, source="metrics", version=version)
             assert [r.dtype for r in seen.reports] == theirs, (text, seen)
             assert bool(seen.conflict) == (len(set(engines)) > 1) and seen.dtype in engines
+
+
+@pytest.mark.parametrize("version", SGLANG[:1] + SGLANG[-2:])
+def test_sglang_server_args_with_forged_fields(version):
+    """SGLang's own ServerArgs repr (tests/cluster/engine_lines.py runs the release's parser and
+    dataclass) for an argv whose model path, served name and chat template hold a forged dtype:
+    the field's real value is read."""
+    sys.path.insert(0, os.path.join(HERE, "..", "cluster"))
+    import engine_lines
+    forged = "/m', kv_cache_dtype='fp8', x='y"
+    for option in ("--model-path", "--served-model-name", "--chat-template"):
+        argv = ["--model-path", "m", option, forged, "--kv-cache-dtype", REAL]
+        # logger.info(f"{server_args=}") through configure_logger's "[%(asctime)s] %(message)s"
+        line = f"[2026-01-01 00:00:00] server_args={engine_lines.sglang_server_args(version, argv)}"
+        assert "kv_cache_dtype='fp8'" in line          # the forgery is in the line, quoted
+        seen = words.observe("sglang", line, version=version)
+        assert seen is not None and seen.dtype == REAL and not seen.unread, (version, option, seen)

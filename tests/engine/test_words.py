@@ -163,6 +163,16 @@ def test_untrusted_text_is_bounded_and_cleaned():
     assert words.observe("vllm", many, version="0.34.0").dtype is None            # bounded work: not read
 
 
+def test_a_json_log_record_is_read_by_its_message():
+    """vLLM with a JSON logging config (pythonjsonlogger's JsonFormatter, vllm/logger.py)."""
+    import json
+    record = {"asctime": "2026-12-03 07:00:01", "levelname": "INFO", "name": "vllm", "process": 1,
+              "message": "non-default args: " + repr({"model_tag": "m", "kv_cache_dtype": "fp8"})}
+    assert words.observe("vllm", json.dumps(record)).dtype == "fp8"
+    record["message"] = "non-default args: " + repr({"model_tag": "m', 'kv_cache_dtype': 'fp8"})
+    assert words.observe("vllm", json.dumps(record)).dtype == "auto"
+
+
 def test_keeps_every_line_the_reader_reads():
     lines = [v1(), ARGS % {"kv_cache_dtype": "fp8"}, SGLANG_DICT, SGLANG_REPR % "'m'", TORCH]
     for line in lines:
