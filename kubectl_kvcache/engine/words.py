@@ -137,6 +137,7 @@ _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)=")
 # the Prometheus text format's label pair (name="value", value escapes \\ \" \n), then `,` or `}`
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*([,}])')
 _SAMPLE_VALUE = re.compile(r"[ \t]+\S+(?:[ \t]+-?\d+)?[ \t]*$")
+_DTYPE = re.compile(r"[A-Za-z0-9_.\-]{1,40}")     # every release's choices (auto, fp8_e4m3, nvfp4...)
 _TORCH = re.compile(r"Using KV cache dtype: (torch\.[A-Za-z0-9_]+)[ \t]*$")
 
 
@@ -159,7 +160,7 @@ def config_templates(engine: str, version: str | None) -> list[list]:
 
     data = knowledge.load("writes")
     ids = data["config-lines"].get(engine, {})
-    chosen = ids.get(version or "")
+    chosen = ids.get((version or "").strip().lstrip("v"))
     wanted = sorted({t for v in ids.values() for t in v}) if chosen is None else chosen
     return [data["templates"][t] for t in wanted]
 
@@ -427,7 +428,10 @@ def reports(engine: str, text: str, source: str = "log", version: str | None = N
             except _Unread as e:
                 found.append(Report(source, name, None, None, redact(line[max(0, at - 60):at + 80]), str(e)))
                 continue
-            if got is not None:
+            if got is not None and got[0] is not None and not _DTYPE.fullmatch(got[0]):
+                found.append(Report(source, name, None, None, redact(line[max(0, at - 60):at + 80]),
+                                    "its kv_cache_dtype is no dtype name an engine writes"))
+            elif got is not None:
                 found.append(Report(source, name, got[0], got[1], _excerpt(line, at, got[0], got[1], name)))
     return found
 

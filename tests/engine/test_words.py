@@ -159,6 +159,8 @@ def test_untrusted_text_is_bounded_and_cleaned():
     seen = words.observe("vllm", huge)
     assert seen is not None and "\x1b" not in seen.line and len(seen.line) <= words.MAX_LINE
     assert words.observe("vllm", "kv_cache_dtype=fp8 said someone") is None     # no report's start: nothing
+    odd = words.observe("vllm", ARGS % {"kv_cache_dtype": "fp8 \x1b[2J" + "x" * 500})
+    assert odd.dtype is None and "no dtype name" in odd.unread[0]                 # never shown as a dtype
     many = v1(served="q" + ", kv_cache_dtype=fp8" * 500)
     assert words.observe("vllm", many, version="0.34.0").dtype is None            # bounded work: not read
 
