@@ -12,7 +12,8 @@ Inside: data (the releases' facts), releases (versions, profiles, images, added 
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
 predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`),
-webhook, words (what a running engine reports it runs with; why a crashed one died), knowledge
+webhook, words (what a running engine reports it runs with; why a crashed one died), reprs (its
+reports' structures read back exactly: reprs, format-string lines, label sets), knowledge
 (the JSON files of facts read from the released wheels; `load_knowledge` parses one ahead of use).
 """
 

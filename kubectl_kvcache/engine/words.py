@@ -14,11 +14,11 @@ bounded; render/ escapes it. Pure: text in, an Observed or an ExitCause out.
 
 from __future__ import annotations
 
-import ast
-import bisect
 import json
 import re
 
+from kubectl_kvcache.engine import reprs
+from kubectl_kvcache.engine.reprs import MAX_STARTS, Unread
 from kubectl_kvcache.record import Record
 
 MAX_LINE = 300              # characters of a shown line
@@ -53,8 +53,6 @@ FORMATS = {
 # when several reports are read and agree, the one shown
 PRIORITY = ("metrics", "engine-config", "server-args-dict", "server-args-repr", "non-default-args", "torch-dtype")
 DEFAULT = "auto"    # every release's default --kv-cache-dtype: absent from the non-default args = auto
-MAX_STARTS = 8      # a format's start text more often than this in one line: not read (built to be slow)
-MAX_SEPARATORS = 64  # one config-line separator more often than this: not read (the parse is quadratic in it)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _SECRET_ASSIGN = re.compile(r"(?i)((?:api[_-]?key|[a-z_-]*token|[a-z_-]*secret|password|passwd|authorization)"
@@ -129,20 +127,8 @@ def redact(line: str) -> str:
 
 _START = {name: start for formats in FORMATS.values() for name, (_, _, start) in formats.items()}
 FORMATS_LABEL = {name: what for formats in FORMATS.values() for name, (what, _, _) in formats.items()}
-# a Python str repr as repr() writes it: one quote character, backslash escapes, no raw line break
-_LITERAL = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
-_STRUCTURE = re.compile(r"""['"()\[\]{},]""")
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)=")
-# the Prometheus text format's label pair (name="value", value escapes \\ \" \n), then `,` or `}`
-_LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*([,}])')
-_SAMPLE_VALUE = re.compile(r"[ \t]+\S+(?:[ \t]+-?\d+)?[ \t]*$")
 _DTYPE = re.compile(r"[A-Za-z0-9_.\-]{1,40}")     # every release's choices (auto, fp8_e4m3, nvfp4...)
 _TORCH = re.compile(r"Using KV cache dtype: (torch\.[A-Za-z0-9_]+)[ \t]*$")
-
-
-class _Unread(Exception):
-    """This format's line, not read: why."""
 
 
 def writes(engine: str, version: str | None) -> tuple[str, ...] | None:
@@ -171,208 +157,57 @@ def keeps(engine: str, source: str, line: str) -> bool:
     return any(where == source and start in line for _, where, start in FORMATS.get(engine, {}).values())
 
 
-def _literal(text: str) -> str | None:
-    """The str a whole repr'd literal spells, or None when `text` is not exactly one."""
-    text = text.strip()
-    m = _LITERAL.fullmatch(text)
-    if m is None:
-        return None
-    value = ast.literal_eval(text)
-    return value if isinstance(value, str) else None
-
-
-def _items(text: str, i: int) -> tuple[list[str], int]:
-    """The top-level items of the bracketed repr opening at text[i] (split at its own commas; a
-    string literal or a nested bracket is skipped whole) and the index after its close."""
-    stack = [_OPEN[text[i]]]
-    items, start, j = [], i + 1, i + 1
-    while True:
-        m = _STRUCTURE.search(text, j)
-        if m is None:
-            raise _Unread("it does not close (cut by the read limit, or not the engine's)")
-        c, k = m.group(), m.start()
-        if c in "'\"":
-            lit = _LITERAL.match(text, k)
-            if lit is None:
-                raise _Unread("a quoted value in it does not close")
-            j = lit.end()
-            continue
-        j = k + 1
-        if c in _OPEN:
-            stack.append(_OPEN[c])
-        elif c == ",":
-            if len(stack) == 1:
-                items.append(text[start:k])
-                start = j
-        else:
-            if c != stack.pop():
-                raise _Unread(f"its brackets do not match at {c!r}")
-            if not stack:
-                items.append(text[start:k])
-                return [x for x in items if x.strip()], j
-
-
-def _fields(items: list[str], keyed: bool) -> dict[str, str]:
-    """A dict repr's items ('key': value) or a dataclass repr's (name=value) by name; a name twice
-    is not a repr that Python writes."""
-    out: dict[str, str] = {}
-    for item in items:
-        if keyed:
-            m = _LITERAL.match(item.lstrip())
-            rest = item.lstrip()[m.end():].lstrip() if m else ""
-            if m is None or not rest.startswith(":"):
-                raise _Unread("an item is not 'key': value")
-            name, value = ast.literal_eval(m.group()), rest[1:]
-        else:
-            n = _NAME.match(item)
-            if n is None:
-                raise _Unread("an item is not name=value")
-            name, value = n.group(1), item[n.end():]
-        if name in out:
-            raise _Unread(f"it names {name!r} twice")
-        out[str(name)] = value
-    return out
-
-
-def _bracketed(line: str, start: int, keyed: bool) -> dict[str, str]:
-    """The dict (`keyed`) or dataclass repr opening at line[start], which must end the line."""
-    items, end = _items(line, start)
-    if line[end:].strip():
-        raise _Unread("text follows its close")
-    return _fields(items, keyed)
-
-
 def _repr_dtype(line: str, start: int, keyed: bool, fmt: str) -> str:
-    fields = _bracketed(line, start, keyed)
+    fields = reprs.bracketed(line, start, keyed)
     value = fields.get("kv_cache_dtype")
     if value is None:
         if fmt == "non-default-args":
             return DEFAULT          # not among the args that differ from the defaults
-        raise _Unread("it has no kv_cache_dtype")
-    dtype = _literal(value)
+        raise Unread("it has no kv_cache_dtype")
+    dtype = reprs.literal(value)
     if dtype is None:
-        raise _Unread("its kv_cache_dtype is not one quoted string")
+        raise Unread("its kv_cache_dtype is not one quoted string")
     return dtype
 
 
-def _config_dtypes(line: str, template: list) -> set[str]:
-    """Every kv_cache_dtype value some complete parse of `line` under the format string `template`
-    ([literal, kind, literal, ..., literal]) gives. An `s` field (%s, f"{x}") may hold any text; an
-    `r` field (%r, f"{x!r}") that starts with a quote is exactly one string literal. The engine's
-    real line is one of the parses; when they all give one value, that is the one it wrote."""
-    lits, kinds = template[0::2], template[1::2]
-    key = next(i for i, lit in enumerate(lits[:-1]) if lit.endswith("kv_cache_dtype="))
-    end_lit = lits[-1].rstrip()
-    if not line.endswith(end_lit):
-        return set()
-    limit = len(line) - len(end_lit)
-    where: dict[str, list[int]] = {}
-    for lit in set(lits[1:-1]):
-        found, j = [], line.find(lit)
-        while j != -1 and j < limit:
-            found.append(j)
-            if len(found) > MAX_SEPARATORS:
-                raise _Unread(f"it holds {lit!r} more than {MAX_SEPARATORS} times")
-            j = line.find(lit, j + 1)
-        where[lit] = found
-    memo: dict[tuple[int, int], frozenset] = {}
-    last = len(kinds) - 1
-
-    def parses(i: int, p: int) -> frozenset:
-        """Field i's value starts at p: the kv values of the complete parses from here ({""}:
-        complete, the value already chosen before)."""
-        got = memo.get((i, p))
-        if got is not None:
-            return got
-        nxt = lits[i + 1]
-        if i == last:
-            ends = [limit] if limit >= p else []
-        else:
-            found = where[nxt]
-            ends = found[bisect.bisect_left(found, p):]
-        if kinds[i] == "r" and p < len(line) and line[p] in "'\"":
-            m = _LITERAL.match(line, p)
-            ends = [m.end()] if m is not None and m.end() in ends else []
-        out: set = set()
-        for e in ends:
-            rest = frozenset({""}) if i == last else parses(i + 1, e + len(nxt))
-            if rest:
-                out |= {line[p:e]} if i == key else rest
-        memo[(i, p)] = frozenset(out)
-        return memo[(i, p)]
-
-    values: set[str] = set()
-    starts = [m.start() for m in re.finditer(re.escape(lits[0]), line)]
-    if len(starts) > MAX_STARTS:
-        raise _Unread(f"it holds {lits[0]!r} {len(starts)} times")
-    for s in starts:
-        values |= parses(0, s + len(lits[0]))
-    return values
-
-
-def _metrics_dtype(line: str) -> str:
-    """cache_dtype from one `vllm:cache_config_info{...} value` sample line, its label set parsed
-    as the exposition format writes it."""
-    rest = line[len("vllm:cache_config_info"):]
-    if not rest.startswith("{"):
-        raise _Unread("the series has no labels")
-    labels: dict[str, str] = {}
-    p = 1
-    while True:
-        if rest.startswith("}", p):      # an empty set, or a trailing comma
-            p += 1
-            break
-        m = _LABEL.match(rest, p)
-        if m is None:
-            raise _Unread("its label set does not parse (cut, or not the engine's)")
-        if m.group(1) in labels:
-            raise _Unread(f"it names the label {m.group(1)} twice")
-        labels[m.group(1)] = re.sub(r"\\(.)", lambda e: "\n" if e.group(1) == "n" else e.group(1), m.group(2))
-        p = m.end()
-        if m.group(3) == "}":
-            break
-    if not _SAMPLE_VALUE.match(rest, p):
-        raise _Unread("its sample value does not follow the label set")
-    if "cache_dtype" not in labels:
-        raise _Unread("it has no cache_dtype label")
-    return labels["cache_dtype"]
-
-
 def _read_line(engine: str, fmt: str, start: str, line: str, version: str | None):
-    """(dtype, resolved) the line reports in format `fmt`; _Unread when it is not read."""
+    """(dtype, resolved) the line reports in format `fmt`; Unread when it is not read."""
     if fmt == "metrics":
         if not line.startswith(start):
             return None
-        return _metrics_dtype(line), None
+        labels = reprs.metric_labels(line, start)
+        if "cache_dtype" not in labels:
+            raise Unread("it has no cache_dtype label")
+        return labels["cache_dtype"], None
     if fmt == "torch-dtype":
         m = _TORCH.search(line)
         if m is None:
-            raise _Unread("it does not end with one torch dtype")
+            raise Unread("it does not end with one torch dtype")
         return None, m.group(1)
     if fmt == "engine-config":
         values: set[str] = set()
         for template in config_templates(engine, version):
-            values |= _config_dtypes(line, template)
+            values |= reprs.config_values(line, template)
         if not values:
-            raise _Unread("it is not the release's engine config line as its code writes it (cut, or not the "
+            raise Unread("it is not the release's engine config line as its code writes it (cut, or not the "
                           "engine's)")
         if len(values) > 1:
-            raise _Unread("it parses more than one way (kv_cache_dtype=" + " or ".join(_short(v) for v in sorted(values)) +
+            raise Unread("it parses more than one way (kv_cache_dtype=" + " or ".join(_short(v) for v in sorted(values)) +
                           "): an unquoted field the Pod sets holds the line's separators")
         return values.pop(), None
     starts = [m.start() + len(start) - 1 for m in re.finditer(re.escape(start), line)]
     if len(starts) > MAX_STARTS:
-        raise _Unread(f"it holds {start!r} {len(starts)} times")
+        raise Unread(f"it holds {start!r} {len(starts)} times")
     found, why = set(), ""
     for s in starts:
         try:
             found.add(_repr_dtype(line, s, fmt != "server-args-repr", fmt))
-        except _Unread as e:
+        except Unread as e:
             why = why or str(e)
     if len(found) > 1:
-        raise _Unread("it parses more than one way (kv_cache_dtype " + " or ".join(_short(v) for v in sorted(found)) + ")")
+        raise Unread("it parses more than one way (kv_cache_dtype " + " or ".join(_short(v) for v in sorted(found)) + ")")
     if not found:
-        raise _Unread(why)
+        raise Unread(why)
     return found.pop(), None
 
 
@@ -423,9 +258,9 @@ def reports(engine: str, text: str, source: str = "log", version: str | None = N
                 continue
             try:
                 if len(raw) > MAX_SCANNED_LINE:
-                    raise _Unread(f"the line is longer than the {MAX_SCANNED_LINE} characters read")
+                    raise Unread(f"the line is longer than the {MAX_SCANNED_LINE} characters read")
                 got = _read_line(engine, name, start, line, version)
-            except _Unread as e:
+            except Unread as e:
                 found.append(Report(source, name, None, None, redact(line[max(0, at - 60):at + 80]), str(e)))
                 continue
             if got is not None and got[0] is not None and not _DTYPE.fullmatch(got[0]):
