@@ -889,6 +889,27 @@ def _unsafe_unknown(tok, parser):
 
 
 def _parse(tokens, profile, platform_may_extend, entry):
+    run = _runner(tokens, profile, entry)
+    return run if isinstance(run, Parse) else run[0].run(run[1], platform_may_extend)
+
+
+def option_values(tokens: Sequence[Token], profile: Profile, entry=None) -> dict[str, list] | None:
+    """Each option's values as argparse's walk leaves them (the last occurrence wins, `--name=`,
+    abbreviations as the release's parser reads them), keyed by the option's own name; None when
+    the replay does not walk the whole argv (an element not known from the spec, a refusal, a
+    --config file that may set any option). The argv replay's answer to "which value is used"."""
+    try:
+        run = _runner(list(tokens), profile, entry)
+        if isinstance(run, Parse) or run[1]:
+            return None
+        run[0].run(run[1], False)
+    except _Stop:
+        return None
+    return run[0].values
+
+
+def _runner(tokens, profile, entry):
+    """The walk ready to run, with the --config file it cuts in; or the Parse that ends it first."""
     parser = _Parser(profile, entry)
     for tok in tokens:
         if tok.text is None:
@@ -916,7 +937,7 @@ def _parse(tokens, profile, platform_may_extend, entry):
         else:
             opts[k] = cls
             pattern.append("O")
-    return _Run(profile, entry, items, "".join(pattern), opts).run(config_file, platform_may_extend)
+    return _Run(profile, entry, items, "".join(pattern), opts), config_file
 
 
 class _Run:

@@ -14,19 +14,10 @@ from kubectl_kvcache import engine
 from kubectl_kvcache.judge import fixes
 from kubectl_kvcache.judge.verify import CRASH_LOOP, NO_POD, REJECTED, Item
 
-DEFAULT_PORT = {"vllm": 8000}       # vLLM's --port default (vllm/entrypoints/openai/cli_args.py)
-
-
-def _port(item: Item) -> int:
-    """The engine's API port from its argv (`--port N` / `--port=N`), else the release's default."""
-    spec = item.container_spec or {}
-    argv = [str(a) for a in (spec.get("command") or []) + (spec.get("args") or [])]
-    for i, token in enumerate(argv):
-        value = token[len("--port="):] if token.startswith("--port=") else (
-            argv[i + 1] if token == "--port" and i + 1 < len(argv) else None)
-        if value is not None and value.isdigit() and 0 < int(value) < 65536:
-            return int(value)
-    return DEFAULT_PORT.get(item.engine or "", 8000)
+def _port(item: Item) -> int | None:
+    """The port the engine really listens on (engine.listen_port: its own parser's replay of the
+    Pod's argv, the last --port winning); None when that is not decided (apply says why)."""
+    return engine.listen_port(item.container_spec, item.engine or "", item.engine_version)[0]
 
 
 def crashed(item: Item) -> bool:
@@ -59,7 +50,11 @@ def targets(items, observe: bool, metrics: bool = False):
 
 
 def apply(items, read) -> None:
-    """Set each row's observed dtype and exit cause from what was read (`read.words`)."""
+    """Set each row's observed dtype and exit cause from what was read (`read.words`). Every report
+    read for the row (its log head, its /metrics, an earlier round's) is held together: reports
+    that disagree are a conflict (Item.observed_agrees is False), never a confirmation. A source
+    the reader cut at its byte limit (Words.cut) loses its last, partial line: a report cut there
+    is not read, never the default."""
     for item in items:
         got = read.words.get((item.namespace, item.pod)) if item.pod is not None else None
         if got is None:
@@ -67,13 +62,27 @@ def apply(items, read) -> None:
         if got.previous is not None and crashed(item):
             item.exit_cause = engine.exit_cause(got.previous, item.engine, item.engine_version)
             dtype_failure(item)
-        seen = None
-        if got.metrics is not None:
-            seen = engine.observe_words(item.engine or "", got.metrics, source="metrics")
-        if seen is None and got.log is not None:
-            seen = engine.observe_words(item.engine or "", got.log)
-        if seen is not None or item.observed is None:
-            item.observed = seen if seen is not None else item.observed
+        cut: frozenset = getattr(got, "cut", frozenset())
+        kind = item.engine or ""
+        found = list(item.observed.reports) if item.observed is not None else []
+        notes = list(item.observed.unread) if item.observed is not None else []
+        for source, text in (("log", got.log), ("metrics", got.metrics)):
+            if text is None:
+                continue
+            if source in cut and not text.endswith("\n"):
+                text, partial = text[:text.rfind("\n") + 1], text[text.rfind("\n") + 1:]
+                if partial and engine.keeps_line(kind, source, partial):
+                    notes.append(f"{'its /metrics' if source == 'metrics' else 'its log head'} was cut at the "
+                                 f"read limit inside a report: that report is not read")
+            found += engine.reports(kind, text, source, item.engine_version)
+        if got.log is not None and kind == "vllm" and running(item):
+            port, why = engine.listen_port(item.container_spec, kind, item.engine_version)
+            written = engine.reports_written(kind, item.engine_version)
+            if port is None and (written is None or "metrics" in written):
+                notes.append(f"its /metrics is not read: the port it listens on is not decided: {why}")
+        seen = engine.combine(found, tuple(notes))
+        if seen is not None:
+            item.observed = seen
 
 
 def dtype_failure(item: Item) -> None:
@@ -100,14 +109,18 @@ def dtype_failure(item: Item) -> None:
 
 
 def unread(items, read) -> list[Item]:
-    """Running vLLM rows whose log head said nothing: /metrics may (a second round)."""
-    return [i for i in items if i.observed is None and i.engine == "vllm" and running(i)
-            and (i.namespace, i.pod) in read.words]
+    """Running vLLM rows whose log head was read: their /metrics is read too (a second round), every
+    report held against the others."""
+    return [i for i in items if i.engine == "vllm" and running(i) and (i.namespace, i.pod) in read.words
+            and read.words[(i.namespace, i.pod)].log is not None]
 
 
 def verdict(item: Item) -> str | None:
-    """`confirmed`, `differs`, `seen` (observed, nothing to hold it against) or None (not observed)."""
+    """`confirmed`, `differs` (the prediction, or another of its reports), `seen` (observed, nothing
+    to hold it against), `not read` (a report seen and not read, and nothing else) or None."""
     if item.observed is None:
         return None
+    if item.observed.dtype is None and item.observed.resolved is None:
+        return "not read"
     agrees = item.observed_agrees
     return "seen" if agrees is None else ("confirmed" if agrees else "differs")

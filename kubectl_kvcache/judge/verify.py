@@ -100,7 +100,10 @@ class Item(Record):
     @property
     def observed_agrees(self) -> bool | None:
         """Whether the engine's own report is the predicted value (None: nothing observed, or
-        nothing predicted to hold it against: only SGLang's torch dtype, an UNKNOWN row)."""
+        nothing predicted to hold it against: only SGLang's torch dtype, an UNKNOWN row). Its
+        reports disagreeing with each other (Observed.conflict) is never agreement: False."""
+        if self.observed is not None and self.observed.conflict:
+            return False
         seen = self.observed.dtype if self.observed is not None else None
         if seen is None or self.effective is None or self.status in (UNKNOWN, NO_POD):
             return None

@@ -72,16 +72,20 @@ def _observed_long(item):
     seen = item.observed
     if seen is None:
         return None
+    if seen.dtype is None and seen.resolved is None:
+        return "not read: " + "; ".join(seen.unread)
     agrees = item.observed_agrees
     said = f"{seen.dtype or seen.resolved} ({'its /metrics' if seen.source == 'metrics' else 'its log'})"
     if seen.dtype is not None and seen.resolved:
         said += f", resolved to {seen.resolved}"
-    if agrees is True:
+    if seen.conflict:
+        said += f": {seen.conflict}: never a confirmation"
+    elif agrees is True:
         said += ": the engine confirms the prediction"
     elif agrees is False:
         said += f": the engine contradicts the prediction ({item.effective}): the model is wrong or the engine " \
                 f"rewrote the value after the parse"
-    return said
+    return said + (f" (not read: {'; '.join(seen.unread)})" if seen.unread else "")
 
 
 def _exit_cause(item):

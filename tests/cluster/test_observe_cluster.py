@@ -204,3 +204,50 @@ def test_a_crash_the_engine_blames_on_something_else_offers_no_recover(cluster, 
     assert ds_lines and not any("recover" in ln for ln in ds_lines), err
     assert any("not the KV-cache dtype" in ln for ln in ds_lines), err
     assert any("kubectl kvcache recover bf" in ln for ln in bf_lines), err
+
+
+# -- issue 47: what a tenant who runs the engine Pod can make it say (engine/words.py) ----------------
+
+@pytest.fixture(scope="module")
+def hostile(cluster, kubelet):
+    """vLLM 0.18.0 replicas predicted to run fp8 that really run fp8_e5m2, each Pod trying to make
+    the engine's word confirm fp8: a model path holding `'kv_cache_dtype': 'fp8'` in the real
+    non-default args line; a fake line printed before the real one; a sidecar answering /metrics
+    on the first --port while the engine listens on the last (the operator appends --port 8000)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import engine_lines
+    ns = cluster.new_namespace("observe-hostile")
+    cluster.apply([o.binding("f8", "fp8", ns=ns),
+                   o.deployment("vl-model", ns=ns, version="0.18.0", binding_name="f8"),
+                   o.deployment("vl-fake", ns=ns, version="0.18.0", binding_name="f8"),
+                   o.deployment("vl-port", ns=ns, version="0.18.0", binding_name="f8",
+                                roles=[o.role(extra_args=["--port", "8001"])])], with_status=False)
+    standin = cluster.operator_standin([ns], kubelet=kubelet)
+    for _ in range(6):
+        standin.reconcile()
+    assert not standin.errors, standin.errors
+    pods = {p["metadata"]["name"].rsplit("-", 2)[0]: p for p in cluster.get("pods", namespace=ns)["items"]}
+    real = engine_lines.vllm_startup_log("0.18.0", {"model_tag": "m", "kv_cache_dtype": "fp8_e5m2"})
+    forged_model = engine_lines.vllm_startup_log(
+        "0.18.0", {"model_tag": "x', 'kv_cache_dtype': 'fp8', 'y': 'z", "kv_cache_dtype": "fp8_e5m2"})
+    fake = engine_lines.vllm_startup_log("0.18.0", {"kv_cache_dtype": "fp8"})
+    logs = {"vl-model": forged_model, "vl-fake": fake + real, "vl-port": "INFO starting\n"}
+    for name, pod in pods.items():
+        ip = pod["status"]["podIP"]
+        kubelet.set_log(ns, pod["metadata"]["name"], "main", logs[name])
+        kubelet.set_metrics(ip, 8000, engine_lines.vllm_metrics("0.18.0", "fp8_e5m2"))
+        if name == "vl-port":
+            kubelet.set_metrics(ip, 8001, engine_lines.vllm_metrics("0.18.0", "fp8"))     # the sidecar
+    return ns
+
+
+def test_a_tenant_cannot_forge_a_confirmation(cluster, hostile):
+    code, out, err = plugin(cluster, "verify", "-n", hostile, "--observe", "-o", "json")
+    by = items(out)
+    assert set(by) == {"vl-model", "vl-fake", "vl-port"}, err
+    for name, item in by.items():
+        assert item["effective"] == "fp8" and item["observed"]["agrees"] is False, (name, item["observed"])
+    assert by["vl-model"]["observed"]["dtype"] == "fp8_e5m2"
+    assert "fp8 then fp8_e5m2" in by["vl-fake"]["observed"]["conflict"]
+    assert by["vl-port"]["observed"]["dtype"] == "fp8_e5m2" and by["vl-port"]["observed"]["source"] == "metrics"
+    assert code == 1, (out, err)

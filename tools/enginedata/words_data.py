@@ -1,15 +1,24 @@
-"""Which reports of its KV-cache dtype each release writes, read from the release's own code.
+"""Which reports of its KV-cache dtype each release writes, and how, read from the release's own code.
 
     scripts/engine-data --words [--write]
 
 For every cached conformance release (scripts/engine-wheels), the source is searched for the
 logging calls and the metric engine/words.py reads (engine/words.FORMATS names each with the
-upstream file and function); the result is kubectl_kvcache/engine/writes.json. Without
---write it prints the difference and exits 1 when the shipped file differs (the conformance
-tier runs the same comparison: test_words_data.py).
+upstream file and function), and vLLM's engine config line is read as its format: the
+logger.info call whose message holds "with config: " (LLMEngine.__init__, EngineCore.__init__),
+its %-format or f-string split into literals and fields, a `vllm_config` argument replaced by
+VllmConfig.__str__'s own f-string. Each field is `r` (%r, !r: repr-quoted) or `s` (%s, %d, f"{x}":
+written as it is, any text). The result is kubectl_kvcache/engine/writes.json:
+{"formats": engine -> release -> formats, "config-lines": engine -> release -> template ids,
+"templates": id -> [literal, kind, literal, ..., literal]}. Without --write it prints the
+difference and exits 1 when the shipped file differs (the conformance tier runs the same
+comparison: tests/conformance/test_engine_words.py).
 """
 
+import ast
+import hashlib
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,21 +75,129 @@ def formats_of(engine, tree) -> tuple[str, ...]:
     return tuple(f for f in ANCHORS[engine] if f in found)
 
 
+_PERCENT = re.compile(r"%(?:%|[-#0 +]*\d*(?:\.\d+)?([sdrfi]))")
+
+
+def _joined(node) -> list | None:
+    """An f-string as [literal, kind, literal, ...]; None when it is not one."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if not isinstance(node, ast.JoinedStr):
+        return None
+    out: list = [""]
+    for part in node.values:
+        if isinstance(part, ast.Constant):
+            out[-1] += part.value
+        elif isinstance(part, ast.FormattedValue):
+            out += ["r" if part.conversion == ord("r") else "s", ""]
+        else:
+            return None
+    return out
+
+
+def _str_of(tree) -> list | None:
+    """VllmConfig.__str__'s returned f-string, as a template."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "VllmConfig":
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "__str__":
+                    for st in ast.walk(fn):
+                        if isinstance(st, ast.Return) and isinstance(st.value, ast.BinOp) \
+                                and isinstance(st.value.op, ast.Mod) and isinstance(st.value.left, ast.Constant):
+                            args = st.value.right.elts if isinstance(st.value.right, ast.Tuple) else [st.value.right]
+                            return _percent(st.value.left.value, args, None)      # "..." % (...)
+                        if isinstance(st, ast.Return):
+                            return _joined(st.value)
+    return None
+
+
+def _percent(fmt: str, args, vllm_str) -> list | None:
+    """A logger's %-format with its arguments as a template; `vllm_config` as %s is VllmConfig's own."""
+    out: list = [""]
+    pos, n = 0, 0
+    for m in _PERCENT.finditer(fmt):
+        out[-1] += fmt[pos:m.start()]
+        pos = m.end()
+        if m.group(0) == "%%":
+            out[-1] += "%"
+            continue
+        arg = args[n] if n < len(args) else None
+        n += 1
+        if m.group(1) == "s" and isinstance(arg, ast.Name) and arg.id == "vllm_config":
+            if vllm_str is None:
+                return None
+            out[-1] += vllm_str[0]
+            out += vllm_str[1:]
+            continue
+        out += ["r" if m.group(1) == "r" else "s", ""]
+    out[-1] += fmt[pos:]
+    return out
+
+
+def config_lines(tree_root) -> list[list]:
+    """The release's engine config line formats (see the module's docstring), each once."""
+    found: list = []
+    vllm_str = None
+    for rel in ("vllm/config.py", "vllm/config/__init__.py", "vllm/config/vllm.py"):
+        path = os.path.join(tree_root, rel)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                vllm_str = _str_of(ast.parse(f.read())) or vllm_str
+    for rel in ("vllm/engine/llm_engine.py", "vllm/v1/engine/core.py"):
+        path = os.path.join(tree_root, rel)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "info" and node.args):
+                continue
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                if "with config: " not in first.value:
+                    continue
+                template = _percent(first.value, node.args[1:], vllm_str)
+            else:
+                template = _joined(first)
+                if template is None or not any("with config: " in t for t in template[0::2]):
+                    continue
+            if template is None or not any(isinstance(t, str) and t.endswith("kv_cache_dtype=")
+                                           for t in template[0::2]):
+                raise AssertionError(f"{path}: a config line without kv_cache_dtype=: {ast.unparse(first)[:200]}")
+            if template not in found:
+                found.append(template)
+    return found
+
+
+def template_id(template) -> str:
+    return "c" + hashlib.sha256(repr(template).encode()).hexdigest()[:10]
+
+
 def generate(releases=None) -> dict:
-    """{engine: {release: formats}} for `releases` (default: every release the data holds)."""
-    out: dict = {}
+    """writes.json's data for `releases` (default: every release the data holds)."""
+    out: dict = {"formats": {}, "config-lines": {}, "templates": {}}
     for engine, versions in (releases or RELEASES).items():
-        out[engine] = {}
+        out["formats"][engine] = {}
+        if engine == "vllm":
+            out["config-lines"][engine] = {}
         for version in versions:
             root = wheels.ensure(engine, version)
-            out[engine][version] = list(formats_of(engine, root))
+            out["formats"][engine][version] = list(formats_of(engine, root))
+            if engine == "vllm":
+                ids = []
+                for template in config_lines(root):
+                    out["templates"][template_id(template)] = template
+                    ids.append(template_id(template))
+                out["config-lines"][engine][version] = ids
+    out["templates"] = dict(sorted(out["templates"].items()))
     return out
 
 
 def render(data) -> str:
     """writes.json: engine -> release -> the formats it writes, one release per line."""
     from generated import render as render_json
-    return render_json(data, "scripts/engine-data (words_data.py)", expand=2)
+    return render_json(data, "scripts/engine-data (words_data.py)", expand=3)
 
 
 def main(argv):
