@@ -32,6 +32,7 @@ from kubectl_kvcache.engine.releases import ROLE_IMAGE, UNREAD, all_releases, re
 from kubectl_kvcache.engine.releasefile import EngineDataError, add_releases
 from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 from kubectl_kvcache.engine.words import ExitCause, Observed, exit_cause, observe as observe_words, writes as reports_written
+from kubectl_kvcache.engine.words import keeps as keeps_line
 
 __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
@@ -41,4 +42,4 @@ __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DT
            "release_name", "resolve_versions", "ImageRead", "read_image", "ROLE_IMAGE", "UNREAD", "all_releases",
            "releases_before", "across",
            "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "after_parse", "refuses", "starts",
-           "START_UP_CHECK", "load_knowledge"]
+           "START_UP_CHECK", "load_knowledge", "keeps_line"]

@@ -105,6 +105,42 @@ def _excerpt(line: str, anchor: re.Match, value: re.Match) -> str:
     return redact(f"{head}… {value.group(0)} …")
 
 
+_METRIC_LINES = ("vllm:cache_config_info", "# HELP vllm:cache_config_info", "# TYPE vllm:cache_config_info")
+_META = frozenset(".^$*+?{}[]|()")
+
+
+def _needles(anchor: re.Pattern) -> tuple[str, ...] | None:
+    """The literal pieces an anchor's match must hold (`LLM engine .*with config` -> "LLM engine ",
+    "with config"), tested with `in`: linear, where a regex with `.*` on a long line of many
+    "LLM engine " is quadratic (a minute on 1 MiB). None: the anchor is no such pattern."""
+    pieces = []
+    for piece in anchor.pattern.split(".*"):
+        plain = re.sub(r"\\(.)", "", piece)     # an escaped letter (\\b, \\d) is a class, no literal
+        if _META.intersection(plain) or "\\" in plain or re.search(r"\\[A-Za-z0-9]", piece):
+            return None
+        pieces.append(re.sub(r"\\(.)", r"\1", piece))
+    return tuple(p for p in pieces if p)
+
+
+def keeps(engine: str, source: str, line: str) -> bool:
+    """Whether `line` may hold a report of `engine` (source "log" or "metrics"): a cheap test of
+    FORMATS' anchors, so that a reader keeps only these lines of a head or a /metrics page (the
+    rest is never held). For /metrics: the cache_config_info samples and their # HELP / # TYPE
+    lines. A line kept is parsed later (observe); one not kept can hold no report."""
+    if source == "metrics":
+        return engine == "vllm" and line.startswith(_METRIC_LINES)
+    for name, (_, anchor, _) in FORMATS.get(engine, {}).items():
+        if name == "metrics":
+            continue
+        needles = _needles(anchor)
+        if needles is None:
+            if anchor.search(line) is not None:
+                return True
+        elif all(n in line for n in needles):
+            return True
+    return False
+
+
 def writes(engine: str, version: str | None) -> tuple[str, ...] | None:
     """The formats `engine`'s release writes (None: a release the data does not hold)."""
     from kubectl_kvcache.engine import knowledge

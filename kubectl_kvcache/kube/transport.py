@@ -320,6 +320,105 @@ class Response(http.client.HTTPResponse):
         return line
 
 
+# -- a text body read line by line (pods/log, pods/proxy), never held whole ---------------------
+
+class BadEncoding(Exception):
+    """The body's Content-Encoding is not one Go's client decodes, or its gzip is broken."""
+
+
+class _Gunzip(io.RawIOBase):
+    """A gzip body decoded as it is read, never more at a time than the reader asks for: a small
+    body that inflates to gigabytes (a decompression bomb) costs only what the reader takes (its
+    byte limit), and at most `limit` compressed bytes are read. Several members are read one after
+    the other, as Go's gzip.Reader reads them (multistream, its default)."""
+
+    def __init__(self, fp, limit):
+        import zlib
+
+        self._zlib = zlib
+        self.fp, self.left = fp, limit
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.tail = b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        room = len(buffer)
+        try:
+            while True:
+                if not self.tail and self.z.eof:
+                    more = self.z.unused_data or (self.fp.read1(min(1 << 16, self.left)) if self.left > 0 else b"")
+                    if not more:
+                        return 0
+                    if not self.z.unused_data:
+                        self.left -= len(more)
+                    self.z, self.tail = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS), more
+                if not self.tail:
+                    if self.left <= 0:
+                        return 0        # the compressed bytes' bound: the reader sees the body end here
+                    self.tail = self.fp.read1(min(1 << 16, self.left))
+                    self.left -= len(self.tail)
+                    if not self.tail:
+                        raise BadEncoding("the gzip body ends before its end")
+                out = self.z.decompress(self.tail, room)
+                self.tail = self.z.unconsumed_tail
+                if out:
+                    buffer[:len(out)] = out
+                    return len(out)
+        except self._zlib.error as exc:
+            raise BadEncoding(f"the gzip body is not valid gzip ({exc})") from None
+
+
+def _decoded(resp, limit):
+    """The body as Go's client hands it over: gzip decoded (it asks for gzip itself unless
+    DisableCompression, and decodes only that: net/http transport.go, gzipReader); no encoding
+    (or identity) as sent; any other encoding is refused here (Go would hand it over still
+    encoded, where no line could be read)."""
+    encodings = [e.strip().lower() for e in ",".join(resp.headers.get_all("Content-Encoding") or ()).split(",")
+                 if e.strip()]
+    if not encodings or encodings == ["identity"]:
+        return resp
+    if encodings == ["gzip"]:
+        return io.BufferedReader(_Gunzip(resp, limit), 1 << 16)
+    raise BadEncoding(f"the body's Content-Encoding {', '.join(encodings)[:40]!r} is not one the client "
+                      f"decodes (only gzip)")
+
+
+def body_lines(resp, limit, sink):
+    """Each line of `resp`'s body as sink.line(bytes without the line end, whole): a line longer
+    than sink.max_line bytes is given with whole False (its first max_line bytes) and the rest of
+    it skipped; at most `limit` bytes of the (decoded) body are read, and the line they end inside
+    is given with whole False, as is a last line without its line end. Then sink.end(more): the
+    body went on past the limit (the rest is not read, and the connection is not reused)."""
+    fp = _decoded(resp, limit)
+    total = 0
+    max_line = sink.max_line
+    while total < limit:
+        line = fp.readline(min(max_line + 1, limit - total))
+        if not line:
+            sink.end(False)
+            return
+        total += len(line)
+        if line.endswith(b"\n"):
+            sink.line(line[:-1], True)
+            continue
+        if len(line) > max_line:
+            sink.line(line[:max_line], False)
+            while total < limit:       # the rest of the long line, up to its end
+                piece = fp.readline(min(1 << 16, limit - total))
+                if not piece:
+                    sink.end(False)
+                    return
+                total += len(piece)
+                if piece.endswith(b"\n"):
+                    break
+            continue
+        sink.line(line, False)      # the limit, or the body's end, cut it
+        break
+    sink.end(bool(fp.peek(1)) if total >= limit else False)
+
+
 def pending(sock, fp=None) -> bool:
     """Whether `sock` (or the buffered reader `fp` over it) has anything to read right now:
     bytes, or the end of the connection. Never waits."""
