@@ -126,9 +126,12 @@ def keeps(engine: str, source: str, line: str) -> bool:
     """Whether `line` may hold a report of `engine` (source "log" or "metrics"): a cheap test of
     FORMATS' anchors, so that a reader keeps only these lines of a head or a /metrics page (the
     rest is never held). For /metrics: the cache_config_info samples and their # HELP / # TYPE
-    lines. A line kept is parsed later (observe); one not kept can hold no report."""
+    lines. A line kept is parsed later (observe); one not kept can hold no report. Given several
+    lines, whether any of them may (a reader drops a block of a page at once)."""
     if source == "metrics":
-        return engine == "vllm" and line.startswith(_METRIC_LINES)
+        return engine == "vllm" and (line.startswith(_METRIC_LINES) or "\nvllm:cache_config_info" in line
+                                     or "\n# HELP vllm:cache_config_info" in line
+                                     or "\n# TYPE vllm:cache_config_info" in line)
     for name, (_, anchor, _) in FORMATS.get(engine, {}).items():
         if name == "metrics":
             continue

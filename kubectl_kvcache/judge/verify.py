@@ -534,16 +534,22 @@ def _missing_reason(cand, binding, pred):
     container = cand.pod.container(cand.container_name)
     profiles = _profiles(pred, container)
     rejecting = [p for p in profiles if refused(p, binding.dtype, container)]
-    if rejecting and not cand.takeover:
-        if len(profiles) == 1:
-            text += f"; when it rolls, {profiles[0].label} will reject {binding.dtype!r}: it will crash-loop"
+    if len(profiles) > 1:       # the image names no release (a nightly tag): what each may do
+        why = model.read_image((container or {}).get("image") or "", pred.engine).why
+        span = f"{profiles[0].label}-{profiles[-1].version}"
+        text += f"; release unknown ({why}): "
+        if not rejecting:
+            text += f"every release it may be ({span}) accepts {binding.dtype!r}"
         elif len(rejecting) == len(profiles):
-            text += (f"; when it rolls, every release it may be ({profiles[0].label}-{profiles[-1].version}) "
-                     f"rejects {binding.dtype!r}: it will crash-loop")
+            text += f"every release it may be ({span}) rejects {binding.dtype!r}" + \
+                ("" if cand.takeover else ": it will crash-loop when it rolls")
         else:
-            text += (f"; its release is not known, and {len(rejecting)} of the {len(profiles)} releases it may be "
-                     f"({', '.join(str(p.version) for p in rejecting[:3])}{', ...' if len(rejecting) > 3 else ''}) "
-                     f"reject {binding.dtype!r}: it may crash-loop when it rolls")
+            text += (f"{len(rejecting)} of the {len(profiles)} releases it may be ({span}) reject "
+                     f"{binding.dtype!r} ({', '.join(str(p.version) for p in rejecting[:3])}"
+                     f"{', ...' if len(rejecting) > 3 else ''})" + ("" if cand.takeover else
+                                                                    ": it may crash-loop when it rolls"))
+    elif rejecting and not cand.takeover:
+        text += f"; when it rolls, {profiles[0].label} will reject {binding.dtype!r}: it will crash-loop"
     return text
 
 

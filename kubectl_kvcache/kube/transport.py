@@ -386,37 +386,47 @@ def _decoded(resp, limit):
 
 
 def body_lines(resp, limit, sink):
-    """Each line of `resp`'s body as sink.line(bytes without the line end, whole): a line longer
-    than sink.max_line bytes is given with whole False (its first max_line bytes) and the rest of
-    it skipped; at most `limit` bytes of the (decoded) body are read, and the line they end inside
-    is given with whole False, as is a last line without its line end. Then sink.end(more): the
-    body went on past the limit (the rest is not read, and the connection is not reused)."""
+    """`resp`'s body (decoded as its Content-Encoding says) handed to `sink` as it comes, never
+    held whole: sink.lines(bytes) with whole lines, each ending with its line end, as many as a
+    read brought; sink.cut_line(bytes) with the start of a line not ended: longer than sink.max_line
+    bytes (its first max_line bytes; the rest of it is skipped), or cut by the `limit` bytes read
+    or by the body's end; then sink.end(more): the body went on past the limit (not read, and
+    the connection is not reused). Blocks, not lines: a /metrics page is ten thousand lines."""
     fp = _decoded(resp, limit)
-    total = 0
-    max_line = sink.max_line
+    total, max_line = 0, sink.max_line
+    head: list[bytes] = []      # the start of a line not ended yet
+    size, skipping = 0, False   # its bytes; inside a line already given cut, up to its end
     while total < limit:
-        line = fp.readline(min(max_line + 1, limit - total))
-        if not line:
-            sink.end(False)
-            return
-        total += len(line)
-        if line.endswith(b"\n"):
-            sink.line(line[:-1], True)
-            continue
-        if len(line) > max_line:
-            sink.line(line[:max_line], False)
-            while total < limit:       # the rest of the long line, up to its end
-                piece = fp.readline(min(1 << 16, limit - total))
-                if not piece:
-                    sink.end(False)
-                    return
-                total += len(piece)
-                if piece.endswith(b"\n"):
-                    break
-            continue
-        sink.line(line, False)      # the limit, or the body's end, cut it
-        break
-    sink.end(bool(fp.peek(1)) if total >= limit else False)
+        chunk = fp.read1(min(1 << 16, limit - total))
+        if not chunk:
+            break
+        total += len(chunk)
+        if skipping:
+            i = chunk.find(b"\n")
+            if i < 0:
+                continue
+            chunk, skipping = chunk[i + 1:], False
+        end = chunk.rfind(b"\n")
+        if end >= 0:
+            head.append(chunk[:end + 1])
+            sink.lines(b"".join(head))
+            chunk, head, size = chunk[end + 1:], [], 0
+        if chunk:
+            head.append(chunk)
+            size += len(chunk)
+            if size > max_line:
+                sink.cut_line(b"".join(head)[:max_line])
+                head, size, skipping = [], 0, True
+    if head:
+        sink.cut_line(b"".join(head))
+    sink.end(total >= limit and _more(fp, resp))
+
+
+def _more(fp, resp) -> bool:
+    """Whether the body goes on (http.client's peek would wait on the socket past its end)."""
+    if resp.isclosed() or (fp is resp and not resp.chunked and resp.length is not None and resp.length <= 0):
+        return False
+    return bool(fp.peek(1))
 
 
 def pending(sock, fp=None) -> bool:

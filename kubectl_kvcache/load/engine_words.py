@@ -148,39 +148,57 @@ class _Lines:
     def restart(self):
         self.kept: list | deque = deque(maxlen=TAIL_LINES) if self.kind == PREVIOUS else []
         self.size = 0
-        self.why: set = set()       # LONG, LIMIT, UTF8, KEPT met on a line that may hold a report
+        self.why: set = set()       # LONG, LIMIT, KEPT met on a line that may hold a report; UTF8 on any
         self.cut = False            # that kind's report is not read whole
-        self.taken = 0
 
-    def line(self, data: bytes, whole: bool):
+    def lines(self, block: bytes):
+        """Whole lines: those that may hold a report kept (a block none of whose lines may is
+        dropped at once: keeps() answers for a block too); a crash tail's last ones, whole."""
         try:
-            text = data.decode("utf-8")
+            text, clean = block.decode("utf-8"), True
         except UnicodeDecodeError:
-            text = None
-        if self.kind == PREVIOUS:       # every line of a tail may be the cause: the last ones, whole
-            if text is None:
-                self.why.add(UTF8)
-                text = data.decode("utf-8", "replace")
-            if whole:
-                self.kept.append(text)
-            else:                       # the tail's last line, cut by limitBytes (or too long)
-                self.why.add(LIMIT if len(data) < self.max_line else LONG)
-                self.cut = True
+            text, clean = block.decode("utf-8", "replace"), False
+            self.why.add(UTF8)
+        if self.kind == PREVIOUS:       # every line of a tail may be the cause
+            for line in text.split("\n")[:-1]:
+                if len(line) > self.max_line:
+                    self.why.add(LONG)
+                    continue
+                self.kept.append(line)
+            self.cut = False            # its last line so far is whole
             return
-        if not self._keeps(text if text is not None else data.decode("utf-8", "replace")):
-            if text is None:
-                self.why.add(UTF8)
+        if not self._keeps(text):
             return
-        if text is None or not whole:
-            self.why.add(UTF8 if text is None else (LONG if len(data) >= self.max_line else LIMIT))
+        if clean:
+            for line in text.split("\n")[:-1]:
+                self._one(line)
+            return
+        for raw in block.split(b"\n")[:-1]:
+            try:
+                self._one(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                if self._keeps(raw.decode("utf-8", "replace")):
+                    self.cut = True
+
+    def _one(self, line: str):
+        if not self._keeps(line):
+            return
+        if len(line) > self.max_line:
+            self.why.add(LONG)
             self.cut = True
-            return
-        if self.size + len(data) > KEEP_BYTES or not self.budget.take(len(data)):
+        elif self.size + len(line) > KEEP_BYTES or not self.budget.take(len(line)):
             self.why.add(KEPT)
             self.cut = True
-            return
-        self.size += len(data)
-        self.kept.append(text)
+        else:
+            self.size += len(line)
+            self.kept.append(line)
+
+    def cut_line(self, data: bytes):
+        """The start of a line not read whole (too long, or cut by the byte limit or the body's end)."""
+        text = data.decode("utf-8", "replace")
+        if self.kind == PREVIOUS or self._keeps(text):
+            self.why.add(LONG if len(data) >= self.max_line else LIMIT)
+            self.cut = True
 
     def end(self, more: bool):
         if more and self.kind == METRICS:       # the page goes on past the bytes read: its report may be there
