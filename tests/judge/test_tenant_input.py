@@ -21,7 +21,8 @@ REPOSITORIES = ["vllm/vllm-openai", "docker.io/vllm/vllm-openai", "registry.loca
                 "lmsysorg/sglang", "gpustack/runner", "ascend/vllm-ascend", "rocm/vllm", "ghcr.io/acme/vllm",
                 "vllm-openai", ""]
 # nightly tags as people pin them in public Dockerfiles and scripts (vLLM's per-commit nightly images)
-TAGS = ["nightly-7f1a5398e9610d96c473931a26c0e12bbe0d0423", "nightly-d223c90", "nightly-aarch64", "nightly", "latest", "v0.8.5rc1", "0.8.5.post1",
+TAGS = ["nightly-7f1a5398e9610d96c473931a26c0e12bbe0d0423", "nightly-d223c90", "nightly-aarch64", "nightly",
+        "latest", "v0.8.5rc1", "0.8.5.post1",
         "cu121-0.6.0", "v0.10.1.1", "v0.4.6.post1-cu124", "cuda12.9-vllm0.29.0", "cuda12.9-vllm0.8.5rc1",
         "cuda-sglang0.5.4.dev3", "v0.9.0.dev", "v1", "v99.0.0", "0.0.0", "v0.29.0-²", "v٣.٤.٥", "v０.８.５",
         "vllm_0.11.2_20251210", "rocm7.0.0_vllm_0.11.2_20251210", "v0.6.3.post1+cu118", "v0.5.4.post3", ""]

@@ -6,7 +6,6 @@ vllm/entrypoints/utils.py log_non_default_args; its cache_config_info gauge, vll
 loggers.py); the whole command's bounds at scale are measured by tests/load/observe_scale.py."""
 
 import gzip
-import io
 import os
 import subprocess
 import sys
@@ -222,5 +221,42 @@ def test_memory_held_at_many_large_pages():
 def test_the_scale_script_runs_as_a_script():
     p = subprocess.run([sys.executable, os.path.join(HERE, "observe_scale.py"), "--pods", "3"], capture_output=True,
                        text=True, timeout=120)
-    assert p.returncode == 0 and "pods=3" in p.stdout, p.stderr
-    assert io  # the module's own imports
+    assert p.returncode == 0 and "pods=3" in p.stdout and "exit 0" in p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("engine, version, argv", [
+    ("vllm", "0.11.2", ["Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8", "--port", "8000"]),
+    ("vllm", "0.18.0", ["Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e5m2", "--api-key", "sk-x"]),
+    ("sglang", "0.5.12", ["--model-path", "Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e4m3"]),
+])
+def test_the_kept_lines_read_as_the_whole_head_reads(serve, engine, version, argv):
+    """The lines the releases' own code writes (tests/cluster/engine_lines.py: SGLang's ServerArgs
+    repr, vLLM's non-default args line and cache_config_info gauge), among other lines: what the
+    reader finds in the lines kept is what it finds in the whole head and page."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cluster"))
+    import engine_lines
+    from kubectl_kvcache import engine as model
+
+    dtype = argv[argv.index("--kv-cache-dtype") + 1]
+    noise = "".join(f"INFO 01-01 00:00:0{n} [loader.py:{n}] Loading weights shard {n}/9\n" for n in range(9))
+    head = noise + engine_lines.startup_log(engine, version, argv, dtype) + noise
+    page = FILLER * 3000 + (engine_lines.vllm_metrics(version, dtype) if engine == "vllm" else "")
+    client, _ = serve({("log", "p0"): text(head), ("metrics", "p0"): text(page)})
+    read = ew.read(client, [target(port=8000 if engine == "vllm" else None, engine=engine)], keeps=keeps)
+    got = read.words[("team", "p0")]
+    assert got.cut == frozenset() and len(got.log) < len(head)
+    whole, kept = model.observe_words(engine, head), model.observe_words(engine, got.log)
+    assert kept == whole and kept is not None and (kept.dtype or kept.resolved), (kept, whole)
+    if engine == "vllm":
+        assert got.metrics.count("\n") == 3
+        assert model.observe_words(engine, got.metrics, source="metrics") == \
+            model.observe_words(engine, page, source="metrics")
+
+
+def test_gzip_in_members_and_chunks(serve):
+    """Go's gzip.Reader reads several members one after the other; a chunked body in small pieces."""
+    data = gzip.compress((FILLER * 50).encode()) + gzip.compress(METRICS.encode())
+    pieces = iter([(data[i:i + 700], 0) for i in range(0, len(data), 700)])
+    client, _ = serve({("metrics", "p0"): (200, {"Content-Encoding": "gzip"}, pieces)})
+    read = ew.read(client, [target(log=False, port=8000)], keeps=keeps)
+    assert read.words[("team", "p0")].metrics == METRICS and not read.failed
