@@ -10,6 +10,7 @@ bounded; render/ escapes it. Pure: text in, an Observed or an ExitCause out.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from kubectl_kvcache.record import Record
 
@@ -109,6 +110,7 @@ _METRIC_LINES = ("vllm:cache_config_info", "# HELP vllm:cache_config_info", "# T
 _META = frozenset(".^$*+?{}[]|()")
 
 
+@lru_cache(maxsize=None)
 def _needles(anchor: re.Pattern) -> tuple[str, ...] | None:
     """The literal pieces an anchor's match must hold (`LLM engine .*with config` -> "LLM engine ",
     "with config"), tested with `in`: linear, where a regex with `.*` on a long line of many

@@ -29,8 +29,10 @@ TAIL_LINES = 40             # a crashed container's last lines: its traceback or
 TAIL_BYTES = 64 << 10       # kubelet cuts limitBytes from the start of the tail: room for the last line)
 METRICS_BYTES = 1 << 20     # a vLLM /metrics page is some 100 KiB
 LINE_BYTES = 1 << 20        # one line (a config line is a few KiB, SGLang's ServerArgs some 11 KiB)
-KEEP_BYTES = 256 << 10      # the lines kept of one read (the few report lines of a head or a page)
-TOTAL_KEEP_BYTES = 64 << 20     # the lines kept of one whole observation (1,000 Pods: 64 KiB each)
+KEEP_BYTES = 256 << 10      # the lines kept of one read at most (the few report lines of a head or a page)
+TOTAL_KEEP_BYTES = 64 << 20     # and of each round of an observation, shared fairly: every read of
+                                # a round of 1,000 may keep 64 KiB, so one Pod's flood starves no other
+LINE_COST = 64              # bytes a kept line costs beyond its text (a str object and its list slot)
 WORKERS = 8                 # requests at a time (client-go's default QPS is 5, burst 10)
 READ_TIMEOUT = 10.0         # seconds, one request
 DEADLINE = 60.0             # seconds, every read of one observation (both rounds and the crash tails)
@@ -81,7 +83,8 @@ class Read(Record):
     # the names and bounds the notes say (render/ reads them here: it imports no load/ module)
     bounds = SimpleNamespace(LOG=LOG, PREVIOUS=PREVIOUS, METRICS=METRICS, LONG=LONG, LIMIT=LIMIT, UTF8=UTF8,
                              KEPT=KEPT, HEAD_BYTES=HEAD_BYTES, TAIL_BYTES=TAIL_BYTES, METRICS_BYTES=METRICS_BYTES,
-                             LINE_BYTES=LINE_BYTES, KEEP_BYTES=KEEP_BYTES, DEADLINE=DEADLINE)
+                             LINE_BYTES=LINE_BYTES, KEEP_BYTES=KEEP_BYTES, TOTAL_KEEP_BYTES=TOTAL_KEEP_BYTES,
+                             DEADLINE=DEADLINE)
 
     def __init__(self, words: dict, denied: set, failed: dict, skipped: int, partial: dict | None = None):
         self.words = words      # (namespace, pod) -> Words
@@ -110,26 +113,26 @@ class Read(Record):
 
 class Budget:
     """One observation's bounds, shared by all its reads (both rounds, the crash tails): a
-    deadline, and the bytes of lines it may keep in all."""
+    deadline, and the bytes of lines its reads may keep, shared out fairly."""
 
     def __init__(self, seconds: float = DEADLINE, keep_bytes: int = TOTAL_KEEP_BYTES, clock=time.monotonic):
         self.seconds = seconds
         self.clock = clock
         self.end = clock() + seconds
-        self._keep = keep_bytes
+        self.keep_bytes = keep_bytes
+        self._planned = 0
         self._lock = threading.Lock()
 
     def left(self) -> float:
         """Seconds until the deadline (<= 0: passed)."""
         return self.end - self.clock()
 
-    def take(self, size: int) -> bool:
-        """Keep `size` more bytes, if the observation may still keep them."""
+    def share(self, reads: int) -> int:
+        """The bytes each of `reads` more reads may keep: its share of the observation's reads so
+        far (at most KEEP_BYTES). Each round keeps at most keep_bytes; two rounds, twice that."""
         with self._lock:
-            if size > self._keep:
-                return False
-            self._keep -= size
-            return True
+            self._planned += reads
+            return min(KEEP_BYTES, self.keep_bytes // max(1, self._planned))
 
 
 class _Lines:
@@ -139,8 +142,8 @@ class _Lines:
 
     max_line = LINE_BYTES
 
-    def __init__(self, kind: str, engine: str | None, budget: Budget, keeps=None):
-        self.kind, self.budget = kind, budget
+    def __init__(self, kind: str, engine: str | None, allowance: int, keeps=None):
+        self.kind, self.allowance = kind, allowance
         source = "metrics" if kind == METRICS else "log"
         self._keeps = (lambda text: True) if keeps is None else (lambda text: keeps(engine, source, text))
         self.restart()
@@ -186,11 +189,11 @@ class _Lines:
         if len(line) > self.max_line:
             self.why.add(LONG)
             self.cut = True
-        elif self.size + len(line) > KEEP_BYTES or not self.budget.take(len(line)):
+        elif self.size + len(line) + LINE_COST > self.allowance:
             self.why.add(KEPT)
             self.cut = True
         else:
-            self.size += len(line)
+            self.size += len(line) + LINE_COST
             self.kept.append(line)
 
     def cut_line(self, data: bytes):
@@ -242,7 +245,7 @@ def read(client, targets: list, workers: int = WORKERS, deadline: float = DEADLI
                 skipped[0] += 1
             return
         timeout = min(READ_TIMEOUT, left)
-        sink = _Lines(kind, target.engine, budget, keeps)
+        sink = _Lines(kind, target.engine, allowance, keeps)
         try:
             if kind == LOG:
                 client.pod_log(target.namespace, target.pod, target.container, HEAD_BYTES, sink, timeout=timeout)
@@ -269,6 +272,7 @@ def read(client, targets: list, workers: int = WORKERS, deadline: float = DEADLI
 
     jobs = [(t, k) for t in targets for k, wanted in ((PREVIOUS, t.previous), (LOG, t.log),
                                                       (METRICS, t.metrics_port is not None)) if wanted]
+    allowance = budget.share(len(jobs))
     if jobs:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
             for future in [pool.submit(one, t, k) for t, k in jobs]:

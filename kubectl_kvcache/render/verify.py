@@ -454,7 +454,8 @@ def observation_notes(read, err):
                   f"({ew.DEADLINE:g}s for every read of a run); the prediction stands")
     whys = {ew.LONG: f"a line that may hold a report is longer than {ew.LINE_BYTES >> 10} KiB",
             ew.UTF8: "a line is not UTF-8",
-            ew.KEPT: f"more report lines than are kept ({ew.KEEP_BYTES >> 10} KiB a read)"}
+            ew.KEPT: "more lines that may hold a report than a read may keep (its share of the run's "
+                     f"{ew.TOTAL_KEEP_BYTES >> 20} MiB, {ew.KEEP_BYTES >> 10} KiB at most)"}
     limits = {ew.LOG: ew.HEAD_BYTES, ew.PREVIOUS: ew.TAIL_BYTES, ew.METRICS: ew.METRICS_BYTES}
     for (kind, why), count in sorted((getattr(read, "partial", None) or {}).items()):
         said = whys.get(why) or (f"the {'page goes on' if kind == ew.METRICS else 'last line is cut'} past the "

@@ -7,6 +7,7 @@ notes it said. A measurement, not a test (tests/load/test_engine_words.py holds 
 
     python tests/load/observe_scale.py --pods 1000 --slow 1
     python tests/load/observe_scale.py --pods 1000 --metrics-bytes 1040000
+    python tests/load/observe_scale.py --pods 1000 --hostile       # every line of every head may be a report
     PYTHONPATH=/other/checkout python tests/load/observe_scale.py ...   # another build of the plugin
 """
 
@@ -57,7 +58,13 @@ def pods(n):
     return out
 
 
-def route_for(n, slow=None, metrics_bytes=0):
+def hostile_head(size=64 << 10):
+    """A log head of nothing but short lines that may each hold a report (every one is kept)."""
+    line = b"non-default args: {}\n"
+    return line * (size // len(line))
+
+
+def route_for(n, slow=None, metrics_bytes=0, hostile=False):
     listing = {"kind": "List", "metadata": {"resourceVersion": "10"}, "items": pods(n)}
     deployment = o.deployment("md", ns="team", roles=[o.role("server", replicas=n)])
     page = metrics_page(metrics_bytes) if metrics_bytes else HELP
@@ -72,8 +79,9 @@ def route_for(n, slow=None, metrics_bytes=0):
         if path.startswith("/api/v1/namespaces/") and path.count("/") == 4:
             return 200, {}, {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "team"}}
         if path.endswith("/log"):
-            return (200, {"Content-Type": "text/plain"}, drip(LOG_HEAD)) if slow else \
-                (200, {"Content-Type": "text/plain"}, LOG_HEAD)
+            head = hostile_head() if hostile else LOG_HEAD
+            return (200, {"Content-Type": "text/plain"}, drip(head)) if slow else \
+                (200, {"Content-Type": "text/plain"}, head)
         if path.endswith("/proxy/metrics"):
             return (200, {"Content-Type": "text/plain"}, drip(page[:100])) if slow else \
                 (200, {"Content-Type": "text/plain"}, page)
@@ -98,9 +106,9 @@ def kubeconfig(fake, directory):
     return path
 
 
-def measure(n, slow=None, metrics_bytes=0, extra=(), env=None):
+def measure(n, slow=None, metrics_bytes=0, extra=(), env=None, hostile=False):
     """(seconds, peak RSS in MiB, exit code, stderr) of `verify -A --observe -o json` at `n` Pods."""
-    fake = Fake(serve(route_for(n, slow, metrics_bytes)))
+    fake = Fake(serve(route_for(n, slow, metrics_bytes, hostile)))
     try:
         with tempfile.TemporaryDirectory() as tmp:
             config = kubeconfig(fake, tmp)
@@ -126,11 +134,14 @@ def main():
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--slow", type=float, default=None, help="seconds between the dripped bytes")
     parser.add_argument("--metrics-bytes", type=int, default=0)
+    parser.add_argument("--hostile", action="store_true", help="log heads of 64 KiB of short lines that may each "
+                                                                 "hold a report")
     args = parser.parse_args()
     resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096)) if hasattr(resource, "RLIMIT_NOFILE") else None
     t0 = time.monotonic()
-    took, rss, code, err = measure(args.pods, args.slow, args.metrics_bytes)
-    print(f"pods={args.pods} slow={args.slow} metrics_bytes={args.metrics_bytes}: {took:.1f}s, peak RSS {rss:.0f} MiB, "
+    took, rss, code, err = measure(args.pods, args.slow, args.metrics_bytes, hostile=args.hostile)
+    print(f"pods={args.pods} slow={args.slow} metrics_bytes={args.metrics_bytes} hostile={args.hostile}: {took:.1f}s, "
+          f"peak RSS {rss:.0f} MiB, "
           f"exit {code} (all: {time.monotonic() - t0:.1f}s)")
     print("\n".join(line[:300] for line in err.splitlines() if line.startswith(("note", "error"))))
 

@@ -260,3 +260,15 @@ def test_gzip_in_members_and_chunks(serve):
     client, _ = serve({("metrics", "p0"): (200, {"Content-Encoding": "gzip"}, pieces)})
     read = ew.read(client, [target(log=False, port=8000)], keeps=keeps)
     assert read.words[("team", "p0")].metrics == METRICS and not read.failed
+
+
+def test_one_pods_flood_starves_no_other(serve):
+    """Each read keeps its share of the observation's bytes: a head of nothing but lines that may
+    hold a report is cut at its share (and said), the next Pod's report is still read whole."""
+    flood = NON_DEFAULT * 400
+    client, _ = serve({("log", "p0"): text(flood), ("log", "p1"): text(NON_DEFAULT)})
+    budget = ew.Budget(keep_bytes=16 << 10)
+    read = ew.read(client, [target("p0"), target("p1")], budget=budget, keeps=keeps)
+    assert read.words[("team", "p0")].cut == frozenset({ew.LOG}) and read.partial == {(ew.LOG, ew.KEPT): 1}
+    assert 0 < len(read.words[("team", "p0")].log) <= 8 << 10
+    assert read.words[("team", "p1")].log == NON_DEFAULT and read.words[("team", "p1")].cut == frozenset()
