@@ -15,7 +15,9 @@ each naming its Go source (go1.26 GOROOT/src/net/http unless said otherwise):
   is closed instead of reused (transport.go: "Unsolicited response received on idle HTTP
   channel"): no answer is ever read for the wrong request;
 - header values are checked before anything is sent (transport.go roundTrip:
-  httpguts.ValidHeaderFieldValue), sent as UTF-8 bytes and trimmed (header.go writeSubset).
+  httpguts.ValidHeaderFieldValue), sent as UTF-8 bytes and trimmed (header.go writeSubset);
+- a text body read line by line (pods/log, pods/proxy: body_lines) is decoded as Go's client
+  decodes it (gzip only, transport.go's gzipReader), boundedly: never more than is read.
 
 Importing http.client costs ~12 ms (it imports the email package): client.py imports this module
 only when it talks to a cluster; commands on files never load it.
