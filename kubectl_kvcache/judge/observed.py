@@ -69,11 +69,10 @@ def apply(items, read) -> None:
         for source, text in (("log", got.log), ("metrics", got.metrics)):
             if text is None:
                 continue
-            if source in cut and not text.endswith("\n"):
-                text, partial = text[:text.rfind("\n") + 1], text[text.rfind("\n") + 1:]
-                if partial and engine.keeps_line(kind, source, partial):
-                    notes.append(f"{'its /metrics' if source == 'metrics' else 'its log head'} was cut at the "
-                                 f"read limit inside a report: that report is not read")
+            if source in cut:       # the reader dropped a line that may hold a report (load/engine_words)
+                text = text[:text.rfind("\n") + 1]
+                notes.append(f"{'its /metrics' if source == 'metrics' else 'its log head'} was cut at the "
+                             f"read limit inside a report: that report is not read")
             found += engine.reports(kind, text, source, item.engine_version)
         if got.log is not None and kind == "vllm" and running(item):
             port, why = engine.listen_port(item.container_spec, kind, item.engine_version)

@@ -524,10 +524,11 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         item.reason = f"{store.reason}: {renderer.NO_STORE_RULE}; the engine starts ({pred.reason})" + note
         return item
     if not pred.occurrences:
-        profile = model.profile(pred.engine, model.parse_version(pred.version))
         # Not rolled yet; a replica that will be given a spelling its engine rejects is not merely
-        # missing the flag: when it rolls (or is recreated and admitted) it crash-loops.
-        item.status = WILL_REJECT if (refused(profile, binding.dtype, container) and not cand.takeover) else MISSING
+        # missing the flag: when it rolls (or is recreated and admitted) it crash-loops. A release
+        # not known (a nightly tag): only when every release it may be rejects it.
+        rejects = [refused(p, binding.dtype, container) for p in _profiles(pred, container)]
+        item.status = WILL_REJECT if (all(rejects) and not cand.takeover) else MISSING
         item.reason = _missing_reason(cand, binding, pred) + note
     elif pred.effective == expected:
         item.status = OK
@@ -536,6 +537,18 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
         item.status = MISMATCH
         item.reason = pred.reason + f", not the Binding's {expected!r}" + _mismatch_hint(cand) + note
     return item
+
+
+def _profiles(pred, container) -> tuple:
+    """The profile of each release the prediction was judged across: its one release, or (its
+    image names none: a nightly or moving tag) every release it may be, as engine/predict's
+    `_releases` spans them. Never a profile of no release."""
+    version = model.parse_version(pred.version)
+    if version is not None:
+        return (model.profile(pred.engine, version),)
+    seen = model.read_image((container or {}).get("image") or "", pred.engine)
+    span = model.releases_before(pred.engine, seen.before) if seen.before else model.all_releases(pred.engine)
+    return tuple(model.profile(pred.engine, v) for v in span)
 
 
 def refused(profile, dtype, container) -> bool:
@@ -554,9 +567,25 @@ def _missing_reason(cand, binding, pred):
         text = "no --kv-cache-dtype in the argv: the replica has not rolled since the Setting went on"
     else:
         text = "no --kv-cache-dtype in the args: the Pod was created before the webhook injected it"
-    profile = model.profile(pred.engine, model.parse_version(pred.version))
-    if refused(profile, binding.dtype, cand.pod.container(cand.container_name)) and not cand.takeover:
-        text += (f"; when it rolls, {profile.label} will reject {binding.dtype!r}: it will crash-loop")
+    container = cand.pod.container(cand.container_name)
+    profiles = _profiles(pred, container)
+    rejecting = [p for p in profiles if refused(p, binding.dtype, container)]
+    if len(profiles) > 1:       # the image names no release (a nightly tag): what each may do
+        why = model.read_image((container or {}).get("image") or "", pred.engine).why
+        span = f"{profiles[0].label}-{profiles[-1].version}"
+        text += f"; release unknown ({why}): "
+        if not rejecting:
+            text += f"every release it may be ({span}) accepts {binding.dtype!r}"
+        elif len(rejecting) == len(profiles):
+            text += f"every release it may be ({span}) rejects {binding.dtype!r}" + \
+                ("" if cand.takeover else ": it will crash-loop when it rolls")
+        else:
+            text += (f"{len(rejecting)} of the {len(profiles)} releases it may be ({span}) reject "
+                     f"{binding.dtype!r} ({', '.join(str(p.version) for p in rejecting[:3])}"
+                     f"{', ...' if len(rejecting) > 3 else ''})" + ("" if cand.takeover else
+                                                                    ": it may crash-loop when it rolls"))
+    elif rejecting and not cand.takeover:
+        text += f"; when it rolls, {profiles[0].label} will reject {binding.dtype!r}: it will crash-loop"
     return text
 
 

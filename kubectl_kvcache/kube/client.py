@@ -520,11 +520,13 @@ class Client:
     # -- requests ------------------------------------------------------------------------
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
-                accept=None, timeout=None, limit=None):
+                accept=None, timeout=None, limit=None, sink=None):
         """Raw JSON request; returns the decoded body (`raw`: its bytes, still undecoded) or raises
         a one-line PluginError. `accept`: another Accept header than plain JSON. `timeout`: a
         shorter bound than the connection's request timeout; `limit`: bytes of the answer's body
-        (beyond: a PluginError, the rest never read)."""
+        (beyond: a PluginError, the rest never read). `sink`: a 2xx answer's body is handed to it
+        line by line instead (transport.body_lines, at most `limit` bytes; None is returned), and
+        a 3xx answer is a PluginError: a redirect is never followed."""
         what = what or f"{method} {path}"
         url = self._transport.prefix + _safe_path(path)
         if query:
@@ -545,7 +547,7 @@ class Client:
             with self._lock:
                 self.requests += 1
             try:
-                status, resp_headers, data = self._send(method, url, headers, body, deadline, what, limit)
+                status, resp_headers, data = self._send(method, url, headers, body, deadline, what, limit, sink)
             except PluginError as exc:
                 if lost is not None and getattr(exc, "lost", None) is None:
                     exc.lost = lost
@@ -577,6 +579,15 @@ class Client:
             if write and (lost is not None or status >= 500):
                 error.lost = lost or f"the API server answered {status}, and may have applied it"
             raise error
+        if sink is not None:
+            if not 200 <= status < 300:
+                # kubectl's client would follow it (client-go sets no CheckRedirect); here the
+                # answer comes from whoever runs the Pod or something on the way (the API server
+                # itself never redirects pods/log: PreventRedirects), and following it would
+                # send this user's credentials wherever it points
+                raise PluginError(f"the API server answered {status} for {what}"
+                                  f"{' (a redirect, not followed)' if 300 <= status < 400 else ''}")
+            return None
         return data if raw else _decode(data, what)
 
     def _moment(self):
@@ -638,24 +649,24 @@ class Client:
             error.lost = lost
             raise error from exc
 
-    def _send(self, method, url, headers, body, deadline, what, limit=None):
+    def _send(self, method, url, headers, body, deadline, what, limit=None, sink=None):
         """One exchange: (status, headers, body). A GET on a kept-alive connection the server
         closed in the meantime is sent again once on a new connection; a write always goes on a
         new connection (it is never sent twice: the server may have acted on it). A write that
         fails after it went out whole raises a PluginError whose `lost` says so."""
         try:
-            return self._exchange(method, url, headers, body, deadline, what, limit)
+            return self._exchange(method, url, headers, body, deadline, what, limit, sink)
         except PluginError as exc:
             sent = getattr(exc, "sent", False)
             if sent and method not in ("GET", "HEAD") and getattr(exc, "lost", None) is None:
                 exc.lost = "the request went out whole, and the server may have applied it"
             raise
 
-    def _exchange(self, method, url, headers, body, deadline, what, limit=None):
+    def _exchange(self, method, url, headers, body, deadline, what, limit=None, sink=None):
         from http.client import HTTPException, RemoteDisconnected
 
-        from kubectl_kvcache.kube.transport import (READ_IDLE_TIMEOUT, DialTimeout, HandshakeTimeout,
-                                                    ProtocolError, TooLarge)
+        from kubectl_kvcache.kube.transport import (READ_IDLE_TIMEOUT, BadEncoding, DialTimeout, HandshakeTimeout,
+                                                    ProtocolError, TooLarge, body_lines)
 
         idempotent = method in ("GET", "HEAD")
         for fresh_try in (False, True):
@@ -675,16 +686,23 @@ class Client:
             try:
                 try:
                     resp = conn.send_request(method, url, headers, body)
-                    data = resp.read_all() if limit is None else resp.read_all(limit)
+                    if sink is not None and 200 <= resp.status < 300:
+                        sink.restart()      # a second try starts the body again
+                        body_lines(resp, limit, sink)
+                        data = b""
+                    else:
+                        data = resp.read_all() if limit is None else resp.read_all(limit)
                     if deadline is not None and time.monotonic() >= deadline:
                         raise _Timeout()
-                    keep = not resp.will_close and not resp.extra
+                    keep = not resp.will_close and not resp.extra and resp.isclosed()
                     return resp.status, resp.headers, data
                 except _Timeout:
                     raise self._timed_out(what) from None
                 except TooLarge as exc:
                     raise PluginError(f"the API server's answer to {what} is too large: {exc} (a limit far above "
                                       f"any real answer); stopped") from None
+                except BadEncoding as exc:
+                    raise PluginError(f"the answer to {what} is not read: {exc}") from None
                 except ssl.SSLCertVerificationError as exc:
                     raise PluginError(f"TLS with the API server at {self.host} failed: the server's certificate "
                                       f"is not trusted ({exc.verify_message or _reason(exc)})") from None
@@ -756,27 +774,29 @@ class Client:
     def get(self, path, what=None):
         return self.request("GET", path, what=what)
 
-    def pod_log(self, namespace, pod, container, limit_bytes, previous=False, tail_lines=None, timeout=None) -> str:
+    def pod_log(self, namespace, pod, container, limit_bytes, sink, previous=False, tail_lines=None,
+                timeout=None) -> None:
         """A container's log as `kubectl logs` asks for it (pods/log: the API server proxies the
-        kubelet's), bounded by the server (limitBytes, tailLines) and here (the body, `timeout`).
-        Undecodable bytes are replaced: log text is untrusted and only ever matched, never run."""
+        kubelet's), streamed into `sink` line by line (transport.body_lines), never held whole;
+        bounded by the server (limitBytes, tailLines) and here (the same bytes, `timeout`)."""
         query = {"container": container, "limitBytes": str(limit_bytes)}
         if previous:
             query["previous"] = "true"
         if tail_lines is not None:
             query["tailLines"] = str(tail_lines)
         what = f"get the {'previous ' if previous else ''}log of pod {pod} container {container}"
-        data = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query=query, what=what,
-                            raw=True, accept="text/plain, */*", timeout=timeout, limit=limit_bytes + 4096)
-        return bytes(data or b"").decode("utf-8", "replace")
+        self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log", query=query, what=what,
+                     accept="text/plain, */*", timeout=timeout, limit=limit_bytes, sink=sink)
 
-    def pod_proxy_get(self, namespace, pod, port, path, limit_bytes, timeout=None) -> str:
+    def pod_proxy_get(self, namespace, pod, port, path, limit_bytes, sink, timeout=None) -> None:
         """GET `path` on the Pod's `port` through the API server's pods/proxy (as `kubectl get --raw`
-        would), bounded by `limit_bytes` and `timeout`."""
+        would), streamed into `sink` line by line, bounded by `limit_bytes` and `timeout`. A port
+        that is no TCP port (1-65535) is a PluginError, never a request."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise PluginError(f"port {str(port)[:20]!r} of pod {pod} is not a TCP port (1-65535): {path} not read")
         what = f"get {path} of pod {pod} port {port} (pods/proxy)"
-        data = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/{path.lstrip('/')}",
-                            what=what, raw=True, accept="text/plain, */*", timeout=timeout, limit=limit_bytes)
-        return bytes(data or b"").decode("utf-8", "replace")
+        self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/{path.lstrip('/')}",
+                     what=what, accept="text/plain, */*", timeout=timeout, limit=limit_bytes, sink=sink)
 
     def patch_merge(self, path, body, field_manager=None, dry_run=False, what=None):
         """A JSON merge patch (RFC 7386) of one object; `dry_run` asks the server to validate and

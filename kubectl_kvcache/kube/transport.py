@@ -15,7 +15,9 @@ each naming its Go source (go1.26 GOROOT/src/net/http unless said otherwise):
   is closed instead of reused (transport.go: "Unsolicited response received on idle HTTP
   channel"): no answer is ever read for the wrong request;
 - header values are checked before anything is sent (transport.go roundTrip:
-  httpguts.ValidHeaderFieldValue), sent as UTF-8 bytes and trimmed (header.go writeSubset).
+  httpguts.ValidHeaderFieldValue), sent as UTF-8 bytes and trimmed (header.go writeSubset);
+- a text body read line by line (pods/log, pods/proxy: body_lines) is decoded as Go's client
+  decodes it (gzip only, transport.go's gzipReader), boundedly: never more than is read.
 
 Importing http.client costs ~12 ms (it imports the email package): client.py imports this module
 only when it talks to a cluster; commands on files never load it.
@@ -318,6 +320,115 @@ class Response(http.client.HTTPResponse):
         if len(line) > limit:
             raise TooLarge("a watch event", limit)
         return line
+
+
+# -- a text body read line by line (pods/log, pods/proxy), never held whole ---------------------
+
+class BadEncoding(Exception):
+    """The body's Content-Encoding is not one Go's client decodes, or its gzip is broken."""
+
+
+class _Gunzip(io.RawIOBase):
+    """A gzip body decoded as it is read, never more at a time than the reader asks for: a small
+    body that inflates to gigabytes (a decompression bomb) costs only what the reader takes (its
+    byte limit), and at most `limit` compressed bytes are read. Several members are read one after
+    the other, as Go's gzip.Reader reads them (multistream, its default)."""
+
+    def __init__(self, fp, limit):
+        import zlib
+
+        self._zlib = zlib
+        self.fp, self.left = fp, limit
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.tail = b""
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        room = len(buffer)
+        try:
+            while True:
+                if not self.tail and self.z.eof:
+                    more = self.z.unused_data or (self.fp.read1(min(1 << 16, self.left)) if self.left > 0 else b"")
+                    if not more:
+                        return 0
+                    if not self.z.unused_data:
+                        self.left -= len(more)
+                    self.z, self.tail = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS), more
+                if not self.tail:
+                    if self.left <= 0:
+                        return 0        # the compressed bytes' bound: the reader sees the body end here
+                    self.tail = self.fp.read1(min(1 << 16, self.left))
+                    self.left -= len(self.tail)
+                    if not self.tail:
+                        raise BadEncoding("the gzip body ends before its end")
+                out = self.z.decompress(self.tail, room)
+                self.tail = self.z.unconsumed_tail
+                if out:
+                    buffer[:len(out)] = out
+                    return len(out)
+        except self._zlib.error as exc:
+            raise BadEncoding(f"the gzip body is not valid gzip ({exc})") from None
+
+
+def _decoded(resp, limit):
+    """The body as Go's client hands it over: gzip decoded (it asks for gzip itself unless
+    DisableCompression, and decodes only that: net/http transport.go, gzipReader); no encoding
+    (or identity) as sent; any other encoding is refused here (Go would hand it over still
+    encoded, where no line could be read)."""
+    encodings = [e.strip().lower() for e in ",".join(resp.headers.get_all("Content-Encoding") or ()).split(",")
+                 if e.strip()]
+    if not encodings or encodings == ["identity"]:
+        return resp
+    if encodings == ["gzip"]:
+        return io.BufferedReader(_Gunzip(resp, limit), 1 << 16)
+    raise BadEncoding(f"the body's Content-Encoding {', '.join(encodings)[:40]!r} is not one the client "
+                      f"decodes (only gzip)")
+
+
+def body_lines(resp, limit, sink):
+    """`resp`'s body (decoded as its Content-Encoding says) handed to `sink` as it comes, never
+    held whole: sink.lines(bytes) with whole lines, each ending with its line end, as many as a
+    read brought; sink.cut_line(bytes) with the start of a line not ended: longer than sink.max_line
+    bytes (its first max_line bytes; the rest of it is skipped), or cut by the `limit` bytes read
+    or by the body's end; then sink.end(more): the body went on past the limit (not read, and
+    the connection is not reused). Blocks, not lines: a /metrics page is ten thousand lines."""
+    fp = _decoded(resp, limit)
+    total, max_line = 0, sink.max_line
+    head: list[bytes] = []      # the start of a line not ended yet
+    size, skipping = 0, False   # its bytes; inside a line already given cut, up to its end
+    while total < limit:
+        chunk = fp.read1(min(1 << 16, limit - total))
+        if not chunk:
+            break
+        total += len(chunk)
+        if skipping:
+            i = chunk.find(b"\n")
+            if i < 0:
+                continue
+            chunk, skipping = chunk[i + 1:], False
+        end = chunk.rfind(b"\n")
+        if end >= 0:
+            head.append(chunk[:end + 1])
+            sink.lines(b"".join(head))
+            chunk, head, size = chunk[end + 1:], [], 0
+        if chunk:
+            head.append(chunk)
+            size += len(chunk)
+            if size > max_line:
+                sink.cut_line(b"".join(head)[:max_line])
+                head, size, skipping = [], 0, True
+    if head:
+        sink.cut_line(b"".join(head))
+    sink.end(total >= limit and _more(fp, resp))
+
+
+def _more(fp, resp) -> bool:
+    """Whether the body goes on (http.client's peek would wait on the socket past its end)."""
+    if resp.isclosed() or (fp is resp and not resp.chunked and resp.length is not None and resp.length <= 0):
+        return False
+    return bool(fp.peek(1))
 
 
 def pending(sock, fp=None) -> bool:

@@ -450,14 +450,29 @@ def watch_relist(what, err):
 
 
 def observation_notes(read, err):
-    """What could not be read of the engines' own word, once per kind (the prediction stands)."""
+    """What could not be read of the engines' own word, once per kind and cause (the prediction
+    stands): refused, failed (a redirect, an encoding, a port, a timeout), skipped at the
+    deadline, and a line that may hold a report not read whole (load/engine_words.Read.partial)."""
     from kubectl_kvcache.render.core import note
 
+    ew = read.bounds        # load/engine_words: its bounds and names, said as they are
+    names = {ew.LOG: "log heads", ew.PREVIOUS: "previous logs", ew.METRICS: "/metrics pages"}
     for what in sorted({"pods/proxy (vLLM's /metrics)" if kind == "metrics" else "pods/log" for kind in read.denied}):
         note(err, f"not allowed to get {what}: the engines' own reports are not read; the prediction stands")
     for kind, (count, first) in sorted(read.failed.items()):
-        # the first error's text may quote what the Pod's own server answered
-        note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed "
-                  f"(first: {masking.mask(first)})")
+        note(err, f"{count} {'read' if count == 1 else 'reads'} of the engines' {kind} failed, the prediction "
+                  f"stands (first: {masking.mask(first)})")
     if read.skipped:
-        note(err, f"{read.skipped} reads of the engines' logs were not made: the time for them ran out")
+        note(err, f"{read.skipped} reads of the engines' logs were not made: the time for them ran out "
+                  f"({ew.DEADLINE:g}s for every read of a run); the prediction stands")
+    whys = {ew.LONG: f"a line that may hold a report is longer than {ew.LINE_BYTES >> 10} KiB",
+            ew.UTF8: "a line is not UTF-8",
+            ew.KEPT: "more lines that may hold a report than a read may keep (its share of the run's "
+                     f"{ew.TOTAL_KEEP_BYTES >> 20} MiB, {ew.KEEP_BYTES >> 10} KiB at most)"}
+    limits = {ew.LOG: ew.HEAD_BYTES, ew.PREVIOUS: ew.TAIL_BYTES, ew.METRICS: ew.METRICS_BYTES}
+    for (kind, why), count in sorted((getattr(read, "partial", None) or {}).items()):
+        said = whys.get(why) or (f"the {'page goes on' if kind == ew.METRICS else 'last line is cut'} past the "
+                                 f"{limits.get(kind, 0) >> 10} KiB read")
+        note(err, f"{count} of the engines' {names.get(kind, kind)}: {said}; "
+                  + ("those lines are not read" if why == ew.UTF8 else "that report is not read")
+                  + ", the prediction stands")

@@ -75,6 +75,7 @@ class KubeletStandIn:
         self.cluster = cluster
         self.node = node
         self.requests = []          # (path, query) of each /containerLogs request, for tests
+        self.slow = None            # seconds between the bytes of every answer (logs, /metrics): a slow node
         self._logs = {}
         self._endpoints = {}        # (ip, port) -> (server, text holder)
         self._lock = threading.Lock()
@@ -170,7 +171,7 @@ class KubeletStandIn:
             ep = self._endpoints.get((ip, int(port)))
             if ep is None:
                 holder = {"text": text}
-                srv = ThreadingHTTPServer(("127.0.0.1", 0), _metrics_handler(holder))
+                srv = ThreadingHTTPServer(("127.0.0.1", 0), _metrics_handler(holder, self))
                 srv.daemon_threads = True
                 self._endpoints[(ip, int(port))] = (srv, holder)
                 self._serve(srv)
@@ -400,12 +401,26 @@ def _handler(kubelet):
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(out)))
             self.end_headers()
-            self.wfile.write(out)
+            _write(self.wfile, out, kubelet.slow)
 
     return Handler
 
 
-def _metrics_handler(holder):
+def _write(wfile, body, slow):
+    """The body at once, or (`slow`) a byte every `slow` seconds until the reader hangs up."""
+    if not slow:
+        wfile.write(body)
+        return
+    try:
+        for i in range(len(body)):
+            wfile.write(body[i:i + 1])
+            wfile.flush()
+            time.sleep(slow)
+    except OSError:
+        pass
+
+
+def _metrics_handler(holder, kubelet=None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -422,6 +437,6 @@ def _metrics_handler(holder):
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            _write(self.wfile, body, kubelet.slow if kubelet is not None else None)
 
     return Handler

@@ -122,7 +122,8 @@ def run(options: VerifyOptions, io) -> int:
 def listen(options: VerifyOptions, items, err, client=None) -> None:
     """The engines' own word on `items` (judge/observed.py): with --observe every running engine's
     log head, then /metrics for the vLLM ones it said nothing about; a crashed container's previous
-    log always. Bounded (load/engine_words.py); what was refused or failed is said once."""
+    log always. Bounded (load/engine_words.py): one budget, its deadline and the bytes kept, for
+    both rounds; what was refused, failed or cut is said once."""
     from kubectl_kvcache.judge import observed
     from kubectl_kvcache.load import engine_words
 
@@ -130,16 +131,23 @@ def listen(options: VerifyOptions, items, err, client=None) -> None:
     if not wanted:
         return
     client = client or reader.open_client(options.connection, render.tracer(err))
-    read = engine_words.read(client, wanted)
+    budget = engine_words.Budget()
+    read = engine_words.read(client, wanted, budget=budget, keeps=keeps)
     observed.apply(items, read)
     rest = observed.targets(observed.unread(items, read), options.observe, metrics=True)
     if rest:
-        more = engine_words.read(client, rest)
+        more = engine_words.read(client, rest, budget=budget, keeps=keeps)
         observed.apply(items, more)
-        read.denied |= more.denied
-        read.failed.update({k: v for k, v in more.failed.items() if k not in read.failed})
-        read.skipped += more.skipped
+        read.merge(more)
     view.observation_notes(read, err)
+
+
+def keeps(engine_name, source, line) -> bool:
+    """Whether a line read from an engine container may hold its report (engine.words.keeps; an
+    engine not named: any engine's), for load/engine_words to keep only those."""
+    from kubectl_kvcache import engine
+
+    return any(engine.keeps_line(e, source, line) for e in ((engine_name,) if engine_name else engine.ENGINES))
 
 
 def newer_than_data(report, err):
@@ -268,11 +276,11 @@ def crash_causes(options, left, causes: dict, client, err) -> list:
     crashed = [i for i in left if i.pod is not None and observed.crashed(i)]
     fresh = [i for i in crashed if (i.namespace, i.pod, (i.state or {}).get("restarts")) not in causes]
     if fresh:
-        read = engine_words.read(client, observed.targets(fresh, observe=False))
+        read = engine_words.read(client, observed.targets(fresh, observe=False), keeps=keeps)
         observed.apply(fresh, read)
         for i in fresh:
             causes[(i.namespace, i.pod, (i.state or {}).get("restarts"))] = i.exit_cause
-        if read.denied or read.failed:
+        if read.denied or read.failed or read.partial or read.skipped:
             view.observation_notes(read, err)
     for i in crashed:
         i.exit_cause = causes.get((i.namespace, i.pod, (i.state or {}).get("restarts")))
