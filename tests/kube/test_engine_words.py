@@ -119,7 +119,9 @@ def test_a_flooding_log_is_bounded(fake_server):
     cluster = Cluster([running("md-server-0", "fp8")], flood=True)
     code, out, err, _ = run(fake_server, cluster, "verify", "--observe", "-o", "json")
     # the line was cut by the read: not read, never "no kv_cache_dtype: the default"
-    assert "observed" not in json.loads(out)["items"][0] and "Traceback" not in err
+    seen = json.loads(out)["items"][0].get("observed")
+    assert seen is not None and seen["dtype"] is None and seen["agrees"] is None and "Traceback" not in err
+    assert any("cut at the read limit inside a report" in why for why in seen["notRead"]), seen
     assert err.count("1 of the engines' log heads: the last line is cut past the 64 KiB read; that report is not "
                      "read, the prediction stands") == 1, err
 
