@@ -415,7 +415,8 @@ class _Rows:
 
 # -- one context of several (cli/flows/__init__.py: the read flows' face) --------------------
 
-PRELOAD = JUDGED + ("judge.live", "judge.rollout", "render.verify", "kube.watch")
+PRELOAD = JUDGED + ("judge.live", "judge.rollout", "render.verify", "render.terminal", "kube.watch", "judge.observed",
+                    "load.engine_words")
 
 
 def view_of(options: VerifyOptions):
@@ -428,7 +429,21 @@ def failing(options: VerifyOptions) -> tuple[str, ...]:
 
 
 def read_context(options: VerifyOptions, conn, trace):
-    return judged_context(options, conn, trace, judged, decide)
+    """One context as `--context` alone reads it: the engines' own word included (listen: a
+    crashed replica's cause, --observe), its notes the context's."""
+    import io as _io
+
+    heard = _io.StringIO()
+
+    def judged_and_heard(options: VerifyOptions, snapshot):
+        report = judged(options, snapshot)
+        if snapshot.source == "cluster":
+            listen(options.replace(connection=conn), report.items, heard)
+        return report
+
+    result = judged_context(options, conn, trace, judged_and_heard, decide)
+    said = tuple(text[len("note: "):] for text in heard.getvalue().splitlines() if text.startswith("note: "))
+    return result.replace(notes=result.notes + said) if said else result
 
 
 def context_lines(result, options: VerifyOptions, err):
