@@ -121,12 +121,12 @@ class Api:
             self._local.conn = conn
         return conn
 
-    def raw(self, method, path, body=None, content_type="application/json", query=None):
+    def raw(self, method, path, body=None, content_type="application/json", query=None, accept="application/json"):
         """(status, body bytes); reconnects once when a kept-alive connection was closed."""
         if query:
             path += "?" + urlencode(query)
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        headers = dict(self.headers, Accept="application/json")
+        headers = dict(self.headers, Accept=accept)
         if data is not None:
             headers["Content-Type"] = content_type
         for attempt in (0, 1):
@@ -248,11 +248,18 @@ def binding_objects(ns):
 
 
 def binding_status(binding, users):
+    """A Ready Binding as the operator's pool pass writes it (api/worker/v1alpha1/kv_cache_pool_binding.go:
+    phase Provisioning|Ready|Degraded|Error|Deleting, one condition per axis; kv_cache_pool.go
+    summarizeKVCachePoolBinding: every axis True is Ready): usable by a deployment
+    (operator/binding_status.py)."""
     d = binding["spec"]["domain"]
-    return {"phase": "Bound", "observedGeneration": 1, "domain": dict(d),
-            "conditions": [{"type": "Bound", "status": "True", "reason": "DomainClaimed",
-                            "message": f"domain '{d['name']}' claimed on pool h100-pool",
-                            "lastTransitionTime": "2025-11-03T08:20:11Z", "observedGeneration": 1}],
+    axes = (("DomainExclusive", "DomainClaimed", f"domain '{d['name']}' claimed on pool h100-pool"),
+            ("QuotaObserved", "QuotaObserved", "the master reports the domain's usage"),
+            ("QuotaGranted", "QuotaGranted", "the ceiling is granted"))
+    return {"phase": "Ready", "observedGeneration": 1, "domain": dict(d),
+            "conditions": [{"type": t, "status": "True", "reason": r, "message": m,
+                            "lastTransitionTime": "2025-11-03T08:20:11Z", "observedGeneration": 1}
+                           for t, r, m in axes],
             "usedBy": [{"kind": "ModelDeployment", "namespace": binding["metadata"]["namespace"], "name": u}
                        for u in users]}
 
@@ -269,14 +276,20 @@ def deployment_object(ns, md):
 
 
 def deployment_status(md, dtype):
-    return {"phase": "Running", "observedGeneration": 1,
+    """The status the operator writes, in the shape of its Go types (api/worker/v1alpha1/
+    model_deployment.go, ModelDeploymentStatus / ModelDeploymentRoleStatus) that the CRD
+    (tests/cluster/crds/worker.gpustack.ai_modeldeployments.yaml) requires: per role name, desired,
+    ready, quotaReserved, unmanaged (a take-over role: it sets command) and kind (lowercase). There
+    are no replicas/readyReplicas/updatedReplicas. No ReplicasUpToDate condition is written (as by
+    an operator release before it): the argv alone says which replicas have rolled, and the
+    not-rolled-yet cycle stays MISSING."""
+    return {"phase": "Ready",
             "kvCache": {"binding": md["binding"], "pool": "h100-pool",
                         "domain": {"blockSize": 16, "dtype": dtype, "name": md["binding"]}},
-            "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-                            "message": "every role has its replicas ready", "observedGeneration": 1,
-                            "lastTransitionTime": "2026-03-10T09:02:10Z"}],
-            "roles": [{"name": r["name"], "kind": r["kind"], "replicas": r["replicas"],
-                       "readyReplicas": r["replicas"], "updatedReplicas": r["replicas"]}
+            "roles": [{"name": r["name"], "desired": r["replicas"],
+                       "ready": 0 if md.get("exit_code") is not None else r["replicas"],
+                       "quotaReserved": r["replicas"], "unmanaged": bool(r.get("command")),
+                       "kind": r["kind"].lower()}
                       for r in md["roles"]]}
 
 
@@ -567,9 +580,20 @@ def seed(api, pods, start=0, pods_per_namespace=100, injected_ratio=0.1, workers
 
 
 def existing_pods(api):
-    """How many engine-labelled Pods the cluster holds already (one request, limit=1)."""
-    page = api.call("GET", "/api/v1/pods", query={"labelSelector": POD_SELECTOR, "limit": "1"})
-    return len(page["items"]) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+    """How many engine-labelled Pods the cluster holds already: their metadata only, counted page
+    by page (the API server gives no remainingItemCount for a list with a label selector)."""
+    count, cont = 0, None
+    while True:
+        query = {"labelSelector": POD_SELECTOR, "limit": "1000", **({"continue": cont} if cont else {})}
+        status, raw = api.raw("GET", "/api/v1/pods", query=query,
+                              accept="application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+        if status != 200:
+            raise RuntimeError(f"GET /api/v1/pods: HTTP {status}: {raw[:500].decode('utf-8', 'replace')}")
+        page = json.loads(raw)
+        count += len(page.get("items") or ())
+        cont = (page.get("metadata") or {}).get("continue")
+        if not cont:
+            return count
 
 
 def ensure_setting(api, value="true", log=None):
