@@ -86,8 +86,14 @@ def test_the_plugin_reads_the_seeded_shapes(bench_cluster, seeded):
     previous = [ln for ln in err.splitlines() if ln.startswith("trace: ") and "previous=true" in ln]
     assert 0 < len(previous) <= 8, err
     assert "2 more crashed engine containers: previous logs not read" in err, err
-    code, out, err = plugin(bench_cluster, "check", "-A")
+    code, out, err = plugin(bench_cluster, "check", "-A", "-o", "json")
     assert code == 1 and "Traceback" not in err, err
+    # a consistent operator cluster: the pool and its Bindings exist and are ready, each Binding
+    # claims its own domain, the injected workloads resolve; what check finds is what was seeded:
+    # per cycle of 7 deployments (5 in the namespace) the role with its own flag and the take-over
+    # role, the vLLM Binding's fp8 that the SGLang deployment on it rejects, and the Setting
+    found = collections.Counter(f["code"] for f in json.loads(out)["findings"])
+    assert found == {"role-own-flag": 5, "takeover-role": 5, "binding-dtype-rejected": 1, "setting": 1}, found
 
 
 def test_bench_run_measures_its_smallest_size(bench_cluster, seeded, tmp_path):
