@@ -639,7 +639,8 @@ def ensure_pool(api):
              "spec": {"backends": [BACKEND], "quota": {"total": "8Ti"}}},
             {"phase": "Ready", "clientEndpoint": CLIENT_ENDPOINT,
              "conditions": [{"type": "QuotaLedgerAvailable", "status": "True", "reason": "Available",
-                             "message": "the master's quota ledger is read", "lastTransitionTime": "2025-11-03T08:20:11Z"}]})
+                             "message": "the master's quota ledger is read",
+                             "lastTransitionTime": "2025-11-03T08:20:11Z"}]})
 
 
 def delete_all(api, wait=False, timeout=600):
