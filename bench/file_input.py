@@ -50,7 +50,7 @@ def objects(target_bytes):
         dtypes = {b["metadata"]["name"]: b["spec"]["domain"]["dtype"] for b in bindings}
         for md in deployments:
             obj = seed.deployment_object(ns, md)
-            obj["status"] = seed.deployment_status(md, dtypes[md["binding"]])
+            obj["status"] = seed.deployment_status(md, dtypes[md["binding"]], ns)
             batch.append(obj)
             uid = "6f1d7a52-" + seed._hex(ns + md["name"], 27)
             for pod, status in seed.deployment_pods(ns, md, uid)[:md["limit"]]:

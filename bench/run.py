@@ -5,6 +5,7 @@
     bench/run.py --sizes 1000 --runs 3 --no-binary              # quicker: wheel install only
     bench/run.py --kubeconfig ~/.kube/bench --sizes 1000         # an existing, empty-ish cluster
     bench/run.py ... --markdown bench/results.md                 # also write the table as Markdown
+    bench/run.py --kubeconfig K --sizes 100 --runs 1 --no-binary --plugin-bin .venv/bin   # smallest (a test)
 
 Without --kubeconfig it starts etcd + kube-apiserver through tests/cluster/harness.py (binaries
 from scripts/test-binaries), seeds it with bench/seed.py in ascending sizes (each size tops up the
@@ -395,6 +396,9 @@ def main(argv=None):
     p.add_argument("--binary", help="a scripts/build-binary archive or the kubectl-kvcache executable "
                                     "(default: build one now)")
     p.add_argument("--no-binary", action="store_true", help="skip the PyInstaller binary")
+    p.add_argument("--plugin-bin", metavar="DIR",
+                   help="a bin folder where kubectl-kvcache is already installed (e.g. a checkout's .venv/bin) "
+                        "instead of a wheel built now: the rows named '(wheel)' then time that install")
     p.add_argument("--only", help="comma-separated command names to run (e.g. 'verify (wheel),kubectl pods')")
     p.add_argument("--compare", metavar="REV",
                    help="also time verify and check of this git revision (a wheel built from it), in the same "
@@ -417,7 +421,7 @@ def main(argv=None):
     runs_dir = os.path.join(opts.workdir, "runs")
     os.makedirs(runs_dir, exist_ok=True)
 
-    wheel_bin = wheel_venv(opts.workdir)
+    wheel_bin = os.path.abspath(opts.plugin_bin) if opts.plugin_bin else wheel_venv(opts.workdir)
     bin_dir = None if opts.no_binary else binary_dir(opts.workdir, opts.binary)
 
     cluster = None

@@ -43,6 +43,8 @@ MD_LABELS = ("app.kubernetes.io/name", "model-deployment")
 POD_SELECTOR = "=".join(MD_LABELS)
 NAMESPACE_FORMAT = "bench-{:04d}"
 FIELD_MANAGER = "kvcache-bench"
+POOL, BACKEND = "h100-pool", "mooncake"
+CLIENT_ENDPOINT = "mooncake-master.gpustack-system.svc:50051"
 
 
 # -- a small keep-alive HTTPS client ---------------------------------------------------------
@@ -121,12 +123,12 @@ class Api:
             self._local.conn = conn
         return conn
 
-    def raw(self, method, path, body=None, content_type="application/json", query=None):
+    def raw(self, method, path, body=None, content_type="application/json", query=None, accept="application/json"):
         """(status, body bytes); reconnects once when a kept-alive connection was closed."""
         if query:
             path += "?" + urlencode(query)
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        headers = dict(self.headers, Accept="application/json")
+        headers = dict(self.headers, Accept=accept)
         if data is not None:
             headers["Content-Type"] = content_type
         for attempt in (0, 1):
@@ -234,10 +236,16 @@ def _cycle(c):
     ]
 
 
+def domain_of(ns, binding):
+    """A Binding's reuse domain: one per namespace and Binding (one domain.name claimed by two
+    Bindings on one pool is managed for neither: kv_cache_pool.go, DomainClaimedByMultipleBindings)."""
+    return f"{'chat' if binding == 'vllm-fp8' else 'sgl'}-{ns}"
+
+
 def binding_objects(ns):
     out = []
-    for name, pool, domain, dtype in (("vllm-fp8", "h100-pool", "chat", "fp8"),
-                                      ("sgl-fp8", "h100-pool", "sgl", "fp8_e4m3")):
+    for name, pool, dtype in (("vllm-fp8", POOL, "fp8"), ("sgl-fp8", POOL, "fp8_e4m3")):
+        domain = domain_of(ns, name)
         out.append({
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns, "labels": {"worker.gpustack.ai/pool": pool}},
@@ -248,11 +256,18 @@ def binding_objects(ns):
 
 
 def binding_status(binding, users):
+    """A Ready Binding as the operator's pool pass writes it (api/worker/v1alpha1/kv_cache_pool_binding.go:
+    phase Provisioning|Ready|Degraded|Error|Deleting, one condition per axis; kv_cache_pool.go
+    summarizeKVCachePoolBinding: every axis True is Ready): usable by a deployment
+    (operator/binding_status.py)."""
     d = binding["spec"]["domain"]
-    return {"phase": "Bound", "observedGeneration": 1, "domain": dict(d),
-            "conditions": [{"type": "Bound", "status": "True", "reason": "DomainClaimed",
-                            "message": f"domain '{d['name']}' claimed on pool h100-pool",
-                            "lastTransitionTime": "2025-11-03T08:20:11Z", "observedGeneration": 1}],
+    axes = (("DomainExclusive", "DomainClaimed", f"domain '{d['name']}' claimed on pool {POOL}"),
+            ("QuotaObserved", "QuotaObserved", "the master reports the domain's usage"),
+            ("QuotaGranted", "QuotaGranted", "the ceiling is granted"))
+    return {"phase": "Ready", "observedGeneration": 1, "domain": dict(d),
+            "conditions": [{"type": t, "status": "True", "reason": r, "message": m,
+                            "lastTransitionTime": "2025-11-03T08:20:11Z", "observedGeneration": 1}
+                           for t, r, m in axes],
             "usedBy": [{"kind": "ModelDeployment", "namespace": binding["metadata"]["namespace"], "name": u}
                        for u in users]}
 
@@ -268,15 +283,21 @@ def deployment_object(ns, md):
     }
 
 
-def deployment_status(md, dtype):
-    return {"phase": "Running", "observedGeneration": 1,
-            "kvCache": {"binding": md["binding"], "pool": "h100-pool",
-                        "domain": {"blockSize": 16, "dtype": dtype, "name": md["binding"]}},
-            "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-                            "message": "every role has its replicas ready", "observedGeneration": 1,
-                            "lastTransitionTime": "2026-03-10T09:02:10Z"}],
-            "roles": [{"name": r["name"], "kind": r["kind"], "replicas": r["replicas"],
-                       "readyReplicas": r["replicas"], "updatedReplicas": r["replicas"]}
+def deployment_status(md, dtype, ns=None):
+    """The status the operator writes, in the shape of its Go types (api/worker/v1alpha1/
+    model_deployment.go, ModelDeploymentStatus / ModelDeploymentRoleStatus) that the CRD
+    (tests/cluster/crds/worker.gpustack.ai_modeldeployments.yaml) requires: per role name, desired,
+    ready, quotaReserved, unmanaged (a take-over role: it sets command) and kind (lowercase). There
+    are no replicas/readyReplicas/updatedReplicas. No ReplicasUpToDate condition is written (as by
+    an operator release before it): the argv alone says which replicas have rolled, and the
+    not-rolled-yet cycle stays MISSING."""
+    return {"phase": "Ready",
+            "kvCache": {"binding": md["binding"], "pool": POOL,
+                        "domain": {"blockSize": 16, "dtype": dtype, "name": domain_of(ns, md["binding"])}},
+            "roles": [{"name": r["name"], "desired": r["replicas"],
+                       "ready": 0 if md.get("exit_code") is not None else r["replicas"],
+                       "quotaReserved": r["replicas"], "unmanaged": bool(r.get("command")),
+                       "kind": r["kind"].lower()}
                       for r in md["roles"]]}
 
 
@@ -387,14 +408,16 @@ def injected_pod(ns, i):
     name = f"{rs}-{_hex(ns + str(i), 5)}"
     if i % 2 == 0:
         engine, binding, image = "vLLM", "vllm-fp8", "vllm/vllm-openai:v0.29.0"
-        container = _container("vllm", image, args=["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization",
-                                                     "0.85", "--kv-cache-dtype", "fp8"], env=_HF_ENV)
+        container = _container("vllm", image, command=["vllm", "serve"],
+                               args=["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.85",
+                                     "--kv-cache-dtype", "fp8"], env=_HF_ENV)
     else:
         engine, binding, image = "SGLang", "sgl-fp8", "lmsysorg/sglang:v0.5.18-cu129"
         container = _container("sglang", image, command=["python3", "-m", "sglang.launch_server"],
                                args=["--model-path", "Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e4m3"],
                                env=_HF_ENV, port=30000)
-    injected = json.dumps({"binding": binding, "engine": engine, "domain": "chat", "container": container["name"]},
+    injected = json.dumps({"binding": binding, "engine": engine, "domain": domain_of(ns, binding),
+                           "container": container["name"]},
                           separators=(",", ":"))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": name, "namespace": ns,
@@ -403,8 +426,8 @@ def injected_pod(ns, i):
         "annotations": {"kvcache.gpustack.ai/binding": binding, "kvcache.gpustack.ai/engine": engine,
                         "kvcache.gpustack.ai/injected": injected,
                         "kvcache.gpustack.ai/client-config": json.dumps(
-                            {"endpoint": "mooncake-master.gpustack-system.svc:50051", "pool": "h100-pool",
-                             "domain": "chat", "blockSize": 16}, separators=(",", ":"))},
+                            {"endpoint": CLIENT_ENDPOINT, "pool": POOL,
+                             "domain": domain_of(ns, binding), "blockSize": 16}, separators=(",", ":"))},
         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "controller": True,
                              "blockOwnerDeletion": True, "uid": "81ca661b-8786-58ee-a150-" + _hex(rs, 12)}]},
         "spec": _pod_spec(name, [container])}
@@ -512,6 +535,7 @@ def seed(api, pods, start=0, pods_per_namespace=100, injected_ratio=0.1, workers
         index += 1
     counts = {"pods": 0, "requests": 0}
     lock = threading.Lock()
+    ensure_pool(api)
 
     def bump(k, v=1):
         with lock:
@@ -534,7 +558,7 @@ def seed(api, pods, start=0, pods_per_namespace=100, injected_ratio=0.1, workers
             dtypes = {b["metadata"]["name"]: b["spec"]["domain"]["dtype"] for b in bindings}
             for md in deployments:
                 md["future"] = pool.submit(_create, api, _crd_path(ns, "modeldeployments"),
-                                           deployment_object(ns, md), deployment_status(md, dtypes[md["binding"]]))
+                                           deployment_object(ns, md), deployment_status(md, dtypes[md["binding"]], ns))
             if with_workloads:
                 for w in workload_objects(ns, plans_injected(ns)):
                     plural = w["kind"].lower() + "s"
@@ -567,9 +591,20 @@ def seed(api, pods, start=0, pods_per_namespace=100, injected_ratio=0.1, workers
 
 
 def existing_pods(api):
-    """How many engine-labelled Pods the cluster holds already (one request, limit=1)."""
-    page = api.call("GET", "/api/v1/pods", query={"labelSelector": POD_SELECTOR, "limit": "1"})
-    return len(page["items"]) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+    """How many engine-labelled Pods the cluster holds already: their metadata only, counted page
+    by page (the API server gives no remainingItemCount for a list with a label selector)."""
+    count, cont = 0, None
+    while True:
+        query = {"labelSelector": POD_SELECTOR, "limit": "1000", **({"continue": cont} if cont else {})}
+        status, raw = api.raw("GET", "/api/v1/pods", query=query,
+                              accept="application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+        if status != 200:
+            raise RuntimeError(f"GET /api/v1/pods: HTTP {status}: {raw[:500].decode('utf-8', 'replace')}")
+        page = json.loads(raw)
+        count += len(page.get("items") or ())
+        cont = (page.get("metadata") or {}).get("continue")
+        if not cont:
+            return count
 
 
 def ensure_setting(api, value="true", log=None):
@@ -589,6 +624,23 @@ def ensure_setting(api, value="true", log=None):
                                  "description": "the Binding's dtype is the engine's --kv-cache-dtype"})
     except RuntimeError as exc:
         log(f"seed: no Setting created ({exc}); the plugin then assumes the default, on")
+
+
+def ensure_pool(api):
+    """The cluster-scoped KVCacheBackend and KVCachePool every bench Binding names (api/worker/v1alpha1
+    kv_cache_pool.go: spec.backends, spec.quota.total; the pool's pass publishes status.clientEndpoint
+    and the ledger), so that check and the webhook's resolution see an existing, ready pool. Kept
+    when there (not labelled: `--delete` leaves them)."""
+    base = f"/apis/{GROUP}/{VERSION}"
+    _create(api, f"{base}/kvcachebackends", {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCacheBackend",
+                                             "metadata": {"name": BACKEND}, "spec": {}})
+    _create(api, f"{base}/kvcachepools",
+            {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePool", "metadata": {"name": POOL},
+             "spec": {"backends": [BACKEND], "quota": {"total": "8Ti"}}},
+            {"phase": "Ready", "clientEndpoint": CLIENT_ENDPOINT,
+             "conditions": [{"type": "QuotaLedgerAvailable", "status": "True", "reason": "Available",
+                             "message": "the master's quota ledger is read",
+                             "lastTransitionTime": "2025-11-03T08:20:11Z"}]})
 
 
 def delete_all(api, wait=False, timeout=600):

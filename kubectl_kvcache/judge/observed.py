@@ -20,10 +20,45 @@ def _port(item: Item) -> int | None:
     return engine.listen_port(item.container_spec, item.engine or "", item.engine_version)[0]
 
 
+CRASH_READS = 8     # previous logs read by a plain verify: one round of load/engine_words.WORKERS
+
+
 def crashed(item: Item) -> bool:
-    """Its engine container died before (CrashLoopBackOff, or an exit code reported)."""
+    """Its engine container is crashing now, as kubectl shows it: the kubelet backs off restarting
+    it (state.waiting.reason CrashLoopBackOff: `kubectl get pods` STATUS), or its last run ended
+    with a non-zero exit code (`kubectl describe`'s Last State: Terminated, Exit Code) and it has
+    not been ready since (restarting, or failed). A container running ready after an old crash is
+    not: its previous log says why it died once, not why it does not run."""
     state = item.state or {}
-    return state.get("waiting") == CRASH_LOOP or state.get("lastExitCode") is not None
+    if state.get("waiting") == CRASH_LOOP:
+        return True
+    code = state.get("lastExitCode")
+    return code is not None and code != 0 and state.get("ready") is not True
+
+
+def crash_choice(items, cap: int = CRASH_READS) -> tuple[set, list]:
+    """Which crashed rows' previous logs a plain verify reads: at most `cap`, and the crashed rows
+    left unread (their predictions stand). First those whose verdict the cause can change (not
+    REJECTED: a start-up failure on the dtype makes them REJECTED), then REJECTED ones the exit
+    code does not confirm yet; one replica per deployment role before a second (they run one
+    argv, so they die alike), in namespace and Pod order."""
+    rows = [i for i in items if i.pod is not None and i.container is not None and i.status != NO_POD
+            and crashed(i)]
+
+    def weight(i: Item) -> int:
+        if i.status != REJECTED:
+            return 0
+        return 1 if not i.confirmed_rejected else 2
+
+    seen: dict = {}
+    ranked = []
+    for i in sorted(rows, key=lambda i: (weight(i), i.namespace or "", i.pod or "", i.container or "")):
+        group = (i.namespace, i.deployment or i.pod, i.role, i.container)
+        nth = seen[group] = seen.get(group, -1) + 1
+        ranked.append((weight(i), nth, i.namespace or "", i.pod or "", i.container or "", i))
+    ranked.sort(key=lambda r: r[:5])
+    chosen = {(r[-1].namespace, r[-1].pod, r[-1].container) for r in ranked[:cap]}
+    return chosen, [r[-1] for r in ranked[cap:]]
 
 
 def running(item: Item) -> bool:
@@ -31,21 +66,24 @@ def running(item: Item) -> bool:
     return state.get("phase") == "Running" and not state.get("waiting") and not state.get("terminating")
 
 
-def targets(items, observe: bool, metrics: bool = False):
+def targets(items, observe: bool, metrics: bool = False, crashes: set | None = None):
     """What to read for `items`: with `observe`, every running engine container's log head (or,
-    `metrics`, vLLM's /metrics); a crashed container's previous log tail always. Each one as
-    load.engine_words.Target's fields: (namespace, pod, container, log, previous, metrics port)."""
+    `metrics`, vLLM's /metrics); a crashed container's previous log tail (those in `crashes`,
+    (namespace, pod, container) keys, when given: crash_choice). Each one as
+    load.engine_words.Target's fields: (namespace, pod, container, log, previous, metrics port,
+    engine: whose lines to keep)."""
     found = []
     for item in items:
         if item.pod is None or item.container is None or item.status == NO_POD:
             continue
         written = engine.reports_written(item.engine or "", item.engine_version)   # None: a release not in the data
         log = observe and running(item) and not metrics and (written is None or any(f != "metrics" for f in written))
-        previous = crashed(item) and not metrics
+        previous = crashed(item) and not metrics and (
+            crashes is None or (item.namespace, item.pod, item.container) in crashes)
         port = _port(item) if (metrics and item.engine == "vllm" and running(item) and observe
                                and (written is None or "metrics" in written)) else None
         if log or previous or port is not None:
-            found.append((item.namespace, item.pod, item.container, log, previous, port))
+            found.append((item.namespace, item.pod, item.container, log, previous, port, item.engine))
     return found
 
 

@@ -121,13 +121,21 @@ def run(options: VerifyOptions, io) -> int:
 
 def listen(options: VerifyOptions, items, err, client=None) -> None:
     """The engines' own word on `items` (judge/observed.py): with --observe every running engine's
-    log head, then /metrics for the vLLM ones it said nothing about; a crashed container's previous
-    log always. Bounded (load/engine_words.py): one budget, its deadline and the bytes kept, for
-    both rounds; what was refused, failed or cut is said once."""
+    log head, then every running vLLM one's /metrics (held together); a crashed container's previous
+    log, for at most observed.CRASH_READS of them (observed.crash_choice; the rest are named in a
+    note, their predictions standing). Bounded (load/engine_words.py): one budget, its deadline
+    and the bytes kept, for both rounds; what was refused, failed or cut is said once."""
     from kubectl_kvcache.judge import observed
     from kubectl_kvcache.load import engine_words
 
-    wanted = observed.targets(items, options.observe)
+    crashes, unread = observed.crash_choice(items)
+    if unread:
+        first = unread[0]
+        render.note(err, f"{len(unread)} more crashed engine {'container' if len(unread) == 1 else 'containers'}: "
+                         f"previous {'log' if len(unread) == 1 else 'logs'} not read (at most "
+                         f"{observed.CRASH_READS} a run; the prediction stands); one Pod's is read by "
+                         f"kubectl kvcache verify -n {first.namespace} {first.pod} -o describe")
+    wanted = observed.targets(items, options.observe, crashes=crashes)
     if not wanted:
         return
     client = client or reader.open_client(options.connection, render.tracer(err))

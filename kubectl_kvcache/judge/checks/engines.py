@@ -128,7 +128,8 @@ def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[s
     engine = model.normalise_engine(md.engine)
     if engine is None:
         return None
-    seen_pods = [model.read_image(i, engine) for i in pod_images if i]
+    # each distinct image once, oldest Pod's first (a role's replicas share theirs)
+    seen_pods = [model.read_image(i, engine) for i in dict.fromkeys(i for i in pod_images if i)]
     ascend = any(p.platform == "npu" for p in seen_pods)
     said = {p.platform for p in seen_pods}
     platform = said.pop() if len(said) == 1 else None   # the Pods' images agree on it
@@ -204,8 +205,22 @@ def operator_tokens(dtype) -> list[Token]:
 
 def dtype_outcome(dtype, at: EngineAt) -> model.Parse:
     """What `--kv-cache-dtype <dtype>` does to that engine release (of an unknown release: what
-    every release it may be does, UNKNOWN where they disagree)."""
-    return outcomes(operator_tokens(dtype), at)
+    every release it may be does, UNKNOWN where they disagree). Memoised: a Binding is put to
+    each of its deployments' releases, and they are few (a Parse is immutable)."""
+    key = (dtype, at)
+    try:
+        found = _OUTCOMES.get(key)
+    except TypeError:   # an unhashable value: not cached
+        return outcomes(operator_tokens(dtype), at)
+    if found is None:
+        if len(_OUTCOMES) >= _OUTCOMES_KEPT:
+            _OUTCOMES.clear()
+        found = _OUTCOMES[key] = outcomes(operator_tokens(dtype), at)
+    return found
+
+
+_OUTCOMES: dict = {}
+_OUTCOMES_KEPT = 512
 
 
 def outcomes(tokens, at: EngineAt) -> model.Parse:

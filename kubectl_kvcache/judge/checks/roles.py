@@ -10,7 +10,7 @@ from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployme
                                                   operator_tokens, outcomes, plain, role_engine,
                                                   role_images)
 from kubectl_kvcache.judge.checks.findings import ERROR, INFO, WARNING, Finding, finding
-from kubectl_kvcache.engine import Token, predict
+from kubectl_kvcache.engine import CachedPredict, Token, predict
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 
@@ -64,10 +64,12 @@ def _shown(parse: model.Parse) -> str:
 
 
 def _today_counts(cands, snapshot, on) -> dict[str, int]:
-    """What the role's running Pods run with, as verify judges them: value -> Pods."""
+    """What the role's running Pods run with, as verify judges them: value -> Pods (replicas that
+    share a container spec are parsed once)."""
     counts: dict[str, int] = {}
+    predictor = CachedPredict()
     for cand in cands:
-        item = verify.judge_candidate(cand, snapshot, on)
+        item = verify.judge_candidate(cand, snapshot, on, predictor)
         shown = item.status if item.status in (verify.REJECTED, verify.UNKNOWN) else (item.effective or "auto")
         counts[shown] = counts.get(shown, 0) + 1
     return counts
