@@ -65,7 +65,7 @@ def test_metrics_from_the_port_the_engine_listens_on():
     read = _read(log="INFO starting\n")
     observed.apply([item], read)
     assert observed._port(item) == 8001
-    assert observed.targets(observed.unread([item], read), observe=True, metrics=True)[0][-1] == 8001
+    assert observed.targets(observed.unread([item], read), observe=True, metrics=True)[0][5] == 8001
 
 
 def test_a_port_the_engine_cannot_have_is_a_note_never_an_error():

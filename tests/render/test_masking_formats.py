@@ -16,6 +16,7 @@ import objects as o
 import secrets_corpus as corpus
 from kubectl_kvcache import masking
 from kubectl_kvcache.cli import main
+from kubectl_kvcache.judge.observed import CRASH_READS
 
 FORMATS = ("table", "wide", "describe", "json", "yaml", "csv", "markdown", "junit", "sarif")
 TRACEBACK = ("Traceback (most recent call last):\n  File \"/usr/local/bin/vllm\", line 8, in <module>\n"
@@ -103,11 +104,16 @@ def leaks(secrets, text):
     return sorted({s for s in secrets if any(s in r for r in readings(text))})
 
 
-@pytest.fixture(scope="module")
-def served():
+# verify reads at most observed.CRASH_READS crashed replicas' previous logs a run: the corpus is
+# served in batches of that many, so that every crash line is read (and so held to the masking)
+BATCHES = [corpus.TUNED[n:n + CRASH_READS] for n in range(0, len(corpus.TUNED), CRASH_READS)]
+
+
+@pytest.fixture(scope="module", params=range(len(BATCHES)), ids=lambda n: f"batch{n}")
+def served(request):
     from fakeserver import Fake, serve
 
-    cluster = Cluster(corpus.TUNED)
+    cluster = Cluster(BATCHES[request.param])
     fake = Fake(serve(cluster.route))
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".kubeconfig", delete=False) as f:

@@ -41,6 +41,9 @@ _RANK = {s: n for n, s in enumerate(SEVERITIES)}
 def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report:
     """`skipped_workloads`: the workload kinds were not read (--skip-workloads); the report says so
     with an `unchecked` warning, so that no one reads its silence about them as a pass."""
+    from kubectl_kvcache.judge.checks import engines as engine_checks
+
+    engine_checks.forget()
     state = setting_state(snapshot.setting, snapshot.source)
     on = state["on"] if state["on"] is not None else setting_mod.DEFAULT
     if state["source"] == records.NOT_SERVED:

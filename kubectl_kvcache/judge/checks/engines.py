@@ -223,6 +223,12 @@ _OUTCOMES: dict = {}
 _OUTCOMES_KEPT = 512
 
 
+def forget() -> None:
+    """A new judgement starts from nothing memoised: the engine data in force may have changed
+    since the last one (--engine-data, an added release file; tests run many in one process)."""
+    _OUTCOMES.clear()
+
+
 def outcomes(tokens, at: EngineAt) -> model.Parse:
     """The parse of `tokens` at the release, or across the releases an unknown one may be."""
     results = [model.after_parse(model.parse(tokens, p, platform_may_extend=at.ascend), at.engine, p.version,
