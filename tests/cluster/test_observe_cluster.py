@@ -301,8 +301,9 @@ SLOW_PODS = 1000
 def test_one_deadline_for_every_read_at_a_thousand_slow_pods(cluster, kubelet):
     """1,000 vLLM Pods on a node whose every answer (the kubelet's logs, the Pods' /metrics, through
     the real API server's pods/log and pods/proxy) drips a byte a second: `verify --observe` ends
-    within the one deadline of every read (60 s) plus the listing, and says which reads were not
-    made. Before: the /metrics round started a fresh deadline (121.7 s at 1,000 Pods)."""
+    within the one deadline of every read (50 s) plus the listing and judging: within the minute
+    docs/verify.md promises for the whole run, and says which reads were not made. Before: the
+    /metrics round started a fresh deadline (121.7 s at 1,000 Pods)."""
     from concurrent.futures import ThreadPoolExecutor
 
     ns = cluster.new_namespace("observe-slow")
@@ -341,7 +342,7 @@ def test_one_deadline_for_every_read_at_a_thousand_slow_pods(cluster, kubelet):
         kubelet.slow = None
     assert "Traceback" not in err and code in (0, 1), err
     assert len(json.loads(out)["items"]) == SLOW_PODS
-    assert took < 60 + 20, (took, err)     # the deadline, and the listing and judging of 1,000 Pods
+    assert took < 60, (took, err)     # the deadline (50 s), and the listing and judging of 1,000 Pods
     assert "reads of the engines' logs were not made: the time for them ran out" in err, err
     assert "reads of the engines' log failed, the prediction stands" in err, err
 
