@@ -80,10 +80,6 @@ class ExitCause(Record):
     def to_dict(self):
         return {"kind": self.kind, "line": self.line, "kvCacheDtype": self.blame, "why": self.why}
 
-    @property
-    def dtype_caused(self) -> bool:
-        return self.blame == DTYPE
-
 
 def strip(line: str) -> tuple[str | None, str]:
     """(the writing process, the message) of one log line: the writers' prefixes removed."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 from kubectl_kvcache import masking
+from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
@@ -93,8 +94,8 @@ def _exit_cause(item):
     if cause is None:
         return None
     kind = "its argument parser refused the argv" if cause.kind == "rejected" else "a start-up failure after the parse"
-    blame = {"kv-cache-dtype": " (the KV-cache dtype, in its words)",
-             "not-kv-cache-dtype": " (not the KV-cache dtype)"}.get(cause.blame or "", "")
+    blame = {CRASH_DTYPE: " (the KV-cache dtype, in its words)",
+             CRASH_NOT_DTYPE: " (not the KV-cache dtype)"}.get(cause.blame or "", "")
     return f"{kind}{blame}: {cause.line}"
 
 
@@ -402,7 +403,7 @@ def wait_rejected(items, err):
             line(err, f"replica {item.namespace}/{item.pod} of ModelDeployment {item.deployment} fails at start-up "
                       f"after its arguments were parsed: {item.exit_cause.line if item.exit_cause else item.reason}")
             blame = item.exit_cause.blame if item.exit_cause else None
-            if blame == "not-kv-cache-dtype":     # engine/crash.py: never `recover` for it
+            if blame == CRASH_NOT_DTYPE:     # engine/crash.py: never `recover` for it
                 line(err, f"  not the KV-cache dtype: {item.exit_cause.why}")
             elif item.recover:      # its words blame the dtype (judge/observed.dtype_failure)
                 line(err, f"  the Binding's dtype ({item.expected}) does not start: recover with: "
