@@ -2,6 +2,7 @@
 
 import json
 import time
+import sys
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
 # Tests that use the cluster/bare_cluster/cluster_binaries fixtures are marked
@@ -279,14 +280,28 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
          "spec": {"containers": [{"name": "main", "image": "x"}]},
          "status": {"phase": "Running"}},
     ]}))
-    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), KUBEBUILDER_ASSETS=cluster_binaries)
-    run = lambda *a: subprocess.run([demo, *a], env=env, capture_output=True, text=True,
+    # a shell as the README's reader has it after its first command: no kubectl-kvcache on PATH
+    # (issue 48: `kubectl kvcache` was "unknown command" on the first try)
+    import shutil
+    bare = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and not os.path.exists(os.path.join(d, "kubectl-kvcache")))
+    venv_bin = os.path.join(os.environ.get("KVCACHE_VENV") or os.path.join(os.path.dirname(demo), "..", ".venv"), "bin")
+    front = [os.path.realpath(venv_bin)] + ([] if shutil.which("kubectl", path=bare) else [cluster_binaries])
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path), KUBEBUILDER_ASSETS=cluster_binaries, PATH=bare)
+    run = lambda *a: subprocess.run([sys.executable, demo, *a], env=env, capture_output=True, text=True,
                                     timeout=300)
     try:
         up = run("up", "--examples", str(examples))
         assert up.returncode == 0, up.stderr
-        line, = up.stdout.splitlines()
+        line, path_line = up.stdout.splitlines()
         assert line.startswith("export KUBECONFIG=")
+        assert path_line.startswith("export PATH=") and path_line.endswith(':"$PATH"'), path_line
+        named = path_line[len("export PATH="):-len(':"$PATH"')].split(":")
+        assert [os.path.realpath(d) for d in named] == [os.path.realpath(d) for d in front], path_line
+        # the README's next step, in the shell that evaluated those lines: kubectl runs the plugin
+        shell = subprocess.run(["bash", "-c", 'eval "$1" && kubectl kvcache verify -n demo-ns', "sh",
+                                up.stdout], env=env, capture_output=True, text=True, timeout=120)
+        assert "unknown command" not in shell.stderr and shell.returncode in (0, 1), shell.stderr
         kubeconfig = line.split("=", 1)[1]
         assert kubeconfig.startswith(str(tmp_path / "kubectl-kvcache-demo"))
         kenv = dict(env, KUBECONFIG=kubeconfig)
@@ -297,7 +312,7 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
         assert items["KVCachePoolBinding"]["status"]["phase"] == "Ready"
         assert items["Pod"]["status"]["phase"] == "Running"
         st = run("status")
-        assert st.returncode == 0 and st.stdout.strip() == line, st.stderr
+        assert st.returncode == 0 and st.stdout == up.stdout, st.stderr
         assert "operator: stand-in controller and kubelet, pid" in st.stderr   # the stand-ins run beside it
         standin = int(st.stderr.split("stand-in controller and kubelet, pid ", 1)[1].split()[0])
         node = None
@@ -310,7 +325,7 @@ def test_demo_cluster_up_status_down(cluster_binaries, tmp_path):
             time.sleep(0.1)
         assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
         again = run("up")  # idempotent
-        assert again.returncode == 0 and again.stdout.strip() == line
+        assert again.returncode == 0 and again.stdout == up.stdout
     finally:
         down = run("down")
     assert down.returncode == 0, down.stderr
