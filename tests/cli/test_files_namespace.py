@@ -8,11 +8,15 @@ object alone). The objects are examples/cluster.json's, stripped of their namesp
 import copy
 import json
 import os
+import sys
 
 import pytest
 import yaml
 
 from runcli import kvcache
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_verdict_matrix import said  # noqa: E402  (one reading of every format's verdict)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -131,6 +135,7 @@ def test_an_object_of_another_namespace_stays_out_of_n():
     objects = rendered("llm-prod")
     code, report, err = run("bindings", "-f", "-", "-n", NS, stdin=helm_template(objects))
     assert report["items"] == []
+    assert code == 1, "nothing of the kinds read is in -n: nothing was checked there (issue 48, 2)"
 
 
 def test_cluster_scoped_and_unread_kinds_keep_no_namespace():
@@ -158,3 +163,42 @@ def test_every_report_of_the_chart_fails(fmt, failed):
     for command in ("check",) if fmt == "sarif" else ("check", "bindings", "roles"):     # sarif: check's
         code, out, _ = kvcache(command, "-f", "-", "-n", NS, "-o", fmt, stdin=helm_template(rendered()))
         assert code == 1 and failed(out), (command, fmt, out[:400])
+
+
+# -- issue 48, 2: nothing of ours in -n is no pass, in any format ------------------------------
+
+def _every_format():
+    from kubectl_kvcache.render import formats
+
+    return [(c, f) for c in COMMANDS for f in formats.offered(c)]
+
+
+@pytest.mark.parametrize("command,fmt", _every_format())
+def test_a_chart_rendered_into_another_namespace_fails_every_gate_in_every_format(command, fmt):
+    """The chart names `llm-prod`; the gate asked about `llm-staging`: nothing was read there.
+    Every format's verdict is FAILED with exit code 1 (before: PASSED, exit 0)."""
+    code, out, err = kvcache(command, "-f", "-", "-n", NS, "-o", fmt, stdin=helm_template(rendered("llm-prod")))
+    assert code == 1, (out, err)
+    fails, named = said(fmt, out, err)
+    assert fails and named in (None, 1), (fmt, out[:600], err)
+    assert "PASSED" not in out
+    words = "pool-attached engine pods" if command == "verify" else \
+        "KVCachePoolBindings, pool-attached ModelDeployments or injection opt-ins"
+    message = f"no {words} found in the input (namespace {NS}): nothing was verified there"
+    if fmt in ("json", "yaml"):
+        data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
+        assert [(r["code"], r["message"], r["fails"]) for r in data["verdict"]["reasons"]] == [
+            ("nothing-found", message, True)]
+    elif fmt in ("table", "wide", "describe", "csv"):
+        assert f"verdict: FAILED (exit code 1): {message}" in err.splitlines()
+    else:
+        assert message in out
+
+
+def test_strict_adds_warnings_only():
+    """--strict keeps its one meaning: the scope not read fails without it, and with it the same."""
+    stdin = helm_template(rendered("llm-prod"))
+    plain = kvcache("check", "-f", "-", "-n", NS, "-o", "json", stdin=stdin)
+    strict = kvcache("check", "-f", "-", "-n", NS, "-o", "json", "--strict", stdin=stdin)
+    assert plain[0] == strict[0] == 1
+    assert json.loads(plain[1])["verdict"]["reasons"] == json.loads(strict[1])["verdict"]["reasons"]
