@@ -184,3 +184,20 @@ def test_a_named_pod_that_does_not_exist_is_notfound_exit_1():
     assert code == 1 and "qwen-chat-server-0" in out
     assert [line for line in err.splitlines() if line.startswith("error:")] == [
         'error: pods "chat-server-nope" not found in the input']
+
+
+def test_pods_named_that_are_none_of_ours_verify_nothing_and_fail(tmp_path):
+    """Issue 48: `verify POD` on a Pod that exists but is neither a pool-attached replica nor an
+    injection opt-in verified nothing: exit 1 saying so (before: the note, exit 0)."""
+    path = write(tmp_path, "plain.yaml", yaml.safe_dump_all([
+        o.binding("b1", "fp8"), o.deployment("md"), o.md_pod("a", "md", o.vllm_argv("fp8")),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "team"},
+         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}]))
+    code, out, err = run("verify", "-f", path, "web")
+    assert code == 1 and err.splitlines()[-1] == (
+        "verdict: FAILED (exit code 1): no pool-attached engine pods among the Pods named (web) found in the input: "
+        "nothing was verified there"), err
+    code, out, err = run("verify", "-f", path, "web", "a")
+    assert code == 0 and "1 pod: 1 OK" in err
+    code, out, err = run("verify", "-f", path, "gone", "-o", "json")
+    assert code == 1 and [r["code"] for r in json.loads(out)["verdict"]["reasons"]] == ["not-found"]
