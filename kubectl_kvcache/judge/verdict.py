@@ -11,11 +11,12 @@ start-up or still rolls); a check finding by its severity (an error; a warning t
 or when the Binding named does not exist; a `roles` row when it is an error role.
 
 What was asked for and not read is part of the verdict too (`Reason`s): a Pod named to `verify`
-that does not exist, a namespace asked for that does not exist ("nothing was verified there"),
-a --wait that ended before the rollout completed. verify fails on each; check fails on a
-namespace not read only with --strict (a gate that read nothing does not pass), and otherwise
-says it was not read without failing (issue 48 decides whether it should); bindings and roles
-list it without failing, as before.
+that does not exist, a namespace asked for that does not exist, a scope (a namespace, every
+namespace, the input, narrowed by -l) that holds nothing of the kinds the command reads ("nothing
+was verified there"), a --wait that ended before the rollout completed. Each fails every
+command, verify, check, bindings and roles alike (issue 48): a gate that read nothing does not
+pass, whatever the format, and kubectl's own "No resources found" (exit 0) is a listing's
+answer, not a gate's.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from kubectl_kvcache.record import Record
 
 FAILED, PASSED, SKIPPED = "failed", "passed", "skipped"
 NOT_FOUND = "not-found"         # a named Pod or namespace asked for does not exist: nothing was read there
+NOTHING = "nothing-found"       # the scope asked for holds nothing of the kinds the command reads
+UNREAD = (NOT_FOUND, NOTHING)   # the reasons that say a scope was not read
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
 REASON_MEANINGS = {
     NOT_FOUND: "a named Pod or namespace asked for was not found: nothing was verified there",
+    NOTHING: "nothing of the kinds the command reads was found in the scope asked for: nothing was verified there",
     WAIT + "timeout": "--wait ended before the rollout completed (--timeout)",
     WAIT + "settled": "--wait ended: rolling will not change the replicas left",
     WAIT + "rejected": "--wait ended: a replica is confirmed rejected or fails at start-up",
@@ -171,14 +175,40 @@ def not_found(kind: str, name: str, namespace: str | None, where: str, fails: bo
     return Reason(NOT_FOUND, kind, name, namespace, message, fix, fails)
 
 
-def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True) -> tuple[Reason, ...]:
-    """The Reasons of a snapshot's namespaces and named Pods asked for that do not exist."""
+def nothing_found(what: str, namespace: str | None, source: str, selector: str | None = None) -> Reason:
+    """A scope that holds nothing of `what` (the kinds the command reads): the namespace asked for
+    (None: every namespace) of the cluster or of the input (`source` "file"), narrowed by -l."""
+    where = f"in namespace {namespace}" if namespace else "in any namespace"
+    if source == "file":
+        where = "in the input" + (f" (namespace {namespace})" if namespace else "")
+    if selector:
+        where += f" matching -l {selector}"
+    if namespace:
+        fix = ("check -n against the input's metadata.namespace (an object without one is read in -n); "
+               "every namespace: -A") if source == "file" else \
+            "check the namespace and the context (kubectl get namespaces); every namespace: -A"
+    else:
+        fix = "check the input" if source == "file" else "check the context (kubectl config current-context)"
+    if selector:
+        fix = "check the selector (-l); " + fix
+    return Reason(NOTHING, "Namespace" if namespace else "Scope", namespace or "all-namespaces", namespace,
+                  f"no {what} found {where}: nothing was verified there", fix)
+
+
+def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True, nothing: str | None = None,
+           selector: str | None = None) -> tuple[Reason, ...]:
+    """The Reasons of a snapshot's namespaces and named Pods asked for that do not exist and,
+    when the command's report holds nothing (`nothing`: the words for what it reads), of a scope
+    that held nothing of it (a namespace that does not exist says so already)."""
     where = "in the input" if snapshot.source == "file" else "in the cluster"
     pod_where = "in the input" if snapshot.source == "file" else f"in namespace {snapshot.namespace or 'default'}"
-    return tuple(not_found("Namespace", ns, None, where, fails_namespaces)
-                 for ns in getattr(snapshot, "missing_namespaces", ())) + tuple(
+    missing = tuple(getattr(snapshot, "missing_namespaces", ()))
+    found = tuple(not_found("Namespace", ns, None, where, fails_namespaces) for ns in missing) + tuple(
         not_found("Pod", name, snapshot.namespace, pod_where, fails_pods)
         for name in getattr(snapshot, "missing_pods", ()))
+    if nothing and not missing:
+        found += (nothing_found(nothing, snapshot.namespace, snapshot.source, selector),)
+    return found
 
 
 def ended(outcome: str, text: str) -> Reason:
@@ -251,7 +281,7 @@ def check_fails_on(strict: bool = False) -> tuple[str, ...]:
 
 def check(report, strict: bool = False, reasons: tuple[Reason, ...] = ()) -> Verdict:
     """check's verdict: an error finding fails (a warning too with --strict); an `unchecked`
-    finding that does not fail is not decided. A namespace not read fails only with --strict."""
+    finding that does not fail is not decided. A scope not read fails (--strict or not)."""
     failing = check_fails_on(strict)
     found = []
     for index, f in enumerate(report.findings):
@@ -262,7 +292,7 @@ def check(report, strict: bool = False, reasons: tuple[Reason, ...] = ()) -> Ver
     for index, f in enumerate(getattr(report, "suppressed", ()) or ()):
         where = f.policy.where if f.policy is not None else "the policy"
         found.append(Decision("suppressed", index, PASSED, f.code, f"ignored by the policy: {where}"))
-    return Verdict("check", failing, tuple(found), tuple(r.replace(fails=r.fails and strict) for r in reasons))
+    return Verdict("check", failing, tuple(found), tuple(reasons))
 
 
 BINDINGS_FAIL_ON = ("a rejected dtype, a missing Binding, a claimed domain",)
@@ -274,7 +304,7 @@ def bindings(report, reasons: tuple[Reason, ...] = ()) -> Verdict:
     (checks.BINDING_FAILURES: a rejected dtype, a missing Binding, a claimed domain), and with it
     the Binding it is about (a missing Binding: through the users naming it); a Binding whose
     verdict is UNKNOWN is not decided. A failing finding about no Binding listed (-l kept the
-    user, not the Binding) stays a failure of its own. Nothing not read fails it (bindings lists)."""
+    user, not the Binding) stays a failure of its own. A scope not read fails it."""
     from kubectl_kvcache.judge import checks
 
     failing: dict[tuple, list] = {}
@@ -299,11 +329,12 @@ def bindings(report, reasons: tuple[Reason, ...] = ()) -> Verdict:
             found.append(Decision("bindings", index, SKIPPED, "UNKNOWN"))
     for key, hits in failing.items():       # each failing finding; counted when no Binding shows it
         found += [Decision("findings", index, FAILED, f.code, counted=key not in shown) for index, f in hits]
-    return Verdict("bindings", BINDINGS_FAIL_ON, tuple(found), tuple(r.replace(fails=False) for r in reasons))
+    return Verdict("bindings", BINDINGS_FAIL_ON, tuple(found), tuple(reasons))
 
 
 def roles(report, reasons: tuple[Reason, ...] = ()) -> Verdict:
-    """roles' verdict: an error role fails; one whose verdict is UNKNOWN is not decided."""
+    """roles' verdict: an error role fails; one whose verdict is UNKNOWN is not decided. A scope
+    not read fails it."""
     from kubectl_kvcache.judge import checks
 
     found = []
@@ -312,7 +343,7 @@ def roles(report, reasons: tuple[Reason, ...] = ()) -> Verdict:
             found.append(Decision("roles", index, FAILED, entry.verdict))
         elif entry.verdict == "UNKNOWN":
             found.append(Decision("roles", index, SKIPPED, entry.verdict))
-    return Verdict("roles", ROLES_FAIL_ON, tuple(found), tuple(r.replace(fails=False) for r in reasons))
+    return Verdict("roles", ROLES_FAIL_ON, tuple(found), tuple(reasons))
 
 
 # check's three views of one judgement, each with its own rule: (report, strict, reasons) -> Verdict

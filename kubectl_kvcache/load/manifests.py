@@ -23,7 +23,29 @@ def _object_name(obj, location):
     return name if " " in name or not location else f"{name} at {location}"
 
 
+# The namespaced kinds the snapshot reads (KVCachePool is cluster-scoped; the Setting's namespace is
+# never read: decode.is_setting knows it by its name).
+_NAMESPACED = {("Pod", "")} | {(api.MD_KIND, api.MODEL_DEPLOYMENT.group), (api.BINDING_KIND, api.BINDING.group)} | {
+    (r.kind, r.group) for r in api.WORKLOADS}
+
+
+def in_namespace(obj, namespace):
+    """`obj` with `namespace` when it is of a namespaced kind the snapshot reads and carries none
+    (no metadata.namespace, or an empty one), as kubectl's builder puts an object read with -f in
+    the -n namespace (cli-runtime resource/visitor.go SetNamespace/RequireNamespace: `len(
+    info.Namespace) == 0` takes it, cluster-scoped kinds are left alone); a copy, the input kept.
+    Anything else (another namespace, a malformed metadata) is left for the reader to judge."""
+    if namespace is None:
+        return obj
+    meta = obj.get("metadata")
+    if meta.__class__ is not dict or meta.get("namespace") not in (None, "") or \
+            (obj.get("kind"), api.group_of(obj)) not in _NAMESPACED:
+        return obj
+    return {**obj, "metadata": {**meta, "namespace": namespace}}
+
+
 def _add_object(obj, scope, result, ignored, intern):
+    obj = in_namespace(obj, scope.namespace)
     kind = obj.get("kind")
     group = api.group_of(obj)
     if kind == "Pod" and group == "":

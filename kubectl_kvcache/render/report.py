@@ -508,7 +508,7 @@ def _check(report, subject, verdict):
     counts = report.summary()
     title = f"check: {count_text(counts[checks.ERROR], checks.ERROR)}, {count_text(counts[checks.WARNING], checks.WARNING)}"
     policy = [("Policy", report.policy.text(), ())] if getattr(report, "policy", None) is not None else []
-    extra = [(c, n) for c, n in verdict.counts().items() if c == decided.NOT_FOUND]
+    extra = [(c, n) for c, n in verdict.counts().items() if c in decided.UNREAD]
     return ("check", title, _check_facts(report) + policy + [("Fails on", ", ".join(s for s in checks.SEVERITIES
                                                                                       if s in failing), ())],
             [(s, counts[s]) for s in checks.SEVERITIES] + extra, cases, None)

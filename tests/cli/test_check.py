@@ -212,12 +212,16 @@ def test_missing_binding_and_setting_absent_from_files(write):
     assert code == 1 and out.splitlines()[1].rstrip().endswith("MISSING")
 
 
-def test_empty_input_says_nothing_was_found(write):
+def test_empty_input_says_nothing_was_found_and_fails(write):
+    """Nothing check reads in the input: said, and the gate does not pass (issue 48: before, exit 0)."""
     path = write(setting("false"))
+    verdict = ("verdict: FAILED (exit code 1): no KVCachePoolBindings, pool-attached ModelDeployments or injection "
+               "opt-ins found in the input: nothing was verified there")
     code, out, err = kvcache("check", "-f", path)
-    assert code == 0 and "No KVCachePoolBindings" in err
-    code, out, err = kvcache("bindings", "-f", path)
-    assert code == 0 and out == "" and "No KVCachePoolBindings found" in err
+    assert code == 1 and "No KVCachePoolBindings" in err and verdict in err.splitlines()
+    for command in ("bindings", "roles"):
+        code, out, err = kvcache(command, "-f", path)
+        assert code == 1 and out == "" and "found in the input." in err and verdict in err.splitlines()
 
 
 def test_stdin_input():
@@ -264,9 +268,9 @@ def test_check_reads_workload_templates_from_the_cluster_but_roles_need_not(monk
 
     monkeypatch.setattr(reader, "open_client", lambda *a, **k: Client())
     monkeypatch.setattr(cluster_lists, "load_cluster", load_cluster)
-    assert kvcache("check")[0] == 0 and seen == {"team": True}
+    assert kvcache("check")[0] == 1 and seen == {"team": True}        # 1: nothing found in it (issue 48)
     seen.clear()
-    assert kvcache("roles", "-A")[0] == 0 and seen == {None: False}
+    assert kvcache("roles", "-A")[0] == 1 and seen == {None: False}
 
 
 def test_users_are_counted_and_wide_names_them_all_as_one_word():

@@ -83,7 +83,8 @@ def test_selector_on_check_keeps_findings_about_selected_objects_and_the_setting
         ("ModelDeployment", "md-a"), ("Setting", api.SETTING_NAME)]
     assert code == 1    # md-a's own flag differs from its Binding: an error, and it was selected
     code, report, _ = check_json("check", "-A", "-l", "team=nobody", "-f", path)
-    assert [f["code"] for f in report["findings"]] == ["setting"] and code == 0
+    assert [f["code"] for f in report["findings"]] == ["setting"] and code == 1     # -l chose nothing (issue 48)
+    assert [r["code"] for r in report["verdict"]["reasons"]] == ["nothing-found"]
 
 
 @pytest.mark.parametrize("command", ["check", "verify"])

@@ -80,13 +80,16 @@ def test_namespace_filter_and_named_pod_details():
     assert code == 0 and "llm-prod" not in out
 
 
-def test_all_ok_exits_zero_and_nothing_found_exits_zero(tmp_path):
+def test_all_ok_exits_zero_and_nothing_found_exits_one(tmp_path):
+    """Nothing verified in the namespace asked for is no pass (issue 48: before, exit 0)."""
     path = write(tmp_path, "ok.yaml", yaml.safe_dump_all([
         o.binding("b1", "fp8"), o.deployment("md"), o.md_pod("a", "md", o.vllm_argv("fp8"))]))
     code, out, err = run("verify", "-f", path)
     assert code == 0 and "1 pod: 1 OK" in err
     code, out, err = run("verify", "-f", path, "-n", "elsewhere")
-    assert code == 0 and out == "" and "No pool-attached engine pods found" in err
+    assert code == 1 and out == "" and "No pool-attached engine pods found" in err
+    assert ("verdict: FAILED (exit code 1): no pool-attached engine pods found in the input (namespace elsewhere): "
+            "nothing was verified there") in err.splitlines()
 
 
 def test_stdin_directory_and_label_selector(tmp_path):
@@ -101,7 +104,10 @@ def test_stdin_directory_and_label_selector(tmp_path):
     code, out, _ = run("verify", "-f", str(folder), "-l", "app.kubernetes.io/instance in (md),!nope", "-o", "json")
     assert json.loads(out)["summary"]["total"] == 2
     code, out, _ = run("verify", "-f", str(folder), "-l", "app.kubernetes.io/instance=other", "-o", "json")
-    assert json.loads(out)["summary"]["total"] == 0 and code == 0
+    assert json.loads(out)["summary"]["total"] == 0 and code == 1        # nothing matched -l: nothing verified
+    assert json.loads(out)["verdict"]["reasons"][0]["message"] == (
+        "no pool-attached engine pods found in the input matching -l app.kubernetes.io/instance=other: "
+        "nothing was verified there")
 
 
 @pytest.mark.parametrize("name, text, message", [
@@ -178,3 +184,20 @@ def test_a_named_pod_that_does_not_exist_is_notfound_exit_1():
     assert code == 1 and "qwen-chat-server-0" in out
     assert [line for line in err.splitlines() if line.startswith("error:")] == [
         'error: pods "chat-server-nope" not found in the input']
+
+
+def test_pods_named_that_are_none_of_ours_verify_nothing_and_fail(tmp_path):
+    """Issue 48: `verify POD` on a Pod that exists but is neither a pool-attached replica nor an
+    injection opt-in verified nothing: exit 1 saying so (before: the note, exit 0)."""
+    path = write(tmp_path, "plain.yaml", yaml.safe_dump_all([
+        o.binding("b1", "fp8"), o.deployment("md"), o.md_pod("a", "md", o.vllm_argv("fp8")),
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "team"},
+         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}]))
+    code, out, err = run("verify", "-f", path, "web")
+    assert code == 1 and err.splitlines()[-1] == (
+        "verdict: FAILED (exit code 1): no pool-attached engine pods among the Pods named (web) found in the input: "
+        "nothing was verified there"), err
+    code, out, err = run("verify", "-f", path, "web", "a")
+    assert code == 0 and "1 pod: 1 OK" in err
+    code, out, err = run("verify", "-f", path, "gone", "-o", "json")
+    assert code == 1 and [r["code"] for r in json.loads(out)["verdict"]["reasons"]] == ["not-found"]

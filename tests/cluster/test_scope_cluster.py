@@ -1,6 +1,7 @@
 """Honest scope on the real API server: a namespace that does not exist is said (one warning
-line on stderr), and under `check --strict` it fails the gate; one that exists but is empty,
-or one RBAC does not let the user ask about, is not called missing."""
+line on stderr), and it fails the gate, `--strict` or not (issue 48); one that exists but is
+empty, or one RBAC does not let the user ask about, is not called missing (and fails as a scope
+with nothing read: tests/cluster/test_unread_scope_cluster.py)."""
 
 import io
 
@@ -26,20 +27,24 @@ def test_a_namespace_that_does_not_exist_is_said(cluster, command):
     assert "error:" not in err and code in (0, 1)
 
 
-def test_check_strict_fails_on_a_namespace_that_does_not_exist(cluster):
+def test_check_fails_on_a_namespace_that_does_not_exist_strict_or_not(cluster):
     code, out, err = plugin(cluster.admin_kubeconfig, "check", "-n", "llm-porod", "--strict")
     assert code == 1 and WARNING in err.splitlines()
     code, out, err = plugin(cluster.admin_kubeconfig, "check", "-n", "llm-porod")
-    assert code == 0        # without --strict the warning is the answer
+    assert code == 1 and WARNING in err.splitlines()     # issue 48: before, exit 0 without --strict
 
 
 def test_an_empty_namespace_or_one_rbac_hides_is_not_called_missing(cluster):
     ns = cluster.new_namespace("empty")
     code, out, err = plugin(cluster.admin_kubeconfig, "check", "-n", ns, "--strict")
-    assert code == 0 and "warning:" not in err, err
+    assert "warning:" not in err and "was not found" not in err, err
+    assert code == 1 and "nothing was verified there" in err.splitlines()[-1], err    # nothing read (issue 48)
     # the reader may list Pods and the operator's kinds, not get namespaces: not known, so not said
+    # missing; nothing was read there all the same
     code, out, err = plugin(cluster.reader_kubeconfig, "verify", "-n", "llm-porod")
     assert "warning:" not in err and "error:" not in err, err
+    assert code == 1 and err.splitlines()[-1] == ("verdict: FAILED (exit code 1): no pool-attached engine pods found "
+                                                  "in namespace llm-porod: nothing was verified there"), err
 
 
 def test_verify_of_a_namespace_that_does_not_exist_is_not_green(cluster):
@@ -50,11 +55,14 @@ def test_verify_of_a_namespace_that_does_not_exist_is_not_green(cluster):
     assert "next: kubectl kvcache verify -A   (every namespace)" in err.splitlines(), err
 
 
-def test_verify_of_an_empty_namespace_says_where_to_look(cluster):
+def test_verify_of_an_empty_namespace_says_where_to_look_and_is_not_green(cluster):
+    """Issue 48: nothing verified there is no pass either (exit 1, the verdict says why)."""
     ns = cluster.new_namespace("empty-verify")
     code, out, err = plugin(cluster.admin_kubeconfig, "verify", "-n", ns)
-    assert code == 0 and "warning:" not in err, err
-    assert err.splitlines()[-1] == "next: kubectl kvcache verify -A   (every namespace)", err
+    assert code == 1 and "warning:" not in err, err
+    assert err.splitlines()[-2:] == ["next: kubectl kvcache verify -A   (every namespace)",
+                                     f"verdict: FAILED (exit code 1): no pool-attached engine pods found in namespace "
+                                     f"{ns}: nothing was verified there"], err
 
 
 def test_recover_without_n_names_the_namespace_where_the_binding_is(cluster):

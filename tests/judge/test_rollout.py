@@ -197,7 +197,8 @@ def test_a_selector_on_the_operators_labels_accounts_the_roles_it_selects(tmp_pa
         assert [i["status"] for i in report["items"]] == ["OK", "NO-POD"]
     code, out, _ = cli_run(["verify", "-f", "FILE", "-l", "app.kubernetes.io/instance=else", "-o", "json"],
                            tmp_path, *objs)
-    assert json.loads(out)["deployments"] == [] and code == 0
+    assert json.loads(out)["deployments"] == [] and code == 1      # -l selected nothing: nothing verified (issue 48)
+    assert [r["code"] for r in json.loads(out)["verdict"]["reasons"]] == ["nothing-found"]
 
 
 def test_a_selector_on_other_labels_accounts_no_role(tmp_path):

@@ -58,17 +58,48 @@ def test_an_ok_replica_still_rolling_fails_only_without_fail_on(judged):
     assert verdict.verify(report, fail_on=("REJECTED",)).of("items", n).outcome == verdict.PASSED
 
 
-def test_what_was_asked_for_and_not_read_fails_verify_and_check_strict_only():
+def test_what_was_asked_for_and_not_read_fails_every_command():
+    """Issue 48: a namespace that does not exist fails verify, check (--strict or not), bindings
+    and roles alike; before, check failed only with --strict, bindings and roles never."""
     snap = snapshot("nowhere")
     snap.missing_namespaces = ("nowhere",)
-    reasons = verdict.unread(snap)
+    reasons = verdict.unread(snap, nothing="anything")
     assert [r.code for r in reasons] == [verdict.NOT_FOUND] and "nothing was verified there" in reasons[0].message
     assert verdict.verify(verify.verify(snap), reasons=reasons).code == 1
     report = checks.check(snap)
-    assert verdict.check(report, reasons=reasons).code == 0            # said, not failing (issue 48 decides)
-    assert verdict.check(report, reasons=reasons).reasons[0].fails is False
-    assert verdict.check(report, strict=True, reasons=reasons).code == 1
-    assert verdict.bindings(report, reasons).code == 0 and verdict.roles(report, reasons).code == 0
+    for strict in (False, True):
+        assert verdict.check(report, strict=strict, reasons=reasons).code == 1
+    assert verdict.check(report, reasons=reasons).reasons[0].fails is True
+    assert verdict.bindings(report, reasons).code == 1 and verdict.roles(report, reasons).code == 1
+    assert verdict.bindings(report, reasons).text().startswith("FAILED (exit code 1): namespace nowhere was not found")
+
+
+@pytest.mark.parametrize("namespace,source,selector,where", [
+    ("team", "cluster", None, "in namespace team"),
+    (None, "cluster", None, "in any namespace"),
+    ("team", "file", None, "in the input (namespace team)"),
+    (None, "file", "app=x", "in the input matching -l app=x")])
+def test_a_scope_that_holds_nothing_read_fails_every_command(namespace, source, selector, where):
+    """Nothing of the kinds read in the scope asked for: a reason of its own, failing each
+    command's verdict, in verify's words ("nothing was verified there")."""
+    reason = verdict.nothing_found("pool-attached engine pods", namespace, source, selector)
+    assert reason.code == verdict.NOTHING and reason.fails and reason.code in verdict.UNREAD
+    assert reason.message == f"no pool-attached engine pods found {where}: nothing was verified there"
+    assert ("-l" in reason.fix) == bool(selector)
+    report = checks.check(snapshot("nowhere"))
+    assert not any(report.checked.values())
+    for v in (verdict.check(report, reasons=(reason,)), verdict.bindings(report, (reason,)),
+              verdict.roles(report, (reason,)), verdict.verify(verify.verify(snapshot("nowhere")), reasons=(reason,))):
+        assert (v.code, v.result, v.counts()) == (1, "FAILED", {verdict.NOTHING: 1})
+        assert v.text() == f"FAILED (exit code 1): {reason.message}"
+
+
+def test_unread_adds_nothing_found_only_when_asked_and_no_namespace_is_missing():
+    snap = snapshot("nowhere")
+    assert verdict.unread(snap) == ()
+    assert [r.code for r in verdict.unread(snap, nothing="x")] == [verdict.NOTHING]
+    snap.missing_namespaces = ("nowhere",)
+    assert [r.code for r in verdict.unread(snap, nothing="x")] == [verdict.NOT_FOUND]
 
 
 def test_bindings_fail_on_the_registry_codes_through_the_binding_they_are_about():

@@ -117,11 +117,14 @@ def test_invalid_utf8_on_real_stdin_is_one_error_line():
 
 def test_an_empty_list_is_a_valid_answer_not_an_error(tmp_path):
     """`kubectl get pods -o json` in an empty namespace prints a List with no items: a real
-    answer ("nothing there"), unlike an empty file."""
+    answer ("nothing there"), unlike an empty file (exit 2); the gate does not pass on it
+    either: nothing was verified (issue 48), exit 1 saying so."""
     path = tmp_path / "empty-list.json"
     path.write_text(json.dumps(o.as_list()))
     code, out, err = run("verify", "-f", str(path))
-    assert code == 0 and out == "" and "No pool-attached engine pods found" in err
+    assert code == 1 and out == "" and "No pool-attached engine pods found" in err
+    assert "error:" not in err and err.splitlines()[-1] == (
+        "verdict: FAILED (exit code 1): no pool-attached engine pods found in the input: nothing was verified there")
 
 
 def test_json_streams_timestamps_bom_and_moderate_aliases_are_read(tmp_path):

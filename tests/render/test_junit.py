@@ -119,10 +119,14 @@ def test_a_clean_scope_has_no_failure(schema):
     assert ET.fromstring(out).get("failures") == "0" and len(list(cases(out))) == 2
 
 
-def test_nothing_in_scope_is_still_a_valid_report(schema):
+def test_nothing_in_scope_is_still_a_valid_report_and_fails(schema):
+    """Nothing verified in the scope asked for is one failing case saying so (issue 48), never a pass."""
     code, out, _ = run("verify", "-n", "nowhere", "-f", EXAMPLE, "-o", "junit")
     schema.validate(out)
-    assert ET.fromstring(out).get("tests") == "0"
+    root = ET.fromstring(out)
+    assert (code, root.get("tests"), root.get("failures")) == (1, "1", "1")
+    failure = root.find("testsuite/testcase/failure")
+    assert failure.get("type") == "nothing-found" and "nothing was verified there" in failure.get("message")
 
 
 def test_unknown_fails_by_default_and_is_skipped_never_passed_when_tolerated(schema, tmp_path):

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 
 def decide(options: CheckOptions, report, snapshot=None):
     """`report` with the verdict of the command's view (judge/verdict.py: check, bindings or roles),
-    a namespace asked for that does not exist part of it (only check --strict fails on it)."""
-    reasons = judge_verdict.unread(snapshot) if snapshot is not None else ()
+    a scope not read part of it (a namespace asked for that does not exist, or that held nothing
+    check reads: the three views share one judgement, so one rule; each fails on it)."""
+    nothing = views.CHECK.empty if not any(report.checked.values()) else None
+    reasons = judge_verdict.unread(snapshot, nothing=nothing, selector=options.selector) \
+        if snapshot is not None else ()
     return report.replace(verdict=judge_verdict.of_check_view(options.view, report, options.strict, reasons))
 
 
@@ -74,7 +77,7 @@ def select(report, snapshot, selector):
         [f for f in report.findings if f.code == "setting" or picked(f.kind, f.namespace, f.name)],
         [e for e in report.bindings if picked("KVCachePoolBinding", e.namespace, e.name)],
         [e for e in report.roles if picked("ModelDeployment", e.namespace, e.deployment)],
-        report.checked)
+        report.checked if chosen else {key: 0 for key in report.checked})     # -l chose nothing: nothing checked
 
 
 def judged(options: CheckOptions, snapshot):

@@ -28,8 +28,15 @@ TICK = 1.0                  # how often the live progress line's clock moves
 
 def decide(options: VerifyOptions, report, snapshot=None):
     """`report` with its verdict (judge/verdict.py): each replica by --fail-on and the policy, and
-    a named Pod or a namespace asked for that does not exist (nothing was verified there)."""
-    reasons = judge_verdict.unread(snapshot) if snapshot is not None else ()
+    a named Pod or a namespace asked for that does not exist, or a scope that held no pool-attached
+    engine Pod nor replica (nothing was verified there)."""
+    missing = set(getattr(snapshot, "missing_pods", ()))
+    named = [n for n in options.scope.names if n not in missing]     # a Pod named that does not exist says so
+    nothing = None
+    if not (report.items or report.suppressed) and (named or not options.scope.names):
+        nothing = view.VIEW.empty + (f" among the Pods named ({', '.join(named)})" if named else "")
+    reasons = judge_verdict.unread(snapshot, nothing=nothing, selector=options.scope.selector) \
+        if snapshot is not None else ()
     return report.replace(verdict=judge_verdict.verify(report, options.fail_on, reasons))
 
 
