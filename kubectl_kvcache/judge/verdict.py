@@ -26,6 +26,7 @@ from kubectl_kvcache.record import Record
 FAILED, PASSED, SKIPPED = "failed", "passed", "skipped"
 NOT_FOUND = "not-found"         # a named Pod or namespace asked for does not exist: nothing was read there
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
+RECOVERY = "recovery-unfinished"    # a recovery's record in scope is not finished (judge/checks/recovery.py)
 REASON_MEANINGS = {
     NOT_FOUND: "a named Pod or namespace asked for was not found: nothing was verified there",
     WAIT + "timeout": "--wait ended before the rollout completed (--timeout)",
@@ -33,6 +34,7 @@ REASON_MEANINGS = {
     WAIT + "rejected": "--wait ended: a replica is confirmed rejected or fails at start-up",
     WAIT + "unbound": "--wait ended: a deployment's Binding does not exist",
     WAIT + "held": "--wait ended: the operator holds the rollout",
+    RECOVERY: "a recovery (recover --apply) stopped part-way: its record is not finished",
 }
 
 
@@ -179,6 +181,19 @@ def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True) -> 
                  for ns in getattr(snapshot, "missing_namespaces", ())) + tuple(
         not_found("Pod", name, snapshot.namespace, pod_where, fails_pods)
         for name in getattr(snapshot, "missing_pods", ()))
+
+
+def recoveries(snapshot) -> tuple[Reason, ...]:
+    """verify's Reasons of the recoveries in scope stopped part-way (judge/checks/recovery.py: which
+    and its words): each fails the run until its record says finished."""
+    from kubectl_kvcache.judge.checks import recovery
+
+    found = []
+    for state in recovery.unfinished(snapshot):
+        message, fix = recovery.words(state)
+        kind, name = ("ConfigMap", state.name) if state.problem is not None else ("KVCachePoolBinding", state.binding)
+        found.append(Reason(RECOVERY, kind, name or "", state.namespace, message, fix, True))
+    return tuple(found)
 
 
 def ended(outcome: str, text: str) -> Reason:

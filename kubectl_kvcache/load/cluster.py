@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 
 from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
+from kubectl_kvcache.load import recovery_state
 from kubectl_kvcache.load.manifests import WORKLOADS_SKIPPED
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.operator import api, decode, records
@@ -31,9 +32,15 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot
         jobs.update(lists.workload_jobs())
     if scope.namespace:
         jobs["namespace"] = lambda: missing_namespaces(client, (scope.namespace,))
+    if scope.recoveries:
+        jobs["recoveries"] = lambda: recovery_state.list_states(client, scope.namespace, chunk)
     with _gc_paused():
         results = _run_all(jobs)
     snapshot = _assemble(results, scope)
+    if scope.recoveries:
+        snapshot.recoveries, unread = results["recoveries"]
+        if unread:
+            snapshot.notes.append(unread)
     snapshot.missing_namespaces = tuple(results.get("namespace", ()))
     return snapshot
 

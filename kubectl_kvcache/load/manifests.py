@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.errors import InvalidObject, PluginError
+from kubectl_kvcache.load import recovery_state
 from kubectl_kvcache.load.files import MAX_DEPTH_MESSAGE, read_objects
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.operator import api, decode, fields, records
@@ -23,7 +25,7 @@ def _object_name(obj, location):
     return name if " " in name or not location else f"{name} at {location}"
 
 
-def _add_object(obj, scope, result, ignored, intern):
+def _add_object(obj, scope, result, ignored, intern, read_at=None):
     kind = obj.get("kind")
     group = api.group_of(obj)
     if kind == "Pod" and group == "":
@@ -51,6 +53,10 @@ def _add_object(obj, scope, result, ignored, intern):
             decode.setting_record(obj, "file")
         if decode.is_setting(obj):
             result.setting = decode.setting_record(obj, "file")
+    elif scope.recoveries and kind == "ConfigMap" and group == "" and recovery_state.is_record(obj):
+        state = recovery_state.state_of(obj, read_at)
+        if records.in_namespace(state.namespace, scope.namespace):
+            result.recoveries.append(state)
     elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:
         record = decode.workload_record(obj)
         if records.in_namespace(record.namespace, scope.namespace):
@@ -69,9 +75,12 @@ def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     result.pools = {}       # the input's: one not in it is not known (Snapshot.absent)
     ignored: dict = {}
     intern = decode.Interner()
+    if scope.recoveries:
+        result.recoveries = []
+    read_at = datetime.now(timezone.utc)     # a record's lease is judged against the time it is read
     for obj, where, location in objects:
         try:
-            _add_object(obj, scope, result, ignored, intern)
+            _add_object(obj, scope, result, ignored, intern, read_at)
         except InvalidObject as exc:
             raise exc.located(where, location) from None
         except PluginError as exc:
