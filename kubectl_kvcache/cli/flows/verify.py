@@ -377,16 +377,14 @@ def _ended(options, report, now, outcome, unfinished=()):
     return report.replace(verdict=verdict.replace(reasons=verdict.reasons + tuple(unfinished)))
 
 
-def _recoveries_now(client, scope, options, err) -> tuple:
+def _recoveries_now(client, scope, options) -> tuple:
     """The recoveries in scope stopped part-way, read again as the wait ends (one may have finished,
     or stopped, meanwhile): their Reasons (judge/verdict.recoveries)."""
     from kubectl_kvcache.load import recovery_state
 
     if client is None or not scope.recoveries:
         return ()
-    states, unread = recovery_state.list_states(client, scope.namespace, options.connection.chunk_size)
-    if unread:
-        render.note(err, unread)
+    states, _ = recovery_state.list_states(client, scope.namespace, options.connection.chunk_size)  # noted at the start
     snapshot = records.Snapshot(namespace=scope.namespace)
     snapshot.recoveries = states
     return judge_verdict.recoveries(snapshot)
@@ -395,7 +393,7 @@ def _recoveries_now(client, scope, options, err) -> tuple:
 def _end(options, io, report, now, outcome, elapsed, line, scope, client=None):
     if line:
         line.done()
-    unfinished = _recoveries_now(client, scope, options, io.stderr) if options.wait else ()
+    unfinished = _recoveries_now(client, scope, options)
     report = _ended(options, report, now, outcome, unfinished)
     code = report.verdict.code
     if options.output.structured:
