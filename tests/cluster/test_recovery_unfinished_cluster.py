@@ -8,7 +8,9 @@ ModelDeployment, as tests/cluster/test_recover_cluster.py's Interrupt stops it: 
 still serves, the new one rolls, every replica runs (the Setting is off), so a rollout alone looks
 complete. Before issue 48, `verify --wait` said "rollout complete" and `verify` exit 0 there.
 Then the command the finding names continues the recovery; the recovery ends with the Setting off,
-and its last lines say so with the command the gate accepts now, which is run and succeeds."""
+and its last lines say so with the one command accepted now, decided by the gate `setting on` asks:
+`check -A -o describe` while another namespace's rejected Binding holds the gate (and `setting on`
+is indeed refused then), `setting on` once that one is recovered too (and it is accepted)."""
 
 import io
 import json
@@ -43,6 +45,19 @@ def demo(cluster_binaries):
         yield c
     finally:
         c.stop()
+
+
+def _binding(ns, name, domain, dtype):
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding", "metadata": {"name": name, "namespace": ns},
+            "spec": {"poolRef": {"name": "shared-dram"}, "quota": {"ceiling": "10Gi"},
+                     "domain": {"name": domain, "blockSize": 64, "dtype": dtype}}}
+
+
+def _deployment(ns, name, binding):
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"engine": {"name": "SGLang", "version": "0.5.18"}, "model": {"name": "Qwen/Qwen3-8B"},
+                     "kvCache": {"poolRef": {"name": binding}},
+                     "roles": [{"name": "server", "kind": "server", "replicas": 1}]}}
 
 
 def run(cluster, *argv):
@@ -82,8 +97,12 @@ def test_an_unfinished_recovery_fails_verify_wait_check_and_bindings_until_it_is
                                                                                             tmp_path):
     cluster = demo
     cluster.load_examples(SCENE)
+    # another team's namespace with a Binding SGLang 0.5.18 rejects too: while it is there, the gate
+    # `setting on` asks refuses (check -A finds an error that turning the Setting on causes)
+    other = cluster.new_namespace("team")
+    cluster.apply([_binding(other, "team-fp8", "team", "fp8"), _deployment(other, "team-sgl", "team-fp8")])
     monkeypatch.chdir(tmp_path)
-    with cluster.operator_standin([NS]) as standin:
+    with cluster.operator_standin([NS, other]) as standin:
         code, out, err = run(cluster, "verify", "-n", NS, "--wait", "--timeout", "2m")
         assert code == 0 and "rollout complete" in err, out + err      # the Setting off: every replica runs
 
@@ -124,17 +143,31 @@ def test_an_unfinished_recovery_fails_verify_wait_check_and_bindings_until_it_is
         assert (found["kind"], found["name"], found["severity"]) == ("KVCachePoolBinding", "sgl-fp8", "error")
         assert at in found["message"] and found["fix"] == f"continue it: {RESUME}"
         code, out, err = run(cluster, "bindings", "-n", NS)
-        assert code == 1, out + err
+        assert code == 1 and err.strip().splitlines()[-1].endswith(f"next: continue it: {RESUME}"), out + err
 
         # the command it names is accepted in that state, and continues the recovery to its end
         code, out, err = run(cluster, *shlex.split(RESUME)[2:], "--yes", "--timeout", "60s")
         assert code == 0, out + err
         assert "Recovery finished" in out
-        # it ends with the Setting off: said last, with the command the gate accepts now (check -A
-        # finds nothing that turning it on causes), which is then run and succeeds
+        # it ends with the Setting off: said last, with the one command accepted now, decided by the
+        # gate `setting on` asks: the other team's rejected Binding holds it, so not `setting on`
         last = out.strip().splitlines()[-2:]
         assert last[0].startswith("The Setting is off, as it was before this recovery"), out
-        assert "check -A finds no errors that turning it on causes: kubectl kvcache setting on --wait" in last[1]
+        assert last[1].startswith("Turning it on now is refused by its gate: check -A finds 1 error that turning "
+                                  "it on causes; each with its fix: kubectl kvcache check -A -o describe"), out
+        code, out, err = run(cluster, "setting", "on", "--yes")
+        assert code == 1 and "refusing to turn the Setting on" in err, out + err   # the hint was right
+        code, out, err = run(cluster, "check", "-A", "-o", "describe")
+        assert code == 1 and f"kubectl kvcache recover team-fp8 -n {other}" in out, out + err
+
+        # that team recovers too; its recovery ends with the Setting off and nothing holding the
+        # gate: the command it names last is `setting on`, which is run and succeeds
+        code, out, err = run(cluster, "recover", "team-fp8", "-n", other, "--apply", "--yes", "--timeout", "60s")
+        assert code == 0, out + err
+        last = out.strip().splitlines()[-2:]
+        assert last[0].startswith("The Setting is off, as it was before this recovery"), out
+        assert last[1].startswith("check -A finds no errors that turning it on causes: kubectl kvcache setting on "
+                                  "--wait (asks first"), out
         hint = shlex.split(last[1].split(": ", 1)[1].split(" (asks first", 1)[0])
         code, out, err = run(cluster, *hint[2:], "--yes", "--timeout", "2m")
         assert code == 0, out + err

@@ -100,6 +100,7 @@ def test_check_and_bindings_name_it_as_a_failing_finding(tmp_path):
     assert found["fix"] == f"continue it: {RESUME}"
     code, out, err = kvcache("bindings", "-n", NS, "-f", path)
     assert code == 1 and "recovery-unfinished" in err, out + err
+    assert err.strip().splitlines()[-1].endswith(f"; next: continue it: {RESUME}"), err    # its words, last
     _, out, _ = kvcache("check", "-n", NS, "-f", dump(tmp_path), "-o", "json")     # without it: not there
     assert "recovery-unfinished" not in out
 

@@ -11,6 +11,7 @@ from kubectl_kvcache import render
 from kubectl_kvcache.cli.flows import JUDGED, judged_context
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import checks, policy as judge_policy, verdict as judge_verdict
+from kubectl_kvcache.judge.checks import recovery as recovery_check
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views
 
@@ -102,6 +103,10 @@ def run(options: CheckOptions, io) -> int:
         if COUNTED[options.view]:
             render.line(io.stderr, views.summary(report))
         render.verdict_line(io.stderr, report.verdict)      # what fails the run, as the exit code reads it
+        if options.view == "bindings":      # its table has no findings: a recovery stopped part-way, in words
+            for f in report.findings:
+                if f.code == recovery_check.CODE:
+                    render.line(io.stderr, f"{f.message}; next: {f.fix}")
         hint = views.fix_hint(report, options.scope, options.output) if COUNTED[options.view] else None
         if hint:
             render.line(io.stderr, hint)
