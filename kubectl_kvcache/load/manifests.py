@@ -54,7 +54,7 @@ def _add_object(obj, scope, result, ignored, intern, read_at=None):
         if decode.is_setting(obj):
             result.setting = decode.setting_record(obj, "file")
     elif scope.recoveries and kind == "ConfigMap" and group == "" and recovery_state.is_record(obj):
-        state = recovery_state.state_of(obj, read_at)
+        state = recovery_state.state_of(obj, read_at, scope.namespace or "default")
         if records.in_namespace(state.namespace, scope.namespace):
             result.recoveries.append(state)
     elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:

@@ -190,12 +190,15 @@ def is_record(obj) -> bool:
             and isinstance(name, str) and name.startswith(RECORD_PREFIX))
 
 
-def state_of(obj, read_at: datetime) -> records.RecoveryState:
+def state_of(obj, read_at: datetime, namespace_unset: str = "default") -> records.RecoveryState:
     """A record ConfigMap as verify and check read it: whose recovery, whether it finished, the
     step it began last, whether a run holds it (at `read_at`); one that is not a record recover
-    writes, or that names a Binding other than the one its name says, is kept with `problem`."""
+    writes, or that names a Binding other than the one its name says, is kept with `problem`.
+    `namespace_unset`: the namespace of a saved object that names none (-n, as kubectl puts it)."""
     meta = obj.get("metadata") or {}
-    namespace, name = meta.get("namespace"), meta.get("name")
+    namespace, name = meta.get("namespace") or namespace_unset, meta.get("name")
+    if namespace != meta.get("namespace"):
+        obj = dict(obj, metadata=dict(meta, namespace=namespace))
     try:
         record = parse_record(obj)
     except PluginError as exc:

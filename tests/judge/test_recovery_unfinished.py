@@ -159,3 +159,21 @@ def test_recover_refuses_a_record_with_a_malformed_progress():
     with pytest.raises(PluginError, match="progress.doing must be a string"):
         recovery_state.parse_record(copy.deepcopy(bad))
     assert recovery_state.parse_record(configmap(state())).progress == state()["progress"]
+
+
+def test_a_saved_record_without_a_namespace_is_in_the_namespace_asked_for(tmp_path):
+    """kubectl puts an object that names no namespace into -n (issue 48 item 1): so does the record."""
+    cm = configmap(state())
+    del cm["metadata"]["namespace"]
+    code, out, err = kvcache("verify", "-n", NS, "-f", dump(tmp_path, cm), "-o", "json")
+    (reason,) = json.loads(out)["verdict"]["reasons"]
+    assert code == 1 and reason["namespace"] == NS and reason["fix"] == f"continue it: {RESUME}", err
+
+
+def test_one_code_for_the_finding_and_the_reason():
+    """check's finding and verify's reason are the same meaning under one code, in the registry."""
+    from kubectl_kvcache.judge import checks, verdict
+    from kubectl_kvcache.judge.checks import recovery
+
+    assert verdict.RECOVERY == recovery.CODE and checks.CODES[recovery.CODE].severity == checks.ERROR
+    assert not checks.CODES[recovery.CODE].with_setting_on      # it exists with the Setting off: never the gate's
