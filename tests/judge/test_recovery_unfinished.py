@@ -177,3 +177,11 @@ def test_one_code_for_the_finding_and_the_reason():
 
     assert verdict.RECOVERY == recovery.CODE and checks.CODES[recovery.CODE].severity == checks.ERROR
     assert not checks.CODES[recovery.CODE].with_setting_on      # it exists with the Setting off: never the gate's
+
+
+def test_without_a_replica_in_scope_the_recovery_still_fails_and_is_named_last(tmp_path):
+    path = tmp_path / "only.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [configmap(state())]}))
+    code, out, err = kvcache("verify", "-n", NS, "-f", str(path))
+    assert code == 1 and out == "", err
+    assert err.strip().splitlines()[-1] == f"next: continue it: {RESUME}", err

@@ -116,6 +116,9 @@ def run(options: VerifyOptions, io) -> int:
         render.error(io.stderr, f'pods "{name}" not found {where}')
     if not options.output.structured and not (report.items or report.suppressed):
         render.verdict_line(io.stderr, report.verdict)
+        step = view.next_step(report, options.scope)     # no rows: only a recovery stopped part-way names one
+        if step:
+            render.line(io.stderr, step)
     return code
 
 
