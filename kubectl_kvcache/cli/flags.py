@@ -205,7 +205,8 @@ def skip_workloads_flag(p):
 
 def scope(ns, pods=(), workloads=False, selected=True, pools=False) -> Scope:
     """-A wins over -n, as in kubectl. `selected`: whether -l narrows what is read (verify's Pods).
-    `pools`: the KVCachePools are listed too (check, bindings: which master holds a domain).
+    `pools`: the KVCachePools are listed too (check, bindings: which master holds a domain); the
+    recovery records always (an unfinished recovery is named: judge/checks/recovery.py).
     Names and the namespace are validated as Kubernetes validates them, before any request."""
     namespace = None if ns.all_namespaces else ns.namespace
     if namespace is not None:
@@ -219,7 +220,8 @@ def scope(ns, pods=(), workloads=False, selected=True, pools=False) -> Scope:
                  selector=ns.selector if selected else None,
                  names=tuple(pods), files=tuple(ns.filename), workloads=workloads and not skipped,
                  workloads_skipped=skipped, assume_setting={"on": True, "off": False}.get(ns.assume_setting),
-                 workloads_flag="--skip-workloads" if hasattr(ns, "skip_workloads") else None, pools=pools)
+                 workloads_flag="--skip-workloads" if hasattr(ns, "skip_workloads") else None, pools=pools,
+                 recoveries=True)   # verify, check, bindings, roles: a recovery stopped part-way is named
 
 
 def output(ns) -> Output:

@@ -654,8 +654,15 @@ def _target_dtype(inputs, request, entry, old_dtype) -> tuple[str, str]:
     if request.dtype is not None:
         check_dtype_form(request.dtype)
         if request.dtype == old_dtype:
-            raise AlreadyDone(f"--dtype {request.dtype!r} is the dtype of {inputs.binding_name} already: nothing to "
-                              f"recover")
+            # already so only when the engines receiving it accept it: the same judgement as a
+            # target's (engine data), so a rejected dtype is never "nothing to recover"
+            flag = f"--dtype {request.dtype!r}, the dtype of {inputs.binding_name} already,"
+            if entry is None:
+                raise PluginError(f"{flag} is not known to be accepted: its users could not be judged; pass "
+                                  f"--dtype with another dtype to move them anyway")
+            _check_receivers(inputs, inputs.namespace, None, request.dtype, entry, what=flag)
+            raise AlreadyDone(f"--dtype {request.dtype!r} is the dtype of {inputs.binding_name} already and no "
+                              f"engine that receives it rejects it: nothing to recover")
         return request.dtype, request.sources.get("dtype", FLAG)
     if entry is None or not entry.rejected_by:
         # healthy: already in the state a recovery brings about (exit 0); unjudged users: not known (exit 2)
@@ -711,9 +718,9 @@ def _target_domain(inputs, request, pool, old, old_dtype, dtype, target_name, ex
     raise PluginError(f"no free domain name derived from {base!r} on pool {pool}; pass --domain")
 
 
-def _check_receivers(inputs, ns, target_name, dtype, entry):
+def _check_receivers(inputs, ns, target_name, dtype, entry, what=None):
     """Refuse a dtype an engine that would receive it rejects (the old Binding's users and, when
-    resuming, the new Binding's)."""
+    resuming, the new Binding's); `what`: how the refusal names it (default: dtype 'X')."""
     refusals = []
     accepted: list[set] = []        # what each receiving release accepts: the spellings to name on refusal
     entries = [entry, _entry(inputs.report, ns, target_name)]
@@ -732,7 +739,7 @@ def _check_receivers(inputs, ns, target_name, dtype, entry):
         near = nearest_spelling(dtype, common)
         hint = (f"; did you mean {near!r}?" if near else
                 f"; every engine that receives it accepts and starts with: {', '.join(common)}" if common else "")
-        raise PluginError(f"dtype {dtype!r} is rejected by " + "; ".join(dict.fromkeys(refusals)) + hint)
+        raise PluginError(f"{what or f'dtype {dtype!r}'} is rejected by " + "; ".join(dict.fromkeys(refusals)) + hint)
 
 
 def _deployments_to_move(inputs, old_name) -> list[tuple[dict, bool]]:

@@ -29,6 +29,7 @@ NOT_FOUND = "not-found"         # a named Pod or namespace asked for does not ex
 NOTHING = "nothing-found"       # the scope asked for holds nothing of the kinds the command reads
 UNREAD = (NOT_FOUND, NOTHING)   # the reasons that say a scope was not read
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
+RECOVERY = "recovery-unfinished"    # a recovery's record in scope is not finished (judge/checks/recovery.py)
 REASON_MEANINGS = {
     NOT_FOUND: "a named Pod or namespace asked for was not found: nothing was verified there",
     NOTHING: "nothing of the kinds the command reads was found in the scope asked for: nothing was verified there",
@@ -37,6 +38,7 @@ REASON_MEANINGS = {
     WAIT + "rejected": "--wait ended: a replica is confirmed rejected or fails at start-up",
     WAIT + "unbound": "--wait ended: a deployment's Binding does not exist",
     WAIT + "held": "--wait ended: the operator holds the rollout",
+    RECOVERY: "a recovery (recover --apply) stopped part-way: its record is not finished",
 }
 
 
@@ -209,6 +211,19 @@ def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True, not
     if nothing and not missing:
         found += (nothing_found(nothing, snapshot.namespace, snapshot.source, selector),)
     return found
+
+
+def recoveries(snapshot) -> tuple[Reason, ...]:
+    """verify's Reasons of the recoveries in scope stopped part-way (judge/checks/recovery.py: which
+    and its words): each fails the run until its record says finished."""
+    from kubectl_kvcache.judge.checks import recovery
+
+    found = []
+    for state in recovery.unfinished(snapshot):
+        message, fix = recovery.words(state)
+        kind, name = ("ConfigMap", state.name) if state.problem is not None else ("KVCachePoolBinding", state.binding)
+        found.append(Reason(RECOVERY, kind, name or "", state.namespace, message, fix, True))
+    return tuple(found)
 
 
 def ended(outcome: str, text: str) -> Reason:

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 
 from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
+from kubectl_kvcache.load import recovery_state
 from kubectl_kvcache.load.manifests import WORKLOADS_SKIPPED
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.operator import api, decode, records
@@ -31,9 +32,25 @@ def load_cluster(client, scope: Scope, chunk, versions=None) -> records.Snapshot
         jobs.update(lists.workload_jobs())
     if scope.namespace:
         jobs["namespace"] = lambda: missing_namespaces(client, (scope.namespace,))
+    records_read: dict = {}
+    if scope.recoveries:
+        # after the smallest list, in its thread: on a connection already open (a job of its own
+        # opened one more, its TLS handshake the most of its cost)
+        key = "injected_pods" if "injected_pods" in jobs else "pods"
+        first = jobs[key]
+
+        def then_records(first=first):
+            found = first()
+            records_read["recoveries"] = recovery_state.list_states(client, scope.namespace, chunk)
+            return found
+        jobs[key] = then_records
     with _gc_paused():
         results = _run_all(jobs)
     snapshot = _assemble(results, scope)
+    if scope.recoveries:
+        snapshot.recoveries, unread = records_read["recoveries"]
+        if unread:
+            snapshot.notes.append(unread)
     snapshot.missing_namespaces = tuple(results.get("namespace", ()))
     return snapshot
 

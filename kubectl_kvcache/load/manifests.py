@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.errors import InvalidObject, PluginError
+from kubectl_kvcache.load import recovery_state
 from kubectl_kvcache.load.files import MAX_DEPTH_MESSAGE, read_objects
 from kubectl_kvcache.load.scope import Scope
 from kubectl_kvcache.operator import api, decode, fields, records
@@ -44,7 +46,7 @@ def in_namespace(obj, namespace):
     return {**obj, "metadata": {**meta, "namespace": namespace}}
 
 
-def _add_object(obj, scope, result, ignored, intern):
+def _add_object(obj, scope, result, ignored, intern, read_at=None):
     obj = in_namespace(obj, scope.namespace)
     kind = obj.get("kind")
     group = api.group_of(obj)
@@ -73,6 +75,10 @@ def _add_object(obj, scope, result, ignored, intern):
             decode.setting_record(obj, "file")
         if decode.is_setting(obj):
             result.setting = decode.setting_record(obj, "file")
+    elif scope.recoveries and kind == "ConfigMap" and group == "" and recovery_state.is_record(obj):
+        state = recovery_state.state_of(obj, read_at, scope.namespace or "default")
+        if records.in_namespace(state.namespace, scope.namespace):
+            result.recoveries.append(state)
     elif scope.workloads and kind in api.WORKLOAD_KINDS and group in api.WORKLOAD_GROUPS:
         record = decode.workload_record(obj)
         if records.in_namespace(record.namespace, scope.namespace):
@@ -91,9 +97,12 @@ def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     result.pools = {}       # the input's: one not in it is not known (Snapshot.absent)
     ignored: dict = {}
     intern = decode.Interner()
+    if scope.recoveries:
+        result.recoveries = []
+    read_at = datetime.now(timezone.utc)     # a record's lease is judged against the time it is read
     for obj, where, location in objects:
         try:
-            _add_object(obj, scope, result, ignored, intern)
+            _add_object(obj, scope, result, ignored, intern, read_at)
         except InvalidObject as exc:
             raise exc.located(where, location) from None
         except PluginError as exc:

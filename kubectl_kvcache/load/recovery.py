@@ -6,10 +6,7 @@ the record is written by its executor (cli/flows/recovery_record.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from datetime import datetime, timezone
 
 from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
 from kubectl_kvcache.load.cluster import load_cluster
@@ -20,19 +17,10 @@ from kubectl_kvcache.load.scope import Scope, resolve_namespace
 from kubectl_kvcache.operator import api, decode, paths
 from kubectl_kvcache.operator.recovery_inputs import Recovery
 from kubectl_kvcache.kube.connection import Connection
+from kubectl_kvcache.load.recovery_state import (BACKUP_PREFIX, CONFIG_MAP, DOING_MAX, NAME_MAX,  # noqa: F401 (the record's format, read here by recover's modules)
+                                                  RECORD_ANNOTATION, RECORD_KEY, RECORD_LABEL, RECORD_PREFIX, Backup, RecoveryRecord,
+                                                  format_time, parse_record, parse_time, record_name)
 from kubectl_kvcache.record import Record
-
-class Backup(Record):
-    """One backup as read, with where it was read (a ConfigMap key, a file): what a refusal names.
-    Untrusted until judge/anchor.py verified it."""
-
-    __slots__ = ("object", "where")
-    __hash__ = None
-
-    def __init__(self, object: dict, where: str):
-        self.object = object
-        self.where = where
-
 
 # -- recovery: the FULL objects around one Binding -----------------------------------------
 
@@ -278,124 +266,11 @@ def load_referrers(found: Recovery, client, chunk=None) -> Referrers:
     return Referrers(objects, unchecked, not_served, "cluster")
 
 
-# -- the recovery's record: a ConfigMap in the Binding's namespace ---------------------------
-
-RECORD_PREFIX = "kvcache-recover-"
-RECORD_KEY = "recovery.json"        # the state: target, whether this recovery turned the Setting off
-BACKUP_PREFIX = "backup."           # one key per backed-up object (its JSON, managedFields dropped)
-RECORD_LABEL = ("app.kubernetes.io/managed-by", "kubectl-kvcache")
-RECORD_ANNOTATION = api.ANNOTATION_PREFIX + "recovery-of"
-CONFIG_MAP = api.Resource("ConfigMap", "", "configmaps", "v1")
-NAME_MAX = 253
-
-
-def record_name(binding_name: str) -> str:
-    """`kvcache-recover-<binding>`; a name too long for a ConfigMap is cut and ends in a hash."""
-    name = RECORD_PREFIX + binding_name
-    if len(name) <= NAME_MAX:
-        return name
-    digest = hashlib.sha256(binding_name.encode()).hexdigest()[:10]
-    return f"{name[:NAME_MAX - 11].rstrip('-.')}-{digest}"
+# -- the recovery's record: a ConfigMap in the Binding's namespace (its format: recovery_state.py)
 
 
 def record_path(client, namespace, binding_name) -> str:
     return api.object_path(client, CONFIG_MAP, namespace, record_name(binding_name))
-
-
-class RecoveryRecord(Record):
-    """What an earlier run of this recovery wrote: hints, never an authority (judge/anchor.py): the
-    old Binding's uid, the target it moved to, whether it turned the Setting off, whether it
-    finished, the backups it took (each a Backup, verified before use), and the run that holds it
-    (holder, expires: one run at a time). stale: a finished record of an earlier Binding of the
-    same name (another uid), replaced by a new recovery."""
-
-    __slots__ = ("name", "namespace", "binding", "uid", "target", "setting_turned_off", "finished", "backups",
-                 "resource_version", "holder", "expires", "stale", "size")
-    __hash__ = None
-
-    def __init__(self, name, namespace, binding, uid, target, setting_turned_off, finished, backups,
-                 resource_version=None, holder=None, expires=None, stale=False, size=0):
-        self.name, self.namespace, self.binding, self.uid = name, namespace, binding, uid
-        self.target = target                            # {name, domain, dtype, strategy}
-        self.setting_turned_off = setting_turned_off
-        self.finished = finished
-        self.backups = backups
-        self.resource_version = resource_version
-        self.holder = holder                            # {id, agent, host, pid, since} or None
-        self.expires = expires                          # RFC 3339 UTC, or None
-        self.stale = stale
-        self.size = size                                # bytes of data (what the API server counts)
-
-    @property
-    def ref(self) -> str:
-        return f"ConfigMap {self.namespace}/{self.name}"
-
-    def state(self) -> dict:
-        return {"binding": {"namespace": self.namespace, "name": self.binding, "uid": self.uid},
-                "target": self.target, "settingTurnedOff": self.setting_turned_off, "finished": self.finished,
-                "holder": self.holder, "expires": self.expires}
-
-    def active(self, now=None) -> bool:
-        """Held by a run whose lease has not expired (and not finished)."""
-        if self.finished or not self.holder or not self.expires:
-            return False
-        expires = parse_time(self.expires)
-        return expires is None or expires > (now or datetime.now(timezone.utc))
-
-    def held_by(self) -> str:
-        h = self.holder or {}
-        return (f"{h.get('agent') or 'a run'} on host {h.get('host') or '?'} pid {h.get('pid') or '?'} since "
-                f"{h.get('since') or '?'}, until {self.expires or '?'}")
-
-
-def parse_time(text):
-    try:
-        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
-
-
-def format_time(when) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_record(obj: dict) -> RecoveryRecord:
-    """A record ConfigMap as read; a value that is not what the executor writes is an error
-    naming the ConfigMap and the key."""
-    meta = obj.get("metadata") or {}
-    where = f"ConfigMap {meta.get('namespace')}/{meta.get('name')}"
-    data = obj.get("data") or {}
-    if not isinstance(data, dict):
-        data = {}
-    try:
-        state = json.loads(data.get(RECORD_KEY) or "")
-        binding, target = state["binding"], state["target"]
-        if not (isinstance(binding, dict) and isinstance(target, dict)):
-            raise ValueError("binding and target must be objects")
-        holder = state.get("holder")
-        if holder is not None and not isinstance(holder, dict):
-            raise ValueError("holder must be an object")
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise PluginError(f"{where}: data.{RECORD_KEY} is not the recovery record kubectl kvcache recover writes "
-                          f"({exc}); nothing was changed: review it, then delete the ConfigMap to plan anew") from exc
-    backups = []
-    for k, v in sorted(data.items()):
-        if not k.startswith(BACKUP_PREFIX):
-            continue
-        try:
-            b = json.loads(v)
-            if not isinstance(b, dict):
-                raise ValueError("not an object")
-        except (ValueError, TypeError) as exc:
-            raise PluginError(f"{where}: data.{k} is not a backup kubectl kvcache recover writes ({exc}); nothing "
-                              f"was changed: review it and remove the key (or the ConfigMap), then run again") from exc
-        backups.append(Backup(b, f"{where} key {k}"))
-    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in data.items())
-    return RecoveryRecord(meta.get("name"), meta.get("namespace"), binding.get("name"), binding.get("uid"),
-                          {k: target.get(k) for k in ("name", "domain", "dtype", "strategy")},
-                          state.get("settingTurnedOff") is True, state.get("finished") is True,
-                          backups, meta.get("resourceVersion"), holder,
-                          state.get("expires") if isinstance(state.get("expires"), str) else None, size=size)
 
 
 def read_record(client, namespace, binding_name, binding) -> RecoveryRecord | None:

@@ -10,12 +10,12 @@ class Scope(Record):
     """Which objects a command looks at."""
 
     __slots__ = ("namespace", "all_namespaces", "selector", "names", "files", "workloads", "workloads_skipped",
-                 "assume_setting", "workloads_flag", "pools")
+                 "assume_setting", "workloads_flag", "pools", "recoveries")
 
     def __init__(self, namespace: str | None = None, all_namespaces: bool = False, selector: str | None = None,
                  names: tuple[str, ...] = (), files: tuple[str, ...] = (), workloads: bool = False,
                  workloads_skipped: bool = False, assume_setting: bool | None = None,
-                 workloads_flag: str | None = None, pools: bool = False):
+                 workloads_flag: str | None = None, pools: bool = False, recoveries: bool = False):
         self.namespace = namespace                  # -n; None: the context's namespace (or all with -A)
         self.all_namespaces = all_namespaces
         self.selector = selector                    # -l, ANDed with the plugin's own selectors
@@ -29,6 +29,7 @@ class Scope(Record):
         # the command has none (recover: it re-points the templates, it needs them)
         self.workloads_flag = workloads_flag
         self.pools = pools                          # also list the KVCachePools (which master holds a domain)
+        self.recoveries = recoveries                # also read recovery records (an unfinished recovery is named)
 
 
 def resolve_namespace(scope: Scope, client=None) -> str | None:

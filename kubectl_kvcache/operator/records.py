@@ -207,9 +207,32 @@ class Workload(Record):
         self.own_labels = {} if own_labels is None else own_labels     # its metadata.labels (a policy's selector)
 
 
+class RecoveryState(Record):
+    """A recovery's record (ConfigMap kvcache-recover-<binding>, load/recovery_state.py) as verify,
+    check and bindings read it: whose recovery (`binding`, in `namespace`), whether it `finished`,
+    the step a run began last (`progress`: {step, steps, doing}, None when the record does not
+    say), whether that run turned the Setting off (its word only), the run holding it now (`held`:
+    who and until when, None when no lease runs), and `problem`: why it is not a record recover
+    writes (then nothing else in it is read)."""
+
+    __slots__ = ("namespace", "name", "binding", "finished", "progress", "setting_turned_off", "held", "problem")
+    __hash__ = None     # progress is a dict
+
+    def __init__(self, namespace: str | None, name: str | None, binding: str | None, finished: bool,
+                 progress: dict | None, setting_turned_off: bool | None, held: str | None, problem: str | None):
+        self.namespace = namespace
+        self.name = name
+        self.binding = binding
+        self.finished = finished
+        self.progress = progress
+        self.setting_turned_off = setting_turned_off
+        self.held = held
+        self.problem = problem
+
+
 class Snapshot(Record):
     __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
-                 "missing_namespaces", "missing_pods", "server", "pools")
+                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -230,6 +253,8 @@ class Snapshot(Record):
         # KVCachePools by name; None: not read (the command does not need them, or RBAC refused them).
         # From files they are the input's: a pool not in it is not known to be absent (absent()).
         self.pools: dict[str, Pool] | None = None
+        # recovery records in scope (Scope.recoveries); None: not read (not asked for, or RBAC refused them)
+        self.recoveries: list[RecoveryState] | None = None
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""

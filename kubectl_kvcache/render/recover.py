@@ -232,6 +232,24 @@ def finished(total, backups, ref, namespace, name, out):
               f"exits 0 once every one runs as expected")
 
 
+def setting_left_off(gate, unread, command, out):
+    """The last lines of a recovery that finished with the Setting off: what that state means and
+    the one command accepted in it (`gate`: judge/gate.Gate as `setting on` would ask it now; None
+    when it could not be read, `unread` says why; `command(*argv)`: a command line on this cluster)."""
+    line(out, "The Setting is off, as it was before this recovery: replicas run without --kv-cache-dtype (the "
+              "upgrade is not done) until it is turned on.")
+    if gate is None:
+        line(out, escape(f"Whether turning it on is safe could not be read ({unread}): "
+                         f"{command('check', '-A')} says, then {command('setting', 'on')}"))
+    elif gate.passes:
+        line(out, escape(f"check -A finds no errors that turning it on causes: {command('setting', 'on', '--wait')}"
+                         f" (asks first; --yes skips the question)"))
+    else:
+        n = len(gate.caused)
+        line(out, escape(f"Turning it on now is refused by its gate: check -A finds {n} error{'s' if n != 1 else ''} "
+                         f"that turning it on causes; each with its fix: {command('check', '-A', '-o', 'describe')}"))
+
+
 def already_finished(record, out):
     t = record.target
     line(out, escape(f"The recovery of KVCachePoolBinding {record.namespace}/{record.binding} to {t.get('name')} "

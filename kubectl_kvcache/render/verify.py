@@ -9,6 +9,7 @@ from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
+from kubectl_kvcache.judge.verdict import RECOVERY
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
                                           recover_command, state_label)
 
@@ -203,6 +204,10 @@ def next_step(report, scope):
     """After a summary with non-OK items: the one command to run next. On a cluster, the guide's
     recovery when exactly one Binding's dtype is what the engines reject; else check's findings
     with their fixes, on the same scope and input."""
+    verdict = getattr(report, "verdict", None)
+    for reason in verdict.reasons if verdict is not None else ():
+        if reason.code == RECOVERY:     # nothing is done until that recovery is: its command first
+            return f"next: {reason.fix}"
     bad = [i for i in report.items if i.status != OK]
     if not bad:
         if any(i.rolling for i in report.items):
@@ -377,6 +382,14 @@ def wait_complete(report, elapsed, err):
         return
     line(err, f"rollout complete after {_clock(elapsed)}: every replica of {n} pool-attached "
               f"{'ModelDeployment' if n == 1 else 'ModelDeployments'} runs its expected value")
+
+
+def wait_recovery_unfinished(reasons, err):
+    """The replicas followed are rolled, but a recovery in scope stopped part-way (or runs): the
+    rollout is not done until it is; each one with the command that continues it."""
+    line(err, "the replicas followed are rolled, but the rollout is not done: a recovery stopped part-way")
+    for r in reasons:
+        line(err, f"  {r.message}; {r.fix}")
 
 
 def wait_unbound(unbound, err):

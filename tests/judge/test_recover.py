@@ -175,8 +175,18 @@ def test_a_mistyped_dtype_names_the_accepted_spellings(dtype, words):
     assert words in line, line
 
 
+def test_the_rejected_dtype_itself_as_dtype_is_refused_not_nothing_to_recover():
+    """issue 48 item 7: `--dtype D`, D the very dtype SGLang 0.5.18 rejects, is never "nothing to
+    recover" (exit 0): refused (exit 2), naming the flag and the engine that rejects it, judged as
+    any target dtype is (the engine data), with the spelling it accepts."""
+    line = refused("sgl-fp8", "--dtype", "fp8", "-n", "llm-prod", "-f", EXAMPLE)
+    assert line.startswith("error: --dtype 'fp8', the dtype of sgl-fp8 already, is rejected by ModelDeployment "
+                           "deepseek-sgl on SGLang 0.5.18 ("), line
+    assert "did you mean 'fp8_e4m3'?" in line
+
+
 @pytest.mark.parametrize("argv, words", [
-    (("sgl-fp8", "--dtype", "fp8"), "is the dtype of sgl-fp8 already"),
+    (("chat-fp8", "--dtype", "fp8"), "is the dtype of chat-fp8 already and no engine that receives it rejects it"),
     (("chat-fp8",), "no engine that receives it rejects it: nothing to recover; pass --dtype"),
 ])
 def test_a_binding_already_in_the_recovered_state_is_exit_0(argv, words):

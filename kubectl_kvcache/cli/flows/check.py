@@ -11,6 +11,7 @@ from kubectl_kvcache import render
 from kubectl_kvcache.cli.flows import JUDGED, judged_context
 from kubectl_kvcache.kube import selector as label_selector
 from kubectl_kvcache.judge import checks, policy as judge_policy, verdict as judge_verdict
+from kubectl_kvcache.judge.checks import recovery as recovery_check
 from kubectl_kvcache.load import reader
 from kubectl_kvcache.render import checks as views
 
@@ -39,6 +40,9 @@ def exit_code(options: CheckOptions, report) -> int:
 # "No ... found" only when nothing was checked) or, having no counts, with "No ... found" when it
 # has no rows. What fails each is judge/verdict.py's.
 COUNTED = {"check": True, "bindings": False, "roles": False}
+# the findings a view says in words after its verdict: bindings fails on a recovery stopped part-way,
+# which its table (Bindings, not findings) does not show
+SAID = {"check": (), "bindings": (recovery_check.CODE,), "roles": ()}
 
 
 def _nothing(options: CheckOptions, report) -> bool:
@@ -105,6 +109,9 @@ def run(options: CheckOptions, io) -> int:
         if COUNTED[options.view]:
             render.line(io.stderr, views.summary(report))
         render.verdict_line(io.stderr, report.verdict)      # what fails the run, as the exit code reads it
+        for f in report.findings:
+            if f.code in SAID[options.view]:
+                render.line(io.stderr, f"{f.message}; next: {f.fix}")
         hint = views.fix_hint(report, options.scope, options.output) if COUNTED[options.view] else None
         if hint:
             render.line(io.stderr, hint)

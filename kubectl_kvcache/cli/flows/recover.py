@@ -39,6 +39,12 @@ POLL_SECONDS = 1.0
 RETRIES = 5
 
 
+class GateRefused(PluginError):
+    """The last step refused by the gate `setting on` asks (judge/gate.py): check found errors that
+    turning the Setting on causes. A finding about the cluster's state, exit 1 as `setting on`
+    refused by the same gate (README "Exit codes"), never bad input (2)."""
+
+
 def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> int:
     backups = recovery.read_backup_dir(options.backup_dir)
     found, client = recovery.load_recovery(options.connection, options.scope, options.binding, io.stdin,
@@ -407,6 +413,10 @@ class Executor:
             for n, step in enumerate(self.steps, 1):
                 outcome = self.probe(step) if step.action != "wait" else None    # fresh: earlier steps moved it
                 if not outcome:
+                    # the step begun, in the record first: verify and check name it while the
+                    # recovery is unfinished (judge/checks/recovery.py), however this run ends
+                    self.kept().update(progress={"step": n, "steps": total,
+                                                 "doing": view.describe(step)[:recovery.DOING_MAX]})
                     outcome = self.execute(n, step)
                 view.step_result(n, total, step, outcome, self.out)
                 finished.append(n)
@@ -424,10 +434,37 @@ class Executor:
                 render.note(self.io.stderr, f"the command reads the token from ${connection_flags.TOKEN_VARIABLE}")
             if self.options.connection.password:
                 render.note(self.io.stderr, f"the command reads the password from ${connection_flags.PASSWORD_VARIABLE}")
+            if isinstance(exc, GateRefused):     # `setting on`'s refusal, the same words and exit code
+                render.error(self.io.stderr, str(exc))
+                return exitcodes.FINDINGS
             raise
         self.kept().update(settingTurnedOff=False, finished=True)
         view.finished(total, self.backup_dir, self.kept().ref, self.namespace, self.kept().name, self.out)
+        self._setting_left_off()
         return exitcodes.OK
+
+    def _setting_left_off(self):
+        """Finished with the Setting off (it was off before: the plan leaves it so): said last, with
+        the next command decided by the gate `setting on` asks (judge/gate.py, read now): `setting
+        on` only when the gate lets it through, else check's findings; never a command the state
+        refuses."""
+        obj = self.get(recover.SETTING_KIND, api.SETTING_NAMESPACE, api.SETTING_NAME)
+        record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
+        if st.effective_value(record) is not False:
+            return
+        try:
+            verdict, snapshot = setting_flow.read_gate(self.client, self.options.connection.chunk_size,
+                                                       namespace=self.namespace)
+        except PluginError as exc:
+            view.setting_left_off(None, str(exc), self.command, self.out)
+            return
+        render.notes(snapshot, self.io.stderr)
+        view.setting_left_off(verdict, "", self.command, self.out)
+
+    def command(self, *argv) -> str:
+        """A kubectl kvcache command line on this run's cluster (its connection flags)."""
+        return connection_flags.shell_command(["kubectl", "kvcache", *argv,
+                                               *connection_flags.connection_args(self.options.connection)])
 
     def _release(self):
         """A stopped run lets go of the record, so its resume command runs at once. After Ctrl-C no
@@ -462,7 +499,7 @@ class Executor:
         render.notes(snapshot, self.io.stderr)
         setting_view.gate(verdict, False, self.out)
         if not verdict.passes:
-            raise PluginError(setting_view.refusal(verdict, "fix them, then rerun this command to continue (or turn "
+            raise GateRefused(setting_view.refusal(verdict, "fix them, then rerun this command to continue (or turn "
                                                             "it on anyway: kubectl kvcache setting on --force)"))
 
     def _setting(self, value):
@@ -699,7 +736,7 @@ def _state(plan, uid) -> dict:
     return {"binding": {"namespace": plan.binding["namespace"], "name": plan.binding["name"], "uid": uid},
             "target": {k: target[k] for k in ("name", "domain", "dtype", "strategy")},
             "settingTurnedOff": bool(target["setting"]["turnOnAtEnd"] and not target["setting"]["turnOff"]),
-            "finished": False, "holder": None, "expires": None}
+            "finished": False, "holder": None, "expires": None, "progress": None}
 
 
 def setting_body(rv, value, mark) -> dict:

@@ -29,14 +29,14 @@ TICK = 1.0                  # how often the live progress line's clock moves
 def decide(options: VerifyOptions, report, snapshot=None):
     """`report` with its verdict (judge/verdict.py): each replica by --fail-on and the policy, and
     a named Pod or a namespace asked for that does not exist, or a scope that held no pool-attached
-    engine Pod nor replica (nothing was verified there)."""
+    engine Pod nor replica (nothing was verified there), and a recovery stopped part-way."""
     missing = set(getattr(snapshot, "missing_pods", ()))
     named = [n for n in options.scope.names if n not in missing]     # a Pod named that does not exist says so
     nothing = None
     if not (report.items or report.suppressed) and (named or not options.scope.names):
         nothing = view.VIEW.empty + (f" among the Pods named ({', '.join(named)})" if named else "")
-    reasons = judge_verdict.unread(snapshot, nothing=nothing, selector=options.scope.selector) \
-        if snapshot is not None else ()
+    reasons = judge_verdict.unread(snapshot, nothing=nothing, selector=options.scope.selector) + \
+        judge_verdict.recoveries(snapshot) if snapshot is not None else ()
     return report.replace(verdict=judge_verdict.verify(report, options.fail_on, reasons))
 
 
@@ -123,6 +123,9 @@ def run(options: VerifyOptions, io) -> int:
         render.error(io.stderr, f'pods "{name}" not found {where}')
     if not options.output.structured and not (report.items or report.suppressed):
         render.verdict_line(io.stderr, report.verdict)
+        step = view.next_step(report, options.scope)     # no rows: only a recovery stopped part-way names one
+        if step:
+            render.line(io.stderr, step)
     return code
 
 
@@ -332,20 +335,20 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
                 failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
                 if failed:
                     now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
-            return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope)
+            return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope, client)
         if options.wait and client is not None and now.pending is None and now.left:
             if line:
                 line.clear()
             failed = crash_causes(options, now.left, causes, client, io.stderr)
             if failed:
                 now = now.replace(rejected=tuple(failed))
-                return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope)
+                return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope, client)
         # wait for the next events (the live line's clock ticks meanwhile)
         batch: list = []
         while not batch:
             remaining = None if deadline is None else deadline - clock()
             if remaining is not None and remaining <= 0:
-                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope)
+                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope, client)
             step = TICK if remaining is None else min(TICK, remaining)
             try:
                 batch.append(events.get(timeout=max(0.01, step)))
@@ -375,17 +378,33 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
         changed = judge.apply(updates)
 
 
-def _ended(options, report, now, outcome):
+def _ended(options, report, now, outcome, unfinished=()):
     """`report` with the verdict the run ends with (judge/verdict.wait): --wait: 0 when the rollout
-    completed, 1 when it cannot or did not in time; --watch alone at --timeout: as verify's."""
+    completed, 1 when it cannot or did not in time; --watch alone at --timeout: as verify's. A
+    recovery in scope stopped part-way (`unfinished`: its Reasons) fails it whatever the rollout."""
     left = tuple(now.left) + tuple(now.rejected)
-    return report.replace(verdict=judge_verdict.wait(report, outcome, left, options.fail_on, options.wait))
+    verdict = judge_verdict.wait(report, outcome, left, options.fail_on, options.wait)
+    return report.replace(verdict=verdict.replace(reasons=verdict.reasons + tuple(unfinished)))
 
 
-def _end(options, io, report, now, outcome, elapsed, line, scope):
+def _recoveries_now(client, scope, options) -> tuple:
+    """The recoveries in scope stopped part-way, read again as the wait ends (one may have finished,
+    or stopped, meanwhile): their Reasons (judge/verdict.recoveries)."""
+    from kubectl_kvcache.load import recovery_state
+
+    if client is None or not scope.recoveries:
+        return ()
+    states, _ = recovery_state.list_states(client, scope.namespace, options.connection.chunk_size)  # noted at the start
+    snapshot = records.Snapshot(namespace=scope.namespace)
+    snapshot.recoveries = states
+    return judge_verdict.recoveries(snapshot)
+
+
+def _end(options, io, report, now, outcome, elapsed, line, scope, client=None):
     if line:
         line.done()
-    report = _ended(options, report, now, outcome)
+    unfinished = _recoveries_now(client, scope, options)
+    report = _ended(options, report, now, outcome, unfinished)
     code = report.verdict.code
     if options.output.structured:
         subject = options.output.subject
@@ -401,7 +420,9 @@ def _end(options, io, report, now, outcome, elapsed, line, scope):
         render.show(view.VIEW, report, options.output, io.stdout)
     if not options.output.structured:
         view.deployment_lines(report, io.stderr)
-    if outcome == rollout.COMPLETE:
+    if outcome == rollout.COMPLETE and unfinished:     # not complete while a recovery is not done
+        view.wait_recovery_unfinished(unfinished, io.stderr)
+    elif outcome == rollout.COMPLETE:
         view.wait_complete(report, elapsed, io.stderr)
     elif outcome == rollout.UNBOUND:
         view.wait_unbound(now.unbound, io.stderr)

@@ -10,7 +10,8 @@ The checks, in the upgrade guide's order:
   3. take-over roles (`command` set) attached to a pool: the operator renders nothing for them;
   4. injection opt-ins (Pods and workload Pod templates) the webhook will refuse;
   5. the Setting itself;
-  6. engine releases newer than the engine data (judged with the latest release it has).
+  6. engine releases newer than the engine data (judged with the latest release it has);
+  7. recoveries stopped part-way (a recovery's record that is not finished).
 
 One module per check; `check` runs them all and is the face the commands use.
 """
@@ -25,6 +26,7 @@ from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_
 from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ROLE_CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
                                                    Finding, Report, finding)
 from kubectl_kvcache.judge.checks.injection import check_injection
+from kubectl_kvcache.judge.checks.recovery import check_recoveries
 from kubectl_kvcache.judge.checks.inputs import EnginePods, opt_ins
 from kubectl_kvcache.judge.checks.roles import RoleEntry, check_roles
 from kubectl_kvcache.judge.checks.setting import setting_finding, setting_state
@@ -58,6 +60,7 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     found += role_findings
     found += check_injection(optins, snapshot)
     found += check_newer_releases(deployments, optins, pods)
+    found += check_recoveries(snapshot)
     if skipped_workloads:
         found.append(finding("unchecked", (snapshot.namespace, "Workloads", "--skip-workloads"),
                              "the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "

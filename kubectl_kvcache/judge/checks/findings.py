@@ -63,6 +63,9 @@ CODES = {c.code: c for c in (
     Code("engine-newer-than-data", WARNING, "ModelDeployment, Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, "
          "Job, CronJob", "an engine release newer than the plugin's engine data: judged with the latest release "
          "the data has"),
+    Code("recovery-unfinished", ERROR, "KVCachePoolBinding (ConfigMap: a record recover does not write)",
+         "a recovery (recover --apply) stopped part-way: its record in the namespace is not finished",
+         fails_bindings=True),
     Code("unchecked", WARNING, "any", "something the check needs is not in the input or not decidable"),
     Code("setting", INFO, "Setting", "the Setting's current value"),
 )}
