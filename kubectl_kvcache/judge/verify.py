@@ -33,8 +33,10 @@ CRASH_LOOP = "CrashLoopBackOff"
 # How a replica stands in the rollout (verify's per-deployment line, `verify --wait`):
 DONE = "done"                   # runs the expected value: OK, running, ready (as far as reported), not terminating
 CRASHING = "crash-looping"      # the engine container is in CrashLoopBackOff, or REJECTED and exited with code 2
-TO_ROLL = "to-roll"             # no Pod yet, not rolled (MISSING), Pending, not ready, or an old replica terminating
+TO_ROLL = "to-roll"             # not rolled (MISSING), Pending, not ready, or an old replica terminating
+NOT_CREATED = "not-created"     # NO-POD: a replica the role declares that has no Pod (not created, or being replaced)
 STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
+PROGRESSES = (DONE, CRASHING, TO_ROLL, NOT_CREATED, STUCK)
 
 
 class Item(Record):
@@ -143,11 +145,14 @@ class Item(Record):
 
     @property
     def progress(self) -> str:
-        """DONE, CRASHING, TO_ROLL or STUCK (see above)."""
+        """DONE, CRASHING, TO_ROLL, NOT_CREATED or STUCK (see above). A replica without a Pod is
+        NOT_CREATED, never "to roll": there is nothing there to roll (issue 48)."""
         state = self.state or {}
+        if self.status == NO_POD:
+            return NOT_CREATED
         if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected or self.startup_failed:
             return CRASHING
-        if self.status == NO_POD or self.terminating:
+        if self.terminating:
             return TO_ROLL
         if self.status == OK:
             running = state.get("phase") in ("Running", "", None) and state.get("ready") is not False
@@ -189,7 +194,7 @@ class DeploymentProgress(Record):
         self.binding = binding
         self.expected = expected
         self.roles = roles
-        self.counts = counts                # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
+        self.counts = counts                # DONE / CRASHING / TO_ROLL / NOT_CREATED / STUCK -> replica rows
         self.stuck = stuck                  # status -> number, for the STUCK rows
         self.unbound = unbound              # the Binding spec.kvCache.poolRef.name names does not exist
         self.setting_on = setting_on        # why `expected` is None when the Binding is there
@@ -205,13 +210,14 @@ class DeploymentProgress(Record):
         """Every replica runs the expected value: no row is anything but done, none is missing; and
         where the operator writes ReplicasUpToDate, it says True for the current generation."""
         return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
-                                                          or self.counts[STUCK] or self.unbound
+                                                          or self.counts[NOT_CREATED] or self.counts[STUCK] or self.unbound
                                                           or self.hold or self.up_to_date is False)
 
     def to_dict(self):
         return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
                 "expected": self.expected, "desired": self.desired, "done": self.counts[DONE],
-                "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
+                "toRoll": self.counts[TO_ROLL], "notCreated": self.counts[NOT_CREATED],
+                "crashLooping": self.counts[CRASHING],
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
                 **({"bindingMissing": True} if self.unbound else {}),
                 **({"held": self.hold.to_dict()} if self.hold else {}),
@@ -953,11 +959,11 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                 unlisted[md.namespace, md.name] = unlisted.get((md.namespace, md.name), 0) + missing - shown
             rows.extend(pods)
             roles.append(RoleProgress(role.name, desired, len(live), len(pods) - len(live), status))
-        counts = {k: 0 for k in (DONE, CRASHING, TO_ROLL, STUCK)}
+        counts = {k: 0 for k in PROGRESSES}
         stuck: dict = {}
         extra_missing = unlisted.get((md.namespace, md.name), 0)
         if extra_missing:                   # the replicas a summary row stands for, beyond itself
-            counts[TO_ROLL] += extra_missing
+            counts[NOT_CREATED] += extra_missing
         for row in rows:
             counts[row.progress] += 1
             if row.progress == STUCK:

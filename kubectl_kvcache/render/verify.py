@@ -9,8 +9,8 @@ from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
-from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
-                                          recover_command, state_label)
+from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, NOT_CREATED, OK, REJECTED, STATUSES, STUCK,
+                                          TO_ROLL, Item, recover_command, state_label)
 
 
 def _owner(item):
@@ -176,7 +176,8 @@ def deployment_line(d) -> str:
         value = "as expected (nothing is expected: the Setting is off)"
     text = (f"deployment {d.namespace}/{d.name}: {d.counts[DONE]}/{d.desired} "
             f"{'replica runs' if d.desired == 1 else 'replicas run'} {value}, {d.counts[TO_ROLL]} to roll, "
-            f"{d.counts[CRASHING]} crash-looping")
+            + (f"{d.counts[NOT_CREATED]} without a Pod (NO-POD), " if d.counts[NOT_CREATED] else "")
+            + f"{d.counts[CRASHING]} crash-looping")
     if d.counts[STUCK]:
         which = ", ".join(f"{n} {s}" for s, n in sorted(d.stuck.items()))
         text += f", {which} that rolling will not fix"
@@ -439,6 +440,16 @@ def wait_timeout(timeout, p, err):
     line(err, f"timed out after {_clock(timeout)}: {len(p.left)} "
               f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "
               f"({p.done}/{p.total} deployments done); listed on stdout")
+
+
+def wait_interrupted(elapsed, p, err):
+    """Ctrl-C during --wait: where the rollout stood (then `error: interrupted`, exit 130)."""
+    n = len(p.left)
+    left = (f"{n} {'replica has' if n == 1 else 'replicas have'} not rolled to the expected value, listed on stdout"
+            if n else "every replica followed runs its expected value")
+    pending = "" if p.pending is None else \
+        f"; the Setting's status.value does not report {'true' if p.pending else 'false'} yet"
+    line(err, f"interrupted after {_clock(elapsed)}: {left} ({p.done}/{p.total} deployments done{pending})")
 
 
 def watch_reconnect(what, why, err):

@@ -496,10 +496,24 @@ def test_ctrl_c_is_exit_130_with_one_line_and_no_traceback(cluster, flags):
     finally:
         if p.poll() is None:
             p.kill()
+    out = lines.rest("out")
     assert p.returncode == 130, err
     assert "Traceback" not in err and "Exception" not in err, err
     lines = [x for x in err.splitlines() if not x.startswith("rollout: ")]
-    assert lines == ["error: interrupted"], err
+    if "--wait" not in flags:           # --watch alone: as kubectl get -w, nothing more
+        assert lines == ["error: interrupted"], err
+        return
+    # issue 48: Ctrl-C in --wait prints where every replica stands (before: nothing), then the one error line
+    assert lines[-1] == "error: interrupted", err
+    assert lines[:-1] == [f"deployment {ns}/chat: 1/2 replicas run 'fp8', 0 to roll, 1 without a Pod (NO-POD), "
+                          f"0 crash-looping",
+                          lines[-2]], err
+    assert lines[-2].startswith("interrupted after 0m0") and lines[-2].endswith(
+        ": 1 replica has not rolled to the expected value, listed on stdout (0/1 deployments done)"), err
+    if "--watch" not in flags:          # the replicas left, as a timeout lists them
+        table = out.splitlines()
+        assert table[0].split() == ["POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"], out
+        assert [r.split() for r in table[1:]] == [["<no-pod:chat>", "b1", "fp8", "<none>", "NO-POD"]], out
 
 
 def test_wait_for_one_deployment_ignores_the_others(cluster):

@@ -56,7 +56,20 @@ def test_a_replica_without_a_pod_is_no_pod_and_not_ok(tmp_path):
     assert no_pod.owner == {"kind": "ModelDeployment", "name": "md"} and no_pod.expected == "fp8"
     assert "replica 2 of 2 (spec.roles[0].replicas) has no Pod: 1 exists" in no_pod.reason
     d, = report.deployments
-    assert (d.desired, d.counts[verify.DONE], d.counts[verify.TO_ROLL], d.complete) == (2, 1, 1, False)
+    assert (d.desired, d.counts[verify.DONE], d.counts[verify.TO_ROLL], d.counts[verify.NOT_CREATED],
+            d.complete) == (2, 1, 0, 1, False)
+
+
+def test_a_replica_without_a_pod_is_counted_as_what_it_is_not_to_roll(tmp_path):
+    """Issue 48 item 7: a missing replica was counted "to roll" (nothing is there to roll); its
+    count is its own, in the status's words, in the line and in -o json."""
+    report = verify.verify(snapshot_of(*two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8")))),
+                                       tmp_path=tmp_path))
+    d, = report.deployments
+    assert report.items[1].progress == verify.NOT_CREATED
+    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 0 to roll, "
+                                       "1 without a Pod (NO-POD), 0 crash-looping")
+    assert (d.to_dict()["toRoll"], d.to_dict()["notCreated"]) == (0, 1)
 
 
 def test_a_deployment_with_no_pods_at_all_does_not_vanish(tmp_path):
@@ -85,8 +98,8 @@ def test_a_terminating_pod_is_judged_with_its_state_but_is_not_a_replica(tmp_pat
         ("md-server-0", "MISSING", "Terminating"), ("md-server-1", "OK", "Running"), (None, "NO-POD", None)]
     d, = report.deployments
     assert d.roles[0].pods == 1 and d.roles[0].terminating == 1
-    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 2 to roll, 0 crash-looping "
-                                       "(1 old Pod terminating)")
+    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 1 to roll, "
+                                       "1 without a Pod (NO-POD), 0 crash-looping (1 old Pod terminating)")
 
 
 @pytest.mark.parametrize("pod, progress, label", [
@@ -297,7 +310,7 @@ def test_a_role_asking_for_millions_of_replicas_is_one_summary_row():
     assert len(rows) == judge.MAX_NO_POD_ROWS
     assert rows[-1].reason.startswith(f"replicas {judge.MAX_NO_POD_ROWS}-{(1 << 31) - 1} of {(1 << 31) - 1}")
     progress = report.deployments[0]
-    assert progress.counts[judge.TO_ROLL] == (1 << 31) - 1
+    assert progress.counts[judge.NOT_CREATED] == (1 << 31) - 1 and progress.counts[judge.TO_ROLL] == 0
 
 
 # -- done means done: the Setting converged, every replica rendered from the spec as it is now ----------

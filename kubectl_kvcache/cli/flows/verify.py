@@ -306,66 +306,90 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
     deadline = None if options.timeout is None else start + options.timeout
     if rows is not None and not changed:
         render.nothing_found(snapshot, view.VIEW.empty + " (yet: watching)", io.stderr)
-    while True:
-        now = judge.progress()
-        gone = judge.take_gone()
-        if rows is not None and (changed or gone):
-            if line:
-                line.clear()
-            rows.emit(changed, gone)
-        if line:
-            line.show(view.progress_line(now, clock() - start, line.width))
-        if options.wait and now.outcome:
-            outcome = now.outcome
-            if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
+    try:
+        while True:
+            now = judge.progress()
+            gone = judge.take_gone()
+            if rows is not None and (changed or gone):
                 if line:
                     line.clear()
-                # the engine's own words for the crashed replicas it ends on (a start-up failure
-                # predicted REJECTED settles the wait before any log was read)
-                failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
+                rows.emit(changed, gone)
+            if line:
+                line.show(view.progress_line(now, clock() - start, line.width))
+            if options.wait and now.outcome:
+                outcome = now.outcome
+                if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
+                    if line:
+                        line.clear()
+                    # the engine's own words for the crashed replicas it ends on (a start-up failure
+                    # predicted REJECTED settles the wait before any log was read)
+                    failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
+                    if failed:
+                        now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
+                return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope)
+            if options.wait and client is not None and now.pending is None and now.left:
+                if line:
+                    line.clear()
+                failed = crash_causes(options, now.left, causes, client, io.stderr)
                 if failed:
-                    now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
-            return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope)
-        if options.wait and client is not None and now.pending is None and now.left:
-            if line:
-                line.clear()
-            failed = crash_causes(options, now.left, causes, client, io.stderr)
-            if failed:
-                now = now.replace(rejected=tuple(failed))
-                return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope)
-        # wait for the next events (the live line's clock ticks meanwhile)
-        batch: list = []
-        while not batch:
-            remaining = None if deadline is None else deadline - clock()
-            if remaining is not None and remaining <= 0:
-                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope)
-            step = TICK if remaining is None else min(TICK, remaining)
-            try:
-                batch.append(events.get(timeout=max(0.01, step)))
-            except queue.Empty:
-                if line:
-                    line.show(view.progress_line(now, clock() - start, line.width), tick=True)
-                continue
-            while True:
+                    now = now.replace(rejected=tuple(failed))
+                    return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope)
+            # wait for the next events (the live line's clock ticks meanwhile)
+            batch: list = []
+            while not batch:
+                remaining = None if deadline is None else deadline - clock()
+                if remaining is not None and remaining <= 0:
+                    return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope)
+                step = TICK if remaining is None else min(TICK, remaining)
                 try:
-                    batch.append(events.get_nowait())
+                    batch.append(events.get(timeout=max(0.01, step)))
                 except queue.Empty:
-                    break
-        updates = []
-        for key, kind, payload in batch:
-            if kind == "ERROR":
-                raise payload
-            if kind == "RECONNECT":
-                if line:
-                    line.clear()
-                view.watch_reconnect(targets[key].what, payload, io.stderr)
-                continue
-            if kind == "RELIST":
-                if line:
-                    line.clear()
-                view.watch_relist(targets[key].what, io.stderr)
-            updates.extend(judge_events(judge, key, kind, payload, targets))
-        changed = judge.apply(updates)
+                    if line:
+                        line.show(view.progress_line(now, clock() - start, line.width), tick=True)
+                    continue
+                while True:
+                    try:
+                        batch.append(events.get_nowait())
+                    except queue.Empty:
+                        break
+            updates = []
+            for key, kind, payload in batch:
+                if kind == "ERROR":
+                    raise payload
+                if kind == "RECONNECT":
+                    if line:
+                        line.clear()
+                    view.watch_reconnect(targets[key].what, payload, io.stderr)
+                    continue
+                if kind == "RELIST":
+                    if line:
+                        line.clear()
+                    view.watch_relist(targets[key].what, io.stderr)
+                updates.extend(judge_events(judge, key, kind, payload, targets))
+            changed = judge.apply(updates)
+    except KeyboardInterrupt:
+        if options.wait:        # Ctrl-C: where every replica stands, then `error: interrupted`, exit 130
+            _interrupted(options, io, judge, clock() - start, line)
+        raise
+
+
+def _interrupted(options, io, judge, elapsed, line):
+    """Ctrl-C during --wait: the state the wait was interrupted in, as a timeout prints it (the
+    replicas left on stdout, unless --watch already printed every row; the deployment lines and
+    what is left on stderr). No report document and no verdict line: an interrupted wait decided
+    nothing, and its exit code (130) is not a verdict. A judge caught mid-batch may not give a
+    report: then nothing more is printed than before (`error: interrupted`)."""
+    try:
+        report, now = judge.report(), judge.progress()
+    except Exception:       # noqa: BLE001 - interrupted inside a batch: its state is not whole
+        return
+    if line:
+        line.done()
+    if not options.output.structured and not options.watch:
+        render.show(view.VIEW, _Rows(now.left), options.output, io.stdout)
+        io.stdout.flush()
+    view.deployment_lines(report, io.stderr)
+    view.wait_interrupted(elapsed, now, io.stderr)
 
 
 def _ended(options, report, now, outcome):
