@@ -369,13 +369,15 @@ def _deployment_candidate(pod, snapshot):
                      md.binding, takeover=bool(role.command))
 
 
-def _role_release(md, role) -> str | None:
-    """The release a role's replicas run, as text: its stated image's (None when unreadable), else
-    spec.engine.version (the synthesized image's; model_deployment_render.go)."""
+def _role_release(md, role) -> tuple[str | None, str]:
+    """The release a role's replicas run, as text, and where it was read (engine.releases'
+    sources): its stated image's (model.ROLE_IMAGE), else spec.engine.version (the synthesized
+    image's; model_deployment_render.go: model.SPEC_VERSION); (None, model.UNREAD) when neither
+    names one (an image whose tag names no release, no spec.engine.version)."""
     if role.image:
         found = model.read_image(role.image, model.normalise_engine(md.engine)).release
-        return str(found) if found is not None else None
-    return md.engine_version
+        return (str(found), model.ROLE_IMAGE) if found is not None else (None, model.UNREAD)
+    return (md.engine_version, model.SPEC_VERSION) if md.engine_version else (None, model.UNREAD)
 
 
 def _injected_candidate(pod):
@@ -937,6 +939,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
             status = md.role_status(role.name)
             missing = max(0, desired - len(live))
             shown = min(missing, MAX_NO_POD_ROWS)   # a role asking for millions is one summary row
+            release, release_source = _role_release(md, role)
             for n, slot in enumerate(range(len(live), len(live) + shown)):
                 reported = (f"; status.roles reports {status.desired} desired, {status.ready} ready"
                             if status else "")
@@ -945,12 +948,12 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding, expected, None,
+                                  model.normalise_engine(md.engine), release, md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
                                              if unbound else ""),
-                                  takeover=bool(role.command), slot=slot,
+                                  takeover=bool(role.command), slot=slot, version_source=release_source,
                                   fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
                                   f"wait for the operator to create it; if it does not, kubectl describe "
                                   f"modeldeployment {md.name} -n {md.namespace} says why"))

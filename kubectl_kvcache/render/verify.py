@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from kubectl_kvcache import masking
-from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE
+from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE, UNREAD
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
@@ -99,6 +99,17 @@ def _exit_cause(item):
     return f"{kind}{blame}: {cause.line}"
 
 
+def _engine_long(item):
+    """`vllm:0.29.0 (version from spec.engine.version)`; a release read nowhere says so
+    (`vllm:? (version from nowhere: release unknown)`), never "from None"."""
+    if item.engine_version:
+        return release_source(item.engine, item.engine_version, item.version_source) if item.version_source \
+            else f"{item.engine}:{item.engine_version}"
+    if item.version_source == UNREAD and item.engine:
+        return release_source(item.engine, "?", UNREAD)
+    return item.engine
+
+
 def _argv_rows(item):
     return [[pos, element] + ([mark] if mark else []) for pos, element, mark in argv_listing(item)]
 
@@ -108,8 +119,7 @@ def _item_fields(item):
     that is also a column is labelled by it."""
     return [("Name", _pod(item)), ("Namespace", item.namespace), (CONTAINER.label, item.container),
             (OWNER.label, _owner_long(item)), (ROLE.label, item.role),
-            (ENGINE.label, release_source(item.engine, item.engine_version, item.version_source)
-             if item.engine_version else item.engine),
+            (ENGINE.label, _engine_long(item)),
             (BINDING.label, item.binding), (EXPECTED.label, item.expected), (EFFECTIVE.label, item.effective),
             (STATUS.label, item.status), (STATE.label, state_label(item)), (READY.label, _ready(item)),
             (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
