@@ -262,12 +262,24 @@ def pod_details(report, out):
 class RowPrinter:
     """Table rows printed as they come (kubectl get -w): kubectl's tabwriter with RememberWidths,
     so later rows line up under the header, a column growing only when a later cell is longer.
-    `output`: an Output (or, as before, the bare `wide` flag)."""
+    `output`: an Output (or, as before, the bare `wide` flag). `clock` (time.time; the flow passes
+    it): each row says when it was seen, first, in a `TIME` column (`15:04:05`, local time) and in
+    -o json/yaml as `time` (RFC 3339, UTC). Why a clock and not kubectl events' LAST SEEN age: a
+    row of a stream is printed when the change is seen, so an age printed with it is always `0s`
+    and is wrong the moment it scrolls; the time it was seen stays true in the scrollback and can
+    be held against `kubectl events` and the engines' logs. -o json|yaml: one watch event per
+    change, as `kubectl get -w --output-watch-events` prints them (`type` ADDED, MODIFIED or
+    DELETED, `object` the row as -o json has it) with `time` beside them; json one per line."""
 
-    def __init__(self, out, output=False, headers=True):
-        self.out, self.output, self.headers = out, output, headers
+    def __init__(self, out, output=False, headers=True, clock=None):
+        self.out, self.output, self.headers, self.clock = out, output, headers, clock
         self.widths = None
         self.printed: dict = {}      # row key -> the cells last printed for it
+
+    @property
+    def _data(self):
+        """-o json or yaml (else table rows)."""
+        return getattr(self.output, "format", None) in ("json", "yaml")
 
     def _cells(self, item):
         wide = getattr(self.output, "wide", self.output is True)
@@ -278,31 +290,59 @@ class RowPrinter:
         columns, prints no identical row again), then each deleted Pod's last row with STATUS
         DELETED (kubectl get -w prints a deleted object once more)."""
         columns = VIEW.layout(self.output)
-        rows = []
+        rows, events = [], []
         before = dict(self.printed)
         for item in items:
-            cells = self._cells(item)
+            cells = self._cells(item) if not self._data else [item.to_dict()]
             # replicas without a Pod are told apart by nothing the table shows (their slot moves as
             # Pods come and go): such a row is not printed again once printed
-            key = item.key if item.pod is not None else (item.namespace, item.deployment, item.role, tuple(cells))
+            key = item.key if item.pod is not None else (item.namespace, item.deployment, item.role,
+                                                         repr(cells))
             if before.get(key) != cells:
                 self.printed[key] = cells
                 rows.append(cells)
+                events.append(("MODIFIED" if key in before else "ADDED", item))
         status = next((n for n, c in enumerate(columns) if c is STATUS), None)
         for item in gone:
-            cells = self.printed.pop(item.key, None) or self._cells(item)
-            if status is not None:
+            cells = self.printed.pop(item.key, None) or (self._cells(item) if not self._data else [item.to_dict()])
+            if status is not None and not self._data:
                 cells = cells[:status] + ["DELETED"] + cells[status + 1:]
             rows.append(cells)
+            events.append(("DELETED", item))
         if not rows:
             return
+        seen = self.clock() if self.clock is not None else None
+        if self._data:
+            self._write_events(events, seen)
+            return
+        if seen is not None:
+            import time
+
+            stamp = time.strftime("%H:%M:%S", time.localtime(seen))
+            rows = [[stamp] + row for row in rows]
         if self.widths is None:
-            heads = [c.header.upper() for c in columns]
+            heads = ([] if seen is None else ["TIME"]) + [c.header.upper() for c in columns]
             if self.headers:
                 rows.insert(0, heads)
         self.widths = column_widths(rows, self.widths)
         for row in rows:
             line(self.out, table_line(row, self.widths), wrap=False)
+        self.out.flush()
+
+    def _write_events(self, events, seen):
+        import json
+        import time
+
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seen if seen is not None else time.time()))
+        for kind, item in events:
+            event = {"type": kind, "time": when, "object": item.to_dict()}
+            if self.output.format == "json":
+                self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
+            else:
+                import yaml
+
+                self.out.write("---\n" + yaml.safe_dump(event, sort_keys=False, default_flow_style=False,
+                                                         allow_unicode=True))
         self.out.flush()
 
 

@@ -713,3 +713,37 @@ def test_a_named_pod_that_does_not_exist_is_notfound_exit_1(cluster):
     assert err == (f'error: pods "chat-server-nope" not found in namespace {ns}\n'
                    f'verdict: FAILED (exit code 1): Pod chat-server-nope was not found in namespace {ns}: nothing '
                    f'was verified there\n')
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_watch_rows_carry_the_time_they_were_seen(cluster, fmt):
+    """Issue 48 item 9: --watch rows had no timestamps. The table's TIME is the local clock when
+    the change was seen; -o json is one watch event per line with an RFC 3339 `time`."""
+    import datetime
+
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    p = start(cluster, "verify", "-n", ns, "--watch", "-o", fmt, "--timeout", "90s")
+    lines = Lines(p)
+    try:
+        before = time.time()
+        first = lines.until("out", lambda line: "no-pod" in line.lower())
+        create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+        later = lines.until("out", row("chat-server-0") if fmt == "table" else lambda line: "chat-server-0" in line)
+        after = time.time()
+    finally:
+        p.kill()
+        p.wait()
+    if fmt == "table":
+        header = lines.seen["out"][0]
+        assert header.split()[:2] == ["TIME", "POD"], header
+        stamps = [cells(header, x)["TIME"] for x in (first, later)]
+        assert cells(header, later)["STATUS"] == "OK", later
+        window = {time.strftime("%H:%M:%S", time.localtime(t)) for t in range(int(before) - 1, int(after) + 2)}
+        assert set(stamps) <= window, (stamps, window)
+        return
+    events = [json.loads(x) for x in (first, later)]
+    assert [(e["type"], e["object"]["status"]) for e in events] == [("ADDED", "NO-POD"), ("ADDED", "OK")]
+    for e in events:
+        seen = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        assert before - 1 <= seen.timestamp() <= after + 1, e

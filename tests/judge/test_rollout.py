@@ -249,7 +249,7 @@ def test_a_selected_deployment_whose_binding_is_missing_is_reported_not_nothing_
     (["verify", "--wait", "md/A_b"], "invalid ModelDeployment name 'A_b'"),
     (["verify", "md/a"], "md/a: md/NAME needs --watch or --wait"),
     (["verify", "pod/a"], "invalid Pod name 'pod/a'"),
-    (["verify", "--watch", "-o", "json"], "--watch prints table rows"),
+    (["verify", "--watch", "-o", "csv"], "--watch prints rows as they come: use -o table or -o wide or -o json"),
     (["verify", "--timeout", "5m"], "--timeout needs --wait or --watch"),
     (["verify", "--wait", "--timeout", "soon"], "invalid duration 'soon' for --timeout"),
 ])
@@ -479,3 +479,46 @@ def test_a_watch_lists_every_replica_first_and_a_moved_no_pod_row_not_again(tmp_
     assert [ln.split()[-1] for ln in out.getvalue().splitlines()[1:]] == ["NO-POD"] * 3
     rows.emit(second.items)            # the NO-POD rows' slots moved; what the table shows did not
     assert [ln.split()[-1] for ln in out.getvalue().splitlines()[4:]] == ["OK"]
+
+
+def test_watch_rows_say_when_they_were_seen_and_json_is_a_watch_event_a_line(tmp_path):
+    """Issue 48 item 9: --watch rows had no time. The table's rows start with TIME (local clock,
+    when the change was seen); -o json prints one watch event per line (type, RFC 3339 `time`,
+    the row as -o json has it), -o yaml one document each."""
+    import time as _time
+
+    def report(dtype):
+        pod = status(o.md_pod("md-server-0", "md", o.vllm_argv(dtype)))
+        return verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
+
+    seen = iter([1_767_000_000.0, 1_767_000_042.0, 1_767_000_043.0])
+    first, second = report(None), report("fp8")
+    out = io.StringIO()
+    rows = view.RowPrinter(out, clock=lambda: next(seen))
+    rows.emit(first.items)
+    rows.emit(second.items)
+    header, a, b = out.getvalue().splitlines()
+    assert header.split()[:3] == ["TIME", "NAMESPACE", "POD"]
+    assert [a.split()[0], b.split()[0]] == [_time.strftime("%H:%M:%S", _time.localtime(t))
+                                            for t in (1_767_000_000.0, 1_767_000_042.0)]
+    assert a.split()[1:3] == ["team", "md-server-0"] and a.index("MISSING") == header.index("STATUS")
+    assert b.index("OK") == header.index("STATUS")
+
+    from kubectl_kvcache.render.output import Output
+
+    for fmt in ("json", "yaml"):
+        seen = iter([1_767_000_000.0, 1_767_000_042.0, 1_767_000_043.0])
+        data = io.StringIO()
+        printer = view.RowPrinter(data, Output(fmt), clock=lambda: next(seen))
+        printer.emit(first.items)
+        printer.emit(second.items)
+        printer.emit([], gone=second.items)
+        if fmt == "json":
+            events = [json.loads(line) for line in data.getvalue().splitlines()]
+        else:
+            import yaml
+            events = list(yaml.safe_load_all(data.getvalue()))
+        assert [(e["type"], e["time"]) for e in events] == [("ADDED", "2025-12-29T09:20:00Z"),
+                                                            ("MODIFIED", "2025-12-29T09:20:42Z"),
+                                                            ("DELETED", "2025-12-29T09:20:43Z")]
+        assert events[1]["object"] == second.items[0].to_dict()

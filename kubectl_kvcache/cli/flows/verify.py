@@ -301,7 +301,8 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
     causes: dict = {}
     judge = live.LiveJudge(snapshot, selection(options), CachedPredict())
     changed = judge.first
-    rows = view.RowPrinter(io.stdout, options.output, options.output.headers) if options.watch else None
+    rows = view.RowPrinter(io.stdout, options.output, options.output.headers, clock=time.time) \
+        if options.watch else None
     start = clock()
     deadline = None if options.timeout is None else start + options.timeout
     if rows is not None and not changed:
