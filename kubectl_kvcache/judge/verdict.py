@@ -25,6 +25,7 @@ from kubectl_kvcache.record import Record
 
 FAILED, PASSED, SKIPPED = "failed", "passed", "skipped"
 NOT_FOUND = "not-found"         # a named Pod or namespace asked for does not exist: nothing was read there
+CREATE_REFUSED = "create-refused"   # a controller says it cannot create the Pods of an object in scope
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
 REASON_MEANINGS = {
     NOT_FOUND: "a named Pod or namespace asked for was not found: nothing was verified there",
@@ -33,6 +34,8 @@ REASON_MEANINGS = {
     WAIT + "rejected": "--wait ended: a replica is confirmed rejected or fails at start-up",
     WAIT + "unbound": "--wait ended: a deployment's Binding does not exist",
     WAIT + "held": "--wait ended: the operator holds the rollout",
+    WAIT + "refused": "--wait ended: a deployment's replicas are refused creation",
+    CREATE_REFUSED: "a controller says it cannot create the Pods of an object in scope (FailedCreate, RenderFailed)",
 }
 
 
@@ -179,6 +182,37 @@ def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True) -> 
                  for ns in getattr(snapshot, "missing_namespaces", ())) + tuple(
         not_found("Pod", name, snapshot.namespace, pod_where, fails_pods)
         for name in getattr(snapshot, "missing_pods", ()))
+
+
+def refused(report, snapshot) -> tuple[Reason, ...]:
+    """The run's reasons of creates refused (load/events.py Refusals, judged in judge/verify.py):
+    a pool-attached deployment whose replicas without a Pod the operator says it cannot create,
+    and the controller of a Pod opted into injection whose new Pods the injection webhook refuses
+    (its FailedCreate quoting the webhook). Each fails the run: replicas are missing and waiting
+    does not bring them."""
+    from kubectl_kvcache.operator import webhooks
+
+    reasons = []
+    for d in report.deployments:
+        if d.refused is not None:
+            r = d.refused
+            reasons.append(Reason(CREATE_REFUSED, "ModelDeployment", d.name, d.namespace,
+                                  f"the operator cannot create the replicas of ModelDeployment {d.namespace}/{d.name} "
+                                  f"that have no Pod: {r.said}",
+                                  f"fix what the event names; kubectl get events -n {d.namespace} --field-selector "
+                                  f"involvedObject.name={d.name},reason={r.reason}"))
+    owners = {(p.namespace, p.owner[1], p.owner[2]) for p in getattr(snapshot, "pods", ()) or ()
+              if p.opted_in and p.owner is not None}
+    for key in sorted(owners):
+        r = (getattr(snapshot, "refusals", None) or {}).get(key)
+        if r is not None and r.webhook == webhooks.INJECTION_WEBHOOK:
+            reasons.append(Reason(CREATE_REFUSED, key[1], key[2], key[0],
+                                  f"{key[1]} {key[0]}/{key[2]} cannot create its Pods: the injection webhook refuses "
+                                  f"them: {r.said}",
+                                  f"change what the webhook names in the Pod template (kubectl kvcache check -n "
+                                  f"{key[0]} -o describe); kubectl get events -n {key[0]} --field-selector "
+                                  f"involvedObject.name={key[2]},reason={r.reason}"))
+    return tuple(reasons)
 
 
 def ended(outcome: str, text: str) -> Reason:

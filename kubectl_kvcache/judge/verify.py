@@ -183,12 +183,13 @@ class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
     __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on",
-                 "hold", "up_to_date")
+                 "hold", "up_to_date", "refused")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
                  roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
-                 setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None):
+                 setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None,
+                 refused=None):
         self.namespace = namespace
         self.name = name
         self.binding = binding
@@ -200,6 +201,8 @@ class DeploymentProgress(Record):
         self.setting_on = setting_on        # why `expected` is None when the Binding is there
         self.hold = hold                    # the operator holds the rollout (judge/holds.py)
         self.up_to_date = up_to_date        # ReplicasUpToDate=True for this generation (None: not written)
+        self.refused = refused              # load/events.Refusal: replicas without a Pod that its controller
+                                            # says it cannot create (None: none said, or not read)
 
     @property
     def desired(self):
@@ -221,6 +224,7 @@ class DeploymentProgress(Record):
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
                 **({"bindingMissing": True} if self.unbound else {}),
                 **({"held": self.hold.to_dict()} if self.hold else {}),
+                **({"createRefused": self.refused.to_dict()} if self.refused else {}),
                 **({"replicasUpToDate": self.up_to_date} if self.up_to_date is not None else {}),
                 "roles": [r.to_dict() for r in self.roles]}
 
@@ -929,6 +933,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
         expected = binding.dtype if (binding and on) else None
         unbound = bool(md.binding) and binding is None
         roles, rows = [], []
+        refused = refusal(snapshot, md)
         chosen = [(n, r) for n, r in enumerate(md.roles) if selected is None or selected(md, r)]
         if selected is not None and not chosen:
             continue
@@ -952,9 +957,11 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
-                                             if unbound else ""),
+                                             if unbound else "")
+                                          + (f"; the operator cannot create it: {refused.said}" if refused else ""),
                                   takeover=bool(role.command), slot=slot, version_source=release_source,
                                   fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
+                                  refused_fix(md, refused) if refused else
                                   f"wait for the operator to create it; if it does not, kubectl describe "
                                   f"modeldeployment {md.name} -n {md.namespace} says why"))
                 rows.append(extra[-1])
@@ -975,9 +982,36 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                                            unbound=unbound, setting_on=on,
                                            hold=holds.hold(md, binding, (snapshot.pools or {}).get(
                                                binding.pool) if binding is not None and binding.pool else None),
-                                           up_to_date=holds.up_to_date(md)))
+                                           up_to_date=holds.up_to_date(md),
+                                           refused=refused if counts[NOT_CREATED] else None))
     items = sorted(items + extra, key=row_order)
     return items, progress
+
+
+def refusal(snapshot, md):
+    """The operator's latest word that it cannot create md's replicas (a FailedCreate or RenderFailed
+    event: load/events.py), when it is about md's spec as it is now: said at or after the last
+    write of md's spec the API server recorded (metadata.managedFields), so an event from before
+    the user fixed the spec is not taken for the fixed one's. None: none said, or not read."""
+    found = (getattr(snapshot, "refusals", None) or {}).get((md.namespace, "ModelDeployment", md.name))
+    if found is None or not md.spec_written or not found.last:
+        return found
+    return found if _second(found.last) >= _second(md.spec_written) else None
+
+
+def _second(stamp: str) -> str:
+    """RFC 3339 (UTC, `Z`) to the second, so that times of either precision compare as strings."""
+    return stamp[:19]
+
+
+def refused_fix(md, refused) -> str:
+    """What to do about replicas the operator cannot create: what its event names, and where to read it."""
+    events = (f"kubectl get events -n {md.namespace} --field-selector "
+              f"involvedObject.name={md.name},reason={refused.reason}")
+    if refused.webhook:
+        return (f"the API server refuses its Pods (admission webhook {refused.webhook}): change what the webhook "
+                f"names, then the operator creates them; {events}")
+    return f"the operator cannot create it ({refused.reason}): fix what its event names, then it is created; {events}"
 
 
 extra_args_start = _extra_args_start      # rollout.settled asks the same of a Pod

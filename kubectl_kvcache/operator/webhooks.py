@@ -34,6 +34,10 @@ import re
 from kubectl_kvcache.operator import api, masters
 from kubectl_kvcache.record import Record
 
+# The webhooks' names, as the API server quotes them in a refusal (`admission webhook "NAME" denied
+# the request: ...`): pkg/worker/webhooks/worker/zz_generated.webhooks.go.
+INJECTION_WEBHOOK = "mutate.gpustack-worker-kvcache.core.v1.pod"         # Pods labelled inject=true, CREATE
+MODEL_DEPLOYMENT_WEBHOOK = "validate.worker.gpustack.ai.v1alpha1.modeldeployment"   # CREATE, UPDATE
 DTYPE_ARG = "--kv-cache-dtype"
 SETTING_PROPAGATION_SECONDS = 30     # the operator's settings cache (docs/reference/settings.md)
 

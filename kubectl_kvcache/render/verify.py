@@ -196,6 +196,8 @@ def deployment_line(d) -> str:
         text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
     if d.hold is not None:
         text += f"; {d.hold.text}"
+    if d.refused is not None:
+        text += f"; the operator cannot create {'it' if d.counts[NOT_CREATED] == 1 else 'them'}: {d.refused.said}"
     return text
 
 
@@ -330,19 +332,14 @@ class RowPrinter:
         self.out.flush()
 
     def _write_events(self, events, seen):
-        import json
         import time
 
+        from kubectl_kvcache.render.formats import FORMATS
+
+        printer = FORMATS[self.output.format].printer()
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seen if seen is not None else time.time()))
         for kind, item in events:
-            event = {"type": kind, "time": when, "object": item.to_dict()}
-            if self.output.format == "json":
-                self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
-            else:
-                import yaml
-
-                self.out.write("---\n" + yaml.safe_dump(event, sort_keys=False, default_flow_style=False,
-                                                         allow_unicode=True))
+            printer.write_line({"type": kind, "time": when, "object": item.to_dict()}, self.out)
         self.out.flush()
 
 
@@ -446,6 +443,40 @@ def wait_held(held, err):
         line(err, f"ModelDeployment {h.namespace}/{h.deployment}: {h.text}")
         if h.message:
             line(err, f"  the operator says: {masking.mask(h.message)}")
+
+
+def wait_refused(deployments, err):
+    """Followed deployments whose replicas the operator says it cannot create: the wait ends at
+    once (waiting does not create them), quoting what it says and what to do."""
+    for d in deployments:
+        r = d.refused
+        n = d.counts[NOT_CREATED]
+        line(err, f"ModelDeployment {d.namespace}/{d.name}: {n} {'replica' if n == 1 else 'replicas'} without a Pod "
+                  f"that the operator cannot create; it says: {r.said}")
+        if r.webhook:
+            line(err, f"  the API server refuses the Pods: admission webhook {r.webhook} denied the request: "
+                      f"{r.denied or '(no explanation)'}")
+        line(err, f"  fix what it names, then the operator creates them (kubectl get events -n {d.namespace} "
+                  f"--field-selector involvedObject.name={d.name},reason={r.reason})")
+
+
+def refusal_notes(read, wanted, err):
+    """What could not be read of the controllers' refusals (load/events.py), once each: a
+    namespace whose events may not be listed (the replicas without a Pod are then waited for, and
+    the user is told why nothing says whether their create is refused), a failed read, and the
+    objects or events beyond the read's bounds."""
+    from kubectl_kvcache.render.core import note
+
+    for ns in sorted(read.denied):
+        n = sum(1 for w in wanted if w[0] == ns)
+        note(err, f"not allowed to list events in namespace {ns}: whether the Pods of {n} "
+                  f"{'object' if n == 1 else 'objects'} short of Pods are refused creation (FailedCreate) is not "
+                  f"read; replicas without a Pod are waited for (kubectl auth can-i list events -n {ns})")
+    if read.failed:
+        note(err, f"the events that say whether a create is refused could not be read: {read.failed}")
+    if read.skipped:
+        note(err, f"{read.skipped} more objects short of Pods: their events are not read (at most "
+                  f"{read.bounds.MAX_OBJECTS} a read)")
 
 
 def wait_rejected(items, err):

@@ -522,3 +522,40 @@ def test_watch_rows_say_when_they_were_seen_and_json_is_a_watch_event_a_line(tmp
                                                             ("MODIFIED", "2025-12-29T09:20:42Z"),
                                                             ("DELETED", "2025-12-29T09:20:43Z")]
         assert events[1]["object"] == second.items[0].to_dict()
+
+
+@pytest.mark.parametrize("written, last, refused", [
+    (None, "2026-12-05T10:05:00Z", True),                       # no managedFields: the event stands
+    ("2026-12-05T10:00:00Z", "2026-12-05T10:05:00Z", True),     # said after the spec was written
+    ("2026-12-05T10:05:00Z", "2026-12-05T10:05:00Z", True),     # the same second
+    ("2026-12-05T10:06:00Z", "2026-12-05T10:05:00Z", False),    # the spec changed since: about an older spec
+])
+def test_a_refused_create_ends_the_wait_and_names_what_to_do(tmp_path, written, last, refused):
+    """Issue 48 item 4: a deployment whose replicas the operator says it cannot create ended
+    nowhere (`wait for the operator to create it` to the timeout); now its NO-POD rows quote it,
+    the deployment carries it, and the wait's outcome is REFUSED, in verify's judgement and the
+    live judge's alike. An event from before the spec was last written is not the spec's."""
+    from kubectl_kvcache.judge import live
+    from kubectl_kvcache.load.events import Refusal
+
+    md = o.deployment("md")
+    if written:
+        md["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "time": written},
+                                           {"manager": "op", "operation": "Update", "subresource": "status",
+                                            "time": "2026-12-05T11:00:00Z"}]
+    snap = snapshot_of(o.binding("b1", "fp8"), md, tmp_path=tmp_path)
+    said = Refusal("team", "ModelDeployment", "md", "RenderFailed", 'role "server": has no runner backend', 3, last,
+                   "gpustack-worker")
+    snap.refusals = {("team", "ModelDeployment", "md"): said}
+    report = verify.verify(snap)
+    item, = report.items
+    d, = report.deployments
+    assert (d.refused is said) == refused and (rollout.progress(report).outcome == rollout.REFUSED) == refused
+    assert ("the operator cannot create it: RenderFailed (x3, last " in item.reason) == refused
+    assert item.fix.startswith("the operator cannot create it (RenderFailed)") == refused
+    judge = live.LiveJudge(snap)
+    assert (judge.progress().outcome == rollout.REFUSED) == refused
+    assert judge.report().to_dict() == report.to_dict()
+    if refused:
+        assert "; the operator cannot create it: RenderFailed (x3" in view.deployment_line(d)
+        assert d.to_dict()["createRefused"]["message"] == said.message

@@ -29,7 +29,7 @@ TICK = 1.0                  # how often the live progress line's clock moves
 def decide(options: VerifyOptions, report, snapshot=None):
     """`report` with its verdict (judge/verdict.py): each replica by --fail-on and the policy, and
     a named Pod or a namespace asked for that does not exist (nothing was verified there)."""
-    reasons = judge_verdict.unread(snapshot) if snapshot is not None else ()
+    reasons = judge_verdict.unread(snapshot) + judge_verdict.refused(report, snapshot) if snapshot is not None else ()
     return report.replace(verdict=judge_verdict.verify(report, options.fail_on, reasons))
 
 
@@ -81,6 +81,7 @@ def run(options: VerifyOptions, io) -> int:
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
     if snapshot.source == "cluster":
+        report = refusals(options, report, snapshot, io.stderr)
         listen(options, report.items, io.stderr)
     elif options.observe:
         render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
@@ -117,6 +118,43 @@ def run(options: VerifyOptions, io) -> int:
     if not options.output.structured and not (report.items or report.suppressed):
         render.verdict_line(io.stderr, report.verdict)
     return code
+
+
+def short_of_pods(report, snapshot, deployments=None) -> list:
+    """The objects whose controller's refusals to create are read (load/events.py): each followed
+    pool-attached deployment with replicas that have no Pod (`deployments`: only these keys), and
+    the controller of each Pod opted into injection in the report."""
+    from kubectl_kvcache.load import events
+
+    wanted: list[tuple] = []
+    for d in report.deployments:
+        if d.counts.get(verify.NOT_CREATED) and (deployments is None or (d.namespace, d.name) in deployments):
+            md = snapshot.deployments.get((d.namespace, d.name))
+            wanted.append((d.namespace, "ModelDeployment", d.name, md.uid if md else None,
+                           (events.FAILED_CREATE, events.RENDER_FAILED)))
+    if deployments is None:
+        pods = {(p.namespace, p.name): p for p in snapshot.pods}
+        owners = sorted({(i.namespace, pod.owner[1], pod.owner[2]) for i in report.items if i.owner is None
+                         for pod in [pods.get((i.namespace, i.pod))] if pod is not None and pod.owner is not None})
+        wanted += [(ns, kind, name, None, (events.FAILED_CREATE,)) for ns, kind, name in owners]
+    return wanted
+
+
+def refusals(options: VerifyOptions, report, snapshot, err, client=None):
+    """`report` judged again with what the controllers say they cannot create (load/events.py),
+    when something in it is short of Pods; as it was when nothing is, or nothing was said."""
+    from kubectl_kvcache.load import events
+
+    wanted = short_of_pods(report, snapshot)
+    if not wanted:
+        return report
+    client = client or reader.open_client(options.connection, render.tracer(err))
+    found = events.read(client, wanted)
+    view.refusal_notes(found, wanted, err)
+    if not found.refusals:
+        return report
+    snapshot.refusals = dict(found.refusals)
+    return judged(options, snapshot)
 
 
 def listen(options: VerifyOptions, items, err, client=None) -> None:
@@ -300,6 +338,7 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
 
     causes: dict = {}
     judge = live.LiveJudge(snapshot, selection(options), CachedPredict())
+    refused = _Refused(client, io.stderr)
     changed = judge.first
     rows = view.RowPrinter(io.stdout, options.output, options.output.headers, clock=time.time) \
         if options.watch else None
@@ -335,6 +374,10 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
                 if failed:
                     now = now.replace(rejected=tuple(failed))
                     return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope)
+                said = refused.poll(judge, now, clock())
+                if said:            # what the operator says it cannot create: judged at once
+                    changed = judge.apply(said)
+                    continue
             # wait for the next events (the live line's clock ticks meanwhile)
             batch: list = []
             while not batch:
@@ -372,6 +415,53 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
         if options.wait:        # Ctrl-C: where every replica stands, then `error: interrupted`, exit 130
             _interrupted(options, io, judge, clock() - start, line)
         raise
+
+
+class _Refused:
+    """--wait's reads of what the operator says it cannot create (load/events.py): for the followed
+    deployments with replicas that have no Pod, at once and then every EVERY seconds while they
+    last; a namespace whose events may not be listed is said once and not asked again."""
+
+    EVERY = 5.0
+
+    def __init__(self, client, err):
+        self.client, self.err = client, err
+        self.due = 0.0
+        self.denied: set = set()
+        self.said: set = set()
+
+    def poll(self, judge, now, moment) -> list:
+        """The judge's events for the deployments whose refusal changed (none: [])."""
+        from kubectl_kvcache.load import events
+
+        short = {(i.namespace, i.deployment) for i in now.left if i.status == verify.NO_POD and i.owner}
+        if not short or moment < self.due or self.client is None:
+            return []
+        self.due = moment + self.EVERY
+        snapshot = judge.snapshot
+        wanted = short_of_pods(judge.report(), snapshot, deployments=short)
+        found = events.read(self.client, wanted, denied=self.denied)
+        fresh = found.denied - self.denied
+        self.denied |= found.denied
+        if fresh or (found.failed and found.failed not in self.said):
+            found.denied = fresh
+            view.refusal_notes(found, [w for w in wanted if w[0] in fresh] if fresh else wanted, self.err)
+            if found.failed:
+                self.said.add(found.failed)
+        changed = []
+        for namespace, kind, name, _, _ in wanted:
+            key = (namespace, kind, name)
+            if namespace in self.denied:
+                continue
+            if snapshot.refusals.get(key) != found.refusals.get(key):
+                if key in found.refusals:
+                    snapshot.refusals[key] = found.refusals[key]
+                else:
+                    snapshot.refusals.pop(key, None)
+                md = snapshot.deployments.get((namespace, name))
+                if md is not None:
+                    changed.append((live.DEPLOYMENT, (namespace, name), md))
+        return changed
 
 
 def _interrupted(options, io, judge, elapsed, line):
@@ -425,6 +515,8 @@ def _end(options, io, report, now, outcome, elapsed, line, scope):
         view.wait_unbound(now.unbound, io.stderr)
     elif outcome == rollout.HELD:
         view.wait_held(now.held, io.stderr)
+    elif outcome == rollout.REFUSED:
+        view.wait_refused(now.refused, io.stderr)
     elif outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
     elif outcome == rollout.SETTLED:
