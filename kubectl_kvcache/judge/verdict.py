@@ -190,17 +190,18 @@ def refused(report, snapshot) -> tuple[Reason, ...]:
     and the controller of a Pod opted into injection whose new Pods the injection webhook refuses
     (its FailedCreate quoting the webhook). Each fails the run: replicas are missing and waiting
     does not bring them."""
+    from kubectl_kvcache.judge.verify import refused_fix
     from kubectl_kvcache.operator import webhooks
 
     reasons = []
     for d in report.deployments:
         if d.refused is not None:
             r = d.refused
-            reasons.append(Reason(CREATE_REFUSED, "ModelDeployment", d.name, d.namespace,
-                                  f"the operator cannot create the replicas of ModelDeployment {d.namespace}/{d.name} "
-                                  f"that have no Pod: {r.said}",
-                                  f"fix what the event names; kubectl get events -n {d.namespace} --field-selector "
-                                  f"involvedObject.name={d.name},reason={r.reason}"))
+            said = (f"the replicas of ModelDeployment {d.namespace}/{d.name} that have no Pod cannot be created as its "
+                    f"spec stands" if r.spec else f"the operator cannot create the replicas of ModelDeployment "
+                                                  f"{d.namespace}/{d.name} that have no Pod")
+            reasons.append(Reason(CREATE_REFUSED, "ModelDeployment", d.name, d.namespace, f"{said}: {r.said}",
+                                  refused_fix(d, r)))
     owners = {(p.namespace, p.owner[1], p.owner[2]) for p in getattr(snapshot, "pods", ()) or ()
               if p.opted_in and p.owner is not None}
     for key in sorted(owners):

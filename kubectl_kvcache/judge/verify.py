@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, holds, setting as setting_mod
-from kubectl_kvcache.operator import api, records, renderer
+from kubectl_kvcache.operator import api, records, renderer, webhooks
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import NOT_SERVED
@@ -933,7 +933,8 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
         expected = binding.dtype if (binding and on) else None
         unbound = bool(md.binding) and binding is None
         roles, rows = [], []
-        refused = refusal(snapshot, md)
+        refused = refusal(snapshot, md) or spec_refusal(
+            md, on, sum(1 for r in md.roles for i in by_role.get((md.namespace, md.name, r.name), ())))
         chosen = [(n, r) for n, r in enumerate(md.roles) if selected is None or selected(md, r)]
         if selected is not None and not chosen:
             continue
@@ -958,7 +959,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
                                              if unbound else "")
-                                          + (f"; the operator cannot create it: {refused.said}" if refused else ""),
+                                          + (f"; {refused_lead(refused)}: {refused.said}" if refused else ""),
                                   takeover=bool(role.command), slot=slot, version_source=release_source,
                                   fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
                                   refused_fix(md, refused) if refused else
@@ -988,6 +989,57 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
     return items, progress
 
 
+class SpecRefusal(Record):
+    """A deployment with no Pod at all whose spec the ModelDeployment webhook refuses on create
+    (operator/webhooks.model_deployment_refusals): where the webhook runs, such a create is refused
+    at `kubectl apply` and nothing is stored; where the object is there all the same (stored while
+    the webhook let it pass, or no webhook ran) its replicas are not created as the spec stands.
+    Either way the wait would end failing (replicas rendered with the role's own flag after the
+    operator's are not what the Binding says), so it ends at once. Read like a load/events Refusal."""
+
+    __slots__ = ("paths", "webhook", "removal")
+    reason, count, last, component, spec = "WebhookRefusesSpec", 1, "", "", True
+
+    def __init__(self, paths: tuple[str, ...], webhook: str, removal: tuple[str, ...] = ()):
+        self.paths = paths          # the entries the webhook names (one error per flag entry)
+        self.webhook = webhook
+        self.removal = removal or paths     # what to remove: each flag and its separate value
+
+    @property
+    def denied(self) -> str:
+        return (f"{', '.join(self.paths)}: {webhooks.DTYPE_ARG} is set by the operator while spec.kvCache names a "
+                f"pool and the Setting is on")
+
+    @property
+    def message(self) -> str:
+        return f"admission webhook {self.webhook!r} refuses this spec on create and update: {self.denied}"
+
+    @property
+    def said(self) -> str:
+        return self.message
+
+    def to_dict(self):
+        return {"reason": self.reason, "message": self.message, "count": None, "last": None, "component": None,
+                "webhook": self.webhook, "denied": self.denied, "paths": list(self.paths)}
+
+
+def spec_refusal(md, on: bool, pods: int) -> SpecRefusal | None:
+    """SpecRefusal for md when none of its roles has a Pod and its spec is one the webhook refuses."""
+    if pods:
+        return None
+    paths = webhooks.model_deployment_refusals(model.normalise_engine(md.engine), md.roles, md.kv_cache, on)
+    if not paths:
+        return None
+    removal = []
+    for path in paths:      # `spec.roles[i].extraArgs[j]`: a flag without `=` takes the next entry as its value
+        i, j = (int(n) for n in path.replace("]", "[").split("[")[1::2])
+        args = md.roles[i].extra_args
+        removal.append(path)
+        if "=" not in args[j] and j + 1 < len(args) and not args[j + 1].startswith("-"):
+            removal.append(f"spec.roles[{i}].extraArgs[{j + 1}]")
+    return SpecRefusal(tuple(paths), webhooks.MODEL_DEPLOYMENT_WEBHOOK, tuple(removal))
+
+
 def refusal(snapshot, md):
     """The operator's latest word that it cannot create md's replicas (a FailedCreate or RenderFailed
     event: load/events.py), when it is about md's spec as it is now: said at or after the last
@@ -999,6 +1051,13 @@ def refusal(snapshot, md):
     return found if _second(found.last) >= _second(md.spec_written) else None
 
 
+def refused_lead(refused, many: bool = False) -> str:
+    """How a refusal is introduced: the webhook refuses the spec, or the operator says it cannot."""
+    if getattr(refused, "spec", False):
+        return "its spec is refused"
+    return f"the operator cannot create {'them' if many else 'it'}"
+
+
 def _second(stamp: str) -> str:
     """RFC 3339 (UTC, `Z`) to the second, so that times of either precision compare as strings."""
     return stamp[:19]
@@ -1006,6 +1065,9 @@ def _second(stamp: str) -> str:
 
 def refused_fix(md, refused) -> str:
     """What to do about replicas the operator cannot create: what its event names, and where to read it."""
+    if isinstance(refused, SpecRefusal):
+        return (f"remove {' and '.join(refused.removal)} from ModelDeployment {md.name} (the operator renders the "
+                f"Binding's dtype itself while the Setting is on); kubectl kvcache check -n {md.namespace} -o describe")
     events = (f"kubectl get events -n {md.namespace} --field-selector "
               f"involvedObject.name={md.name},reason={refused.reason}")
     if refused.webhook:

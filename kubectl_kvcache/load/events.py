@@ -70,6 +70,7 @@ class Refusal(Record):
 
     __slots__ = ("namespace", "kind", "name", "reason", "message", "count", "last", "component", "webhook",
                  "denied")
+    spec = False        # said by a controller (judge/verify.SpecRefusal: the spec itself is refused)
 
     def __init__(self, namespace: str, kind: str, name: str, reason: str, message: str, count: int = 1,
                  last: str = "", component: str = "", webhook: str | None = None, denied: str | None = None):

@@ -10,7 +10,7 @@ from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, NOT_CREATED, OK, REJECTED, STATUSES, STUCK,
-                                          TO_ROLL, Item, recover_command, state_label)
+                                          TO_ROLL, Item, recover_command, refused_fix, refused_lead, state_label)
 
 
 def _owner(item):
@@ -197,7 +197,7 @@ def deployment_line(d) -> str:
     if d.hold is not None:
         text += f"; {d.hold.text}"
     if d.refused is not None:
-        text += f"; the operator cannot create {'it' if d.counts[NOT_CREATED] == 1 else 'them'}: {d.refused.said}"
+        text += f"; {refused_lead(d.refused, d.counts[NOT_CREATED] != 1)}: {d.refused.said}"
     return text
 
 
@@ -451,13 +451,17 @@ def wait_refused(deployments, err):
     for d in deployments:
         r = d.refused
         n = d.counts[NOT_CREATED]
-        line(err, f"ModelDeployment {d.namespace}/{d.name}: {n} {'replica' if n == 1 else 'replicas'} without a Pod "
-                  f"that the operator cannot create; it says: {r.said}")
-        if r.webhook:
-            line(err, f"  the API server refuses the Pods: admission webhook {r.webhook} denied the request: "
-                      f"{r.denied or '(no explanation)'}")
-        line(err, f"  fix what it names, then the operator creates them (kubectl get events -n {d.namespace} "
-                  f"--field-selector involvedObject.name={d.name},reason={r.reason})")
+        many = f"{n} {'replica' if n == 1 else 'replicas'} without a Pod"
+        if r.spec:
+            line(err, f"ModelDeployment {d.namespace}/{d.name}: {many}, and none can be created as the spec stands: "
+                      f"{r.said}")
+        else:
+            line(err, f"ModelDeployment {d.namespace}/{d.name}: {many} that the operator cannot create; it says: "
+                      f"{r.said}")
+            if r.webhook:
+                line(err, f"  the API server refuses the Pods: admission webhook {r.webhook} denied the request: "
+                          f"{r.denied or '(no explanation)'}")
+        line(err, f"  fix: {refused_fix(d, r)}")
 
 
 def refusal_notes(read, wanted, err):

@@ -162,3 +162,26 @@ def test_without_rbac_for_events_it_says_so_instead_of_waiting_silently(cluster)
     assert code == 1 and "timed out after 0m03s" in err, err
     assert err.count(f"note: not allowed to list events in namespace {ns}: whether the Pods of 1 object short of "
                      f"Pods are refused creation (FailedCreate) is not read") == 1, err
+
+
+def test_a_deployment_whose_create_the_webhook_refuses_is_not_waited_out(cluster):
+    """Issue 48 item 4: a ModelDeployment passing its own --kv-cache-dtype while the Setting is on
+    (which `validate.worker.gpustack.ai.v1alpha1.modeldeployment` refuses on create: here stored
+    because no webhook runs) made `verify --wait` run to its timeout. With no Pod at all it ends
+    at once, naming the entries to remove; one that has Pods (stored before the Setting went on)
+    is judged by its Pods as before."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("refused-spec")
+    cluster.apply([o.binding("b1", "fp8", ns=ns),
+                   o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1,
+                                                       "extraArgs": ["--kv-cache-dtype", "fp8_e5m2"]}])],
+                  with_status=False)
+    code, out, err, took = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "60s")
+    assert code == 1 and took < 30 and "timed out" not in err, (took, err)
+    assert (f"ModelDeployment {ns}/chat: 1 replica without a Pod, and none can be created as the spec stands: "
+            f"admission webhook 'validate.worker.gpustack.ai.v1alpha1.modeldeployment' refuses this spec on create "
+            f"and update: spec.roles[0].extraArgs[0]: --kv-cache-dtype is set by the operator") in err, err
+    assert "  fix: remove spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1] from ModelDeployment chat" in err, err
+    code, out, err, _ = run(cluster, "verify", "-n", ns, "-o", "json")
+    reason, = [r for r in json.loads(out)["verdict"]["reasons"] if r["code"] == "create-refused"]
+    assert code == 1 and reason["name"] == "chat" and "cannot be created as its spec stands" in reason["message"]

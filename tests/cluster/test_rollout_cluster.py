@@ -166,8 +166,9 @@ def test_wait_follows_the_rollout_to_the_end(cluster):
             p.kill()
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split() == ["POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]     # -n: no NAMESPACE
-    rows = [line.split() for line in lines[1:]]
+    # --watch: each row first says when it was seen (issue 48); -n: no NAMESPACE
+    assert lines[0].split() == ["TIME", "POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]
+    rows = [line.split()[1:] for line in lines[1:]]
     # the first table: the old replica and the one that has no Pod yet; then each change as a row
     assert rows[0][0] == "chat-server-0" and rows[0][-1] == "MISSING"
     assert rows[1][0] == "<no-pod:chat>" and rows[1][-1] == "NO-POD" and len(rows[1]) == 5   # one word each
@@ -198,7 +199,8 @@ def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     assert code == 1, err
     assert "REJECTED" in out and "chat-server-0" in out
     assert f"kubectl kvcache recover b1 -n {ns}" in err
-    assert f"deployment {ns}/chat: 0/2 replicas run 'bf16', 1 to roll, 1 crash-looping" in err
+    assert f"deployment {ns}/chat: 0/2 replicas run 'bf16', 0 to roll, 1 without a Pod (NO-POD), 1 crash-looping" \
+        in err
 
 
 def test_wait_times_out_listing_what_is_left(cluster):
@@ -259,7 +261,8 @@ def test_a_deployment_whose_only_pod_was_deleted_is_not_ok(cluster):
     report = json.loads(out)
     assert [(i["pod"], i["status"], i["owner"]) for i in report["items"]] == \
         [(None, "NO-POD", {"kind": "ModelDeployment", "name": "chat"})]
-    assert report["deployments"][0]["toRoll"] == 1 and report["deployments"][0]["complete"] is False
+    d = report["deployments"][0]
+    assert (d["toRoll"], d["notCreated"], d["complete"]) == (0, 1, False)      # nothing to roll: not created
     code, _, _ = run(cluster, "verify", "-n", ns, "--fail-on", "REJECTED,MISMATCH,UNKNOWN")
     assert code == 0
 

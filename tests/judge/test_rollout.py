@@ -559,3 +559,34 @@ def test_a_refused_create_ends_the_wait_and_names_what_to_do(tmp_path, written, 
     if refused:
         assert "; the operator cannot create it: RenderFailed (x3" in view.deployment_line(d)
         assert d.to_dict()["createRefused"]["message"] == said.message
+
+
+@pytest.mark.parametrize("extra, pods, setting, refused", [
+    (["--kv-cache-dtype", "fp8_e5m2"], 0, "true", ("spec.roles[0].extraArgs[0]", "spec.roles[0].extraArgs[1]")),
+    (["--kv_cache_dtype=fp8_e5m2"], 0, "true", ("spec.roles[0].extraArgs[0]",)),    # vLLM's spelling, one entry
+    (["--kv-cache-dt=fp8"], 0, "true", ("spec.roles[0].extraArgs[0]",)),            # a prefix argparse resolves
+    (["--kv-cache-dtype-skip-layers", "2"], 0, "true", None),                       # another flag
+    (["--kv-cache-dtype", "fp8_e5m2"], 0, "false", None),                           # the Setting off refuses nothing
+    (["--kv-cache-dtype", "fp8_e5m2"], 1, "true", None),                            # stored before: it has Pods
+])
+def test_a_deployment_with_no_pod_whose_spec_the_webhook_refuses_is_not_waited_for(tmp_path, extra, pods, setting,
+                                                                                   refused):
+    """Issue 48 item 4, the ModelDeployment webhook's half (model_deployment_kv_cache_dtype_test.go's
+    rule, operator/webhooks.model_deployment_refusals): a deployment with no Pod at all whose spec
+    the webhook refuses on create cannot get its replicas as the spec stands: the wait ends at once
+    (REFUSED) with the entries to remove; one with Pods is judged by them."""
+    from kubectl_kvcache.operator import records
+
+    md = o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 2, "extraArgs": extra}])
+    objs = [o.binding("b1", "fp8"), md] + [status(o.md_pod(f"md-server-{n}", "md", o.vllm_argv("fp8", extra=extra)))
+                                           for n in range(pods)]
+    snap = snapshot_of(*objs, tmp_path=tmp_path)
+    snap.setting = records.Setting(setting, setting, True, "", False, "1", "cluster")
+    report = verify.verify(snap)
+    d, = report.deployments
+    assert (d.refused.removal if d.refused else None) == refused
+    assert (rollout.progress(report).outcome == rollout.REFUSED) == bool(refused)
+    if refused:
+        no_pod = [i for i in report.items if i.status == verify.NO_POD]
+        assert len(no_pod) == 2 and all("; its spec is refused: admission webhook" in i.reason for i in no_pod)
+        assert no_pod[0].fix.startswith(f"remove {' and '.join(refused)} from ModelDeployment md")
