@@ -185,3 +185,31 @@ def test_a_deployment_whose_create_the_webhook_refuses_is_not_waited_out(cluster
     code, out, err, _ = run(cluster, "verify", "-n", ns, "-o", "json")
     reason, = [r for r in json.loads(out)["verdict"]["reasons"] if r["code"] == "create-refused"]
     assert code == 1 and reason["name"] == "chat" and "cannot be created as its spec stands" in reason["message"]
+
+
+def test_a_refusal_said_while_waiting_ends_the_wait_within_the_polling_interval(cluster):
+    """The operator's events are read again every 5 s while replicas have no Pod, with no other
+    event to wake the wait: a refusal said after the wait began ends it then, not at --timeout."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("refused-late")
+    md, = cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+                        with_status=False)
+    cluster.apply(o.binding("b1", "fp8", ns=ns), with_status=False)
+    p = subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", "verify", "-n", ns, "--wait", "--timeout", "90s",
+                          "--kubeconfig", cluster.admin_kubeconfig], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    try:
+        seen = p.stderr.readline()
+        assert seen.startswith("rollout: 1 NO-POD"), seen
+        time.sleep(1.0)
+        said = time.monotonic()
+        involved = {"kind": "ModelDeployment", "namespace": ns, "name": "chat", "uid": md["metadata"]["uid"],
+                    "apiVersion": md["apiVersion"]}
+        cluster.apply(event("chat", ns, involved, "RenderFailed", RENDER, "gpustack-worker"), with_status=False)
+        out, err = p.communicate(timeout=60)
+        took = time.monotonic() - said
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1 and took < 8, (took, err)
+    assert "that the operator cannot create; it says: RenderFailed" in err, err

@@ -390,6 +390,8 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
                 except queue.Empty:
                     if line:
                         line.show(view.progress_line(now, clock() - start, line.width), tick=True)
+                    if options.wait and now.pending is None and refused.due(now, clock()):
+                        break       # no event came: the refusals are read again all the same
                     continue
                 while True:
                     try:
@@ -426,18 +428,26 @@ class _Refused:
 
     def __init__(self, client, err):
         self.client, self.err = client, err
-        self.due = 0.0
+        self.next = 0.0
         self.denied: set = set()
         self.said: set = set()
+
+    @staticmethod
+    def _short(now) -> set:
+        return {(i.namespace, i.deployment) for i in now.left if i.status == verify.NO_POD and i.owner}
+
+    def due(self, now, moment) -> bool:
+        """Whether a read is due: replicas without a Pod are left and EVERY seconds have passed."""
+        return self.client is not None and moment >= self.next and bool(self._short(now))
 
     def poll(self, judge, now, moment) -> list:
         """The judge's events for the deployments whose refusal changed (none: [])."""
         from kubectl_kvcache.load import events
 
-        short = {(i.namespace, i.deployment) for i in now.left if i.status == verify.NO_POD and i.owner}
-        if not short or moment < self.due or self.client is None:
+        short = self._short(now)
+        if not short or moment < self.next or self.client is None:
             return []
-        self.due = moment + self.EVERY
+        self.next = moment + self.EVERY
         snapshot = judge.snapshot
         wanted = short_of_pods(judge.report(), snapshot, deployments=short)
         found = events.read(self.client, wanted, denied=self.denied)
