@@ -56,7 +56,7 @@ def operator_labels(md, role) -> dict:
 class _One:
     """The snapshot as account_replicas reads it, with one deployment."""
 
-    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent")
+    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent", "refusals")
 
     def __init__(self, key, md, snapshot):
         self.deployments = {key: md}
@@ -64,6 +64,7 @@ class _One:
         self.pools = snapshot.pools
         self.namespace = snapshot.namespace
         self.absent = snapshot.absent
+        self.refusals = getattr(snapshot, "refusals", None) or {}
 
 
 class _Account:
@@ -205,7 +206,8 @@ class LiveJudge:
         return rollout.Progress(dict(self.totals), self.done, len(self.accounts), tuple(rejected), tuple(left),
                                 bool(left) and not self.unsettled, rollout.pending_value(self.snapshot.setting),
                                 unbound, tuple(a.progress.hold for _, a in sorted(self.accounts.items())
-                                               if a.progress.hold))
+                                               if a.progress.hold),
+                                tuple(a.progress for _, a in sorted(self.accounts.items()) if a.progress.refused))
 
     # -- inside ------------------------------------------------------------------------------
 

@@ -16,14 +16,15 @@ from kubectl_kvcache.judge.verify import DONE, MISMATCH, STATUSES, Item, Report
 
 COMPLETE, REJECTED, TIMEOUT, SETTLED, UNBOUND = "complete", "rejected", "timeout", "settled", "unbound"
 HELD = "held"
+REFUSED = "refused"     # a followed deployment's replicas are refused creation (its controller says so)
 
 
 class Progress(Record):
-    __slots__ = ("counts", "done", "total", "rejected", "left", "settled", "pending", "unbound", "held")
+    __slots__ = ("counts", "done", "total", "rejected", "left", "settled", "pending", "unbound", "held", "refused")
 
     def __init__(self, counts: dict[str, int], done: int, total: int, rejected: tuple[Item, ...],
                  left: tuple[Item, ...], settled: bool = False, pending: bool | None = None,
-                 unbound: tuple[tuple[str, str, str | None], ...] = (), held: tuple = ()):
+                 unbound: tuple[tuple[str, str, str | None], ...] = (), held: tuple = (), refused: tuple = ()):
         self.counts = counts        # status -> replicas (NO-POD rows included); "terminating": old Pods going away
         self.done = done            # deployments whose every replica runs the expected value
         self.total = total          # pool-attached deployments in scope
@@ -36,11 +37,13 @@ class Progress(Record):
                                     # does not exist (no rollout can bring it: the wait ends at once)
         self.held = held            # holds.Hold: followed deployments whose rollout the operator holds
                                     # (ReplicasUpToDate RolloutHeldByCache: the wait ends at once)
+        self.refused = refused      # verify.DeploymentProgress: followed deployments whose missing replicas
+                                    # their controller says it cannot create (a refused create: ends at once)
 
     @property
     def complete(self) -> bool:
         return (self.done == self.total and not self.left and self.pending is None and not self.unbound
-                and not self.held)
+                and not self.held and not self.refused)
 
     @property
     def outcome(self):
@@ -52,6 +55,8 @@ class Progress(Record):
             return UNBOUND
         if self.held:
             return HELD
+        if self.refused:
+            return REFUSED
         if self.rejected:
             return REJECTED
         if self.complete:
@@ -77,8 +82,9 @@ def progress(report: Report, deployments=None, setting=None) -> Progress:
     stays = deployments is not None and all(settled(i, deployments.get((i.namespace, i.deployment))) for i in left)
     unbound = tuple((d.namespace, d.name, d.binding) for d in report.deployments if d.unbound)
     held = tuple(d.hold for d in report.deployments if d.hold)
+    refused = tuple(d for d in report.deployments if d.refused)
     return Progress(counts, done, len(report.deployments), tuple(i for i in rows if rejects(i)), left,
-                    bool(left) and stays, pending_value(setting), unbound, held)
+                    bool(left) and stays, pending_value(setting), unbound, held, refused)
 
 
 def rejects(item: Item) -> bool:

@@ -28,6 +28,7 @@ FAILED, PASSED, SKIPPED = "failed", "passed", "skipped"
 NOT_FOUND = "not-found"         # a named Pod or namespace asked for does not exist: nothing was read there
 NOTHING = "nothing-found"       # the scope asked for holds nothing of the kinds the command reads
 UNREAD = (NOT_FOUND, NOTHING)   # the reasons that say a scope was not read
+CREATE_REFUSED = "create-refused"   # a controller says it cannot create the Pods of an object in scope
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
 RECOVERY = "recovery-unfinished"    # a recovery's record in scope is not finished (judge/checks/recovery.py)
 REASON_MEANINGS = {
@@ -39,6 +40,8 @@ REASON_MEANINGS = {
     WAIT + "unbound": "--wait ended: a deployment's Binding does not exist",
     WAIT + "held": "--wait ended: the operator holds the rollout",
     RECOVERY: "a recovery (recover --apply) stopped part-way: its record is not finished",
+    WAIT + "refused": "--wait ended: a deployment's replicas are refused creation",
+    CREATE_REFUSED: "a controller says it cannot create the Pods of an object in scope (FailedCreate, RenderFailed)",
 }
 
 
@@ -224,6 +227,38 @@ def recoveries(snapshot) -> tuple[Reason, ...]:
         kind, name = ("ConfigMap", state.name) if state.problem is not None else ("KVCachePoolBinding", state.binding)
         found.append(Reason(RECOVERY, kind, name or "", state.namespace, message, fix, True))
     return tuple(found)
+
+
+def refused(report, snapshot) -> tuple[Reason, ...]:
+    """The run's reasons of creates refused (load/events.py Refusals, judged in judge/verify.py):
+    a pool-attached deployment whose replicas without a Pod the operator says it cannot create,
+    and the controller of a Pod opted into injection whose new Pods the injection webhook refuses
+    (its FailedCreate quoting the webhook). Each fails the run: replicas are missing and waiting
+    does not bring them."""
+    from kubectl_kvcache.judge.verify import refused_fix
+    from kubectl_kvcache.operator import webhooks
+
+    reasons = []
+    for d in report.deployments:
+        if d.refused is not None:
+            r = d.refused
+            said = (f"the replicas of ModelDeployment {d.namespace}/{d.name} that have no Pod cannot be created as its "
+                    f"spec stands" if r.spec else f"the operator cannot create the replicas of ModelDeployment "
+                                                  f"{d.namespace}/{d.name} that have no Pod")
+            reasons.append(Reason(CREATE_REFUSED, "ModelDeployment", d.name, d.namespace, f"{said}: {r.said}",
+                                  refused_fix(d, r)))
+    owners = {(p.namespace, p.owner[1], p.owner[2]) for p in getattr(snapshot, "pods", ()) or ()
+              if p.opted_in and p.owner is not None}
+    for key in sorted(owners):
+        r = (getattr(snapshot, "refusals", None) or {}).get(key)
+        if r is not None and r.webhook == webhooks.INJECTION_WEBHOOK:
+            reasons.append(Reason(CREATE_REFUSED, key[1], key[2], key[0],
+                                  f"{key[1]} {key[0]}/{key[2]} cannot create its Pods: the injection webhook refuses "
+                                  f"them: {r.said}",
+                                  f"change what the webhook names in the Pod template (kubectl kvcache check -n "
+                                  f"{key[0]} -o describe); kubectl get events -n {key[0]} --field-selector "
+                                  f"involvedObject.name={key[2]},reason={r.reason}"))
+    return tuple(reasons)
 
 
 def ended(outcome: str, text: str) -> Reason:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, holds, setting as setting_mod
-from kubectl_kvcache.operator import api, records, renderer
+from kubectl_kvcache.operator import api, records, renderer, webhooks
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import NOT_SERVED
@@ -33,8 +33,10 @@ CRASH_LOOP = "CrashLoopBackOff"
 # How a replica stands in the rollout (verify's per-deployment line, `verify --wait`):
 DONE = "done"                   # runs the expected value: OK, running, ready (as far as reported), not terminating
 CRASHING = "crash-looping"      # the engine container is in CrashLoopBackOff, or REJECTED and exited with code 2
-TO_ROLL = "to-roll"             # no Pod yet, not rolled (MISSING), Pending, not ready, or an old replica terminating
+TO_ROLL = "to-roll"             # not rolled (MISSING), Pending, not ready, or an old replica terminating
+NOT_CREATED = "not-created"     # NO-POD: a replica the role declares that has no Pod (not created, or being replaced)
 STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
+PROGRESSES = (DONE, CRASHING, TO_ROLL, NOT_CREATED, STUCK)
 
 
 class Item(Record):
@@ -143,11 +145,14 @@ class Item(Record):
 
     @property
     def progress(self) -> str:
-        """DONE, CRASHING, TO_ROLL or STUCK (see above)."""
+        """DONE, CRASHING, TO_ROLL, NOT_CREATED or STUCK (see above). A replica without a Pod is
+        NOT_CREATED, never "to roll": there is nothing there to roll (issue 48)."""
         state = self.state or {}
+        if self.status == NO_POD:
+            return NOT_CREATED
         if state.get("waiting") == CRASH_LOOP or self.confirmed_rejected or self.startup_failed:
             return CRASHING
-        if self.status == NO_POD or self.terminating:
+        if self.terminating:
             return TO_ROLL
         if self.status == OK:
             running = state.get("phase") in ("Running", "", None) and state.get("ready") is not False
@@ -178,23 +183,26 @@ class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
     __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on",
-                 "hold", "up_to_date")
+                 "hold", "up_to_date", "refused")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
                  roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
-                 setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None):
+                 setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None,
+                 refused=None):
         self.namespace = namespace
         self.name = name
         self.binding = binding
         self.expected = expected
         self.roles = roles
-        self.counts = counts                # DONE / CRASHING / TO_ROLL / STUCK -> number of replica rows
+        self.counts = counts                # DONE / CRASHING / TO_ROLL / NOT_CREATED / STUCK -> replica rows
         self.stuck = stuck                  # status -> number, for the STUCK rows
         self.unbound = unbound              # the Binding spec.kvCache.poolRef.name names does not exist
         self.setting_on = setting_on        # why `expected` is None when the Binding is there
         self.hold = hold                    # the operator holds the rollout (judge/holds.py)
         self.up_to_date = up_to_date        # ReplicasUpToDate=True for this generation (None: not written)
+        self.refused = refused              # load/events.Refusal: replicas without a Pod that its controller
+                                            # says it cannot create (None: none said, or not read)
 
     @property
     def desired(self):
@@ -205,16 +213,18 @@ class DeploymentProgress(Record):
         """Every replica runs the expected value: no row is anything but done, none is missing; and
         where the operator writes ReplicasUpToDate, it says True for the current generation."""
         return self.counts[DONE] >= self.desired and not (self.counts[CRASHING] or self.counts[TO_ROLL]
-                                                          or self.counts[STUCK] or self.unbound
+                                                          or self.counts[NOT_CREATED] or self.counts[STUCK] or self.unbound
                                                           or self.hold or self.up_to_date is False)
 
     def to_dict(self):
         return {"namespace": self.namespace, "name": self.name, "binding": self.binding,
                 "expected": self.expected, "desired": self.desired, "done": self.counts[DONE],
-                "toRoll": self.counts[TO_ROLL], "crashLooping": self.counts[CRASHING],
+                "toRoll": self.counts[TO_ROLL], "notCreated": self.counts[NOT_CREATED],
+                "crashLooping": self.counts[CRASHING],
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
                 **({"bindingMissing": True} if self.unbound else {}),
                 **({"held": self.hold.to_dict()} if self.hold else {}),
+                **({"createRefused": self.refused.to_dict()} if self.refused else {}),
                 **({"replicasUpToDate": self.up_to_date} if self.up_to_date is not None else {}),
                 "roles": [r.to_dict() for r in self.roles]}
 
@@ -363,13 +373,15 @@ def _deployment_candidate(pod, snapshot):
                      md.binding, takeover=bool(role.command))
 
 
-def _role_release(md, role) -> str | None:
-    """The release a role's replicas run, as text: its stated image's (None when unreadable), else
-    spec.engine.version (the synthesized image's; model_deployment_render.go)."""
+def _role_release(md, role) -> tuple[str | None, str]:
+    """The release a role's replicas run, as text, and where it was read (engine.releases'
+    sources): its stated image's (model.ROLE_IMAGE), else spec.engine.version (the synthesized
+    image's; model_deployment_render.go: model.SPEC_VERSION); (None, model.UNREAD) when neither
+    names one (an image whose tag names no release, no spec.engine.version)."""
     if role.image:
         found = model.read_image(role.image, model.normalise_engine(md.engine)).release
-        return str(found) if found is not None else None
-    return md.engine_version
+        return (str(found), model.ROLE_IMAGE) if found is not None else (None, model.UNREAD)
+    return (md.engine_version, model.SPEC_VERSION) if md.engine_version else (None, model.UNREAD)
 
 
 def _injected_candidate(pod):
@@ -921,6 +933,8 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
         expected = binding.dtype if (binding and on) else None
         unbound = bool(md.binding) and binding is None
         roles, rows = [], []
+        refused = refusal(snapshot, md) or spec_refusal(
+            md, on, sum(1 for r in md.roles for i in by_role.get((md.namespace, md.name, r.name), ())))
         chosen = [(n, r) for n, r in enumerate(md.roles) if selected is None or selected(md, r)]
         if selected is not None and not chosen:
             continue
@@ -931,6 +945,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
             status = md.role_status(role.name)
             missing = max(0, desired - len(live))
             shown = min(missing, MAX_NO_POD_ROWS)   # a role asking for millions is one summary row
+            release, release_source = _role_release(md, role)
             for n, slot in enumerate(range(len(live), len(live) + shown)):
                 reported = (f"; status.roles reports {status.desired} desired, {status.ready} ready"
                             if status else "")
@@ -939,13 +954,15 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding, expected, None,
+                                  model.normalise_engine(md.engine), release, md.binding, expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
-                                             if unbound else ""),
-                                  takeover=bool(role.command), slot=slot,
+                                             if unbound else "")
+                                          + (f"; {refused_lead(refused)}: {refused.said}" if refused else ""),
+                                  takeover=bool(role.command), slot=slot, version_source=release_source,
                                   fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
+                                  refused_fix(md, refused) if refused else
                                   f"wait for the operator to create it; if it does not, kubectl describe "
                                   f"modeldeployment {md.name} -n {md.namespace} says why"))
                 rows.append(extra[-1])
@@ -953,11 +970,11 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                 unlisted[md.namespace, md.name] = unlisted.get((md.namespace, md.name), 0) + missing - shown
             rows.extend(pods)
             roles.append(RoleProgress(role.name, desired, len(live), len(pods) - len(live), status))
-        counts = {k: 0 for k in (DONE, CRASHING, TO_ROLL, STUCK)}
+        counts = {k: 0 for k in PROGRESSES}
         stuck: dict = {}
         extra_missing = unlisted.get((md.namespace, md.name), 0)
         if extra_missing:                   # the replicas a summary row stands for, beyond itself
-            counts[TO_ROLL] += extra_missing
+            counts[NOT_CREATED] += extra_missing
         for row in rows:
             counts[row.progress] += 1
             if row.progress == STUCK:
@@ -966,9 +983,97 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                                            unbound=unbound, setting_on=on,
                                            hold=holds.hold(md, binding, (snapshot.pools or {}).get(
                                                binding.pool) if binding is not None and binding.pool else None),
-                                           up_to_date=holds.up_to_date(md)))
+                                           up_to_date=holds.up_to_date(md),
+                                           refused=refused if counts[NOT_CREATED] else None))
     items = sorted(items + extra, key=row_order)
     return items, progress
+
+
+class SpecRefusal(Record):
+    """A deployment with no Pod at all whose spec the ModelDeployment webhook refuses on create
+    (operator/webhooks.model_deployment_refusals): where the webhook runs, such a create is refused
+    at `kubectl apply` and nothing is stored; where the object is there all the same (stored while
+    the webhook let it pass, or no webhook ran) its replicas are not created as the spec stands.
+    Either way the wait would end failing (replicas rendered with the role's own flag after the
+    operator's are not what the Binding says), so it ends at once. Read like a load/events Refusal."""
+
+    __slots__ = ("paths", "webhook", "removal")
+    reason, count, last, component, spec = "WebhookRefusesSpec", 1, "", "", True
+
+    def __init__(self, paths: tuple[str, ...], webhook: str, removal: tuple[str, ...] = ()):
+        self.paths = paths          # the entries the webhook names (one error per flag entry)
+        self.webhook = webhook
+        self.removal = removal or paths     # what to remove: each flag and its separate value
+
+    @property
+    def denied(self) -> str:
+        return (f"{', '.join(self.paths)}: {webhooks.DTYPE_ARG} is set by the operator while spec.kvCache names a "
+                f"pool and the Setting is on")
+
+    @property
+    def message(self) -> str:
+        return f"admission webhook {self.webhook!r} refuses this spec on create and update: {self.denied}"
+
+    @property
+    def said(self) -> str:
+        return self.message
+
+    def to_dict(self):
+        return {"reason": self.reason, "message": self.message, "count": None, "last": None, "component": None,
+                "webhook": self.webhook, "denied": self.denied, "paths": list(self.paths)}
+
+
+def spec_refusal(md, on: bool, pods: int) -> SpecRefusal | None:
+    """SpecRefusal for md when none of its roles has a Pod and its spec is one the webhook refuses."""
+    if pods:
+        return None
+    paths = webhooks.model_deployment_refusals(model.normalise_engine(md.engine), md.roles, md.kv_cache, on)
+    if not paths:
+        return None
+    removal = []
+    for path in paths:      # `spec.roles[i].extraArgs[j]`: a flag without `=` takes the next entry as its value
+        i, j = (int(n) for n in path.replace("]", "[").split("[")[1::2])
+        args = md.roles[i].extra_args
+        removal.append(path)
+        if "=" not in args[j] and j + 1 < len(args) and not args[j + 1].startswith("-"):
+            removal.append(f"spec.roles[{i}].extraArgs[{j + 1}]")
+    return SpecRefusal(tuple(paths), webhooks.MODEL_DEPLOYMENT_WEBHOOK, tuple(removal))
+
+
+def refusal(snapshot, md):
+    """The operator's latest word that it cannot create md's replicas (a FailedCreate or RenderFailed
+    event: load/events.py), when it is about md's spec as it is now: said at or after the last
+    write of md's spec the API server recorded (metadata.managedFields), so an event from before
+    the user fixed the spec is not taken for the fixed one's. None: none said, or not read."""
+    found = (getattr(snapshot, "refusals", None) or {}).get((md.namespace, "ModelDeployment", md.name))
+    if found is None or not md.spec_written or not found.last:
+        return found
+    return found if _second(found.last) >= _second(md.spec_written) else None
+
+
+def refused_lead(refused, many: bool = False) -> str:
+    """How a refusal is introduced: the webhook refuses the spec, or the operator says it cannot."""
+    if getattr(refused, "spec", False):
+        return "its spec is refused"
+    return f"the operator cannot create {'them' if many else 'it'}"
+
+
+def _second(stamp: str) -> str:
+    """RFC 3339 (UTC, `Z`) to the second, so that times of either precision compare as strings."""
+    return stamp[:19]
+
+
+def refused_fix(md, refused) -> str:
+    """What to do about replicas the operator cannot create: what its event names, and where to read it."""
+    if isinstance(refused, SpecRefusal):
+        return (f"remove {' and '.join(refused.removal)} from ModelDeployment {md.name} (the operator renders the "
+                f"Binding's dtype itself while the Setting is on); kubectl kvcache check -n {md.namespace} -o describe")
+    events = (f"kubectl get events -n {md.namespace} --field-selector "
+              f"involvedObject.name={md.name},reason={refused.reason}")
+    if refused.webhook:
+        return (f"the API server refuses its Pods (admission webhook {refused.webhook}): change what the webhook "
+                f"names, then the operator creates them; {events}")
+    return f"the operator cannot create it ({refused.reason}): fix what its event names, then it is created; {events}"
 
 
 extra_args_start = _extra_args_start      # rollout.settled asks the same of a Pod

@@ -882,6 +882,20 @@ class Client:
             return records, version
         raise PluginError(f"{what}: the continue token kept expiring; try a larger --chunk-size")
 
+    def list_page(self, path, fields=None, limit=20, max_bytes=1 << 20, what=None) -> "tuple[_List, bool]":
+        """One page of a list, selected by the server (`fields`: a field selector) and bounded:
+        at most `limit` items and `max_bytes` of answer, no continue token followed. Returns the
+        items as the server wrote them and whether more were left unread (the caller says so).
+        For reads that only look (a controller's FailedCreate events), never for the lists a
+        command judges, which read every page (list_versioned)."""
+        what = what or f"list {path}"
+        page = self.request("GET", path, query=_list_query(None, limit, None, fields), what=what, limit=max_bytes)
+        items = page.get("items") if isinstance(page, dict) else None
+        if not isinstance(items, list):
+            raise PluginError(f"the API server answered {what} without a list of items")
+        meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+        return [i for i in items if isinstance(i, dict)], bool(meta.get("continue"))
+
     def watch(self, path, resource_version, selector=None, timeout_seconds=300, what=None, fields=None,
               renewed=False):
         """The events of a watch from `resource_version`, as (type, object) with type ADDED,

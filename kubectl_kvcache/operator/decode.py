@@ -270,7 +270,19 @@ def deployment_record(obj) -> Deployment:
         status_roles=_role_statuses(status, what),
         rollout=_condition(status, what, REPLICAS_UP_TO_DATE),
         generation=as_int(meta.get("generation"), what, "metadata.generation"),
+        uid=meta.get("uid") if isinstance(meta.get("uid"), str) else None,
+        spec_written=_spec_written(meta),
     )
+
+
+def _spec_written(meta) -> str | None:
+    """The latest metadata.managedFields[].time of a write that was not to a subresource (status):
+    when the object's spec (or metadata) last changed, as the API server recorded it. RFC 3339 in
+    UTC with a `Z` (metav1.Time), so the latest is the greatest string; None when not recorded."""
+    fields = meta.get("managedFields")
+    times = [f["time"] for f in fields if isinstance(f, dict) and not f.get("subresource")
+             and isinstance(f.get("time"), str)] if isinstance(fields, list) else []
+    return max(times) if times else None
 
 
 REPLICAS_UP_TO_DATE = "ReplicasUpToDate"    # pkg/worker/controllers/worker/model_deployment_rollout.go

@@ -107,14 +107,14 @@ class Condition(Record):
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "labels", "status_roles", "rollout", "generation")
+                 "labels", "status_roles", "rollout", "generation", "uid", "spec_written")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
                  binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
                  labels: dict[str, str] | None = None,
                  status_roles: tuple[RoleStatus, ...] = (), rollout: Condition | None = None,
-                 generation: int | None = None):
+                 generation: int | None = None, uid: str | None = None, spec_written: str | None = None):
         self.namespace = namespace
         self.name = name
         self.engine = engine                # as written (vLLM, vllm, ...)
@@ -127,6 +127,9 @@ class Deployment(Record):
         self.status_roles = status_roles
         self.rollout = rollout              # status.conditions ReplicasUpToDate (None: not written)
         self.generation = generation        # metadata.generation
+        self.uid = uid                      # metadata.uid: its events are selected by it (load/events.py)
+        self.spec_written = spec_written    # the last write of anything but its status, as the API server
+                                            # recorded it (metadata.managedFields[].time; None: not recorded)
 
     def role_status(self, name):
         return next((r for r in self.status_roles if r.name == name), None)
@@ -232,7 +235,7 @@ class RecoveryState(Record):
 
 class Snapshot(Record):
     __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
-                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries")
+                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries", "refusals")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -255,6 +258,9 @@ class Snapshot(Record):
         self.pools: dict[str, Pool] | None = None
         # recovery records in scope (Scope.recoveries); None: not read (not asked for, or RBAC refused them)
         self.recoveries: list[RecoveryState] | None = None
+        # A controller's latest word that it could not create an object's Pods (load/events.py
+        # Refusal), by (namespace, kind, name): read only for what is short of Pods, on a cluster.
+        self.refusals: dict = {}
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""

@@ -34,6 +34,10 @@ import re
 from kubectl_kvcache.operator import api, masters
 from kubectl_kvcache.record import Record
 
+# The webhooks' names, as the API server quotes them in a refusal (`admission webhook "NAME" denied
+# the request: ...`): pkg/worker/webhooks/worker/zz_generated.webhooks.go.
+INJECTION_WEBHOOK = "mutate.gpustack-worker-kvcache.core.v1.pod"         # Pods labelled inject=true, CREATE
+MODEL_DEPLOYMENT_WEBHOOK = "validate.worker.gpustack.ai.v1alpha1.modeldeployment"   # CREATE, UPDATE
 DTYPE_ARG = "--kv-cache-dtype"
 SETTING_PROPAGATION_SECONDS = 30     # the operator's settings cache (docs/reference/settings.md)
 
@@ -91,6 +95,18 @@ def resolve_arg(engine: str, arg: str, keys) -> str | None:
     if name in OWNED_ARGS.get(family, ()):
         return None
     return next((key for key in keys if key.startswith(name)), None)
+
+
+def model_deployment_refusals(engine: str | None, roles, kv_cache: bool, setting_on: bool) -> list[str]:
+    """The paths the ModelDeployment webhook refuses on create and update for its dtype rule
+    (model_deployment_kv_cache_dtype_test.go: TestValidateModelDeploymentKVCacheDtype): every
+    `spec.roles[i].extraArgs[j]` entry naming --kv-cache-dtype as resolve_arg reads it, in a role
+    without `command`, while spec.kvCache is set and the Setting is on. `engine`: `vllm` or
+    `sglang` (normalised); `roles`: records with `command` and `extra_args`."""
+    if not setting_on or not kv_cache or engine not in OWNED_ARGS:
+        return []
+    return [f"spec.roles[{i}].extraArgs[{j}]" for i, role in enumerate(roles) if not role.command
+            for j, entry in enumerate(role.extra_args) if resolve_arg(engine, entry, (DTYPE_ARG,)) == DTYPE_ARG]
 
 
 def binding_refusals(new: dict, setting_on: bool, old: dict | None = None) -> list[FieldError]:

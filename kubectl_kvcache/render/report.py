@@ -362,9 +362,10 @@ def _verify(report, subject, verdict):
     progress = None
     if report.accounted:
         rows = [[f"{d.namespace}/{d.name}", d.binding, d.expected, f"{d.counts[judge.DONE]}/{d.desired}",
-                 d.counts[judge.TO_ROLL], d.counts[judge.CRASHING], d.counts[judge.STUCK],
+                 d.counts[judge.TO_ROLL], d.counts[judge.NOT_CREATED], d.counts[judge.CRASHING], d.counts[judge.STUCK],
                  "yes" if d.complete else "no"] for d in report.deployments]
-        progress = (["DEPLOYMENT", "BINDING", "EXPECTED", "DONE", "TO ROLL", "CRASH-LOOPING", "STUCK", "COMPLETE"],
+        progress = (["DEPLOYMENT", "BINDING", "EXPECTED", "DONE", "TO ROLL", "NO POD", "CRASH-LOOPING", "STUCK",
+                     "COMPLETE"],
                     rows)
     bad = sum(1 for c in cases if c.outcome == FAILED)
     title = f"verify: {bad} of {len(cases)} {'replica' if len(cases) == 1 else 'replicas'} not OK" if bad else \

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 
 from kubectl_kvcache import masking
-from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE
+from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE, UNREAD
 from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
 from kubectl_kvcache.judge.verdict import RECOVERY
-from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, OK, REJECTED, STATUSES, STUCK, TO_ROLL, Item,
-                                          recover_command, state_label)
+from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, NOT_CREATED, OK, REJECTED, STATUSES, STUCK,
+                                          TO_ROLL, Item, recover_command, refused_fix, refused_lead, state_label)
 
 
 def _owner(item):
@@ -100,6 +100,17 @@ def _exit_cause(item):
     return f"{kind}{blame}: {cause.line}"
 
 
+def _engine_long(item):
+    """`vllm:0.29.0 (version from spec.engine.version)`; a release read nowhere says so
+    (`vllm:? (version from nowhere: release unknown)`), never "from None"."""
+    if item.engine_version:
+        return release_source(item.engine, item.engine_version, item.version_source) if item.version_source \
+            else f"{item.engine}:{item.engine_version}"
+    if item.version_source == UNREAD and item.engine:
+        return release_source(item.engine, "?", UNREAD)
+    return item.engine
+
+
 def _argv_rows(item):
     return [[pos, element] + ([mark] if mark else []) for pos, element, mark in argv_listing(item)]
 
@@ -109,8 +120,7 @@ def _item_fields(item):
     that is also a column is labelled by it."""
     return [("Name", _pod(item)), ("Namespace", item.namespace), (CONTAINER.label, item.container),
             (OWNER.label, _owner_long(item)), (ROLE.label, item.role),
-            (ENGINE.label, release_source(item.engine, item.engine_version, item.version_source)
-             if item.engine_version else item.engine),
+            (ENGINE.label, _engine_long(item)),
             (BINDING.label, item.binding), (EXPECTED.label, item.expected), (EFFECTIVE.label, item.effective),
             (STATUS.label, item.status), (STATE.label, state_label(item)), (READY.label, _ready(item)),
             (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
@@ -177,7 +187,8 @@ def deployment_line(d) -> str:
         value = "as expected (nothing is expected: the Setting is off)"
     text = (f"deployment {d.namespace}/{d.name}: {d.counts[DONE]}/{d.desired} "
             f"{'replica runs' if d.desired == 1 else 'replicas run'} {value}, {d.counts[TO_ROLL]} to roll, "
-            f"{d.counts[CRASHING]} crash-looping")
+            + (f"{d.counts[NOT_CREATED]} without a Pod (NO-POD), " if d.counts[NOT_CREATED] else "")
+            + f"{d.counts[CRASHING]} crash-looping")
     if d.counts[STUCK]:
         which = ", ".join(f"{n} {s}" for s, n in sorted(d.stuck.items()))
         text += f", {which} that rolling will not fix"
@@ -186,6 +197,8 @@ def deployment_line(d) -> str:
         text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
     if d.hold is not None:
         text += f"; {d.hold.text}"
+    if d.refused is not None:
+        text += f"; {refused_lead(d.refused, d.counts[NOT_CREATED] != 1)}: {d.refused.said}"
     return text
 
 
@@ -256,12 +269,24 @@ def pod_details(report, out):
 class RowPrinter:
     """Table rows printed as they come (kubectl get -w): kubectl's tabwriter with RememberWidths,
     so later rows line up under the header, a column growing only when a later cell is longer.
-    `output`: an Output (or, as before, the bare `wide` flag)."""
+    `output`: an Output (or, as before, the bare `wide` flag). `clock` (time.time; the flow passes
+    it): each row says when it was seen, first, in a `TIME` column (`15:04:05`, local time) and in
+    -o json/yaml as `time` (RFC 3339, UTC). Why a clock and not kubectl events' LAST SEEN age: a
+    row of a stream is printed when the change is seen, so an age printed with it is always `0s`
+    and is wrong the moment it scrolls; the time it was seen stays true in the scrollback and can
+    be held against `kubectl events` and the engines' logs. -o json|yaml: one watch event per
+    change, as `kubectl get -w --output-watch-events` prints them (`type` ADDED, MODIFIED or
+    DELETED, `object` the row as -o json has it) with `time` beside them; json one per line."""
 
-    def __init__(self, out, output=False, headers=True):
-        self.out, self.output, self.headers = out, output, headers
+    def __init__(self, out, output=False, headers=True, clock=None):
+        self.out, self.output, self.headers, self.clock = out, output, headers, clock
         self.widths = None
         self.printed: dict = {}      # row key -> the cells last printed for it
+
+    @property
+    def _data(self):
+        """-o json or yaml (else table rows)."""
+        return getattr(self.output, "format", None) in ("json", "yaml")
 
     def _cells(self, item):
         wide = getattr(self.output, "wide", self.output is True)
@@ -272,31 +297,54 @@ class RowPrinter:
         columns, prints no identical row again), then each deleted Pod's last row with STATUS
         DELETED (kubectl get -w prints a deleted object once more)."""
         columns = VIEW.layout(self.output)
-        rows = []
+        rows, events = [], []
         before = dict(self.printed)
         for item in items:
-            cells = self._cells(item)
+            cells = self._cells(item) if not self._data else [item.to_dict()]
             # replicas without a Pod are told apart by nothing the table shows (their slot moves as
             # Pods come and go): such a row is not printed again once printed
-            key = item.key if item.pod is not None else (item.namespace, item.deployment, item.role, tuple(cells))
+            key = item.key if item.pod is not None else (item.namespace, item.deployment, item.role,
+                                                         repr(cells))
             if before.get(key) != cells:
                 self.printed[key] = cells
                 rows.append(cells)
+                events.append(("MODIFIED" if key in before else "ADDED", item))
         status = next((n for n, c in enumerate(columns) if c is STATUS), None)
         for item in gone:
-            cells = self.printed.pop(item.key, None) or self._cells(item)
-            if status is not None:
+            cells = self.printed.pop(item.key, None) or (self._cells(item) if not self._data else [item.to_dict()])
+            if status is not None and not self._data:
                 cells = cells[:status] + ["DELETED"] + cells[status + 1:]
             rows.append(cells)
+            events.append(("DELETED", item))
         if not rows:
             return
+        seen = self.clock() if self.clock is not None else None
+        if self._data:
+            self._write_events(events, seen)
+            return
+        if seen is not None:
+            import time
+
+            stamp = time.strftime("%H:%M:%S", time.localtime(seen))
+            rows = [[stamp] + row for row in rows]
         if self.widths is None:
-            heads = [c.header.upper() for c in columns]
+            heads = ([] if seen is None else ["TIME"]) + [c.header.upper() for c in columns]
             if self.headers:
                 rows.insert(0, heads)
         self.widths = column_widths(rows, self.widths)
         for row in rows:
             line(self.out, table_line(row, self.widths), wrap=False)
+        self.out.flush()
+
+    def _write_events(self, events, seen):
+        import time
+
+        from kubectl_kvcache.render.formats import FORMATS
+
+        printer = FORMATS[self.output.format].printer()
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seen if seen is not None else time.time()))
+        for kind, item in events:
+            printer.write_line({"type": kind, "time": when, "object": item.to_dict()}, self.out)
         self.out.flush()
 
 
@@ -410,6 +458,44 @@ def wait_held(held, err):
             line(err, f"  the operator says: {masking.mask(h.message)}")
 
 
+def wait_refused(deployments, err):
+    """Followed deployments whose replicas the operator says it cannot create: the wait ends at
+    once (waiting does not create them), quoting what it says and what to do."""
+    for d in deployments:
+        r = d.refused
+        n = d.counts[NOT_CREATED]
+        many = f"{n} {'replica' if n == 1 else 'replicas'} without a Pod"
+        if r.spec:
+            line(err, f"ModelDeployment {d.namespace}/{d.name}: {many}, and none can be created as the spec stands: "
+                      f"{r.said}")
+        else:
+            line(err, f"ModelDeployment {d.namespace}/{d.name}: {many} that the operator cannot create; it says: "
+                      f"{r.said}")
+            if r.webhook:
+                line(err, f"  the API server refuses the Pods: admission webhook {r.webhook} denied the request: "
+                          f"{r.denied or '(no explanation)'}")
+        line(err, f"  fix: {refused_fix(d, r)}")
+
+
+def refusal_notes(read, wanted, err):
+    """What could not be read of the controllers' refusals (load/events.py), once each: a
+    namespace whose events may not be listed (the replicas without a Pod are then waited for, and
+    the user is told why nothing says whether their create is refused), a failed read, and the
+    objects or events beyond the read's bounds."""
+    from kubectl_kvcache.render.core import note
+
+    for ns in sorted(read.denied):
+        n = sum(1 for w in wanted if w[0] == ns)
+        note(err, f"not allowed to list events in namespace {ns}: whether the Pods of {n} "
+                  f"{'object' if n == 1 else 'objects'} short of Pods are refused creation (FailedCreate) is not "
+                  f"read; replicas without a Pod are waited for (kubectl auth can-i list events -n {ns})")
+    if read.failed:
+        note(err, f"the events that say whether a create is refused could not be read: {read.failed}")
+    if read.skipped:
+        note(err, f"{read.skipped} more objects short of Pods: their events are not read (at most "
+                  f"{read.bounds.MAX_OBJECTS} a read)")
+
+
 def wait_rejected(items, err):
     for item in items:
         if not item.confirmed_rejected:         # a start-up failure after the parse (judge/rollout.rejects)
@@ -452,6 +538,16 @@ def wait_timeout(timeout, p, err):
     line(err, f"timed out after {_clock(timeout)}: {len(p.left)} "
               f"{'replica has' if len(p.left) == 1 else 'replicas have'} not rolled to the expected value "
               f"({p.done}/{p.total} deployments done); listed on stdout")
+
+
+def wait_interrupted(elapsed, p, err):
+    """Ctrl-C during --wait: where the rollout stood (then `error: interrupted`, exit 130)."""
+    n = len(p.left)
+    left = (f"{n} {'replica has' if n == 1 else 'replicas have'} not rolled to the expected value, listed on stdout"
+            if n else "every replica followed runs its expected value")
+    pending = "" if p.pending is None else \
+        f"; the Setting's status.value does not report {'true' if p.pending else 'false'} yet"
+    line(err, f"interrupted after {_clock(elapsed)}: {left} ({p.done}/{p.total} deployments done{pending})")
 
 
 def watch_reconnect(what, why, err):

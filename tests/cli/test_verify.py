@@ -201,3 +201,17 @@ def test_pods_named_that_are_none_of_ours_verify_nothing_and_fail(tmp_path):
     assert code == 0 and "1 pod: 1 OK" in err
     code, out, err = run("verify", "-f", path, "gone", "-o", "json")
     assert code == 1 and [r["code"] for r in json.loads(out)["verdict"]["reasons"]] == ["not-found"]
+
+
+@pytest.mark.parametrize("md, engine_line", [
+    (o.deployment("md"), "vllm:0.29.0 (version from spec.engine.version)"),
+    (o.deployment("md", version=None, image="vllm/vllm-openai:v0.30.0"), "vllm:0.30.0 (version from spec.roles[].image)"),
+    (o.deployment("md", version=None), "vllm:? (version from nowhere: release unknown)"),
+])
+def test_describe_says_where_a_replica_without_a_pod_takes_its_release_from(tmp_path, md, engine_line):
+    """Issue 48 item 4: describe printed `Engine: vllm:0.29.0 (version from None)` for a NO-POD row."""
+    path = write(tmp_path, "md.json", json.dumps({"apiVersion": "v1", "kind": "List",
+                                                  "items": [o.binding("b1", "fp8"), md]}))
+    code, out, _ = run("verify", "-f", path, "-o", "describe")
+    engine = [line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Engine:")]
+    assert code == 1 and engine == [engine_line], out

@@ -166,8 +166,9 @@ def test_wait_follows_the_rollout_to_the_end(cluster):
             p.kill()
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split() == ["POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]     # -n: no NAMESPACE
-    rows = [line.split() for line in lines[1:]]
+    # --watch: each row first says when it was seen (issue 48); -n: no NAMESPACE
+    assert lines[0].split() == ["TIME", "POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"]
+    rows = [line.split()[1:] for line in lines[1:]]
     # the first table: the old replica and the one that has no Pod yet; then each change as a row
     assert rows[0][0] == "chat-server-0" and rows[0][-1] == "MISSING"
     assert rows[1][0] == "<no-pod:chat>" and rows[1][-1] == "NO-POD" and len(rows[1]) == 5   # one word each
@@ -198,7 +199,8 @@ def test_wait_ends_early_on_a_confirmed_rejection_naming_recover(cluster):
     assert code == 1, err
     assert "REJECTED" in out and "chat-server-0" in out
     assert f"kubectl kvcache recover b1 -n {ns}" in err
-    assert f"deployment {ns}/chat: 0/2 replicas run 'bf16', 1 to roll, 1 crash-looping" in err
+    assert f"deployment {ns}/chat: 0/2 replicas run 'bf16', 0 to roll, 1 without a Pod (NO-POD), 1 crash-looping" \
+        in err
 
 
 def test_wait_times_out_listing_what_is_left(cluster):
@@ -259,7 +261,8 @@ def test_a_deployment_whose_only_pod_was_deleted_is_not_ok(cluster):
     report = json.loads(out)
     assert [(i["pod"], i["status"], i["owner"]) for i in report["items"]] == \
         [(None, "NO-POD", {"kind": "ModelDeployment", "name": "chat"})]
-    assert report["deployments"][0]["toRoll"] == 1 and report["deployments"][0]["complete"] is False
+    d = report["deployments"][0]
+    assert (d["toRoll"], d["notCreated"], d["complete"]) == (0, 1, False)      # nothing to roll: not created
     code, _, _ = run(cluster, "verify", "-n", ns, "--fail-on", "REJECTED,MISMATCH,UNKNOWN")
     assert code == 0
 
@@ -496,10 +499,24 @@ def test_ctrl_c_is_exit_130_with_one_line_and_no_traceback(cluster, flags):
     finally:
         if p.poll() is None:
             p.kill()
+    out = lines.rest("out")
     assert p.returncode == 130, err
     assert "Traceback" not in err and "Exception" not in err, err
     lines = [x for x in err.splitlines() if not x.startswith("rollout: ")]
-    assert lines == ["error: interrupted"], err
+    if "--wait" not in flags:           # --watch alone: as kubectl get -w, nothing more
+        assert lines == ["error: interrupted"], err
+        return
+    # issue 48: Ctrl-C in --wait prints where every replica stands (before: nothing), then the one error line
+    assert lines[-1] == "error: interrupted", err
+    assert lines[:-1] == [f"deployment {ns}/chat: 1/2 replicas run 'fp8', 0 to roll, 1 without a Pod (NO-POD), "
+                          f"0 crash-looping",
+                          lines[-2]], err
+    assert lines[-2].startswith("interrupted after 0m0") and lines[-2].endswith(
+        ": 1 replica has not rolled to the expected value, listed on stdout (0/1 deployments done)"), err
+    if "--watch" not in flags:          # the replicas left, as a timeout lists them
+        table = out.splitlines()
+        assert table[0].split() == ["POD", "BINDING", "EXPECTED", "EFFECTIVE", "STATUS"], out
+        assert [r.split() for r in table[1:]] == [["<no-pod:chat>", "b1", "fp8", "<none>", "NO-POD"]], out
 
 
 def test_wait_for_one_deployment_ignores_the_others(cluster):
@@ -699,3 +716,37 @@ def test_a_named_pod_that_does_not_exist_is_notfound_exit_1(cluster):
     assert err == (f'error: pods "chat-server-nope" not found in namespace {ns}\n'
                    f'verdict: FAILED (exit code 1): Pod chat-server-nope was not found in namespace {ns}: nothing '
                    f'was verified there\n')
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_watch_rows_carry_the_time_they_were_seen(cluster, fmt):
+    """Issue 48 item 9: --watch rows had no timestamps. The table's TIME is the local clock when
+    the change was seen; -o json is one watch event per line with an RFC 3339 `time`."""
+    import datetime
+
+    set_setting(cluster, "true")
+    ns = seed(cluster, replicas=1)
+    p = start(cluster, "verify", "-n", ns, "--watch", "-o", fmt, "--timeout", "90s")
+    lines = Lines(p)
+    try:
+        before = time.time()
+        first = lines.until("out", lambda line: "no-pod" in line.lower())
+        create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
+        later = lines.until("out", row("chat-server-0") if fmt == "table" else lambda line: "chat-server-0" in line)
+        after = time.time()
+    finally:
+        p.kill()
+        p.wait()
+    if fmt == "table":
+        header = lines.seen["out"][0]
+        assert header.split()[:2] == ["TIME", "POD"], header
+        stamps = [cells(header, x)["TIME"] for x in (first, later)]
+        assert cells(header, later)["STATUS"] == "OK", later
+        window = {time.strftime("%H:%M:%S", time.localtime(t)) for t in range(int(before) - 1, int(after) + 2)}
+        assert set(stamps) <= window, (stamps, window)
+        return
+    events = [json.loads(x) for x in (first, later)]
+    assert [(e["type"], e["object"]["status"]) for e in events] == [("ADDED", "NO-POD"), ("ADDED", "OK")]
+    for e in events:
+        seen = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        assert before - 1 <= seen.timestamp() <= after + 1, e

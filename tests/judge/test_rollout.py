@@ -56,7 +56,20 @@ def test_a_replica_without_a_pod_is_no_pod_and_not_ok(tmp_path):
     assert no_pod.owner == {"kind": "ModelDeployment", "name": "md"} and no_pod.expected == "fp8"
     assert "replica 2 of 2 (spec.roles[0].replicas) has no Pod: 1 exists" in no_pod.reason
     d, = report.deployments
-    assert (d.desired, d.counts[verify.DONE], d.counts[verify.TO_ROLL], d.complete) == (2, 1, 1, False)
+    assert (d.desired, d.counts[verify.DONE], d.counts[verify.TO_ROLL], d.counts[verify.NOT_CREATED],
+            d.complete) == (2, 1, 0, 1, False)
+
+
+def test_a_replica_without_a_pod_is_counted_as_what_it_is_not_to_roll(tmp_path):
+    """Issue 48 item 7: a missing replica was counted "to roll" (nothing is there to roll); its
+    count is its own, in the status's words, in the line and in -o json."""
+    report = verify.verify(snapshot_of(*two_replicas(status(o.md_pod("md-server-0", "md", o.vllm_argv("fp8")))),
+                                       tmp_path=tmp_path))
+    d, = report.deployments
+    assert report.items[1].progress == verify.NOT_CREATED
+    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 0 to roll, "
+                                       "1 without a Pod (NO-POD), 0 crash-looping")
+    assert (d.to_dict()["toRoll"], d.to_dict()["notCreated"]) == (0, 1)
 
 
 def test_a_deployment_with_no_pods_at_all_does_not_vanish(tmp_path):
@@ -85,8 +98,8 @@ def test_a_terminating_pod_is_judged_with_its_state_but_is_not_a_replica(tmp_pat
         ("md-server-0", "MISSING", "Terminating"), ("md-server-1", "OK", "Running"), (None, "NO-POD", None)]
     d, = report.deployments
     assert d.roles[0].pods == 1 and d.roles[0].terminating == 1
-    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 2 to roll, 0 crash-looping "
-                                       "(1 old Pod terminating)")
+    assert view.deployment_line(d) == ("deployment team/md: 1/2 replicas run 'fp8', 1 to roll, "
+                                       "1 without a Pod (NO-POD), 0 crash-looping (1 old Pod terminating)")
 
 
 @pytest.mark.parametrize("pod, progress, label", [
@@ -237,7 +250,7 @@ def test_a_selected_deployment_whose_binding_is_missing_is_reported_not_nothing_
     (["verify", "--wait", "md/A_b"], "invalid ModelDeployment name 'A_b'"),
     (["verify", "md/a"], "md/a: md/NAME needs --watch or --wait"),
     (["verify", "pod/a"], "invalid Pod name 'pod/a'"),
-    (["verify", "--watch", "-o", "json"], "--watch prints table rows"),
+    (["verify", "--watch", "-o", "csv"], "--watch prints rows as they come: use -o table or -o wide or -o json"),
     (["verify", "--timeout", "5m"], "--timeout needs --wait or --watch"),
     (["verify", "--wait", "--timeout", "soon"], "invalid duration 'soon' for --timeout"),
 ])
@@ -298,7 +311,7 @@ def test_a_role_asking_for_millions_of_replicas_is_one_summary_row():
     assert len(rows) == judge.MAX_NO_POD_ROWS
     assert rows[-1].reason.startswith(f"replicas {judge.MAX_NO_POD_ROWS}-{(1 << 31) - 1} of {(1 << 31) - 1}")
     progress = report.deployments[0]
-    assert progress.counts[judge.TO_ROLL] == (1 << 31) - 1
+    assert progress.counts[judge.NOT_CREATED] == (1 << 31) - 1 and progress.counts[judge.TO_ROLL] == 0
 
 
 # -- done means done: the Setting converged, every replica rendered from the spec as it is now ----------
@@ -467,3 +480,114 @@ def test_a_watch_lists_every_replica_first_and_a_moved_no_pod_row_not_again(tmp_
     assert [ln.split()[-1] for ln in out.getvalue().splitlines()[1:]] == ["NO-POD"] * 3
     rows.emit(second.items)            # the NO-POD rows' slots moved; what the table shows did not
     assert [ln.split()[-1] for ln in out.getvalue().splitlines()[4:]] == ["OK"]
+
+
+def test_watch_rows_say_when_they_were_seen_and_json_is_a_watch_event_a_line(tmp_path):
+    """Issue 48 item 9: --watch rows had no time. The table's rows start with TIME (local clock,
+    when the change was seen); -o json prints one watch event per line (type, RFC 3339 `time`,
+    the row as -o json has it), -o yaml one document each."""
+    import time as _time
+
+    def report(dtype):
+        pod = status(o.md_pod("md-server-0", "md", o.vllm_argv(dtype)))
+        return verify.verify(snapshot_of(o.binding("b1", "fp8"), o.deployment("md"), pod, tmp_path=tmp_path))
+
+    seen = iter([1_767_000_000.0, 1_767_000_042.0, 1_767_000_043.0])
+    first, second = report(None), report("fp8")
+    out = io.StringIO()
+    rows = view.RowPrinter(out, clock=lambda: next(seen))
+    rows.emit(first.items)
+    rows.emit(second.items)
+    header, a, b = out.getvalue().splitlines()
+    assert header.split()[:3] == ["TIME", "NAMESPACE", "POD"]
+    assert [a.split()[0], b.split()[0]] == [_time.strftime("%H:%M:%S", _time.localtime(t))
+                                            for t in (1_767_000_000.0, 1_767_000_042.0)]
+    assert a.split()[1:3] == ["team", "md-server-0"] and a.index("MISSING") == header.index("STATUS")
+    assert b.index("OK") == header.index("STATUS")
+
+    from kubectl_kvcache.render.output import Output
+
+    for fmt in ("json", "yaml"):
+        seen = iter([1_767_000_000.0, 1_767_000_042.0, 1_767_000_043.0])
+        data = io.StringIO()
+        printer = view.RowPrinter(data, Output(fmt), clock=lambda: next(seen))
+        printer.emit(first.items)
+        printer.emit(second.items)
+        printer.emit([], gone=second.items)
+        if fmt == "json":
+            events = [json.loads(line) for line in data.getvalue().splitlines()]
+        else:
+            import yaml
+            events = list(yaml.safe_load_all(data.getvalue()))
+        assert [(e["type"], e["time"]) for e in events] == [("ADDED", "2025-12-29T09:20:00Z"),
+                                                            ("MODIFIED", "2025-12-29T09:20:42Z"),
+                                                            ("DELETED", "2025-12-29T09:20:43Z")]
+        assert events[1]["object"] == second.items[0].to_dict()
+
+
+@pytest.mark.parametrize("written, last, refused", [
+    (None, "2026-12-05T10:05:00Z", True),                       # no managedFields: the event stands
+    ("2026-12-05T10:00:00Z", "2026-12-05T10:05:00Z", True),     # said after the spec was written
+    ("2026-12-05T10:05:00Z", "2026-12-05T10:05:00Z", True),     # the same second
+    ("2026-12-05T10:06:00Z", "2026-12-05T10:05:00Z", False),    # the spec changed since: about an older spec
+])
+def test_a_refused_create_ends_the_wait_and_names_what_to_do(tmp_path, written, last, refused):
+    """Issue 48 item 4: a deployment whose replicas the operator says it cannot create ended
+    nowhere (`wait for the operator to create it` to the timeout); now its NO-POD rows quote it,
+    the deployment carries it, and the wait's outcome is REFUSED, in verify's judgement and the
+    live judge's alike. An event from before the spec was last written is not the spec's."""
+    from kubectl_kvcache.judge import live
+    from kubectl_kvcache.load.events import Refusal
+
+    md = o.deployment("md")
+    if written:
+        md["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "time": written},
+                                           {"manager": "op", "operation": "Update", "subresource": "status",
+                                            "time": "2026-12-05T11:00:00Z"}]
+    snap = snapshot_of(o.binding("b1", "fp8"), md, tmp_path=tmp_path)
+    said = Refusal("team", "ModelDeployment", "md", "RenderFailed", 'role "server": has no runner backend', 3, last,
+                   "gpustack-worker")
+    snap.refusals = {("team", "ModelDeployment", "md"): said}
+    report = verify.verify(snap)
+    item, = report.items
+    d, = report.deployments
+    assert (d.refused is said) == refused and (rollout.progress(report).outcome == rollout.REFUSED) == refused
+    assert ("the operator cannot create it: RenderFailed (x3, last " in item.reason) == refused
+    assert item.fix.startswith("the operator cannot create it (RenderFailed)") == refused
+    judge = live.LiveJudge(snap)
+    assert (judge.progress().outcome == rollout.REFUSED) == refused
+    assert judge.report().to_dict() == report.to_dict()
+    if refused:
+        assert "; the operator cannot create it: RenderFailed (x3" in view.deployment_line(d)
+        assert d.to_dict()["createRefused"]["message"] == said.message
+
+
+@pytest.mark.parametrize("extra, pods, setting, refused", [
+    (["--kv-cache-dtype", "fp8_e5m2"], 0, "true", ("spec.roles[0].extraArgs[0]", "spec.roles[0].extraArgs[1]")),
+    (["--kv_cache_dtype=fp8_e5m2"], 0, "true", ("spec.roles[0].extraArgs[0]",)),    # vLLM's spelling, one entry
+    (["--kv-cache-dt=fp8"], 0, "true", ("spec.roles[0].extraArgs[0]",)),            # a prefix argparse resolves
+    (["--kv-cache-dtype-skip-layers", "2"], 0, "true", None),                       # another flag
+    (["--kv-cache-dtype", "fp8_e5m2"], 0, "false", None),                           # the Setting off refuses nothing
+    (["--kv-cache-dtype", "fp8_e5m2"], 1, "true", None),                            # stored before: it has Pods
+])
+def test_a_deployment_with_no_pod_whose_spec_the_webhook_refuses_is_not_waited_for(tmp_path, extra, pods, setting,
+                                                                                   refused):
+    """Issue 48 item 4, the ModelDeployment webhook's half (model_deployment_kv_cache_dtype_test.go's
+    rule, operator/webhooks.model_deployment_refusals): a deployment with no Pod at all whose spec
+    the webhook refuses on create cannot get its replicas as the spec stands: the wait ends at once
+    (REFUSED) with the entries to remove; one with Pods is judged by them."""
+    from kubectl_kvcache.operator import records
+
+    md = o.deployment("md", roles=[{"name": "server", "kind": "server", "replicas": 2, "extraArgs": extra}])
+    objs = [o.binding("b1", "fp8"), md] + [status(o.md_pod(f"md-server-{n}", "md", o.vllm_argv("fp8", extra=extra)))
+                                           for n in range(pods)]
+    snap = snapshot_of(*objs, tmp_path=tmp_path)
+    snap.setting = records.Setting(setting, setting, True, "", False, "1", "cluster")
+    report = verify.verify(snap)
+    d, = report.deployments
+    assert (d.refused.removal if d.refused else None) == refused
+    assert (rollout.progress(report).outcome == rollout.REFUSED) == bool(refused)
+    if refused:
+        no_pod = [i for i in report.items if i.status == verify.NO_POD]
+        assert len(no_pod) == 2 and all("; its spec is refused: admission webhook" in i.reason for i in no_pod)
+        assert no_pod[0].fix.startswith(f"remove {' and '.join(refused)} from ModelDeployment md")

@@ -263,7 +263,7 @@ def test_the_default_table_fits_80_columns_with_a_namespace(command, ns):
 def test_watch_prints_rows_only_so_describe_is_refused():
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["verify", "--watch", "-o", "describe"], stdin=io.StringIO(""), stdout=out, stderr=err) == 2
-    assert err.getvalue().startswith("error: --watch prints table rows: use -o table or -o wide")
+    assert err.getvalue().startswith("error: --watch prints rows as they come: use -o table or -o wide or -o json or -o yaml")
 
 
 @pytest.mark.parametrize("command,column", [("verify", "EFFECTIVE"), ("check", "F_MESSAGE"), ("bindings", "B_DTYPE"),

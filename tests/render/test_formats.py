@@ -129,4 +129,4 @@ def test_the_fleet_and_watch_rules_are_the_records():
         else:
             assert f"-o {name} reports one context" not in err
         code, _, err = run("verify", "--watch", "-o", name, "--kubeconfig", "/nonexistent")
-        assert ("--watch prints table rows" in err) == (not FORMATS[name].streams), (name, err)
+        assert ("--watch prints rows as they come" in err) == (not FORMATS[name].streams), (name, err)

@@ -135,7 +135,7 @@ def test_a_clean_scope_passes():
 
 def test_watch_refuses_a_document_format():
     code, out, err = run("verify", "-A", "--watch", "-o", "markdown")
-    assert (code, out) == (2, "") and err.startswith("error: --watch prints table rows")
+    assert (code, out) == (2, "") and err.startswith("error: --watch prints rows as they come")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

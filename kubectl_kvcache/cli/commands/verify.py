@@ -77,7 +77,8 @@ def add(sub, commands):
                         "REJECTED,MISMATCH,UNKNOWN to tolerate replicas that are still rolling")
     v.add_argument("-w", "--watch", action="store_true",
                    help="after the list, watch Pods, ModelDeployments, Bindings and the Setting and print a "
-                        "row whenever a replica's verdict or state changes")
+                        "row whenever a replica's verdict or state changes, with the time it was seen (TIME; "
+                        "-o json|yaml: one watch event each, with `time`)")
     v.add_argument("--wait", action="store_true",
                    help="block until every replica of every pool-attached ModelDeployment in scope (md/NAME or "
                         "-l: those selected) runs its expected value (exit 0); exit 1 as soon as one is confirmed "
@@ -120,7 +121,7 @@ def options(ns) -> VerifyOptions:
     if typed and not (ns.watch or ns.wait):
         raise PluginError(f"{typed[0]}: md/NAME needs --watch or --wait (without, verify takes Pod names)")
     if ns.watch and ns.output not in formats.streaming(NAME):
-        raise PluginError(f"--watch prints table rows: use -o {' or -o '.join(formats.streaming(NAME))} "
+        raise PluginError(f"--watch prints rows as they come: use -o {' or -o '.join(formats.streaming(NAME))} "
                           f"(--wait -o {ns.output} prints the final report)")
     if ns.timeout is not None and not (ns.watch or ns.wait):
         raise PluginError("--timeout needs --wait or --watch")

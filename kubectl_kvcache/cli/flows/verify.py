@@ -36,7 +36,7 @@ def decide(options: VerifyOptions, report, snapshot=None):
     if not (report.items or report.suppressed) and (named or not options.scope.names):
         nothing = view.VIEW.empty + (f" among the Pods named ({', '.join(named)})" if named else "")
     reasons = judge_verdict.unread(snapshot, nothing=nothing, selector=options.scope.selector) + \
-        judge_verdict.recoveries(snapshot) if snapshot is not None else ()
+        judge_verdict.recoveries(snapshot) + judge_verdict.refused(report, snapshot) if snapshot is not None else ()
     return report.replace(verdict=judge_verdict.verify(report, options.fail_on, reasons))
 
 
@@ -88,6 +88,7 @@ def run(options: VerifyOptions, io) -> int:
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
     if snapshot.source == "cluster":
+        report = refusals(options, report, snapshot, io.stderr)
         listen(options, report.items, io.stderr)
     elif options.observe:
         render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
@@ -127,6 +128,43 @@ def run(options: VerifyOptions, io) -> int:
         if step:
             render.line(io.stderr, step)
     return code
+
+
+def short_of_pods(report, snapshot, deployments=None) -> list:
+    """The objects whose controller's refusals to create are read (load/events.py): each followed
+    pool-attached deployment with replicas that have no Pod (`deployments`: only these keys), and
+    the controller of each Pod opted into injection in the report."""
+    from kubectl_kvcache.load import events
+
+    wanted: list[tuple] = []
+    for d in report.deployments:
+        if d.counts.get(verify.NOT_CREATED) and (deployments is None or (d.namespace, d.name) in deployments):
+            md = snapshot.deployments.get((d.namespace, d.name))
+            wanted.append((d.namespace, "ModelDeployment", d.name, md.uid if md else None,
+                           (events.FAILED_CREATE, events.RENDER_FAILED)))
+    if deployments is None:
+        pods = {(p.namespace, p.name): p for p in snapshot.pods}
+        owners = sorted({(i.namespace, pod.owner[1], pod.owner[2]) for i in report.items if i.owner is None
+                         for pod in [pods.get((i.namespace, i.pod))] if pod is not None and pod.owner is not None})
+        wanted += [(ns, kind, name, None, (events.FAILED_CREATE,)) for ns, kind, name in owners]
+    return wanted
+
+
+def refusals(options: VerifyOptions, report, snapshot, err, client=None):
+    """`report` judged again with what the controllers say they cannot create (load/events.py),
+    when something in it is short of Pods; as it was when nothing is, or nothing was said."""
+    from kubectl_kvcache.load import events
+
+    wanted = short_of_pods(report, snapshot)
+    if not wanted:
+        return report
+    client = client or reader.open_client(options.connection, render.tracer(err))
+    found = events.read(client, wanted)
+    view.refusal_notes(found, wanted, err)
+    if not found.refusals:
+        return report
+    snapshot.refusals = dict(found.refusals)
+    return judged(options, snapshot)
 
 
 def listen(options: VerifyOptions, items, err, client=None) -> None:
@@ -310,72 +348,159 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
 
     causes: dict = {}
     judge = live.LiveJudge(snapshot, selection(options), CachedPredict())
+    refused = _Refused(client, io.stderr)
     changed = judge.first
-    rows = view.RowPrinter(io.stdout, options.output, options.output.headers) if options.watch else None
+    rows = view.RowPrinter(io.stdout, options.output, options.output.headers, clock=time.time) \
+        if options.watch else None
     start = clock()
     deadline = None if options.timeout is None else start + options.timeout
     if rows is not None and not changed:
         render.nothing_found(snapshot, view.VIEW.empty + " (yet: watching)", io.stderr)
-    while True:
-        now = judge.progress()
-        gone = judge.take_gone()
-        if rows is not None and (changed or gone):
-            if line:
-                line.clear()
-            rows.emit(changed, gone)
-        if line:
-            line.show(view.progress_line(now, clock() - start, line.width))
-        if options.wait and now.outcome:
-            outcome = now.outcome
-            if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
+    try:
+        while True:
+            now = judge.progress()
+            gone = judge.take_gone()
+            if rows is not None and (changed or gone):
                 if line:
                     line.clear()
-                # the engine's own words for the crashed replicas it ends on (a start-up failure
-                # predicted REJECTED settles the wait before any log was read)
-                failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
+                rows.emit(changed, gone)
+            if line:
+                line.show(view.progress_line(now, clock() - start, line.width))
+            if options.wait and now.outcome:
+                outcome = now.outcome
+                if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
+                    if line:
+                        line.clear()
+                    # the engine's own words for the crashed replicas it ends on (a start-up failure
+                    # predicted REJECTED settles the wait before any log was read)
+                    failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
+                    if failed:
+                        now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
+                return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope, client)
+            if options.wait and client is not None and now.pending is None and now.left:
+                if line:
+                    line.clear()
+                failed = crash_causes(options, now.left, causes, client, io.stderr)
                 if failed:
-                    now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
-            return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope, client)
-        if options.wait and client is not None and now.pending is None and now.left:
-            if line:
-                line.clear()
-            failed = crash_causes(options, now.left, causes, client, io.stderr)
-            if failed:
-                now = now.replace(rejected=tuple(failed))
-                return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope, client)
-        # wait for the next events (the live line's clock ticks meanwhile)
-        batch: list = []
-        while not batch:
-            remaining = None if deadline is None else deadline - clock()
-            if remaining is not None and remaining <= 0:
-                return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope, client)
-            step = TICK if remaining is None else min(TICK, remaining)
-            try:
-                batch.append(events.get(timeout=max(0.01, step)))
-            except queue.Empty:
-                if line:
-                    line.show(view.progress_line(now, clock() - start, line.width), tick=True)
-                continue
-            while True:
+                    now = now.replace(rejected=tuple(failed))
+                    return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope, client)
+                said = refused.poll(judge, now, clock())
+                if said:            # what the operator says it cannot create: judged at once
+                    changed = judge.apply(said)
+                    continue
+            # wait for the next events (the live line's clock ticks meanwhile)
+            batch: list = []
+            while not batch:
+                remaining = None if deadline is None else deadline - clock()
+                if remaining is not None and remaining <= 0:
+                    return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope, client)
+                step = TICK if remaining is None else min(TICK, remaining)
                 try:
-                    batch.append(events.get_nowait())
+                    batch.append(events.get(timeout=max(0.01, step)))
                 except queue.Empty:
-                    break
-        updates = []
-        for key, kind, payload in batch:
-            if kind == "ERROR":
-                raise payload
-            if kind == "RECONNECT":
-                if line:
-                    line.clear()
-                view.watch_reconnect(targets[key].what, payload, io.stderr)
+                    if line:
+                        line.show(view.progress_line(now, clock() - start, line.width), tick=True)
+                    if options.wait and now.pending is None and refused.due(now, clock()):
+                        break       # no event came: the refusals are read again all the same
+                    continue
+                while True:
+                    try:
+                        batch.append(events.get_nowait())
+                    except queue.Empty:
+                        break
+            updates = []
+            for key, kind, payload in batch:
+                if kind == "ERROR":
+                    raise payload
+                if kind == "RECONNECT":
+                    if line:
+                        line.clear()
+                    view.watch_reconnect(targets[key].what, payload, io.stderr)
+                    continue
+                if kind == "RELIST":
+                    if line:
+                        line.clear()
+                    view.watch_relist(targets[key].what, io.stderr)
+                updates.extend(judge_events(judge, key, kind, payload, targets))
+            changed = judge.apply(updates)
+    except KeyboardInterrupt:
+        if options.wait:        # Ctrl-C: where every replica stands, then `error: interrupted`, exit 130
+            _interrupted(options, io, judge, clock() - start, line)
+        raise
+
+
+class _Refused:
+    """--wait's reads of what the operator says it cannot create (load/events.py): for the followed
+    deployments with replicas that have no Pod, at once and then every EVERY seconds while they
+    last; a namespace whose events may not be listed is said once and not asked again."""
+
+    EVERY = 5.0
+
+    def __init__(self, client, err):
+        self.client, self.err = client, err
+        self.next = 0.0
+        self.denied: set = set()
+        self.said: set = set()
+
+    @staticmethod
+    def _short(now) -> set:
+        return {(i.namespace, i.deployment) for i in now.left if i.status == verify.NO_POD and i.owner}
+
+    def due(self, now, moment) -> bool:
+        """Whether a read is due: replicas without a Pod are left and EVERY seconds have passed."""
+        return self.client is not None and moment >= self.next and bool(self._short(now))
+
+    def poll(self, judge, now, moment) -> list:
+        """The judge's events for the deployments whose refusal changed (none: [])."""
+        from kubectl_kvcache.load import events
+
+        short = self._short(now)
+        if not short or moment < self.next or self.client is None:
+            return []
+        self.next = moment + self.EVERY
+        snapshot = judge.snapshot
+        wanted = short_of_pods(judge.report(), snapshot, deployments=short)
+        found = events.read(self.client, wanted, denied=self.denied)
+        fresh = found.denied - self.denied
+        self.denied |= found.denied
+        if fresh or (found.failed and found.failed not in self.said):
+            found.denied = fresh
+            view.refusal_notes(found, [w for w in wanted if w[0] in fresh] if fresh else wanted, self.err)
+            if found.failed:
+                self.said.add(found.failed)
+        changed = []
+        for namespace, kind, name, _, _ in wanted:
+            key = (namespace, kind, name)
+            if namespace in self.denied:
                 continue
-            if kind == "RELIST":
-                if line:
-                    line.clear()
-                view.watch_relist(targets[key].what, io.stderr)
-            updates.extend(judge_events(judge, key, kind, payload, targets))
-        changed = judge.apply(updates)
+            if snapshot.refusals.get(key) != found.refusals.get(key):
+                if key in found.refusals:
+                    snapshot.refusals[key] = found.refusals[key]
+                else:
+                    snapshot.refusals.pop(key, None)
+                md = snapshot.deployments.get((namespace, name))
+                if md is not None:
+                    changed.append((live.DEPLOYMENT, (namespace, name), md))
+        return changed
+
+
+def _interrupted(options, io, judge, elapsed, line):
+    """Ctrl-C during --wait: the state the wait was interrupted in, as a timeout prints it (the
+    replicas left on stdout, unless --watch already printed every row; the deployment lines and
+    what is left on stderr). No report document and no verdict line: an interrupted wait decided
+    nothing, and its exit code (130) is not a verdict. A judge caught mid-batch may not give a
+    report: then nothing more is printed than before (`error: interrupted`)."""
+    try:
+        report, now = judge.report(), judge.progress()
+    except Exception:       # noqa: BLE001 - interrupted inside a batch: its state is not whole
+        return
+    if line:
+        line.done()
+    if not options.output.structured and not options.watch:
+        render.show(view.VIEW, _Rows(now.left), options.output, io.stdout)
+        io.stdout.flush()
+    view.deployment_lines(report, io.stderr)
+    view.wait_interrupted(elapsed, now, io.stderr)
 
 
 def _ended(options, report, now, outcome, unfinished=()):
@@ -428,6 +553,8 @@ def _end(options, io, report, now, outcome, elapsed, line, scope, client=None):
         view.wait_unbound(now.unbound, io.stderr)
     elif outcome == rollout.HELD:
         view.wait_held(now.held, io.stderr)
+    elif outcome == rollout.REFUSED:
+        view.wait_refused(now.refused, io.stderr)
     elif outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
     elif outcome == rollout.SETTLED:

@@ -29,8 +29,8 @@ EVERY = JUDGING + ("recover", "setting", "engines")    # setting: `setting statu
 
 class Format(Record):
     """One -o format. `commands`: the commands that offer it; `fleet`: one output may hold several
-    contexts (--contexts/--all-contexts); `streams`: each row is one line printed as it comes, so
-    --watch can print a row per change; `people`: a person reads its stdout (a command may add
+    contexts (--contexts/--all-contexts); `streams`: each row can be printed as it comes, so
+    --watch can print a row per change (json/yaml: a watch event each); `people`: a person reads its stdout (a command may add
     lines of its own there); `help`: what it is for, in -o's help (None: its name says it)."""
 
     __slots__ = ("name", "kind", "commands", "fleet", "streams", "people", "help")
@@ -62,8 +62,8 @@ FORMATS = {f.name: f for f in (
     Format("wide", ROWS, JUDGING, fleet=True, streams=True),
     Format("describe", ROWS, JUDGING),
     Format("csv", ROWS, JUDGING, fleet=True, people=False, help="every column, for a spreadsheet or a program"),
-    Format("json", DATA, EVERY, fleet=True),
-    Format("yaml", DATA, EVERY, fleet=True),
+    Format("json", DATA, EVERY, fleet=True, streams=True),     # --watch: one watch event per line
+    Format("yaml", DATA, EVERY, fleet=True, streams=True),     # --watch: one document per watch event
     Format("markdown", DOCUMENT, JUDGING + ("recover",), fleet=True, help="a report for a change ticket"),
     Format("junit", DOCUMENT, JUDGING, fleet=True, help="JUnit XML for a CI's test reporter"),
     Format("sarif", DOCUMENT, ("verify", "check"), fleet=True, help="SARIF 2.1.0 for code scanning"),
