@@ -215,3 +215,20 @@ def test_json_and_wide_carry_the_pods_node():
     for row in out.splitlines()[1:]:
         cells = row.split()
         assert cells[col] == (pods.get(cells[1]) or "<none>"), row
+
+
+def test_watch_prints_a_row_when_a_pod_is_scheduled():
+    """--watch -o wide: a Pod bound to a node (spec.nodeName set, nothing else changed) is a changed
+    row, as `kubectl get pods -o wide -w` prints one when NODE fills in."""
+    from kubectl_kvcache.judge import rollout, verify as judge
+
+    def report(node):
+        item = judge.Item("ns", "p", "main", None, None, "vllm", "0.29.0", "b", "fp8", "fp8", "OK", "",
+                          state={"phase": "Pending", "terminating": False, "ready": None, "restarts": None,
+                                 "waiting": None, "lastExitCode": None}, node=node)
+        return judge.Report(True, "cluster", [item])
+
+    changes = rollout.Changes()
+    assert len(changes.update(report(None))) == 1
+    assert changes.update(report(None)) == []
+    assert [i.node for i in changes.update(report("gpu-node-7"))] == ["gpu-node-7"]
