@@ -137,7 +137,7 @@ class Changes:
     def signature(item: Item):
         state = item.state or {}
         return (item.status, item.expected, item.effective, verify.state_label(item), state.get("ready"),
-                state.get("restarts"))
+                state.get("restarts"), item.node)     # node: -o wide's NODE, set when the Pod is scheduled
 
     def update(self, report: Report) -> list[Item]:
         now = {i.key: self.signature(i) for i in report.items}

@@ -13,20 +13,9 @@ from kubectl_kvcache.operator import api, records, renderer, webhooks
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.operator.records import NOT_SERVED
+from kubectl_kvcache.judge.statuses import (MEANINGS, MISMATCH, MISSING, NO_POD, OK, REJECTED,  # noqa: F401
+                                            STATUSES, UNKNOWN, WILL_REJECT)
 
-OK, MISMATCH, MISSING, REJECTED, UNKNOWN = "OK", "MISMATCH", "MISSING", "REJECTED", "UNKNOWN"
-NO_POD = "NO-POD"
-WILL_REJECT = "WILL-REJECT"     # not rolled yet, and the engine rejects the Binding's dtype it will be given
-STATUSES = (OK, MISMATCH, MISSING, WILL_REJECT, REJECTED, UNKNOWN, NO_POD)
-MEANINGS = {      # one line each (docs/verify.md "Status" has them in full); reports name their rules with them
-    OK: "the engine will run with the Binding's dtype",
-    MISMATCH: "the engine will run with another value than the Binding's dtype",
-    MISSING: "no --kv-cache-dtype at all while the Setting is on: the replica has not rolled yet",
-    WILL_REJECT: "not rolled yet, and the engine release rejects the Binding's dtype it will be given",
-    REJECTED: "the engine exits on its arguments",
-    UNKNOWN: "what the engine runs with cannot be decided from the objects",
-    NO_POD: "a replica that should exist has no Pod",
-}
 PARSE_ERROR_EXIT = 2
 CRASH_LOOP = "CrashLoopBackOff"
 
@@ -43,7 +32,7 @@ class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
                  "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale",
-                 "policy", "observed", "exit_cause")
+                 "policy", "observed", "exit_cause", "node")
     __hash__ = None     # mutable: judged field by field
 
     def __init__(self, namespace: str, pod: str | None, container: str | None, owner: dict | None, role: str | None,
@@ -52,7 +41,7 @@ class Item(Record):
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
                  slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None,
-                 policy=None, observed=None, exit_cause=None):
+                 policy=None, observed=None, exit_cause=None, node: str | None = None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -81,6 +70,7 @@ class Item(Record):
         self.policy = policy                    # judge.policy.Effect: what a policy rule did to it (None: nothing)
         self.observed = observed                # engine.words.Observed: what the engine itself reports (None: unread)
         self.exit_cause = exit_cause            # engine.crash.ExitCause: why its last container died, in its words
+        self.node = node                        # the Pod's spec.nodeName (None: no Pod, or not scheduled yet)
 
     def to_dict(self):
         return {
@@ -88,7 +78,7 @@ class Item(Record):
             "role": self.role, "engine": self.engine, "engineVersion": self.engine_version,
             "binding": self.binding, "expected": self.expected, "effective": self.effective,
             "status": self.status, "reason": self.reason, "fix": self.fix, "occurrences": self.occurrences,
-            "state": self.state,
+            "state": self.state, "node": self.node,
         } | ({"engineData": self.engine_data} if self.engine_data else {}) | (
             {"cause": self.cause.to_dict()} if self.cause is not None and self.status == UNKNOWN else {}) \
           | ({"notRolled": self.stale} if self.stale else {}) \
@@ -474,7 +464,8 @@ def _judge(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predic
     container = pod.container(cand.container_name) if cand.container_name else None
     item = Item(pod.namespace, pod.name, cand.container_name, cand.owner, cand.role,
                 model.normalise_engine(cand.declared_engine), None, cand.binding, expected, None, UNKNOWN, "",
-                state=pod_state(pod, cand.container_name), takeover=cand.takeover)
+                state=pod_state(pod, cand.container_name), takeover=cand.takeover,
+                node=pod.node or None)
     if cand.problem:
         item.reason = cand.problem
         item.cause = model.Cause("spec", f"ModelDeployment {cand.owner['name']}" if cand.problem.startswith(

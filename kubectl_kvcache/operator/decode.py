@@ -211,6 +211,7 @@ def _pod_record(obj, share, what=None) -> Pod:
     phase = status.get("phase")
     created = meta.get("creationTimestamp")
     deleting = meta.get("deletionTimestamp")
+    node = spec.get("nodeName")
     return Pod(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -225,6 +226,7 @@ def _pod_record(obj, share, what=None) -> Pod:
         deleting=(deleting if deleting.__class__ is str else
                   as_str(deleting, what, "metadata.deletionTimestamp")) or "",
         states=share(_container_states(status, what)),
+        node=(node if node.__class__ is str else as_str(node, what, "spec.nodeName")) or "",
     )
 
 

@@ -10,11 +10,12 @@ from kubectl_kvcache.record import Record
 
 class Pod(Record):
     __slots__ = ("namespace", "name", "labels", "annotations", "owner", "containers", "exit_codes", "phase",
-                 "created", "deleting", "states")
+                 "created", "deleting", "states", "node")
 
     def __init__(self, namespace: str, name: str, labels: dict[str, str], annotations: dict[str, str],
                  owner: tuple[str, str, str] | None, containers: tuple[dict, ...], exit_codes: dict[str, int],
-                 phase: str = "", created: str = "", deleting: str = "", states: dict[str, dict] | None = None):
+                 phase: str = "", created: str = "", deleting: str = "", states: dict[str, dict] | None = None,
+                 node: str = ""):
         self.namespace = namespace
         self.name = name
         self.labels = labels
@@ -26,6 +27,7 @@ class Pod(Record):
         self.created = created
         self.deleting = deleting            # metadata.deletionTimestamp: Terminating
         self.states = {} if states is None else states   # container -> {ready, restarts, waiting, running}
+        self.node = node                    # spec.nodeName: where the scheduler put it ("" : not scheduled)
 
     def container(self, name):
         return next((c for c in self.containers if c.get("name") == name), None)

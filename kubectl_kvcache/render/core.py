@@ -228,28 +228,31 @@ UNDER_INDENT = "    "
 
 
 def terminal_table(heads, rows, no_headers, text, term, status=()):
-    """A table wider than the terminal, for a person: the row keeps the short columns, from the
-    left, as many as fit (the first always), aligned as kubectl aligns them; under it, indented
-    and wrapped at spaces to the terminal's width, the columns that did not fit (`header: value`)
-    and then the free text (labelled when there are several; not printed when empty). Every
-    other cell is still printed in full; piped, the one-line table is printed instead (awk and grep read one row per line)."""
+    """A table wider than the terminal, for a person: the row keeps the first column and the
+    status columns (the verdict is read on the row, never under it), then the other short
+    columns from the left, as many as fit, aligned as kubectl aligns them; under it, indented and
+    wrapped at spaces to the terminal's width, the columns that did not fit (`header: value`) and
+    then the free text, each labelled with its header (`today: fp8_e4m3 (1 pod)`: a value under a
+    row always says which column it is; not printed when empty). Every other cell is still
+    printed in full; piped, the one-line table is printed instead (awk and grep read one row per
+    line)."""
     from kubectl_kvcache.render.terminal import paint, wrap
 
     order = [i for i in range(len(heads)) if i not in text]
+    fixed = {order[0]} | set(status) if order else set()
     kept = list(order)
-    while len(kept) > 1:
+    while len(kept) > len(fixed & set(kept)):
         shown = [[r[i] for i in kept] for r in ([] if no_headers else [heads]) + rows]
         widths = column_widths(shown)
         if max(len(table_line(r, widths)) for r in shown) <= term.width:
             break
-        kept.pop()
+        kept.remove(next(i for i in reversed(kept) if i not in fixed))
     moved = [i for i in order if i not in kept]
     texts = [i for i in range(len(heads)) if i in text]
     shown = [[r[i] for i in kept] for r in ([] if no_headers else [heads]) + rows]
     widths = column_widths(shown)
     lines = [] if no_headers else [table_line(shown[0], widths)]
     keep_status = {n for n, i in enumerate(kept) if i in status}
-    labelled = len(texts) > 1
     for row in rows:
         lines.append(_painted_line([row[i] for i in kept], widths, term, keep_status))
         if moved:      # `header: value` pieces, packed onto lines, a piece never split
@@ -268,11 +271,8 @@ def terminal_table(heads, rows, no_headers, text, term, status=()):
             value = row[i]
             if value == NONE:
                 continue       # an empty free text under its row is a bare `<none>` line (issue 39)
-            if labelled:
-                lines += wrap(value, term.width, UNDER_INDENT + " " * (len(heads[i]) + 2),
-                              first=f"{UNDER_INDENT}{heads[i].lower()}: ")
-            else:
-                lines += wrap(value, term.width, UNDER_INDENT)
+            lines += wrap(value, term.width, UNDER_INDENT + " " * (len(heads[i]) + 2),
+                          first=f"{UNDER_INDENT}{heads[i].lower()}: ")
     return lines
 
 

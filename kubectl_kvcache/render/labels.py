@@ -39,3 +39,12 @@ def engine_source(at):
 
 def release_source(engine, version, source):
     return f"{engine}:{version} (version from {_LONG_SOURCE.get(source, source)})"
+
+
+def engine_said(item) -> str | None:
+    """The engine's own line for a replica that crashed: its error as its previous log has it
+    (ExitCause.line: masked by kubectl_kvcache/masking.py and cut at engine.words.MAX_LINE with a
+    visible `…` where it was read, engine/crash.py). The one home every view (render/verify.py)
+    and report (render/report.py) reads it from: -o wide's CAUSE, csv, describe, markdown, junit,
+    sarif (json and yaml: `exitCause.line`)."""
+    return item.exit_cause.line if item.exit_cause is not None and item.exit_cause.line else None

@@ -5,6 +5,7 @@ Cluster data is escaped before it reaches a terminal."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 
 from kubectl_kvcache.render.core import escape, line, live_line, structured
@@ -60,12 +61,39 @@ def describe(step) -> str:
 def _manifest(obj, out, indent="       "):
     import yaml
 
-    # one row per value, as kubectl get -o yaml prints it: never folded by YAML nor wrapped by the
-    # plugin (a continuation indented less than its row is no longer the same YAML); a terminal
-    # narrower than a row soft-wraps it, and what is copied is the row
+    from kubectl_kvcache.render import terminal
+
+    # one row per value, as kubectl get -o yaml prints it: never folded by YAML nor wrapped at a
+    # space by the plugin (a continuation indented less than its row is no longer the same YAML).
+    # On a terminal narrower than a `key: value` row, the value goes alone on the next row,
+    # indented under its key: the same YAML (yaml_rows), and the terminal never folds a value (a
+    # uid, an image) in its middle; piped, one row per value
     text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, allow_unicode=False, width=1 << 16)
-    for row in text.splitlines():
-        line(out, indent + row, wrap=False)
+    width = terminal.of(out, terminal.NEVER).width
+    for row in yaml_rows([indent + r for r in text.splitlines()], width):
+        line(out, row, wrap=False)
+
+
+# `key: value` as PyYAML's block style writes a mapping entry (a sequence item's first key after
+# `- `): a plain key, then a scalar that is not a block scalar (| or >)
+_ENTRY = re.compile(r"(?P<head> *(?:- )*)(?P<key>[A-Za-z0-9_./-][^:'\"#]*):[ ](?P<value>[^|>\s].*)")
+
+
+def yaml_rows(rows: list[str], width: int | None) -> list[str]:
+    """Block-style YAML rows for a terminal `width` wide (None: as they are): a `key: value` row
+    longer than the width is split into `key:` and the value on the next row, indented two
+    columns past its key (YAML reads a scalar that starts on a more indented next line as the
+    key's value: the same document)."""
+    if not width:
+        return rows
+    out = []
+    for row in rows:
+        m = _ENTRY.fullmatch(row) if len(row) > width else None
+        if m is None:
+            out.append(row)
+            continue
+        out += [f"{m['head']}{m['key']}:", " " * (len(m["head"]) + 2) + m["value"]]
+    return out
 
 
 def dtype_source(t) -> str:

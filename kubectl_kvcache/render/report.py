@@ -76,11 +76,12 @@ class Case(Record):
     """One thing judged. `suite`: what it is grouped under (a namespace); `context`: the kubeconfig
     context it came from, on a multi-context run (items carrying a `context` field)."""
 
-    __slots__ = ("suite", "name", "kind", "outcome", "status", "summary", "reason", "fix", "notes", "context")
+    __slots__ = ("suite", "name", "kind", "outcome", "status", "summary", "reason", "fix", "notes", "context",
+                 "said")
 
     def __init__(self, suite: str, name: str, kind: str, outcome: str, status: str, summary: str = "",
                  reason: str = "", fix: str = "", notes: tuple[tuple[str, str, str, str], ...] = (),
-                 context: str | None = None):
+                 context: str | None = None, said: str = ""):
         self.suite = suite
         self.name = name
         self.kind = kind            # the object's kind as the operator names it (Pod, KVCachePoolBinding, ...)
@@ -91,6 +92,7 @@ class Case(Record):
         self.fix = fix
         self.notes = notes          # (severity, code, message, fix) of findings that fail nothing
         self.context = context
+        self.said = said            # the engine's own line (a crashed replica's error, render.verify.engine_said)
 
 
 class Annotation(Record):
@@ -104,11 +106,11 @@ class Annotation(Record):
     `file`: the -f file it was read from, when known; `suppression`: the policy rule that ignored
     it and its reason (None: not ignored; an ignored finding never fails)."""
 
-    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file", "suppression")
+    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file", "suppression", "said")
 
     def __init__(self, code: str, severity: str, failed: bool, message: str, fix: str,
                  path: tuple[tuple[str, str], ...], key: str, file: str | None = None,
-                 suppression: str | None = None):
+                 suppression: str | None = None, said: str = ""):
         self.code = code
         self.severity = severity
         self.failed = failed
@@ -118,6 +120,7 @@ class Annotation(Record):
         self.key = key
         self.file = file
         self.suppression = suppression
+        self.said = said            # the engine's own line, where it gave one (verify: a crashed replica)
 
 
 class Rule(Record):
@@ -316,6 +319,7 @@ def _setting_text(on, source):
 def _verify(report, subject, verdict):
     from kubectl_kvcache.judge import verdict as decided, verify as judge
     from kubectl_kvcache.render import labels as view
+    from kubectl_kvcache.render.labels import engine_said
 
     failing = set(verdict.failing)
     ignored = list(getattr(report, "suppressed", ()))      # a policy's ignored replicas: cases that pass, noted
@@ -357,7 +361,7 @@ def _verify(report, subject, verdict):
         elif outcome != decided.FAILED and decision.why and item.status != judge.OK:
             summary += f" ({decision.why})"
         cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, status, summary,
-                          reason, fix, notes, context=_context(item)))
+                          reason, fix, notes, context=_context(item), said=engine_said(item) or ""))
     counts = report.summary()
     progress = None
     if report.accounted:
@@ -589,6 +593,7 @@ def _suppression(effect) -> str | None:
 
 def _verify_findings(report, subject, verdict):
     from kubectl_kvcache.judge import verdict as decided, verify as judge
+    from kubectl_kvcache.render.labels import engine_said
 
     ignored = list(getattr(report, "suppressed", ()))
     names = replica_names(report.items + ignored)
@@ -623,7 +628,7 @@ def _verify_findings(report, subject, verdict):
         severity = "error" if item.status == judge.OK else \
             item.status if item.policy is None else (item.policy.now or item.policy.was)
         found.append(Annotation(code, severity, failed, message, fix, tuple(path), f"verify|{code}|{replica}", file,
-                                suppression))
+                                suppression, engine_said(item) or ""))
     return found
 
 

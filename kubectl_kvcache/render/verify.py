@@ -7,8 +7,10 @@ from __future__ import annotations
 from kubectl_kvcache import masking
 from kubectl_kvcache.engine import CRASH_DTYPE, CRASH_NOT_DTYPE, UNREAD
 from kubectl_kvcache.render.checks import policy_text, release_source
+from kubectl_kvcache.render.labels import engine_said
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
+from kubectl_kvcache.judge.statuses import DELETED
 from kubectl_kvcache.judge.verdict import RECOVERY
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, NOT_CREATED, OK, REJECTED, STATUSES, STUCK,
                                           TO_ROLL, Item, recover_command, refused_fix, refused_lead, state_label)
@@ -54,16 +56,29 @@ def _restarts(item):
 
 
 def _cause(item):
-    """UNKNOWN: what would decide it, `code: subject` (engine/cause.py)."""
-    return str(item.cause) if item.cause is not None and item.status == "UNKNOWN" else None
+    """UNKNOWN: what would decide it, `code: subject` (engine/cause.py); a crashed replica: the
+    engine's own line (engine_said). Both, `; ` apart, for an UNKNOWN that crashed."""
+    parts = [str(item.cause)] if item.cause is not None and item.status == "UNKNOWN" else []
+    said = engine_said(item)
+    return "; ".join(parts + ([said] if said else [])) or None
+
+
+NOT_OBSERVED, CONFLICT, NOT_READ = "-", "<conflict>", "<not-read>"
 
 
 def _observed(item):
-    """OBSERVED: the dtype the engine reports, SGLang's torch dtype beside it; `-` when not read (no
-    --observe, not running, nothing found). Held against EFFECTIVE in describe and the exit code."""
+    """OBSERVED: the dtype the engine reports, SGLang's torch dtype beside it; `<conflict>` when its
+    reports disagree (never a confirmation), `<not-read>` when a report was seen and not read
+    (ambiguous, cut, a port not decided); `-` when nothing was read (no --observe, not running,
+    nothing found). One word each (angle brackets: never a dtype). Held against EFFECTIVE in
+    describe and the exit code."""
     seen = item.observed
     if seen is None:
-        return "-"
+        return NOT_OBSERVED
+    if seen.conflict:
+        return CONFLICT
+    if seen.dtype is None and seen.resolved is None:
+        return NOT_READ
     text = seen.dtype if seen.dtype is not None else seen.resolved
     if seen.dtype is not None and seen.resolved:
         text += f"({seen.resolved.removeprefix('torch.')})"
@@ -122,7 +137,8 @@ def _item_fields(item):
             (OWNER.label, _owner_long(item)), (ROLE.label, item.role),
             (ENGINE.label, _engine_long(item)),
             (BINDING.label, item.binding), (EXPECTED.label, item.expected), (EFFECTIVE.label, item.effective),
-            (STATUS.label, item.status), (STATE.label, state_label(item)), (READY.label, _ready(item)),
+            (STATUS.label, item.status), (STATE.label, state_label(item)), (NODE.label, item.node),
+            (READY.label, _ready(item)),
             (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
         [(OBSERVED.label, _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
         [("Exit cause", _exit_cause(item))] if item.exit_cause else []) + (
@@ -139,22 +155,29 @@ ROLE, ENGINE = Column("role", lambda i: i.role), Column("engine", lambda i: i.en
 CONTAINER, OWNER, STATE = Column("container", lambda i: i.container), Column("owner", _owner), Column("state", _state)
 READY, RESTARTS = Column("ready", _ready), Column("restarts", _restarts)
 OBSERVED, CAUSE = Column("observed", _observed), Column("cause", _cause, text=True)
+NODE = Column("node", lambda i: i.node)     # the Pod's spec.nodeName, as kubectl get pods -o wide's NODE
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
 # wide: its engine, Pod and container state; describe: the reason, the fix and the argv.
-VIEW = View(
-    columns=(Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
-             BINDING, EXPECTED, EFFECTIVE, STATUS),
-    wide=(ROLE, ENGINE, Column("version", lambda i: i.engine_version), CONTAINER, OWNER, STATE, READY, RESTARTS,
-          Column("exit", _exit), OBSERVED, CAUSE),
-    rows=lambda report: report.items,
-    to_dict=lambda report: report.to_dict(),
-    empty="pool-attached engine pods",
-    describe=_item_fields,
-    document="verify",
-    kind="VerifyReport",
-)
+def _view(observe: bool = False) -> View:
+    columns = (Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
+               BINDING, EXPECTED, EFFECTIVE) + ((OBSERVED,) if observe else ()) + (STATUS,)
+    wide = (ROLE, ENGINE, Column("version", lambda i: i.engine_version), CONTAINER, OWNER, STATE, READY, RESTARTS,
+            Column("exit", _exit), NODE) + (() if observe else (OBSERVED,)) + (CAUSE,)
+    return View(columns=columns, wide=wide, rows=lambda report: report.items, to_dict=lambda report: report.to_dict(),
+                empty="pool-attached engine pods", describe=_item_fields, document="verify", kind="VerifyReport")
+
+
+VIEW = _view()
+# --observe: what the engines said is a column of the default table too, beside EFFECTIVE (as
+# kubectl's -L adds a column when asked for), so the run that read it shows it without -o wide.
+OBSERVE_VIEW = _view(observe=True)
+
+
+def view_for(observe: bool) -> View:
+    """The view of a run: with --observe, OBSERVED in the default columns."""
+    return OBSERVE_VIEW if observe else VIEW
 
 
 def summary(report):
@@ -313,7 +336,7 @@ class RowPrinter:
         for item in gone:
             cells = self.printed.pop(item.key, None) or (self._cells(item) if not self._data else [item.to_dict()])
             if status is not None and not self._data:
-                cells = cells[:status] + ["DELETED"] + cells[status + 1:]
+                cells = cells[:status] + [DELETED] + cells[status + 1:]
             rows.append(cells)
             events.append(("DELETED", item))
         if not rows:

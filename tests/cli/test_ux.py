@@ -306,7 +306,8 @@ def test_check_on_a_terminal_wraps_the_message_under_its_row_and_cuts_nothing(mo
     assert code == 1 and err.getvalue() == piped_err
     shown = out.getvalue()
     assert shown != piped and len(piped.splitlines()) == 10
-    assert set(shown.split()) - {"object:"} == set(piped.split()) - {"OBJECT", "MESSAGE"}
+    # what went under the row is labelled with its header (issue 48 item 8), the message too
+    assert set(shown.split()) - {"object:", "message:"} == set(piped.split()) - {"OBJECT", "MESSAGE"}
     assert all(len(x) <= 80 for x in shown.splitlines())
     assert "\u2026" not in piped and "invalid choice: 'fp8' for SGLang 0.5.18)" in piped     # never cut
 

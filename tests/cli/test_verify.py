@@ -62,9 +62,10 @@ def test_wide_and_no_headers():
     assert not first.startswith("NAMESPACE")
     assert first.split()[:9] == ["llm-prod", "deepseek-sgl-server-0", "sgl-fp8", "fp8", "<none>", "REJECTED",
                                  "server", "sglang", "0.5.18"]
-    # the last exit code, the engine's own report (not read from a file: -), the cause of an UNKNOWN
-    # (none: this row is REJECTED)
-    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-3:] == ["2", "-", "<none>"]
+    # the last exit code, the Pod's node, the engine's own report (not read from a file: -), the
+    # cause (none: this row is REJECTED and no previous log is read from a file)
+    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-4:] == ["2", "gpu-h100-03", "-",
+                                                                                      "<none>"]
 
 
 def test_namespace_filter_and_named_pod_details():
@@ -215,3 +216,56 @@ def test_describe_says_where_a_replica_without_a_pod_takes_its_release_from(tmp_
     code, out, _ = run("verify", "-f", path, "-o", "describe")
     engine = [line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Engine:")]
     assert code == 1 and engine == [engine_line], out
+
+
+def test_help_names_every_status_the_judge_gives():
+    """`verify --help` lists the statuses from their one home (judge/statuses.py), each with its
+    meaning, and --watch's DELETED (issue 48 item 7: NO-POD and DELETED were missing from a list
+    written by hand)."""
+    import re
+
+    from kubectl_kvcache.judge import statuses, verify
+
+    assert verify.STATUSES is statuses.STATUSES and verify.MEANINGS is statuses.MEANINGS
+    code, out, err = run("verify", "--help")
+    assert code == 0, err
+    text = " ".join(out.split())
+    said = text[text.index("Status: "):]
+    for status in statuses.STATUSES + (statuses.DELETED,):
+        assert re.search(rf"(?<![\w-]){re.escape(status)} \(", said), status
+    assert " ".join(statuses.MEANINGS[statuses.NO_POD].split()) in said
+    assert all(s in text[text.index("--fail-on"):] for s in statuses.STATUSES)
+
+
+def test_json_and_wide_carry_the_pods_node():
+    """NODE (issue 48 item 9): each Pod's spec.nodeName, as kubectl get pods -o wide shows it;
+    `node` in json, null for a replica without a Pod."""
+    with open(EXAMPLE) as f:
+        pods = {i["metadata"]["name"]: i["spec"].get("nodeName") for i in json.load(f)["items"] if i["kind"] == "Pod"}
+    code, out, err = run("verify", "-A", "-f", EXAMPLE, "-o", "json")
+    items = json.loads(out)["items"]
+    assert items and all(i["node"] == (pods[i["pod"]] if i["pod"] else None) for i in items)
+    assert any(i["node"] for i in items)
+    code, out, err = run("verify", "-A", "-f", EXAMPLE, "-o", "wide")
+    heads = out.splitlines()[0].split()
+    col = heads.index("NODE")
+    for row in out.splitlines()[1:]:
+        cells = row.split()
+        assert cells[col] == (pods.get(cells[1]) or "<none>"), row
+
+
+def test_watch_prints_a_row_when_a_pod_is_scheduled():
+    """--watch -o wide: a Pod bound to a node (spec.nodeName set, nothing else changed) is a changed
+    row, as `kubectl get pods -o wide -w` prints one when NODE fills in."""
+    from kubectl_kvcache.judge import rollout, verify as judge
+
+    def report(node):
+        item = judge.Item("ns", "p", "main", None, None, "vllm", "0.29.0", "b", "fp8", "fp8", "OK", "",
+                          state={"phase": "Pending", "terminating": False, "ready": None, "restarts": None,
+                                 "waiting": None, "lastExitCode": None}, node=node)
+        return judge.Report(True, "cluster", [item])
+
+    changes = rollout.Changes()
+    assert len(changes.update(report(None))) == 1
+    assert changes.update(report(None)) == []
+    assert [i.node for i in changes.update(report("gpu-node-7"))] == ["gpu-node-7"]

@@ -90,7 +90,48 @@ def test_wide_shows_the_observed_column(cluster, scene):
     col = lines[0].split().index("OBSERVED")
     row = next(ln for ln in lines if ln.startswith("sg-run"))
     assert "fp8_e4m3" in row.split()[col:], out
-    assert max(len(ln) for ln in lines) <= 200
+    # the short columns stay short; CAUSE, free text and last, is a crashed replica's own line
+    # (issue 48 item 6: at most engine.words.MAX_LINE characters)
+    cause = lines[0].index("CAUSE")
+    assert max(len(ln[:cause]) for ln in lines) <= 220       # 200 before NODE (`kvcache-node`) was added
+    assert max(len(ln[cause:]) for ln in lines) <= 300
+
+
+def test_wide_shows_each_pods_node_as_kubectl_does_and_the_engines_line(cluster, scene):
+    """Issue 48 items 6 and 9: -o wide's NODE is each Pod's spec.nodeName (the kubelet stand-in's
+    Node, where the operator stand-in's Pods were bound), the same as the real kubectl's `get pods
+    -o wide` NODE; the crashed replica's CAUSE is SGLang 0.5.12's own argparse line, which its
+    previous log holds, and so are csv, markdown, junit and sarif."""
+    code, out, err = plugin(cluster, "verify", "-n", scene, "-o", "wide")
+    lines = out.splitlines()
+    heads = lines[0].split()
+    node = heads.index("NODE")
+    real = cluster.kubectl("get", "pods", "-n", scene, "-o", "wide", check=True).stdout.splitlines()
+    at = real[0].index(" NODE ") + 1        # kubectl's cells may hold spaces (RESTARTS `1 (3s ago)`): by position
+    kubectl_node = {r.split()[0]: r[at:].split()[0] for r in real[1:]}
+    rows = {ln.split()[0]: ln for ln in lines[1:]}
+    assert set(rows) == set(kubectl_node), (out, real)
+    for pod, row in rows.items():
+        assert row.split()[node] == kubectl_node[pod] != "<none>", (row, real)
+    spec = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in cluster.get("pods", namespace=scene)["items"]}
+    assert {p: r.split()[node] for p, r in rows.items()} == spec
+    bad = next(r for p, r in rows.items() if p.startswith("sg-bad"))
+    said = json.loads(plugin(cluster, "verify", "-n", scene, "-o", "json")[1])
+    line = next(i for i in said["items"] if i["pod"].startswith("sg-bad"))["exitCause"]["line"]
+    assert line.startswith("launch_server.py: error: argument --kv-cache-dtype: invalid choice: 'fp8'")
+    assert bad.replace("\\x20", " ").endswith(line), bad
+    for fmt in ("csv", "markdown", "junit", "sarif"):
+        _, doc, _ = plugin(cluster, "verify", "-n", scene, "-o", fmt)
+        readable = doc.replace("&apos;", "'").replace("&#39;", "'").replace('""', '"')
+        assert "invalid choice: 'fp8' (choose from" in readable, (fmt, doc[:2000])
+
+
+def test_observe_puts_observed_in_the_default_table(cluster, scene):
+    code, out, err = plugin(cluster, "verify", "-n", scene, "--observe")
+    heads = out.splitlines()[0].split()
+    assert heads[heads.index("EFFECTIVE") + 1] == "OBSERVED", out
+    row = next(ln for ln in out.splitlines() if ln.startswith("sg-run"))
+    assert row.split()[heads.index("OBSERVED")].startswith("fp8_e4m3"), out
 
 
 def test_without_observe_only_crashed_containers_previous_logs_are_read(cluster, kubelet, scene):

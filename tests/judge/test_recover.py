@@ -679,7 +679,11 @@ def test_the_plans_yaml_reads_back_as_the_object_on_an_80_column_terminal(monkey
     rows = out.getvalue().splitlines()
     assert all(r.startswith("       ") for r in rows)
     assert yaml.safe_load("\n".join(r[7:] for r in rows)) == obj
-    assert len(rows) == 10         # one row per key: the long values are not folded either
+    # one row per key, but a `key: value` longer than the terminal is the key, then its value whole
+    # on the next row, two columns past the key (issue 48 item 8): never folded inside the value
+    assert len(rows) == 12
+    assert rows[rows.index("           team.example.com/id:") + 1] == "             " + "y" * 100
+    assert rows[rows.index("           team.example.com/note:") + 1] == "             " + " ".join(["word"] * 40)
 
 
 def _moved_by_hand(tmp_path, replicas=None):

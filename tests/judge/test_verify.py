@@ -221,7 +221,7 @@ def test_json_contract(tmp_path):
     assert data["setting"] == {"value": True, "source": "default"}
     assert set(data["items"][0]) == {"namespace", "pod", "container", "owner", "role", "engine", "engineVersion",
                                      "binding", "expected", "effective", "status", "reason", "fix", "occurrences",
-                                     "state"}
+                                     "state", "node"}
     assert data["summary"] == {"total": 1, "OK": 1, "MISMATCH": 0, "MISSING": 0, "WILL-REJECT": 0, "REJECTED": 0,
                                "UNKNOWN": 0, "NO-POD": 0}
     assert [(d["name"], d["desired"], d["done"], d["complete"]) for d in data["deployments"]] == [("md", 1, 1, True)]

@@ -54,9 +54,14 @@ def words(value):
 # -- what each command's columns hold, from its -o json -------------------------------------------
 
 def _observed(seen):
-    """OBSERVED from -o json's `observed`: the dtype (its torch dtype); - unread."""
+    """OBSERVED from -o json's `observed`: the dtype (its torch dtype); - nothing read; <conflict>
+    when its reports disagree; <not-read> when a report was seen and not read."""
     if seen is None:
         return "-"
+    if seen.get("conflict"):
+        return "<conflict>"
+    if seen["dtype"] is None and seen["resolved"] is None:
+        return "<not-read>"
     text = seen["dtype"] or seen["resolved"]
     if seen["dtype"] and seen["resolved"]:
         text += f"({seen['resolved'].removeprefix('torch.')})"
@@ -76,9 +81,11 @@ def verify_rows(data, wide):
             owner = f"{i['owner']['kind'].lower()}/{i['owner']['name']}" if i["owner"] else None
             ready = None if state.get("ready") is None else str(state["ready"]).lower()
             cells += [i["role"], i["engine"], i["engineVersion"], i["container"], owner, phase, ready,
-                      state.get("restarts"), state.get("lastExitCode"), _observed(i.get("observed"))]
-            cause = i.get("cause")   # free text, last: `code: subject`
-            rows.append(([word(c) for c in cells], words(f"{cause['code']}: {cause['subject']}" if cause else None)))
+                      state.get("restarts"), state.get("lastExitCode"), i.get("node"), _observed(i.get("observed"))]
+            cause = i.get("cause")   # free text, last: `code: subject`, then the engine's own crash line
+            said = (i.get("exitCause") or {}).get("line")
+            text = "; ".join(([f"{cause['code']}: {cause['subject']}"] if cause else []) + ([said] if said else []))
+            rows.append(([word(c) for c in cells], words(text or None)))
             continue
         rows.append(([word(c) for c in cells], []))
     return rows

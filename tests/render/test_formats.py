@@ -130,3 +130,20 @@ def test_the_fleet_and_watch_rules_are_the_records():
             assert f"-o {name} reports one context" not in err
         code, _, err = run("verify", "--watch", "-o", name, "--kubeconfig", "/nonexistent")
         assert ("--watch prints rows as they come" in err) == (not FORMATS[name].streams), (name, err)
+
+
+def test_yaml_writes_no_anchors():
+    """A value met twice (recover's plan: a wait step names the object the step before names) is
+    written out each time, as kubectl's YAML and -o json have it: never `&id001` / `*id001`."""
+    import io
+
+    import yaml
+
+    from kubectl_kvcache.render.formats import yaml as printer
+
+    target = {"kind": "KVCachePoolBinding", "namespace": "llm-prod", "name": "sgl-fp8"}
+    data = {"steps": [{"action": "delete", "target": target}, {"action": "wait", "target": target}]}
+    out = io.StringIO()
+    printer.write(data, out)
+    assert "&" not in out.getvalue() and "*" not in out.getvalue(), out.getvalue()
+    assert yaml.safe_load(out.getvalue()) == data

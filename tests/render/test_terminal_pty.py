@@ -190,7 +190,97 @@ def test_diagnostic_lines_wrap_at_words_on_the_terminal(columns):
     done = subprocess.run([sys.executable, "-m", "kubectl_kvcache", *args], capture_output=True, text=True,
                           env=_env(), timeout=60)
     assert_fits(shown, columns)
-    assert words(shown) - {"effective:", "status:", "EFFECTIVE", "STATUS"} <= words(done.stdout + done.stderr) | \
-        {"effective:", "status:"}
+    heads = done.stdout.splitlines()[0].split()      # the labels of what moved under a row, and its header
+    assert words(shown) - set(heads) <= words(done.stdout + done.stderr) | {h.lower() + ":" for h in heads}
     assert words(done.stderr) <= words(shown)
     assert any(x.startswith("  ") for x in SGR.sub("", shown).splitlines()[-8:])     # a continuation line
+
+
+# -- issue 48 item 8: the README's change window at 80 and 120 columns ------------------------------
+
+STATUS_WORDS = {"OK", "MISMATCH", "MISSING", "WILL-REJECT", "REJECTED", "UNKNOWN", "NO-POD"}
+
+
+@pytest.mark.parametrize("columns", (80, 120))
+@pytest.mark.parametrize("args", (("verify", "-A", "-f", CLUSTER), ("verify", "-A", "-f", SCENE, "--assume-setting", "on"),
+                                  ("verify", "-n", "llm-prod", "-f", CLUSTER, "-o", "wide")),
+                         ids=("cluster", "scene", "wide"))
+def test_status_stays_on_its_row(args, columns):
+    """A table folded for the terminal keeps STATUS on each row (the verdict is read on the row,
+    never under it); what moved under the row is labelled."""
+    _, shown = on_pty(args, columns)
+    _, plain = piped(args)
+    lines = SGR.sub("", shown).splitlines()
+    assert "STATUS" in lines[0].split()
+    col = lines[0].split().index("STATUS")
+    rows = [ln for ln in lines[1:] if not ln.startswith(" ")]
+    piped_rows = plain.splitlines()[1:]
+    assert len(rows) == len(piped_rows)
+    for row, full in zip(rows, piped_rows, strict=True):
+        assert row.split()[col] in STATUS_WORDS, row
+        assert row.split()[col] in full.split()
+    assert all(re.match(r" {4}[a-z]+: ", ln) for ln in lines[1:] if ln.startswith(" ") and ln.strip()), shown
+
+
+@pytest.mark.parametrize("columns", (80, 120))
+def test_text_under_a_row_says_its_column(columns):
+    """roles' TODAY under its row at 80 columns is labelled `today:` (not a bare value)."""
+    _, shown = on_pty(("roles", "-A", "-f", CLUSTER), columns)
+    under = [ln for ln in SGR.sub("", shown).splitlines() if ln.startswith(" ")]
+    if columns == 80:
+        assert under, shown
+    assert all(ln.startswith("    today: ") for ln in under), shown
+
+
+def _scene_with_uids(tmp_path):
+    import yaml
+
+    with open(SCENE) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for d in docs:
+        if d["kind"] in ("KVCachePoolBinding", "ModelDeployment"):
+            d["metadata"]["uid"] = f"5c1e8a52-0c6e-4a9e-9d3f-{len(d['metadata']['name']):012d}"
+    path = tmp_path / "scene-uids.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return str(path)
+
+
+def _manifests(text):
+    """The plan's first manifest (its indented YAML under step 1), as YAML reads it."""
+    import yaml
+
+    lines = SGR.sub("", text).splitlines()
+    start = next(n for n, ln in enumerate(lines) if ln.strip().startswith("1. Create"))
+    block = []
+    for ln in lines[start + 1:]:
+        if not ln.startswith("       "):
+            break
+        block.append(ln[7:])
+    return yaml.safe_load("\n".join(block)), block
+
+
+@pytest.mark.parametrize("columns", (80, 120))
+def test_plan_yaml_never_folds_a_value(tmp_path, columns):
+    """The plan's manifest at 80 columns: a `key: value` row longer than the terminal goes on two
+    rows of the same YAML, so the terminal never breaks a uid in its middle; piped, one row each."""
+    args = ("recover", "sgl-fp8", "-n", "llm-prod", "-f", _scene_with_uids(tmp_path))
+    code, shown = on_pty(args, columns)
+    pcode, plain = piped(args)
+    assert code == pcode == 0
+    on_terminal, block = _manifests(shown)
+    assert on_terminal == _manifests(plain)[0]                      # the same YAML
+    uid = on_terminal["metadata"]["annotations"]["kvcache.gpustack.ai/recovered-from-uid"]
+    assert all(len(ln) + 7 <= columns for ln in block), block
+    assert any(ln.strip() == uid for ln in block) if columns == 80 else any(ln.endswith(": " + uid) for ln in block)
+
+
+@pytest.mark.parametrize("columns", (80, 120))
+def test_error_lines_stay_one_line_as_kubectls(columns):
+    """kubectl writes an error as one line on a terminal too (cmdutil.CheckErr -> fatal: fmt.Fprint
+    to stderr, no wrapping; its klog lines alike): a script's grep and a copy into a ticket read
+    one line; the terminal soft-wraps it. The plugin's `error:` lines do the same."""
+    path = "/nonexistent/" + "a-rather-long-folder-name/" * 5 + "saved.yaml"
+    code, shown = on_pty(("verify", "-f", path), columns, both=True)
+    assert code == 2
+    errors = [ln for ln in shown.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and len(errors[0]) > columns and errors[0].endswith("no such file or directory")

@@ -14,14 +14,23 @@ DEFAULT_ROLLOUT_TIMEOUT = "10m"     # --wait, as kubectl rollout status --timeou
 SELECTS = "Pods (ANDed with the plugin's own selectors)"
 POLICY = flags.PolicyTerms("verify", "status", "replicas")
 
+def status_help() -> str:
+    """STATUS's words as the judge gives them (judge/statuses.py: the one home), each with its
+    meaning, and --watch's DELETED: never a list written here."""
+    from kubectl_kvcache.judge import statuses
+
+    said = "; ".join(f"{s} ({statuses.MEANINGS[s]})" for s in statuses.STATUSES)
+    return f"Status: {said}; and {statuses.DELETED} ({statuses.DELETED_MEANING})."
+
+
 HELP = dict(
     help="the effective dtype of every pool-attached engine container, against its Binding",
     description="For each pool-attached engine container: the --kv-cache-dtype the engine will run with "
                 "(parsed as that engine version parses its argv), against its Binding. Naming PODs also "
-                "prints their argv with every occurrence marked.\n\nStatus: OK, MISMATCH, MISSING (not "
-                "rolled yet), WILL-REJECT (not rolled yet, and the engine rejects the dtype it will be given), "
-                "REJECTED (the engine exits on its arguments), UNKNOWN (cannot be decided, with "
-                "why). -o wide adds the role, engine, version, container, owner and Pod state; -o describe prints "
+                "prints their argv with every occurrence marked.\n\n" + status_help() +
+                " -o wide adds the role, engine, version, container, owner, Pod state, node, what the engine "
+                "said (--observe) and a crash's cause in the engine's own words; --observe also adds OBSERVED "
+                "to the default columns; -o describe prints "
                 "each one as a block with the reason, the fix and the argv; after a summary that is not all OK, "
                 "the command "
                 "to run next is printed on stderr.\n\n" + flags.SCOPE_NOTE
@@ -72,8 +81,11 @@ def add(sub, commands):
     flags.scope_flags(v, selects=SELECTS)
     flags.assume_setting_flag(v)
     flags.output_flags(v, NAME)
+    from kubectl_kvcache.judge.statuses import STATUSES
+
     v.add_argument("--fail-on", metavar="STATUS,...",
-                   help="statuses that make the exit code 1 (default: every status but OK), e.g. "
+                   help=f"statuses that make the exit code 1, of {', '.join(STATUSES)} (default: every status "
+                        f"but OK), e.g. "
                         "REJECTED,MISMATCH,UNKNOWN to tolerate replicas that are still rolling")
     v.add_argument("-w", "--watch", action="store_true",
                    help="after the list, watch Pods, ModelDeployments, Bindings and the Setting and print a "
@@ -86,7 +98,8 @@ def add(sub, commands):
     v.add_argument("--observe", action="store_true",
                    help="also read what each running engine reports it runs with: its start-up log through "
                         "pods/log (bounded) and, for vLLM, /metrics through pods/proxy; shown as OBSERVED "
-                        "(-o wide), a disagreement fails. A crashed replica's last log is read without it")
+                        "beside EFFECTIVE (<conflict>: its reports disagree; <not-read>: seen, not read), a "
+                        "disagreement fails. A crashed replica's last log is read without it")
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     flags.policy_flags(v, POLICY)
@@ -97,7 +110,7 @@ def add(sub, commands):
 def options(ns) -> VerifyOptions:
     fail_on = ()        # every status but OK
     if ns.fail_on is not None:
-        from kubectl_kvcache.judge.verify import STATUSES     # only then: verify loads while the lists are read
+        from kubectl_kvcache.judge.statuses import STATUSES
 
         words = [w.strip().upper() for w in ns.fail_on.split(",") if w.strip()]
         unknown = [w for w in words if w not in STATUSES]

@@ -97,7 +97,7 @@ def run(options: VerifyOptions, io) -> int:
     # is part of it (nothing was verified there, never green)
     report = decide(options, report, snapshot)
     code = report.verdict.code
-    render.show(view.VIEW, report, about(options, snapshot, code), io.stdout, io.stderr)
+    render.show(view_of(options), report, about(options, snapshot, code), io.stdout, io.stderr)
     newer_than_data(report, io.stderr)
     names = options.scope.names
     if not options.output.structured:
@@ -583,7 +583,8 @@ PRELOAD = JUDGED + ("judge.live", "judge.rollout", "render.verify", "render.term
 
 
 def view_of(options: VerifyOptions):
-    return view.VIEW
+    """The view of this run: --observe puts OBSERVED in the default columns (render/verify.view_for)."""
+    return view.view_for(options.observe)
 
 
 def failing(options: VerifyOptions) -> tuple[str, ...]:

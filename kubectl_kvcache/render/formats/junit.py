@@ -46,16 +46,18 @@ def _case(parent, case, command):
     if case.outcome == FAILED:
         fix = f"fix: {case.fix}" if case.fix else "fix: none known"
         reason = f"reason: {case.reason}" if case.reason else ""     # one line, whatever the data holds
-        failure = ET.SubElement(el, "failure", type=text(case.status), message=text(case.summary or case.status))
-        failure.text = body(reason, fix)
+        said = f"engine said: {case.said}" if case.said else ""       # the engine's own line, as its log has it
+        message = (case.summary or case.status) + (f"; engine said: {case.said}" if case.said else "")
+        failure = ET.SubElement(el, "failure", type=text(case.status), message=text(message))
+        failure.text = body(reason, said, fix)
     elif case.outcome == ERROR:         # a context that could not be read
         error = ET.SubElement(el, "error", type="PluginError", message=text(case.summary))
         error.text = text(f"error: {case.summary}")
     elif case.outcome == SKIPPED:
         skipped = ET.SubElement(el, "skipped", type=text(case.status),
                                 message=text(case.reason or case.summary or case.status))
-        if case.fix:
-            skipped.text = body(f"fix: {case.fix}")
+        if case.fix or case.said:
+            skipped.text = body(f"engine said: {case.said}" if case.said else "", f"fix: {case.fix}" if case.fix else "")
     if case.notes:
         out = ET.SubElement(el, "system-out")
         out.text = body(*(f"{severity} {code}: {message}" + (f" fix: {fix}" if fix else "")

@@ -101,6 +101,8 @@ def lines_of(doc) -> list[str]:
             out.append(f"   - What: {code(case.summary)}")
         if case.reason:         # one line: a line break in cluster data is made visible, never split on
             out.append(f"   - Reason: {code(case.reason)}")
+        if case.said:           # the engine's own line, beside the plugin's words for it
+            out.append(f"   - Engine said: {code(case.said)}")
         out.append(f"   - Fix: {code(case.fix) if case.fix else 'none known'}")
     if failed:
         out.append("")
@@ -111,6 +113,8 @@ def lines_of(doc) -> list[str]:
         for n, case in enumerate(skipped, 1):
             out.append(_case_head(n, case))
             out.append(f"   - Why: {code(case.reason or case.summary)}")
+            if case.said:
+                out.append(f"   - Engine said: {code(case.said)}")
             if case.fix:
                 out.append(f"   - Fix: {code(case.fix)}")
         out.append("")

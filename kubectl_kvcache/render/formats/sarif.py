@@ -76,7 +76,8 @@ def _logical(path):
 
 
 def _result(finding, index, command):
-    message = finding.message + (f"; fix: {finding.fix}" if finding.fix else "")
+    message = finding.message + (f"; engine said: {finding.said}" if finding.said else "") + \
+        (f"; fix: {finding.fix}" if finding.fix else "")
     location = {"logicalLocations": _logical(finding.path)}
     if finding.file:
         location["physicalLocation"] = {"artifactLocation": {"uri": _uri(finding.file)}}
@@ -89,6 +90,8 @@ def _result(finding, index, command):
         result["ruleIndex"] = index
     if finding.fix:
         result["properties"]["fix"] = _text(finding.fix)
+    if finding.said:        # the engine's own line (a crashed replica's error), apart from the plugin's words
+        result["properties"]["engineSaid"] = _text(finding.said)
     if finding.suppression is not None:     # a policy rule ignored it: kept, never an alert (docs/policy.md)
         result["suppressions"] = [{"kind": "external", "status": "accepted",
                                    "justification": _text(finding.suppression)}]

@@ -1,11 +1,16 @@
-"""-o yaml: the same data as -o json, as PyYAML's safe dumper writes it, keys in order."""
+"""-o yaml: the same data as -o json, as PyYAML's safe dumper writes it, keys in order. A value
+met twice (a plan's step naming the object an earlier step names) is written out each time, never
+as an anchor and alias (`&id001` / `*id001`): kubectl's YAML has none, and -o json has none."""
 
 
 def write(data, out):
     import yaml
 
-    out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data):
+            return True
 
+    out.write(yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True))
 
 
 def write_line(data, out):
