@@ -293,7 +293,16 @@ def show(view: View, report, output, out, err=None) -> None:
     if fmt.kind == formats.ROWS:
         fmt.printer().show(view, report, output, out, err)
     elif fmt.kind == formats.DATA:
-        fmt.printer().write(view.to_dict(report), out)
+        data = view.to_dict(report)
+        if getattr(output, "sort_by", None):
+            from kubectl_kvcache.render import kubectl_list
+
+            data = kubectl_list.sort_document(data, output.sort_by)
+        fmt.printer().write(data, out)
+    elif fmt.kind == formats.LIST:
+        from kubectl_kvcache.render import kubectl_list
+
+        fmt.printer().write(kubectl_list.listed(view.to_dict(report), output.sort_by), output, out)
     else:
         from kubectl_kvcache.render.report import document
 

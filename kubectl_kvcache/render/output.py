@@ -13,16 +13,21 @@ TABLE, WIDE, DESCRIBE, JSON, YAML = "table", "wide", "describe", "json", "yaml"
 
 
 class Output(Record):
-    __slots__ = ("format", "headers", "namespaces", "command", "subject", "color")
+    __slots__ = ("format", "headers", "namespaces", "command", "subject", "color", "template", "sort_by",
+                 "allow_missing_keys")
 
     def __init__(self, format: str = TABLE, headers: bool = True, namespaces: bool = True, command: str = "",
-                 subject=None, color: str = "auto"):
+                 subject=None, color: str = "auto", template: str | None = None, sort_by: str | None = None,
+                 allow_missing_keys: bool = True):
         self.format = format
         self.headers = headers
         self.namespaces = namespaces    # -A (or files without -n): tables show NAMESPACE, as kubectl's
         self.command = command
         self.subject = subject
         self.color = color          # --color: auto | always | never (render/terminal.py); human formats only
+        self.template = template    # -o jsonpath=T / custom-columns=SPEC (the -file forms: the file's text)
+        self.sort_by = sort_by      # --sort-by: kubectl's JSONPath the rows are sorted by (render/kubectl_list.py)
+        self.allow_missing_keys = allow_missing_keys    # --allow-missing-template-keys (kubectl's default: true)
 
     @property
     def wide(self) -> bool:
