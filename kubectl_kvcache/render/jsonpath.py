@@ -17,7 +17,13 @@ from kubectl_kvcache.record import Record
 
 
 class JSONPathError(Exception):
-    """A template that does not parse, or that fails on the data (the Go error's text)."""
+    """A template that does not parse, or that fails on the data (the Go error's text). `values`:
+    what the failing Go function returned beside its error (evalArray and evalFilter return their
+    input), which an `exists` filter counts (jsonpath.go evalFilter reads `lefts` before `err`)."""
+
+    def __init__(self, message: str, values=()):
+        super().__init__(message)
+        self.values = list(values)
 
 
 # -- nodes (client-go/util/jsonpath/node.go) ----------------------------------------------------
@@ -55,11 +61,12 @@ class Node(Record):
 class Param(Record):
     """parser.go's ParamsEntry: a slice bound, and whether the template gave it."""
 
-    __slots__ = ("value", "known")
+    __slots__ = ("value", "known", "derived")
 
-    def __init__(self, value: int = 0, known: bool = False):
+    def __init__(self, value: int = 0, known: bool = False, derived: bool = False):
         self.value = value
         self.known = known
+        self.derived = derived      # `[n]`: the end is n+1, computed after n's negative form is resolved
 
 
 # -- the parser (client-go/util/jsonpath/parser.go) ---------------------------------------------
@@ -249,7 +256,7 @@ class _Parser:
                         raise JSONPathError(f"array index {group} is not a number")
                     params[i] = Param(number, True)
             elif i == 1:
-                params[i] = Param(params[0].value + 1, True)     # `[n]`: the one element n
+                params[i] = Param(params[0].value + 1, True, True)     # `[n]`: the one element n
         cur.nodes.append(Node(ARRAY, params))
 
     def filter(self, cur):
@@ -413,6 +420,49 @@ def go_text(value) -> str:
     return str(value)
 
 
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
+                 "\f": "\\f", "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                 "\u2029": "\\u2029"}
+_JSON_UNSAFE = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029]')
+
+
+def go_json(value) -> str:
+    """encoding/json.Marshal of a decoded value: compact, map keys sorted, strings with Go's
+    escapes (HTML's <, > and & as \\u003c..., U+2028/2029, control characters), floats as Go
+    writes them."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _json_float(value)
+    if isinstance(value, str):
+        return '"' + _JSON_UNSAFE.sub(lambda m: _JSON_ESCAPES.get(m.group(), "\\u%04x" % ord(m.group())), value) + '"'
+    if isinstance(value, dict):
+        return "{" + ",".join(go_json(str(k)) + ":" + go_json(value[k]) for k in sorted(value)) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(go_json(v) for v in value) + "]"
+    return go_json(str(value))
+
+
+def _json_float(value: float) -> str:
+    """encoding/json's float64: 'f' form between 1e-6 and 1e21, else 'e' with a short exponent."""
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    if 1e-6 <= abs(value) < 1e21:
+        from decimal import Decimal
+
+        return format(Decimal(repr(value)), "f")
+    mantissa, _, exp = repr(value).partition("e")
+    mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
+    sign, digits = (exp[0], exp[1:]) if exp[:1] in "+-" else ("+", exp)
+    return f"{mantissa}e{sign}{int(digits)}"
+
+
 def go_float(value: float) -> str:
     """fmt's %v of a float64: strconv 'g' with the shortest digits, exponent form when the
     exponent is < -4 or >= 21 (fmt's %v rule), exponent at least two digits."""
@@ -524,8 +574,11 @@ class JSONPath:
         return full
 
     def execute(self, data) -> str:
-        """Execute: every result printed (fmt.Fprint), a space between the results of one node."""
-        return "".join(" ".join(go_text(v) for v in results) for results in self.find(data))
+        """Execute and PrintResults: every result printed, a space between the results of one
+        node; a map, a list or null as JSON (encoding/json.Marshal), anything else as fmt.Fprint
+        (kubectl v1.37.2, measured: null prints `null`, a map `{"a":1}`)."""
+        return "".join(" ".join(go_json(v) if isinstance(v, (dict, list)) or v is None else go_text(v)
+                                for v in results) for results in self.find(data))
 
     def _walk(self, values, node):
         t = node.type
@@ -541,6 +594,8 @@ class JSONPath:
             return self._filter(values, node)
         if t == INT:
             return [_Value(node.value, "int") for _ in values]
+        if t == BOOL:           # kubectl v1.37.2 prints a bool literal (measured; older walk() had no case)
+            return [_Value(node.value, "bool") for _ in values]
         if t == FLOAT:
             return [_Value(node.value, "float") for _ in values]
         if t == WILDCARD:
@@ -598,7 +653,7 @@ class JSONPath:
             if data is None and v.kind is None:
                 continue
             if not isinstance(data, list) or v.kind is not None:
-                raise JSONPathError(f"{_kind_type(v)} is not array or slice")
+                raise JSONPathError(f"{_kind_type(v)} is not array or slice", values)
             start, end, step = node.value
             length = len(data)
             # a copy of the node's params (Go copies the [3]ParamsEntry array), defaults filled in
@@ -606,13 +661,17 @@ class JSONPath:
             if lo < 0:
                 lo += length
             hi = end.value if end.known else length
-            if hi < 0:
+            if end.derived:
+                hi = lo + 1     # `[-1]` is the last element (kubectl v1.37.2, measured)
+            elif hi < 0:
                 hi += length
             if hi != lo:
-                if lo >= length:
-                    raise JSONPathError(f"array index out of bounds: index {lo}, length {length}")
-                if hi > length:
-                    raise JSONPathError(f"array index out of bounds: index {hi - 1}, length {length}")
+                if lo >= length or lo < 0:
+                    raise JSONPathError(f"array index out of bounds: index {lo}, length {length}", values)
+                if hi > length or hi < 0:
+                    raise JSONPathError(f"array index out of bounds: index {hi - 1}, length {length}", values)
+            if lo > hi:         # kubectl v1.37.2's words (measured: tests/render/test_kubectl_parity.py)
+                raise JSONPathError(f"starting index {lo} is greater than ending index {hi}", values)
             if lo < 0 or hi < lo:
                 raise JSONPathError(_slice_panic(lo, hi, length))
             if step.known and (step.value < hi or step.value > length):
@@ -650,14 +709,14 @@ class JSONPath:
         for v in values:
             data = v.value
             if not isinstance(data, list) or v.kind is not None:
-                raise JSONPathError(f"{_go_value(v)} is not array or slice and cannot be filtered")
+                raise JSONPathError(f"{_go_value(v)} is not array or slice and cannot be filtered", values)
             for element in data:
                 item = [_Value(element)]
                 try:
                     lefts = self._list(item, left_node)
                     left_error = None
                 except JSONPathError as exc:
-                    lefts, left_error = [], exc
+                    lefts, left_error = exc.values, exc
                 if op == "exists":
                     if lefts:
                         out.append(_Value(element))
@@ -706,6 +765,8 @@ def _basic(v: _Value):
         return "float", v.value
     if v.kind == "text":
         return "string", v.value
+    if v.kind == "bool":
+        return "bool", v.value
     value = v.value
     if isinstance(value, bool):
         return "bool", value

@@ -112,8 +112,9 @@ def sort_items(items: list, field: str, keyed: list | None = None) -> list:
 
     try:
         pdqsort(less, swap, len(order))
-    except Unsortable as exc:
-        raise PluginError(f"--sort-by {field}: {exc}") from None
+    except Unsortable as exc:       # kubectl: klog.Exitf's line (sorter.go RuntimeSort.Less), exit 1
+        raise PluginError(f"Field {path} in *unstructured.Unstructured is an unsortable type: interface, "
+                          f"err: {exc}") from None
     return [items[i] for i in order]
 
 

@@ -63,13 +63,10 @@ def _from_file(path: str):
 
 
 def prepare(fmt: str, argument: str | None):
-    """Checked at the command line, before any request: the spec, and each column's path parses."""
+    """Checked at the command line, before any request: the spec (or file) and each path's form.
+    A path that does not parse fails when printing, after the header line, as kubectl's does
+    (CustomColumnsPrinter.PrintObj parses the columns after writing the headers)."""
     columns, _ = columns_of(fmt, argument)
-    for _, path in columns:
-        try:
-            jsonpath.parse(path)
-        except jsonpath.JSONPathError as exc:
-            raise PluginError(str(exc)) from None
     return columns
 
 
@@ -83,20 +80,33 @@ def write(data, output, out) -> None:
     from kubectl_kvcache.render.formats.jsonpath import for_terminal
 
     columns, headers_apply = columns_of(output.format, output.template)
-    parsers = [jsonpath.JSONPath(path, allow_missing_keys=True) for _, path in columns]
     lines = []
     if not (headers_apply and not output.headers):
         lines.append([header for header, _ in columns])
-    for item in data.get("items") or []:
+    failed = None
+    parsers = []
+    for _, path in columns:
+        try:
+            parsers.append(jsonpath.JSONPath(path, allow_missing_keys=True))
+        except jsonpath.JSONPathError as exc:
+            failed = str(exc)
+            break
+    items = (data.get("items") or []) if failed is None else []
+    for item in items:
         cells = []
         for parser in parsers:
             try:
                 found = parser.find(item)
             except jsonpath.JSONPathError as exc:
-                raise PluginError(str(exc)) from None
+                failed = str(exc)       # kubectl's tabwriter still flushes the lines before it
+                break
             values = [] if found and found[0] else ["<none>"]
             values += [_escape_terminal(jsonpath.go_text(v)) for result in found for v in result]
             cells.append(",".join(values))
+        if failed is not None:
+            break
         lines.append(cells)
     widths = column_widths(lines)
     out.write(for_terminal("".join(table_line(line, widths) + "\n" for line in lines), out))
+    if failed is not None:
+        raise PluginError(failed)

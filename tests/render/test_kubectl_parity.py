@@ -1,0 +1,34 @@
+"""The plugin's kubectl output options against the REAL kubectl of the pinned release, on the
+plugin's own -o json output (tests/kubectl_parity.py says how). Needs the pinned kubectl
+(the pinned_kubectl fixture: scripts/test-binaries; under CI a failure, never a skip). The
+held-out seed runs last (test_zz_kubectl_parity_heldout.py), its rate reported apart."""
+
+import pytest
+
+import kubectl_parity
+
+SEED, COUNT = 20261205, 60        # tuned on: the differences this seed found were fixed
+
+
+@pytest.mark.parametrize("command", kubectl_parity.COMMANDS)
+def test_same_bytes_as_kubectl(pinned_kubectl, tmp_path, command):
+    doc, verdict = kubectl_parity.document(command)
+    kubectl = kubectl_parity.Kubectl(pinned_kubectl, doc, str(tmp_path))
+    try:
+        failures = [f"{options!r}:\n{diff}" for options in kubectl_parity.cases(doc, SEED, COUNT)
+                    if (diff := kubectl_parity.compare(kubectl, command, verdict, options)) is not None]
+    finally:
+        kubectl.close()
+    assert not failures, f"{len(failures)} of {COUNT} differ from kubectl:\n" + "\n---\n".join(failures[:5])
+
+
+def test_the_tier_can_fail(pinned_kubectl, tmp_path):
+    """A document other than the plugin's (its rows reversed) is reported as a difference."""
+    doc, verdict = kubectl_parity.document("verify")
+    other = dict(doc, items=list(reversed(doc["items"])))
+    kubectl = kubectl_parity.Kubectl(pinned_kubectl, other, str(tmp_path))
+    try:
+        assert kubectl_parity.compare(kubectl, "verify", verdict, ["-o", "name"]) is not None
+        assert kubectl_parity.compare(kubectl, "verify", verdict, ["-o", "jsonpath={.items[0].pod}"]) is not None
+    finally:
+        kubectl.close()
