@@ -142,7 +142,7 @@ def output_flags(p, command):
     p.add_argument("--no-headers", action="store_true", help="tables (and -o custom-columns) without the header row")
     p.add_argument("--sort-by", metavar="JSONPATH",
                    help="sort the rows by this JSONPath over each row of -o json's items, as kubectl get's "
-                        "--sort-by (e.g. '{.metadata.name}'); with -o json|yaml|name|jsonpath|custom-columns")
+                        "--sort-by (e.g. '{.metadata.name}', '.status'); not with markdown, junit or sarif")
     p.add_argument("--allow-missing-template-keys", type=_go_bool, default=True, nargs="?", const=True,
                    metavar="BOOL", help="-o jsonpath: a missing field prints nothing (true, kubectl's default) "
                                         "or is an error (false)")
@@ -273,9 +273,9 @@ def sortable(fmt, sort_by):
     from kubectl_kvcache.errors import PluginError
     from kubectl_kvcache.render import jsonpath, kubectl_list
 
-    if fmt.kind not in (format_records.DATA, format_records.LIST):
-        raise PluginError(f"--sort-by sorts -o json, yaml, name, jsonpath and custom-columns output, not -o {fmt.name} "
-                          "(its rows keep the plugin's order: the failing first)")
+    if fmt.kind == format_records.DOCUMENT:
+        raise PluginError(f"--sort-by sorts rows (tables, csv, json, yaml and kubectl's -o formats), not a -o {fmt.name} "
+                          "report (its cases keep the plugin's order: the failing first)")
     try:
         jsonpath.parse(kubectl_list.relaxed(sort_by))
     except jsonpath.JSONPathError as exc:

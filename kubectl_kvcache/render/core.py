@@ -291,6 +291,8 @@ def show(view: View, report, output, out, err=None) -> None:
 
     fmt = formats.get(output.format)
     if fmt.kind == formats.ROWS:
+        if getattr(output, "sort_by", None):
+            view = _sorted_view(view, report, output.sort_by)
         fmt.printer().show(view, report, output, out, err)
     elif fmt.kind == formats.DATA:
         data = view.to_dict(report)
@@ -307,6 +309,21 @@ def show(view: View, report, output, out, err=None) -> None:
         from kubectl_kvcache.render.report import document
 
         fmt.printer().emit(document(view, report, output.subject), out)
+
+
+def _sorted_view(view: View, report, sort_by: str) -> View:
+    """`view` with its rows in --sort-by's order: kubectl's sort (render/kubectl_list.py) of the
+    rows as -o json names them (one item per row, in the same order: each view's to_dict lists
+    the rows it prints)."""
+    from kubectl_kvcache.render import kubectl_list, kubeobject
+
+    rows = list(view.rows(report))
+    items = kubectl_list.as_list(kubeobject.rows(view.to_dict(report)))["items"]
+    if len(items) != len(rows):
+        return view         # a view whose rows are not its items (none today): the plugin's order
+    order = kubectl_list.sort_items(list(range(len(rows))), sort_by, items)
+    ordered = [rows[i] for i in order]
+    return view.replace(rows=lambda _report: ordered)
 
 
 # -- diagnostics (stderr) -------------------------------------------------------------------

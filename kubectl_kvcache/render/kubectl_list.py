@@ -379,7 +379,7 @@ def _break_patterns(swap, a, b):
             other = random & (modulus - 1)
             if other >= length:
                 other -= length
-            swap(idx - 1 + i, a + other)
+            swap(idx + i, a + other)
 
 
 _UNKNOWN, _INCREASING, _DECREASING = 0, 1, 2

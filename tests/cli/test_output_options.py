@@ -1,0 +1,129 @@
+"""kubectl's output options on every judging command (issue 48 item 9): -o name, jsonpath,
+jsonpath-file, custom-columns, custom-columns-file, --sort-by, --no-headers and
+--allow-missing-template-keys are accepted, print only their output on stdout and keep the
+verdict's exit code; bad input is exit 2 with one `error:` line, before anything is read. Byte
+parity with the real kubectl: tests/render/test_kubectl_parity.py."""
+
+import json
+import os
+
+import pytest
+
+from runcli import kvcache
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "examples", "cluster.json")
+COMMANDS = ("verify", "check", "bindings", "roles")
+
+
+def run(command, *options):
+    return kvcache(command, "-A", "-f", EXAMPLE, *options)
+
+
+def verdict(command):
+    code, _, _ = run(command, "-o", "json")
+    return code
+
+
+def rows(command):
+    _, out, _ = run(command, "-o", "json")
+    doc = json.loads(out)
+    return doc["findings"] if command == "check" else doc["items"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_document_and_row_is_an_object_kubectl_reads(command):
+    """Item 7: apiVersion on the document; each row names its object (render/kubeobject.py)."""
+    _, out, _ = run(command, "-o", "json")
+    doc = json.loads(out)
+    assert doc["apiVersion"] == "kubectl-kvcache/v1alpha1"
+    for row in rows(command):
+        assert row["apiVersion"] and row["kind"] and row["metadata"]["name"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_name_prints_each_rows_object(command):
+    code, out, err = run(command, "-o", "name")
+    assert code == verdict(command), err
+    expected = []
+    for row in rows(command):
+        group = row["apiVersion"].split("/")[0] if "/" in row["apiVersion"] else ""
+        expected.append(f"{row['kind'].lower()}{'.' + group if group else ''}/{row['metadata']['name']}")
+    assert out.splitlines() == expected
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_jsonpath_range(command):
+    code, out, err = run(command, "-o", 'jsonpath={range .items[*]}{.metadata.name}{"\\n"}{end}')
+    assert code == verdict(command), err
+    assert out.splitlines() == [r["metadata"]["name"] for r in rows(command)]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_jsonpath_file_is_the_same(command, tmp_path):
+    template = tmp_path / "t.txt"
+    template.write_text("{.items[*].metadata.name}")
+    assert run(command, "-o", f"jsonpath-file={template}")[1] == run(command, "-o", "jsonpath={.items[*].metadata.name}")[1]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_custom_columns_and_no_headers(command, tmp_path):
+    code, out, err = run(command, "-o", "custom-columns=NAME:.metadata.name,NS:metadata.namespace,X:.nope")
+    assert code == verdict(command), err
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "NS", "X"]
+    assert [line.split()[0] for line in lines[1:]] == [r["metadata"]["name"] for r in rows(command)]
+    assert all(line.split()[2] == "<none>" for line in lines[1:])
+    _, bare, _ = run(command, "-o", "custom-columns=NAME:.metadata.name", "--no-headers")
+    assert bare.splitlines() == [r["metadata"]["name"] for r in rows(command)]
+    spec = tmp_path / "cols"
+    spec.write_text("NAME NS\n.metadata.name .metadata.namespace\n")
+    assert run(command, "-o", f"custom-columns-file={spec}")[1] == run(
+        command, "-o", "custom-columns=NAME:.metadata.name,NS:.metadata.namespace")[1]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("fmt", ["name", "json", "table", "wide", "csv"])
+def test_sort_by_orders_the_rows(command, fmt):
+    code, out, err = run(command, "--sort-by", ".metadata.name", "-o", fmt)
+    assert code == verdict(command), err
+    names = [r["metadata"]["name"] for r in rows(command)]
+    _, sorted_names, _ = run(command, "--sort-by", ".metadata.name", "-o", "jsonpath={.items[*].metadata.name}")
+    assert sorted(sorted_names.split()) == sorted(names)
+    if fmt == "json":
+        doc = json.loads(out)
+        got = [r["metadata"]["name"] for r in (doc["findings"] if command == "check" else doc["items"])]
+        assert got == sorted_names.split()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("options, message", [
+    (["-o", "jsonpath={.items[*].metadata.name"], "error: error parsing jsonpath {.items[*].metadata.name, unclosed action"),
+    (["-o", "jsonpath"], "error: template format specified but no template given"),
+    (["-o", "jsonpath="], "error: template format specified but no template given"),
+    (["-o", "jsonpath-file=/nonexistent/t"], "error: error reading --template /nonexistent/t, open /nonexistent/t: "
+                                             "no such file or directory"),
+    (["-o", "custom-columns=NAME"], "error: unexpected custom-columns spec: NAME, expected <header>:<json-path-expr>"),
+    (["-o", "custom-columns="], "error: custom-columns format specified but no custom columns given"),
+    (["-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"],
+     'error: error executing jsonpath "{.nope}": Error executing template: nope is not found.'),
+    (["-o", "name", "--sort-by", ".nope"],
+     'error: couldn\'t find any field with path "{.nope}" in the list of objects'),
+    (["-o", "markdown", "--sort-by", ".metadata.name"], None),
+    (["--sort-by", "{.a}{.b}"], None),
+])
+def test_bad_input_is_one_error_line_exit_2(command, options, message):
+    code, out, err = run(command, *options)
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err
+    if message is not None:
+        assert errors[0] == message
+
+
+def test_unknown_format_is_refused():
+    code, out, err = run("verify", "-o", "go-template={{.kind}}")
+    assert code == 2 and out == ""
+    assert "invalid choice" in err
