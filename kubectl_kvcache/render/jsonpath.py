@@ -652,7 +652,7 @@ class JSONPath:
 
     def _array(self, values, node):
         """evalArray: a slice of each list (nil skipped); bounds as the Go code checks them."""
-        out = []
+        out: list[_Value] = []
         for v in values:
             data = v.value
             if data is None and v.kind is None:
