@@ -146,6 +146,9 @@ def output_flags(p, command):
     p.add_argument("--allow-missing-template-keys", type=_go_bool, default=True, nargs="?", const=True,
                    metavar="BOOL", help="-o jsonpath: a missing field prints nothing (true, kubectl's default) "
                                         "or is an error (false)")
+    p.add_argument("--show-labels", action="store_true",
+                   help="kubectl's LABELS column: not available (the rows do not carry their objects' labels); "
+                        "refused with a one-line error rather than ignored")
     color_flag(p)
 
 
@@ -259,6 +262,11 @@ def output(ns) -> Output:
         template = fmt.printer().prepare(fmt.name, getattr(ns, "output_argument", None))
         if isinstance(template, list):
             template = getattr(ns, "output_argument", None)      # custom-columns: the spec (or file) as given
+    if getattr(ns, "show_labels", False):
+        from kubectl_kvcache.errors import PluginError
+
+        raise PluginError("--show-labels is not supported: the rows do not carry their objects' labels (select "
+                          "with -l, or read them with kubectl get --show-labels)")
     sort_by = getattr(ns, "sort_by", None)
     if sort_by is not None:
         sortable(fmt, sort_by)

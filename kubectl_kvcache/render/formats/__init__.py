@@ -73,11 +73,14 @@ FORMATS = {f.name: f for f in (
     Format("junit", DOCUMENT, JUDGING, fleet=True, help="JUnit XML for a CI's test reporter"),
     Format("sarif", DOCUMENT, ("verify", "check"), fleet=True, help="SARIF 2.1.0 for code scanning"),
     Format("name", LIST, JUDGING, help="kind/name of each row's object, as kubectl -o name"),
-    Format("jsonpath", LIST, JUDGING, argument=True, help="=TEMPLATE: kubectl's JSONPath over the rows"),
-    Format("jsonpath-file", LIST, JUDGING, argument=True, module="jsonpath", help="=FILE: the same, from a file"),
-    Format("custom-columns", LIST, JUDGING, argument=True, help="=HEADER:PATH,...: kubectl's custom columns"),
+    Format("jsonpath", LIST, JUDGING, argument=True,
+           help="jsonpath=TEMPLATE, kubectl's JSONPath template over the rows"),
+    Format("jsonpath-file", LIST, JUDGING, argument=True, module="jsonpath",
+           help="jsonpath-file=FILE, the template from a file"),
+    Format("custom-columns", LIST, JUDGING, argument=True,
+           help="custom-columns=HEADER:PATH,..., kubectl's custom columns"),
     Format("custom-columns-file", LIST, JUDGING, argument=True, module="custom_columns",
-           help="=FILE: the same, from a file"),
+           help="custom-columns-file=FILE, the columns from a file"),
 )}
 
 
