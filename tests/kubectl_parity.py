@@ -40,9 +40,12 @@ GROUP, VERSION = "kubectl-kvcache", "v1alpha1"
 _DUMP = " Printing more information for debugging the template:"
 
 
-def document(command: str) -> tuple[dict, int]:
+SCOPE = ("-A", "-f", EXAMPLE)
+
+
+def document(command: str, scope=SCOPE) -> tuple[dict, int]:
     """The plugin's -o json document of `command` on the example, and its exit code."""
-    code, out, err = kvcache(command, "-A", "-f", EXAMPLE, "-o", "json")
+    code, out, err = kvcache(command, *scope, "-o", "json")
     assert code in (0, 1), err
     return json.loads(out), code
 
@@ -274,10 +277,10 @@ def cases(doc: dict, seed: int, count: int) -> list[list[str]]:
     return out
 
 
-def compare(kubectl: Kubectl, command: str, verdict: int, options: list[str]) -> str | None:
+def compare(kubectl: Kubectl, command: str, verdict: int, options: list[str], scope=SCOPE) -> str | None:
     """None when the plugin prints what kubectl prints with `options`; else what differs."""
     k_code, k_out, k_err = kubectl.run(options)
-    code, out, err = kvcache(command, "-A", "-f", EXAMPLE, *options)
+    code, out, err = kvcache(command, *scope, *options)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     if k_code == 0:
         if code != verdict or out.encode("utf-8", "surrogateescape") != k_out:

@@ -139,7 +139,7 @@ class OutputAction(argparse.Action):
 def output_flags(p, command):
     """-o, and kubectl's --no-headers, --sort-by, --allow-missing-template-keys, and --color."""
     output_flag(p, command)
-    p.add_argument("--no-headers", action="store_true", help="tables (and -o custom-columns) without the header row")
+    p.add_argument("--no-headers", action="store_true", help="tables without the header row")
     p.add_argument("--sort-by", metavar="JSONPATH",
                    help="sort the rows by this JSONPath over each row of -o json's items, as kubectl get's "
                         "--sort-by (e.g. '{.metadata.name}', '.status'); not with markdown, junit or sarif")
@@ -164,7 +164,7 @@ def _go_bool(text):
 def color_flag(p):
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
                    help="colour statuses: auto (on a terminal, unless NO_COLOR is set), always, never; "
-                        "never in -o " + "|".join(n for n, f in format_records.FORMATS.items() if f.structured))
+                        "never in -o " + ", ".join(n for n, f in format_records.FORMATS.items() if f.structured))
 
 
 class PolicyTerms(Record):

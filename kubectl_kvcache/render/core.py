@@ -305,6 +305,8 @@ def show(view: View, report, output, out, err=None) -> None:
         from kubectl_kvcache.render import kubectl_list
 
         fmt.printer().write(kubectl_list.listed(view.to_dict(report), output.sort_by), output, out)
+        if err is not None:         # stdout holds kubectl's output alone: the verdict goes to stderr, as csv's
+            verdict_line(err, getattr(report, "verdict", None))
     else:
         from kubectl_kvcache.render.report import document
 

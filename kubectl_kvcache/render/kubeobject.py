@@ -27,6 +27,14 @@ ROWS = {
 }
 
 
+# the plugin's own documents (each command's -o json|yaml), and their several-contexts forms (Fleet...)
+KINDS = frozenset(ROWS) | {"SettingStatus", "RecoveryPlan", "EngineReleases"}
+
+
+def ours(kind) -> bool:
+    return isinstance(kind, str) and (kind in KINDS or (kind.startswith("Fleet") and kind[len("Fleet"):] in KINDS))
+
+
 def api_version_of(kind) -> str:
     """The apiVersion of a kind the plugin reports on: the core and workload kinds' own, the
     operator's at operator/api.py's versions; another kind (none today) the plugin's."""
@@ -51,8 +59,9 @@ def named(item: dict, kind, name) -> dict:
 
 def document(data):
     """A report's structured form as an object: `apiVersion` first, its rows named (ROWS).
-    Anything else (a list, a document with an apiVersion of its own) is returned as it is."""
-    if not isinstance(data, dict) or "kind" not in data or "apiVersion" in data:
+    Anything else (not one of the plugin's kinds, or with an apiVersion of its own) is returned
+    as it is."""
+    if not isinstance(data, dict) or not ours(data.get("kind")) or "apiVersion" in data:
         return data
     out = {"apiVersion": API_VERSION, **data}
     kind = data["kind"]

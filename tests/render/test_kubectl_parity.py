@@ -32,3 +32,17 @@ def test_the_tier_can_fail(pinned_kubectl, tmp_path):
         assert kubectl_parity.compare(kubectl, "verify", verdict, ["-o", "jsonpath={.items[0].pod}"]) is not None
     finally:
         kubectl.close()
+
+
+@pytest.mark.parametrize("command", kubectl_parity.COMMANDS)
+def test_no_rows_as_kubectl(pinned_kubectl, tmp_path, command):
+    """A scope with no rows: kubectl's List of nothing (`[]`, a lone header, no names)."""
+    scope = ("-n", "nowhere", "-f", kubectl_parity.EXAMPLE)
+    doc, verdict = kubectl_parity.document(command, scope)
+    kubectl = kubectl_parity.Kubectl(pinned_kubectl, doc, str(tmp_path))
+    try:
+        for options in (["-o", "jsonpath={.items}"], ["-o", "custom-columns=A:.x,B:.metadata.name"], ["-o", "name"],
+                        ["-o", "jsonpath={.kind} {.items[0].x}"], ["-o", "name", "--sort-by", ".x"]):
+            assert kubectl_parity.compare(kubectl, command, verdict, options, scope) is None, options
+    finally:
+        kubectl.close()
