@@ -147,8 +147,7 @@ def output_flags(p, command):
                    metavar="BOOL", help="-o jsonpath: a missing field prints nothing (true, kubectl's default) "
                                         "or is an error (false)")
     p.add_argument("--show-labels", action="store_true",
-                   help="kubectl's LABELS column: not available (the rows do not carry their objects' labels); "
-                        "refused with a one-line error rather than ignored")
+                   help="a LABELS column with the labels of each row's object (table and wide, as kubectl's)")
     color_flag(p)
 
 
@@ -262,17 +261,13 @@ def output(ns) -> Output:
         template = fmt.printer().prepare(fmt.name, getattr(ns, "output_argument", None))
         if isinstance(template, list):
             template = getattr(ns, "output_argument", None)      # custom-columns: the spec (or file) as given
-    if getattr(ns, "show_labels", False):
-        from kubectl_kvcache.errors import PluginError
-
-        raise PluginError("--show-labels is not supported: the rows do not carry their objects' labels (select "
-                          "with -l, or read them with kubectl get --show-labels)")
     sort_by = getattr(ns, "sort_by", None)
     if sort_by is not None:
         sortable(fmt, sort_by)
     return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), namespaces=spans,
                   command=command, color=getattr(ns, "color", None) or "auto", template=template,
-                  sort_by=sort_by, allow_missing_keys=getattr(ns, "allow_missing_template_keys", True))
+                  sort_by=sort_by, allow_missing_keys=getattr(ns, "allow_missing_template_keys", True),
+                  show_labels=getattr(ns, "show_labels", False))
 
 
 def sortable(fmt, sort_by):

@@ -293,6 +293,8 @@ def show(view: View, report, output, out, err=None) -> None:
     if fmt.kind == formats.ROWS:
         if getattr(output, "sort_by", None):
             view = _sorted_view(view, report, output.sort_by)
+        if getattr(output, "show_labels", False) and fmt.name in ("table", "wide"):
+            view = _labelled_view(view, report, output.labels, fmt.name == "wide")
         fmt.printer().show(view, report, output, out, err)
     elif fmt.kind == formats.DATA:
         data = view.to_dict(report)
@@ -326,6 +328,21 @@ def _sorted_view(view: View, report, sort_by: str) -> View:
     order = kubectl_list.sort_items(list(range(len(rows))), sort_by, items)
     ordered = [rows[i] for i in order]
     return view.replace(rows=lambda _report: ordered)
+
+
+def _labelled_view(view: View, report, index, wide=False) -> View:
+    """`view` with kubectl's LABELS column (--show-labels): the labels of each row's object
+    (render/kubeobject.py); after the short columns, before the free text (the plugin's tables keep
+    the free text last, where kubectl's have no free text)."""
+    from kubectl_kvcache.render import kubeobject
+
+    rows = list(view.rows(report))
+    items = kubeobject.rows(view.to_dict(report))
+    texts = {id(row): kubeobject.labels_text(item, index) for row, item in zip(rows, items, strict=False)}
+    column = Column("LABELS", lambda row: texts.get(id(row), "<unknown>"))
+    if wide:                # after the wide columns too, as kubectl's LABELS is its table's last
+        return view.replace(wide=view.wide + (column,), rows=lambda _report: rows)
+    return view.replace(columns=view.columns + (column,), rows=lambda _report: rows)
 
 
 # -- diagnostics (stderr) -------------------------------------------------------------------

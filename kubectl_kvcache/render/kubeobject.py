@@ -89,3 +89,32 @@ def rows(data) -> list:
         return []
     items = data.get(rows_key(data))
     return items if isinstance(items, list) else []
+
+
+def label_index(snapshot) -> dict:
+    """{(kind, namespace, name): labels} of the objects a snapshot read that rows name: Pods,
+    ModelDeployments, Bindings and workloads (their own metadata.labels). The Setting's labels are
+    not read: not in it."""
+    index: dict = {}
+    for pod in getattr(snapshot, "pods", ()) or ():
+        index[("Pod", pod.namespace, pod.name)] = pod.labels or {}
+    for (namespace, name), md in (getattr(snapshot, "deployments", None) or {}).items():
+        index[(api.MD_KIND, namespace, name)] = md.labels or {}
+    for (namespace, name), binding in (getattr(snapshot, "bindings", None) or {}).items():
+        index[(api.BINDING_KIND, namespace, name)] = binding.labels or {}
+    for workload in getattr(snapshot, "workloads", ()) or ():
+        index[(workload.kind, workload.namespace, workload.name)] = workload.own_labels or {}
+    return index
+
+
+def labels_text(item, index) -> str:
+    """kubectl's LABELS cell (printers' labels.FormatLabels: `k=v` sorted by key, comma-joined;
+    `<none>` for none) of the object a row names; `<unknown>` for one whose labels were not read."""
+    if not isinstance(item, dict):
+        return "<unknown>"
+    metadata = item.get("metadata") or {}
+    key = (item.get("kind"), metadata.get("namespace"), metadata.get("name"))
+    labels = (index or {}).get(key)
+    if labels is None:
+        return "<unknown>"
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels)) or "<none>"

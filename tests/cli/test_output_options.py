@@ -116,7 +116,6 @@ def test_sort_by_orders_the_rows(command, fmt):
                                                         "kubectl's -o formats), not a -o markdown report"),
     (["--sort-by", "{.a}{.b}"], "error: unexpected path string, expected a 'name1.name2' or '.name1.name2' or "
                                 "'{name1.name2}' or '{.name1.name2}'"),
-    (["--show-labels"], "error: --show-labels is not supported: the rows do not carry their objects' labels"),
 ])
 def test_bad_input_is_one_error_line_exit_2(command, options, message):
     code, out, err = run(command, *options)
@@ -170,3 +169,30 @@ def test_on_a_terminal_cluster_control_characters_are_made_visible():
     piped = io.StringIO()
     jsonpath_printer.write(data, Output(format="jsonpath", template="{.items[0].metadata.name}"), piped)
     assert piped.getvalue() == "p\x1b]0;owned\x07"      # as kubectl writes it
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("fmt", ["table", "wide"])
+def test_show_labels_adds_kubectls_labels_column(command, fmt):
+    """--show-labels: LABELS holds each row's object's labels as kubectl's printers write them
+    (apimachinery labels.Set.String: `k=v` sorted by key, comma-joined; `<none>` for none), read
+    from the input itself; the Setting's are not read (`<unknown>`)."""
+    with open(EXAMPLE) as f:
+        objects = json.load(f)["items"]
+    labels = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o["metadata"].get("labels") or {}
+              for o in objects}
+    code, out, err = run(command, "--show-labels", "-o", fmt, "--no-headers")
+    assert code == verdict(command), err
+    _, plain, _ = run(command, "-o", fmt, "--no-headers")
+    lines = out.splitlines()
+    assert len(lines) == len(plain.splitlines()) == len(rows(command))
+    for line, row in zip(lines, rows(command), strict=True):
+        key = (row["kind"], row["metadata"].get("namespace"), row["metadata"]["name"])
+        if key[0] == "Setting":
+            want = "<unknown>"
+        else:
+            want = ",".join(f"{k}={v}" for k, v in sorted(labels[key].items())) or "<none>"
+        assert want in line.split(), (line, want)
+    if fmt == "wide":
+        assert all(line.split()[-1] == "<unknown>" or "=" in line.split()[-1] or line.split()[-1] == "<none>"
+                   for line in lines if command == "verify")
