@@ -261,6 +261,12 @@ def output(ns) -> Output:
         template = fmt.printer().prepare(fmt.name, getattr(ns, "output_argument", None))
         if isinstance(template, list):
             template = getattr(ns, "output_argument", None)      # custom-columns: the spec (or file) as given
+    if getattr(ns, "show_labels", False) and (getattr(ns, "contexts", None) is not None
+                                              or getattr(ns, "all_contexts", False)):
+        from kubectl_kvcache.errors import PluginError
+
+        raise PluginError("--show-labels shows the labels of one context's objects: not with --contexts or "
+                          "--all-contexts")
     sort_by = getattr(ns, "sort_by", None)
     if sort_by is not None:
         sortable(fmt, sort_by)

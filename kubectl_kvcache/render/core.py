@@ -323,8 +323,10 @@ def _sorted_view(view: View, report, sort_by: str) -> View:
 
     rows = list(view.rows(report))
     items = kubectl_list.as_list(kubeobject.rows(view.to_dict(report)))["items"]
-    if len(items) != len(rows):
-        return view         # a view whose rows are not its items (none today): the plugin's order
+    if len(items) != len(rows):     # a view whose rows are not its items (none today): said, never guessed
+        from kubectl_kvcache.errors import PluginError
+
+        raise PluginError("--sort-by: these rows are not the items of -o json; sort -o json instead")
     order = kubectl_list.sort_items(list(range(len(rows))), sort_by, items)
     ordered = [rows[i] for i in order]
     return view.replace(rows=lambda _report: ordered)
