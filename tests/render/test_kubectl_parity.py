@@ -46,3 +46,21 @@ def test_no_rows_as_kubectl(pinned_kubectl, tmp_path, command):
             assert kubectl_parity.compare(kubectl, command, verdict, options, scope) is None, options
     finally:
         kubectl.close()
+
+
+def test_template_files_as_kubectl(pinned_kubectl, tmp_path):
+    """The -file forms: a directory, an empty file, a header without specs, a count mismatch, a
+    missing file, CRLF lines."""
+    doc, verdict = kubectl_parity.document("roles")
+    files = {"empty": "", "one": "A B\n", "bad": "A B\n.x\n", "crlf": "N K\r\n.metadata.name .kind\r\n",
+             "template": '{range .items[*]}{.metadata.name}{"\\n"}{end}', "blank": "\n\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    kubectl = kubectl_parity.Kubectl(pinned_kubectl, doc, str(tmp_path))
+    try:
+        for fmt in ("jsonpath-file", "custom-columns-file"):
+            for target in [str(tmp_path), str(tmp_path / "nonexistent")] + [str(tmp_path / n) for n in files]:
+                options = ["-o", f"{fmt}={target}"]
+                assert kubectl_parity.compare(kubectl, "roles", verdict, options) is None, options
+    finally:
+        kubectl.close()

@@ -41,14 +41,18 @@ def _from_spec(spec: str):
 
 def _from_file(path: str):
     """customcolumn.go NewCustomColumnsPrinterFromTemplate (bufio.Scanner lines, ScanWords)."""
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            text = f.read()
-    except OSError as exc:
-        from kubectl_kvcache.render.formats.jsonpath import _go_errno
+    import os
 
-        raise PluginError(f"error reading template {path}, open {path}: {_go_errno(exc)}") from None
-    lines = text.split("\n")
+    text = ""
+    if not os.path.isdir(path):         # os.Open opens a directory; the Scanner then reads no line
+        try:
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                text = f.read()
+        except OSError as exc:
+            from kubectl_kvcache.render.formats.jsonpath import _go_errno
+
+            raise PluginError(f"error reading template {path}, open {path}: {_go_errno(exc)}") from None
+    lines = text.split("\n") if text else []      # bufio.ScanLines: no token in an empty input
     if text.endswith("\n"):
         lines.pop()
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]

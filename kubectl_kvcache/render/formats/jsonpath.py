@@ -10,6 +10,7 @@ and tab are made visible (render.core.escape), piped it is left exactly as kubec
 
 from __future__ import annotations
 
+import os
 import re
 
 from kubectl_kvcache.errors import PluginError
@@ -20,14 +21,16 @@ def template_of(fmt: str, argument: str | None) -> str:
     """The template text -o gave (jsonpath-file: read from the file), or PluginError with
     kubectl's words."""
     text = argument or ""
-    if fmt == "jsonpath-file" and text:
+    if not text:        # kubectl checks the flag's value, before it reads a file (an empty file prints nothing)
+        raise PluginError("template format specified but no template given")
+    if fmt == "jsonpath-file":
+        if os.path.isdir(text):         # os.ReadFile opens a directory, then fails to read it
+            raise PluginError(f"error reading --template {argument}, read {argument}: is a directory")
         try:
-            with open(text, encoding="utf-8", errors="surrogateescape") as f:
+            with open(text, encoding="utf-8", errors="surrogateescape", newline="") as f:
                 text = f.read()
         except OSError as exc:
             raise PluginError(f"error reading --template {argument}, open {argument}: {_go_errno(exc)}") from None
-    if not text:
-        raise PluginError("template format specified but no template given")
     return text
 
 
