@@ -121,22 +121,49 @@ def output_flag(p, command, note="", text=False):
     """-o of `command`: its choices and their help from the format records (render/formats).
     `note`: what the command's own table is; `text`: `-o text`, the old name of `table`, is
     still accepted (the commands that had it)."""
-    choices = format_records.offered(command)
-    p.add_argument("-o", "--output", default="table", choices=choices, metavar="FORMAT",
+    choices = format_records.Choices(format_records.offered(command))
+    p.add_argument("-o", "--output", default="table", choices=choices, metavar="FORMAT", action=OutputAction,
                    help=format_records.help_text(command, note), **({"type": human_format} if text else {}))
 
 
+class OutputAction(argparse.Action):
+    """-o NAME or -o NAME=ARGUMENT (kubectl's jsonpath=TEMPLATE, custom-columns=SPEC, and their
+    -file forms): the format's name in `output`, its argument in `output_argument`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        name, argument = format_records.split(values)
+        setattr(namespace, self.dest, name)
+        namespace.output_argument = argument
+
+
 def output_flags(p, command):
-    """-o, and for a table --no-headers and --color."""
+    """-o, and kubectl's --no-headers, --sort-by, --allow-missing-template-keys, and --color."""
     output_flag(p, command)
     p.add_argument("--no-headers", action="store_true", help="tables without the header row")
+    p.add_argument("--sort-by", metavar="JSONPATH",
+                   help="sort the rows by this JSONPath over each row of -o json's items, as kubectl get's "
+                        "--sort-by (e.g. '{.metadata.name}', '.status'); not with markdown, junit or sarif")
+    p.add_argument("--allow-missing-template-keys", type=_go_bool, default=True, nargs="?", const=True,
+                   metavar="BOOL", help="-o jsonpath: a missing field prints nothing (true, kubectl's default) "
+                                        "or is an error (false)")
+    p.add_argument("--show-labels", action="store_true",
+                   help="a LABELS column with the labels of each row's object (table and wide, as kubectl's)")
     color_flag(p)
+
+
+def _go_bool(text):
+    """A pflag bool's value (strconv.ParseBool): 1 t T TRUE true True, 0 f F FALSE false False."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid argument {text!r}: strconv.ParseBool: parsing {text!r}: invalid syntax")
 
 
 def color_flag(p):
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
                    help="colour statuses: auto (on a terminal, unless NO_COLOR is set), always, never; "
-                        "never in -o " + "|".join(n for n, f in format_records.FORMATS.items() if f.structured))
+                        "never in -o " + ", ".join(n for n, f in format_records.FORMATS.items() if f.structured))
 
 
 class PolicyTerms(Record):
@@ -229,10 +256,41 @@ def output(ns) -> Output:
     prints it for -A only; its files are one namespace unless they say otherwise)."""
     spans = bool(getattr(ns, "all_namespaces", False)) or (
         bool(getattr(ns, "filename", None)) and getattr(ns, "namespace", None) is None)
-    command = command_line(getattr(ns, "argv", None) or ()) \
-        if format_records.get(ns.output).kind == format_records.DOCUMENT else ""
+    fmt = format_records.get(ns.output)
+    command = command_line(getattr(ns, "argv", None) or ()) if fmt.kind == format_records.DOCUMENT else ""
+    template = None
+    if fmt.kind == format_records.LIST:     # checked here, before any request (kubectl's words on error)
+        template = fmt.printer().prepare(fmt.name, getattr(ns, "output_argument", None))
+        if isinstance(template, list):
+            template = getattr(ns, "output_argument", None)      # custom-columns: the spec (or file) as given
+    if getattr(ns, "show_labels", False) and (getattr(ns, "contexts", None) is not None
+                                              or getattr(ns, "all_contexts", False)):
+        from kubectl_kvcache.errors import PluginError
+
+        raise PluginError("--show-labels shows the labels of one context's objects: not with --contexts or "
+                          "--all-contexts")
+    sort_by = getattr(ns, "sort_by", None)
+    if sort_by is not None:
+        sortable(fmt, sort_by)
     return Output(format=ns.output, headers=not getattr(ns, "no_headers", False), namespaces=spans,
-                  command=command, color=getattr(ns, "color", None) or "auto")
+                  command=command, color=getattr(ns, "color", None) or "auto", template=template,
+                  sort_by=sort_by, allow_missing_keys=getattr(ns, "allow_missing_template_keys", True),
+                  show_labels=getattr(ns, "show_labels", False))
+
+
+def sortable(fmt, sort_by):
+    """--sort-by: a JSONPath kubectl accepts, with a format that prints the rows as data (json,
+    yaml) or through kubectl's printers; a PluginError otherwise, before any request."""
+    from kubectl_kvcache.errors import PluginError
+    from kubectl_kvcache.render import jsonpath, kubectl_list
+
+    if fmt.kind == format_records.DOCUMENT:
+        raise PluginError(f"--sort-by sorts rows (tables, csv, json, yaml and kubectl's -o formats), not a -o {fmt.name} "
+                          "report (its cases keep the plugin's order: the failing first)")
+    try:
+        jsonpath.parse(kubectl_list.relaxed(sort_by))
+    except jsonpath.JSONPathError as exc:
+        raise PluginError(str(exc)) from None
 
 
 _SECRET_FLAGS = {"--token": "$KVCACHE_TOKEN", "--password": "$KVCACHE_PASSWORD"}

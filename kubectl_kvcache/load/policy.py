@@ -25,7 +25,7 @@ from kubectl_kvcache.errors import PluginError
 from kubectl_kvcache.kube import names as kube_names, selector as label_selector
 from kubectl_kvcache.load.strict_json import DuplicateKey, unique_pairs
 
-API_VERSION = "kubectl-kvcache/v1alpha1"
+from kubectl_kvcache import API_VERSION      # one home: the package's (the reports share it)
 KIND = "Policy"
 # A policy is a few rules (~100 bytes each); past this it is refused before it is decoded.
 MAX_BYTES = 256 * 1024

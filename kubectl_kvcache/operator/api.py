@@ -13,6 +13,7 @@ from kubectl_kvcache.record import Record
 
 GROUP = "worker.gpustack.ai"            # ModelDeployment, KVCachePoolBinding
 SETTING_GROUP = "gpustack.ai"           # Setting
+SETTING_VERSION = "v1"                  # the Setting's (an aggregated API: reference/operator.md)
 DOMAIN = SETTING_GROUP                  # the operator's labels and annotations sit under it and its subdomains
 VERSIONS = ("v1alpha1",)                # the versions the operator serves these kinds at, newest first
 VERSION = VERSIONS[0]

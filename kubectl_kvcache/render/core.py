@@ -291,13 +291,60 @@ def show(view: View, report, output, out, err=None) -> None:
 
     fmt = formats.get(output.format)
     if fmt.kind == formats.ROWS:
+        if getattr(output, "sort_by", None):
+            view = _sorted_view(view, report, output.sort_by)
+        if getattr(output, "show_labels", False) and fmt.name in ("table", "wide"):
+            view = _labelled_view(view, report, output.labels, fmt.name == "wide")
         fmt.printer().show(view, report, output, out, err)
     elif fmt.kind == formats.DATA:
-        fmt.printer().write(view.to_dict(report), out)
+        data = view.to_dict(report)
+        if getattr(output, "sort_by", None):
+            from kubectl_kvcache.render import kubectl_list
+
+            data = kubectl_list.sort_document(data, output.sort_by)
+        fmt.printer().write(data, out)
+    elif fmt.kind == formats.LIST:
+        from kubectl_kvcache.render import kubectl_list
+
+        fmt.printer().write(kubectl_list.listed(view.to_dict(report), output.sort_by), output, out)
+        if err is not None:         # stdout holds kubectl's output alone: the verdict goes to stderr, as csv's
+            verdict_line(err, getattr(report, "verdict", None))
     else:
         from kubectl_kvcache.render.report import document
 
         fmt.printer().emit(document(view, report, output.subject), out)
+
+
+def _sorted_view(view: View, report, sort_by: str) -> View:
+    """`view` with its rows in --sort-by's order: kubectl's sort (render/kubectl_list.py) of the
+    rows as -o json names them (one item per row, in the same order: each view's to_dict lists
+    the rows it prints)."""
+    from kubectl_kvcache.render import kubectl_list, kubeobject
+
+    rows = list(view.rows(report))
+    items = kubectl_list.as_list(kubeobject.rows(view.to_dict(report)))["items"]
+    if len(items) != len(rows):     # a view whose rows are not its items (none today): said, never guessed
+        from kubectl_kvcache.errors import PluginError
+
+        raise PluginError("--sort-by: these rows are not the items of -o json; sort -o json instead")
+    order = kubectl_list.sort_items(list(range(len(rows))), sort_by, items)
+    ordered = [rows[i] for i in order]
+    return view.replace(rows=lambda _report: ordered)
+
+
+def _labelled_view(view: View, report, index, wide=False) -> View:
+    """`view` with kubectl's LABELS column (--show-labels): the labels of each row's object
+    (render/kubeobject.py); after the short columns, before the free text (the plugin's tables keep
+    the free text last, where kubectl's have no free text)."""
+    from kubectl_kvcache.render import kubeobject
+
+    rows = list(view.rows(report))
+    items = kubeobject.rows(view.to_dict(report))
+    texts = {id(row): kubeobject.labels_text(item, index) for row, item in zip(rows, items, strict=False)}
+    column = Column("LABELS", lambda row: texts.get(id(row), "<unknown>"))
+    if wide:                # after the wide columns too, as kubectl's LABELS is its table's last
+        return view.replace(wide=view.wide + (column,), rows=lambda _report: rows)
+    return view.replace(columns=view.columns + (column,), rows=lambda _report: rows)
 
 
 # -- diagnostics (stderr) -------------------------------------------------------------------

@@ -13,16 +13,23 @@ TABLE, WIDE, DESCRIBE, JSON, YAML = "table", "wide", "describe", "json", "yaml"
 
 
 class Output(Record):
-    __slots__ = ("format", "headers", "namespaces", "command", "subject", "color")
+    __slots__ = ("format", "headers", "namespaces", "command", "subject", "color", "template", "sort_by",
+                 "allow_missing_keys", "show_labels", "labels")
 
     def __init__(self, format: str = TABLE, headers: bool = True, namespaces: bool = True, command: str = "",
-                 subject=None, color: str = "auto"):
+                 subject=None, color: str = "auto", template: str | None = None, sort_by: str | None = None,
+                 allow_missing_keys: bool = True, show_labels: bool = False, labels=None):
         self.format = format
         self.headers = headers
         self.namespaces = namespaces    # -A (or files without -n): tables show NAMESPACE, as kubectl's
         self.command = command
         self.subject = subject
         self.color = color          # --color: auto | always | never (render/terminal.py); human formats only
+        self.template = template    # -o jsonpath=T / custom-columns=SPEC (the -file forms: the file's text)
+        self.sort_by = sort_by      # --sort-by: kubectl's JSONPath the rows are sorted by (render/kubectl_list.py)
+        self.allow_missing_keys = allow_missing_keys    # --allow-missing-template-keys (kubectl's default: true)
+        self.show_labels = show_labels  # --show-labels: a LABELS column in table and wide (render/kubeobject.py)
+        self.labels = labels            # {(kind, namespace, name): labels} of the objects read, for --show-labels
 
     @property
     def wide(self) -> bool:
@@ -46,7 +53,11 @@ class Output(Record):
     def about(self, snapshot, files=(), context=None, failing=(), exit_code=None) -> Output:
         """This output, for a document format, knowing what `snapshot` held (its input and
         namespace), the -f files and --context named, what makes a case fail and the exit code
-        the run ends with; else itself."""
+        the run ends with; else itself. With --show-labels, also the labels of what was read."""
+        if self.show_labels and self.labels is None:
+            from kubectl_kvcache.render.kubeobject import label_index
+
+            self = self.replace(labels=label_index(snapshot))
         if FORMATS[self.format].kind != DOCUMENT:
             return self
         from kubectl_kvcache.render.report import Subject

@@ -362,12 +362,15 @@ class RowPrinter:
     def _write_events(self, events, seen):
         import time
 
+        from kubectl_kvcache.render import kubeobject
         from kubectl_kvcache.render.formats import FORMATS
 
         printer = FORMATS[self.output.format].printer()
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seen if seen is not None else time.time()))
         for kind, item in events:
-            printer.write_line({"type": kind, "time": when, "object": item.to_dict()}, self.out)
+            row = item.to_dict()        # the object as -o json's items name it (render/kubeobject.py)
+            printer.write_line({"type": kind, "time": when, "object": kubeobject.named(row, "Pod", row.get("pod"))},
+                               self.out)
         self.out.flush()
 
 

@@ -16,10 +16,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join("examples", "cluster.json")
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 
+# kubectl's formats that take an argument: a template or spec every command's rows answer
+ARGUMENTS = {"jsonpath": '{range .items[*]}{.kind}/{.metadata.name}{"\\n"}{end}',
+             "jsonpath-file": os.path.join("examples", "kubectl", "rows.jsonpath"),
+             "custom-columns": "NAMESPACE:.metadata.namespace,KIND:.kind,NAME:metadata.name,OUTCOME:{.outcome}",
+             "custom-columns-file": os.path.join("examples", "kubectl", "columns.txt")}
 CASES = {}
 for command in formats.JUDGING:
     for fmt in formats.offered(command):        # every format the registry gives the command
-        CASES[f"{command}-{fmt}"] = [command, "-A", "-f", EXAMPLE, "-o", fmt]
+        CASES[f"{command}-{fmt}"] = [command, "-A", "-f", EXAMPLE, "-o",
+                                     f"{fmt}={ARGUMENTS[fmt]}" if formats.get(fmt).argument else fmt]
+    CASES[f"{command}-sort-by"] = [command, "-A", "-f", EXAMPLE, "--sort-by", ".metadata.name"]
     CASES[f"{command}-ns-noheaders"] = [command, "-n", "llm-research", "-f", EXAMPLE, "--no-headers"]
     CASES[f"{command}-assume-off"] = [command, "-f", EXAMPLE, "--assume-setting", "off"]
     CASES[f"{command}-empty-ns"] = [command, "-n", "nowhere", "-f", EXAMPLE]

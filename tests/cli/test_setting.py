@@ -176,7 +176,7 @@ def test_status_text(run):
 def test_status_missing_object_reads_default_and_says_so(run):
     code, out, _ = run(FakeAPI(None), ["setting", "status", "-o", "json"])
     assert code == 0
-    assert json.loads(out) == {"kind": "SettingStatus", "name": NAME, "namespace": NS, "value": True, "raw": None,
+    assert json.loads(out) == {"apiVersion": "kubectl-kvcache/v1alpha1", "kind": "SettingStatus", "name": NAME, "namespace": NS, "value": True, "raw": None,
                                "source": "default", "editable": None, "description": "",
                                "meaning": setting_view.MEANING[True]}
     code, out, _ = run(FakeAPI(None), ["setting", "status"])
@@ -187,7 +187,7 @@ def test_status_missing_object_reads_default_and_says_so(run):
 def test_status_machine_output(run, fmt, load):
     code, out, _ = run(FakeAPI(_setting_obj("t", editable=False)), ["setting", "status", "-o", fmt])
     assert code == 0
-    assert load(out) == {"kind": "SettingStatus", "name": NAME, "namespace": NS, "value": True, "raw": "t",
+    assert load(out) == {"apiVersion": "kubectl-kvcache/v1alpha1", "kind": "SettingStatus", "name": NAME, "namespace": NS, "value": True, "raw": "t",
                          "source": "cluster", "editable": False, "description": "Hand the dtype to the engine",
                          "meaning": setting_view.MEANING[True]}
 

@@ -73,6 +73,17 @@ FIXTURES = {
 }
 
 
+_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
+# kubectl's formats that take an argument (-o NAME=ARGUMENT): a template every command's rows answer
+ARGUMENTS = {"jsonpath": "{.items[*].metadata.name}", "jsonpath-file": os.path.join(_EXAMPLES, "kubectl", "rows.jsonpath"),
+             "custom-columns": "NAME:.metadata.name", "custom-columns-file": os.path.join(_EXAMPLES, "kubectl", "columns.txt")}
+
+
+def option(fmt):
+    """`-o`'s value for `fmt`."""
+    return f"{fmt}={ARGUMENTS[fmt]}" if formats.get(fmt).argument else fmt
+
+
 def _cases():
     for name, (argv, commands, _) in FIXTURES.items():
         for command in commands or formats.JUDGING:
@@ -173,7 +184,7 @@ def said(fmt, out, err):
 def test_the_report_says_the_exit_code(name, command, fmt, monkeypatch):
     argv, _, change = FIXTURES[name]
     _seam(monkeypatch, change)
-    code, out, err = run([command] + argv + ["-o", fmt])
+    code, out, err = run([command] + argv + ["-o", option(fmt)])
     assert code in (0, 1), err
     fails, named = said(fmt, out, err)
     assert fails == (code == 1), (code, out[:2000], err)

@@ -200,7 +200,7 @@ def test_only_render_core_writes():
     from kubectl_kvcache.render.formats import FORMATS
 
     base = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "kubectl_kvcache")
-    data_printers = {os.path.join("render", "formats", f"{name}.py") for name, f in FORMATS.items() if f.structured}
+    data_printers = {os.path.join("render", "formats", f"{f.module}.py") for f in FORMATS.values() if f.structured}
     offenders = []
     for folder, _, files in os.walk(base):
         for name in files:

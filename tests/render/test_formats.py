@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kubectl_kvcache.render import formats
-from kubectl_kvcache.render.formats import DATA, DOCUMENT, FORMATS, ROWS, Format, json as json_printer, printer
+from kubectl_kvcache.render.formats import DATA, DOCUMENT, FORMATS, LIST, ROWS, Format, json as json_printer, printer
 from runcli import kvcache as run
 
 SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
@@ -60,7 +60,7 @@ def test_what_json_refuses_is_refused(bad, message):
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples",
                        "cluster.json")
-ENTRY_POINTS = {ROWS: ("show",), DATA: ("write",), DOCUMENT: ("emit", "failed_run")}
+ENTRY_POINTS = {ROWS: ("show",), DATA: ("write",), LIST: ("prepare", "write"), DOCUMENT: ("emit", "failed_run")}
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
@@ -123,12 +123,18 @@ def test_a_new_format_is_its_record_and_its_printer(monkeypatch):
 
 def test_the_fleet_and_watch_rules_are_the_records():
     for name in formats.offered("verify"):
-        code, _, err = run("verify", "--all-contexts", "-o", name, "--kubeconfig", "/nonexistent")
+        given = f"{name}=NAME:.metadata.name" if FORMATS[name].argument else name   # kubectl's take an argument
+        if name.endswith("-file"):
+            given = f"{name}=" + os.path.join(os.path.dirname(EXAMPLE), "kubectl",
+                                              "rows.jsonpath" if name.startswith("jsonpath") else "columns.txt")
+        elif name == "jsonpath":
+            given = "jsonpath={.items[*].metadata.name}"
+        code, _, err = run("verify", "--all-contexts", "-o", given, "--kubeconfig", "/nonexistent")
         if not FORMATS[name].fleet:
             assert code == 2 and f"-o {name} reports one context" in err, err
         else:
             assert f"-o {name} reports one context" not in err
-        code, _, err = run("verify", "--watch", "-o", name, "--kubeconfig", "/nonexistent")
+        code, _, err = run("verify", "--watch", "-o", given, "--kubeconfig", "/nonexistent")
         assert ("--watch prints rows as they come" in err) == (not FORMATS[name].streams), (name, err)
 
 

@@ -8,6 +8,9 @@ What a printer module has, by its record's kind:
   ROWS      show(view, report, output, out, err): a view's rows, for a person (table, wide,
             describe) or for a program (csv: `people` False, so stdout holds nothing but the rows)
   DATA      write(data, out): a view's to_dict(), or any document the command has (json, yaml)
+  LIST      kubectl's own printers over the rows as `kubectl get` hands them over (a v1 List:
+            render/kubectl_list.py): prepare(format, argument) checks `-o NAME=ARGUMENT` at the
+            command line, write(list, output, out) prints (jsonpath, custom-columns, name)
   DOCUMENT  emit(doc, out): the whole report (render/report.py's Document: the cases per object
             and the findings one by one, with what was checked), and failed_run(command, message,
             output, out) for a run that could not judge anything; a DOCUMENT format `recover`
@@ -22,7 +25,7 @@ Light on purpose: the command line reads these records for -o's choices before a
 
 from kubectl_kvcache.record import Record
 
-ROWS, DATA, DOCUMENT = "rows", "data", "document"
+ROWS, DATA, LIST, DOCUMENT = "rows", "data", "list", "document"
 JUDGING = ("verify", "check", "bindings", "roles")      # the commands that judge and report
 EVERY = JUDGING + ("recover", "setting", "engines")    # setting: `setting status`, the one with -o
 
@@ -33,10 +36,10 @@ class Format(Record):
     --watch can print a row per change (json/yaml: a watch event each); `people`: a person reads its stdout (a command may add
     lines of its own there); `help`: what it is for, in -o's help (None: its name says it)."""
 
-    __slots__ = ("name", "kind", "commands", "fleet", "streams", "people", "help")
+    __slots__ = ("name", "kind", "commands", "fleet", "streams", "people", "help", "argument", "module")
 
     def __init__(self, name: str, kind: str, commands: tuple[str, ...], fleet: bool = False, streams: bool = False,
-                 people: bool = True, help: str | None = None):
+                 people: bool = True, help: str | None = None, argument: bool = False, module: str | None = None):
         self.name = name
         self.kind = kind
         self.commands = commands
@@ -44,6 +47,8 @@ class Format(Record):
         self.streams = streams
         self.people = people and kind == ROWS
         self.help = help
+        self.argument = argument        # written -o NAME=ARGUMENT (kubectl's jsonpath=..., custom-columns=...)
+        self.module = module or name.replace("-", "_")
 
     @property
     def structured(self) -> bool:
@@ -54,7 +59,7 @@ class Format(Record):
         """The printer module (imported when first asked for)."""
         import importlib
 
-        return importlib.import_module(f"{__name__}.{self.name}")
+        return importlib.import_module(f"{__name__}.{self.module}")
 
 
 FORMATS = {f.name: f for f in (
@@ -67,7 +72,37 @@ FORMATS = {f.name: f for f in (
     Format("markdown", DOCUMENT, JUDGING + ("recover",), fleet=True, help="a report for a change ticket"),
     Format("junit", DOCUMENT, JUDGING, fleet=True, help="JUnit XML for a CI's test reporter"),
     Format("sarif", DOCUMENT, ("verify", "check"), fleet=True, help="SARIF 2.1.0 for code scanning"),
+    Format("name", LIST, JUDGING, help="kind/name of each row's object, as kubectl -o name"),
+    Format("jsonpath", LIST, JUDGING, argument=True,
+           help="jsonpath=TEMPLATE, kubectl's JSONPath template over the rows"),
+    Format("jsonpath-file", LIST, JUDGING, argument=True, module="jsonpath",
+           help="jsonpath-file=FILE, the template from a file"),
+    Format("custom-columns", LIST, JUDGING, argument=True,
+           help="custom-columns=HEADER:PATH,..., kubectl's custom columns"),
+    Format("custom-columns-file", LIST, JUDGING, argument=True, module="custom_columns",
+           help="custom-columns-file=FILE, the columns from a file"),
 )}
+
+
+class Choices(tuple):
+    """-o's choices for argparse: the format names (what help, errors and completion list), and
+    `in` true for `NAME=ARGUMENT` when that format takes an argument (-o jsonpath=...)."""
+
+    __slots__ = ()
+
+    def __contains__(self, value) -> bool:
+        if not isinstance(value, str):
+            return False
+        name, sep, _ = value.partition("=")
+        if sep:
+            return tuple.__contains__(self, name) and FORMATS[name].argument
+        return tuple.__contains__(self, value)
+
+
+def split(value: str) -> tuple[str, str | None]:
+    """`jsonpath={.a}` -> ("jsonpath", "{.a}"); `json` -> ("json", None)."""
+    name, sep, argument = value.partition("=")
+    return (name, argument) if sep else (value, None)
 
 
 def get(name: str) -> Format:

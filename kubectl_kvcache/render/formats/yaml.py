@@ -1,6 +1,9 @@
-"""-o yaml: the same data as -o json, as PyYAML's safe dumper writes it, keys in order. A value
-met twice (a plan's step naming the object an earlier step names) is written out each time, never
-as an anchor and alias (`&id001` / `*id001`): kubectl's YAML has none, and -o json has none."""
+"""-o yaml: the same data as -o json (render/kubeobject.py), as PyYAML's safe dumper writes it,
+keys in order. A value met twice (a plan's step naming the object an earlier step names) is
+written out each time, never as an anchor and alias (`&id001` / `*id001`): kubectl's YAML has
+none, and -o json has none."""
+
+from kubectl_kvcache.render import kubeobject
 
 
 def write(data, out):
@@ -10,7 +13,8 @@ def write(data, out):
         def ignore_aliases(self, data):
             return True
 
-    out.write(yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    out.write(yaml.dump(kubeobject.document(data), Dumper=Dumper, sort_keys=False, default_flow_style=False,
+                        allow_unicode=True))
 
 
 def write_line(data, out):
