@@ -64,6 +64,9 @@ CODES = {c.code: c for c in (
          "Job, CronJob", "an engine release newer than the plugin's engine data: judged with the latest release "
          "the data has"),
     Code("unchecked", WARNING, "any", "something the check needs is not in the input or not decidable"),
+    Code("setting-in-flight", ERROR, "Setting",
+         "the Setting's spec.value asks for a value its status.value does not report: the operator has not taken "
+         "the change in, so nothing judged with it is settled"),
     Code("setting", INFO, "Setting", "the Setting's current value"),
 )}
 BINDING_FAILURES = frozenset(c.code for c in CODES.values() if c.fails_bindings)
