@@ -117,6 +117,8 @@ def _workloads(cluster):
 # -- status -----------------------------------------------------------------------------------
 
 def test_status_reads_status_value_normalised(fresh):
+    # spec.value too: a status.value that spec.value does not ask for is a Setting in flight (exit 1)
+    fresh.kubectl("-n", NS, "patch", "setting", NAME, "--type", "merge", "-p", '{"spec":{"value":"F"}}', check=True)
     fresh.set_status("settings.gpustack.ai", NAME, namespace=NS, status={"value": "F"})
     p = plugin(fresh, "setting", "status")
     assert p.returncode == 0, p.stderr
