@@ -165,7 +165,8 @@ def reported(now: Setting, want: bool, out):
         line(out, f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.")
     else:
         line(out, f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
-              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.")
+              f"acted on it yet; {WEBHOOK_NOTE}. Until it does the Setting is in flight: verify and check exit 1. "
+              f"Pass --wait to wait for it.")
 
 
 def undo(command: str, out, refusing=None, unread: str = ""):
