@@ -155,7 +155,7 @@ class Item(Record):
             return DONE if running and not self.stale else TO_ROLL
         if self.status in (MISSING, WILL_REJECT) and not self.takeover:
             return TO_ROLL
-        if self.status == UNKNOWN and self.cause is not None and self.cause.code == "setting":
+        if in_flight_only(self):
             return TO_ROLL      # the Setting in flight: the operator rolls it once it takes the change in
         return STUCK
 
@@ -428,6 +428,12 @@ def judge_candidate(cand: Candidate, snapshot: records.Snapshot, setting_on: boo
                                         f"{flight.spec_value!r}, status.value {flight.status_value!r}")
     item.fix, item.recover = setting_mod.IN_FLIGHT_FIX, False
     return item
+
+
+def in_flight_only(item: Item) -> bool:
+    """UNKNOWN only because the Setting is in flight (cause `setting`): what the engine runs with
+    (`effective`) is known; what it should run with is not settled."""
+    return item.status == UNKNOWN and item.cause is not None and item.cause.code == "setting"
 
 
 def _verdict_words(item: Item) -> str:

@@ -174,3 +174,11 @@ def test_the_same_dump_copied_keeps_its_values(tmp_path):
         if obj["kind"] == "Setting":
             obj["spec"]["value"] = "true"
     assert strip == original
+
+
+def test_what_a_replica_runs_today_is_still_said_while_in_flight(tmp_path):
+    """The argv is a fact whatever the Setting: check's role finding says what the Pod runs today
+    (llama-long's own fp8_e5m2), not the UNKNOWN the in-flight verdict gives its row."""
+    code, out, err = run(["check", "-A", "-f", _dump(tmp_path, "false"), "-o", "json"])
+    role, = [f for f in json.loads(out)["findings"] if f["code"] == "role-own-flag" and f["name"] == "llama-long"]
+    assert "Today: fp8_e5m2 (1 pod)" in role["message"], role["message"]
