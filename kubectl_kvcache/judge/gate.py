@@ -46,7 +46,13 @@ def on_flags(verdict: Gate | None) -> tuple[str, ...]:
     return () if verdict is not None and verdict.accepts(force=False) else (FORCE,)
 
 
+def caused(findings) -> list:
+    """The error findings that turning the Setting on causes: the rule that refuses `setting on`
+    (check's setting finding words its fix with it too)."""
+    return [f for f in findings if f.severity == ERROR and f.code not in _OWN and CODES[f.code].with_setting_on]
+
+
 def gate(report) -> Gate:
     errors = [f for f in report.findings if f.severity == ERROR and f.code not in _OWN]
-    caused = [f for f in errors if CODES[f.code].with_setting_on]
-    return Gate(caused, [f for f in errors if f not in caused], report.summary())
+    refused = caused(report.findings)
+    return Gate(refused, [f for f in errors if f not in refused], report.summary())

@@ -182,3 +182,18 @@ def test_what_a_replica_runs_today_is_still_said_while_in_flight(tmp_path):
     code, out, err = run(["check", "-A", "-f", _dump(tmp_path, "false"), "-o", "json"])
     role, = [f for f in json.loads(out)["findings"] if f["code"] == "role-own-flag" and f["name"] == "llama-long"]
     assert "Today: fp8_e5m2 (1 pod)" in role["message"], role["message"]
+
+
+def test_checks_setting_on_hint_is_decided_by_the_gates_rule(tmp_path):
+    """Issue 48 item 5: the Setting finding's fix names `setting on` as its gate decides it: an error
+    that exists with the Setting off too (a Binding that does not exist) does not hold it back, so
+    the hint is not 'fix the errors first'; one namespace read says the gate judges every one."""
+    import objects as o
+
+    path = tmp_path / "off.json"
+    path.write_text(json.dumps(o.as_list(o.setting("false"), o.deployment("m1", binding_name="nope"))))
+    code, out, err = run(["check", "-n", "team", "-f", str(path), "-o", "json"])
+    findings = json.loads(out)["findings"]
+    assert [f["code"] for f in findings if f["severity"] == "error"] == ["binding-missing"]
+    fix, = [f["fix"] for f in findings if f["code"] == "setting"]
+    assert fix == "kubectl kvcache setting on (its gate first judges every namespace: kubectl kvcache check -A)"

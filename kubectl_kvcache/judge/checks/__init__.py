@@ -67,8 +67,10 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     if flight is not None:
         found.append(flight)
     found.sort(key=lambda f: (_RANK[f.severity], f.namespace or "", f.kind, f.name, f.code))
-    found.append(setting_finding(state, sum(1 for f in found if f.severity == ERROR),
-                                 any(b.rejected_by for b in bindings)))
+    from kubectl_kvcache.judge import gate       # the gate's own rule: what refuses `setting on`
+
+    found.append(setting_finding(state, len(gate.caused(found)), any(b.rejected_by for b in bindings),
+                                 scoped=snapshot.namespace is not None))
     checked = {"bindings": sum(1 for b in bindings if b.binding), "deployments": len(deployments),
                "optIns": len(optins)}
     return Report(state, found, bindings, roles, checked)

@@ -28,7 +28,10 @@ def in_flight_finding(setting: records.Setting | None) -> Finding | None:
                    "which the change is about to move", setting_mod.IN_FLIGHT_FIX)
 
 
-def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
+def setting_finding(state: dict, errors: int, failing: bool = False, scoped: bool = False) -> Finding:
+    """`errors`: the errors turning it on causes (judge/gate.caused: what makes `setting on`
+    refuse), so that the fix names `setting on` only where its gate accepts it; `scoped`: the check
+    read one namespace, and the gate judges every one."""
     obj = (api.SETTING_NAMESPACE, "Setting", api.SETTING_NAME)
     value, on, source = state["value"], state["on"], state["source"]
     if on is None:
@@ -64,5 +67,7 @@ def setting_finding(state: dict, errors: int, failing: bool = False) -> Finding:
     else:
         message = (f"{shown}: off. Turning it on rolls every pool-attached ModelDeployment; the findings are "
                    f"what that will cause")
-        fix = "fix the errors first, then: kubectl kvcache setting on" if errors else "kubectl kvcache setting on"
+        fix = ("fix the errors first (turning it on causes them: its gate refuses until then), then: kubectl "
+               "kvcache setting on" if errors else "kubectl kvcache setting on" + (
+                   " (its gate first judges every namespace: kubectl kvcache check -A)" if scoped else ""))
     return finding("setting", obj, message, fix)
