@@ -10,7 +10,8 @@ it on does not change those, so they do not hold it back. Which code is which is
 
 from __future__ import annotations
 
-from kubectl_kvcache.judge.checks import CODES, ERROR
+from kubectl_kvcache.judge.checks import ERROR
+from kubectl_kvcache.judge.checks.findings import caused_by_setting_on
 from kubectl_kvcache.record import Record
 
 
@@ -46,13 +47,7 @@ def on_flags(verdict: Gate | None) -> tuple[str, ...]:
     return () if verdict is not None and verdict.accepts(force=False) else (FORCE,)
 
 
-def caused(findings) -> list:
-    """The error findings that turning the Setting on causes: the rule that refuses `setting on`
-    (check's setting finding words its fix with it too)."""
-    return [f for f in findings if f.severity == ERROR and f.code not in _OWN and CODES[f.code].with_setting_on]
-
-
 def gate(report) -> Gate:
     errors = [f for f in report.findings if f.severity == ERROR and f.code not in _OWN]
-    refused = caused(report.findings)
+    refused = caused_by_setting_on(report.findings)
     return Gate(refused, [f for f in errors if f not in refused], report.summary())

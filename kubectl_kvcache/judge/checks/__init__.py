@@ -23,7 +23,7 @@ from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindi
 from kubectl_kvcache.judge.checks.newer_releases import check_newer_releases
 from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
 from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ROLE_CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
-                                                   Finding, Report, finding)
+                                                   Finding, Report, caused_by_setting_on, finding)
 from kubectl_kvcache.judge.checks.injection import check_injection
 from kubectl_kvcache.judge.checks.inputs import EnginePods, opt_ins
 from kubectl_kvcache.judge.checks.roles import RoleEntry, check_roles
@@ -67,10 +67,8 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
     if flight is not None:
         found.append(flight)
     found.sort(key=lambda f: (_RANK[f.severity], f.namespace or "", f.kind, f.name, f.code))
-    from kubectl_kvcache.judge import gate       # the gate's own rule: what refuses `setting on`
-
-    found.append(setting_finding(state, len(gate.caused(found)), any(b.rejected_by for b in bindings),
-                                 scoped=snapshot.namespace is not None))
+    found.append(setting_finding(state, len(caused_by_setting_on(found)),     # the gate's rule (judge/gate.py)
+                                 any(b.rejected_by for b in bindings), scoped=snapshot.namespace is not None))
     checked = {"bindings": sum(1 for b in bindings if b.binding), "deployments": len(deployments),
                "optIns": len(optins)}
     return Report(state, found, bindings, roles, checked)

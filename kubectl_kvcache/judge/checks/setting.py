@@ -29,8 +29,8 @@ def in_flight_finding(setting: records.Setting | None) -> Finding | None:
 
 
 def setting_finding(state: dict, errors: int, failing: bool = False, scoped: bool = False) -> Finding:
-    """`errors`: the errors turning it on causes (judge/gate.caused: what makes `setting on`
-    refuse), so that the fix names `setting on` only where its gate accepts it; `scoped`: the check
+    """`errors`: the errors turning it on causes (findings.caused_by_setting_on: what makes
+    `setting on` refuse, judge/gate.py), so that the fix names `setting on` only where its gate accepts it; `scoped`: the check
     read one namespace, and the gate judges every one."""
     obj = (api.SETTING_NAMESPACE, "Setting", api.SETTING_NAME)
     value, on, source = state["value"], state["on"], state["source"]
