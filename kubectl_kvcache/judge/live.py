@@ -56,10 +56,11 @@ def operator_labels(md, role) -> dict:
 class _One:
     """The snapshot as account_replicas reads it, with one deployment."""
 
-    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent")
+    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent", "setting")
 
     def __init__(self, key, md, snapshot):
         self.deployments = {key: md}
+        self.setting = snapshot.setting         # a Setting in flight leaves a NO-POD row's expected unsettled
         self.bindings = snapshot.bindings
         self.pools = snapshot.pools
         self.namespace = snapshot.namespace

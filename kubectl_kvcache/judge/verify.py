@@ -964,9 +964,12 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
     deployments = sorted((md for md in snapshot.deployments.values()
                           if md.kv_cache and records.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
+    flight = in_flight(snapshot)
+    moving = flight is not None and flight.asked != on     # the Setting in flight: what a new Pod gets is not settled
     for md in deployments:
         binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
         expected = binding.dtype if (binding and on) else None
+        unsettled = moving and expected != (binding.dtype if (binding and flight.asked) else None)
         unbound = bool(md.binding) and binding is None
         roles, rows = [], []
         chosen = [(n, r) for n, r in enumerate(md.roles) if selected is None or selected(md, r)]
@@ -987,11 +990,14 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding, expected, None,
+                                  model.normalise_engine(md.engine), _role_release(md, role), md.binding,
+                                  None if unsettled else expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
-                                             if unbound else ""),
+                                             if unbound else "")
+                                          + (f"; {setting_mod.in_flight_message(flight)}: what it is rendered with "
+                                             f"is not settled" if unsettled else ""),
                                   takeover=bool(role.command), slot=slot,
                                   fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
                                   f"wait for the operator to create it; if it does not, kubectl describe "

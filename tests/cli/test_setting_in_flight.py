@@ -197,3 +197,22 @@ def test_checks_setting_on_hint_is_decided_by_the_gates_rule(tmp_path):
     assert [f["code"] for f in findings if f["severity"] == "error"] == ["binding-missing"]
     fix, = [f["fix"] for f in findings if f["code"] == "setting"]
     assert fix == "kubectl kvcache setting on (its gate first judges every namespace: kubectl kvcache check -A)"
+
+
+def test_a_replica_without_a_pod_expects_nothing_settled_while_in_flight(tmp_path):
+    """A NO-POD row stays NO-POD (no Pod is a fact), but what its Pod will be rendered with is not
+    settled: its expected value is null and its reason says why."""
+    import objects as o
+
+    path = tmp_path / "nopod.json"
+    path.write_text(json.dumps(o.as_list(
+        o.setting("true", spec_value="false"), o.binding("b1", "fp8"),
+        o.deployment("m1", roles=[o.role(replicas=2)]), o.md_pod("m1-server-0", "m1", o.vllm_argv("fp8")))))
+    code, out, err = run(["verify", "-n", "team", "-f", str(path), "-o", "json"])
+    assert code == 1
+    nopod, = [i for i in json.loads(out)["items"] if i["status"] == "NO-POD"]
+    assert nopod["expected"] is None and "the Setting is in flight" in nopod["reason"]
+    code, out, err = run(["verify", "-n", "team", "-f", str(path), "-o", "json",
+                          "--assume-setting", "on"])
+    nopod, = [i for i in json.loads(out)["items"] if i["status"] == "NO-POD"]
+    assert nopod["expected"] == "fp8" and "in flight" not in nopod["reason"]
