@@ -179,15 +179,11 @@ def in_flight(setting: Setting | None) -> InFlight | None:
 
 def in_flight_message(found: InFlight) -> str:
     """The one sentence every view says of a Setting in flight."""
-    status = ("status.value is not written" if found.status_value is None else
-              f"status.value reports {found.status_value!r} ({action_for(owned_word(found))})")
+    status = ("status.value is not written" if found.status_value is None or found.reported is None else
+              f"status.value reports {found.status_value!r} ({action_for(found.reported)})")
     return (f"the Setting is in flight: spec.value asks {found.spec_value!r} ({action_for(found.asked)}) and "
             f"{status}: the operator has not taken the change in, and acts on "
             f"{'its default, on' if found.status_value is None else 'status.value'} until it does")
-
-
-def owned_word(found: InFlight) -> bool:
-    return True if found.reported is None else found.reported
 
 
 IN_FLIGHT_FIX = ("wait for the operator to take it in (kubectl kvcache setting status shows both values), then run "

@@ -26,6 +26,7 @@ from kubectl_kvcache.record import Record
 FAILED, PASSED, SKIPPED = "failed", "passed", "skipped"
 NOT_FOUND = "not-found"         # a named Pod or namespace asked for does not exist: nothing was read there
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
+SETTING_IN_FLIGHT = "setting-in-flight"     # verify's reason; check says it as a finding of the same code
 REASON_MEANINGS = {
     NOT_FOUND: "a named Pod or namespace asked for was not found: nothing was verified there",
     WAIT + "timeout": "--wait ended before the rollout completed (--timeout)",
@@ -33,9 +34,8 @@ REASON_MEANINGS = {
     WAIT + "rejected": "--wait ended: a replica is confirmed rejected or fails at start-up",
     WAIT + "unbound": "--wait ended: a deployment's Binding does not exist",
     WAIT + "held": "--wait ended: the operator holds the rollout",
-    "setting-in-flight": "the Setting's spec.value asks for a value its status.value does not report: not settled",
+    SETTING_IN_FLIGHT: "the Setting's spec.value asks for a value its status.value does not report: not settled",
 }
-SETTING_IN_FLIGHT = "setting-in-flight"     # verify's; check says it as a finding of the same code
 
 
 class Decision(Record):
