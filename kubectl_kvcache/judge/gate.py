@@ -10,8 +10,12 @@ it on does not change those, so they do not hold it back. Which code is which is
 
 from __future__ import annotations
 
-from kubectl_kvcache.judge.checks import CODES, ERROR
+from kubectl_kvcache.judge.checks import ERROR
+from kubectl_kvcache.judge.checks.findings import caused_by_setting_on
 from kubectl_kvcache.record import Record
+
+
+_OWN = ("setting-in-flight",)      # the Setting's own state: what turning it on changes, not a finding about it
 
 
 class Gate(Record):
@@ -27,8 +31,23 @@ class Gate(Record):
     def passes(self) -> bool:
         return not self.caused
 
+    def accepts(self, force: bool = False) -> bool:
+        """Whether `setting on` (and recover's last step) goes ahead: the gate passes, or --force."""
+        return self.passes or force
+
+
+FORCE = "--force"
+
+
+def on_flags(verdict: Gate | None) -> tuple[str, ...]:
+    """The flags `setting on` needs to be accepted in the state this gate was judged in, decided by
+    the rule that refuses it (Gate.accepts): none when it passes; --force when it refuses, or when
+    check's judgement could not run (`verdict` None: `setting on` refuses to go ahead without it
+    unless --force). A hint built from this is a command that will be accepted as it is printed."""
+    return () if verdict is not None and verdict.accepts(force=False) else (FORCE,)
+
 
 def gate(report) -> Gate:
-    errors = [f for f in report.findings if f.severity == ERROR]
-    caused = [f for f in errors if CODES[f.code].with_setting_on]
-    return Gate(caused, [f for f in errors if f not in caused], report.summary())
+    errors = [f for f in report.findings if f.severity == ERROR and f.code not in _OWN]
+    refused = caused_by_setting_on(report.findings)
+    return Gate(refused, [f for f in errors if f not in refused], report.summary())

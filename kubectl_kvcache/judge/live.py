@@ -56,10 +56,11 @@ def operator_labels(md, role) -> dict:
 class _One:
     """The snapshot as account_replicas reads it, with one deployment."""
 
-    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent", "refusals")
+    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent", "refusals", "setting")
 
     def __init__(self, key, md, snapshot):
         self.deployments = {key: md}
+        self.setting = snapshot.setting         # a Setting in flight leaves a NO-POD row's expected unsettled
         self.bindings = snapshot.bindings
         self.pools = snapshot.pools
         self.namespace = snapshot.namespace
@@ -108,7 +109,7 @@ class LiveJudge:
         self.totals = dict.fromkeys((*verify.STATUSES, "terminating"), 0)
         self.done = 0
         self.unsettled = 0          # accounts with a row left that rolling may still change
-        self.on, self.off = self._setting()
+        self.on, self.off, self.flight = self._setting()
         for key, pod in self.pods.items():
             self._index_pod(key, None, pod)
         for key, md in snapshot.deployments.items():
@@ -152,8 +153,8 @@ class LiveJudge:
                 setting = True
             else:
                 raise ValueError(f"unknown event kind {kind!r}")
-        if setting and self._setting() != (self.on, self.off):
-            self.on, self.off = self._setting()
+        if setting and self._setting() != (self.on, self.off, self.flight):
+            self.on, self.off, self.flight = self._setting()
             return self._judge_everything()
         for key in bindings:
             pods.update(self.binding_pods.get(key, ()))
@@ -186,7 +187,8 @@ class LiveJudge:
             deployments.append(account.progress)
         rows.sort(key=verify.row_order)
         setting = self.snapshot.setting
-        return verify.Report(self.on, setting.source if setting else "default", rows, deployments, True)
+        return verify.Report(self.on, setting.source if setting else "default", rows, deployments, True,
+                             in_flight=verify.in_flight(self.snapshot))
 
     def take_gone(self) -> list:
         """The shown Pod rows whose Pod was deleted (or stopped being a pool-attached engine) since
@@ -214,7 +216,7 @@ class LiveJudge:
     def _setting(self):
         snap = self.snapshot
         off = verify.NOT_SERVED_REASON if verify._not_served(snap) else verify.OFF_REASON
-        return verify.setting_on(snap), off
+        return verify.setting_on(snap), off, verify.in_flight(snap)     # in flight: every row is judged again
 
     def _index_pod(self, key, old, new):
         for pod, add in ((old, False), (new, True)):

@@ -116,7 +116,75 @@ def decide(setting: Setting, want: bool) -> str:
 
 def pending_value(setting: Setting) -> bool | None:
     """The value spec.value asks for when status.value does not report it yet, else None."""
-    if setting.spec_value is None:
+    found = in_flight(setting)
+    return None if found is None else found.asked
+
+
+# -- a Setting in flight -------------------------------------------------------------------------
+#
+# What the operator acts on, read from its Go code (gpustack/gpustack-operator):
+# - api/v1/setting.go: SettingSpec.Value is "a write-only input field", SettingStatus.Value "the
+#   current value of the setting, a read-only output field". The type has no generation and no
+#   observedGeneration: spec against status is the only sign in the object that a change was not
+#   taken in.
+# - pkg/extensionapi/setting.go (SettingHandler): the Setting is a view of one key of the Secret
+#   gpustack-system/gpustack-settings. OnUpdate writes the Secret (pkg/setting/types.go
+#   Setting.Configure, refusing what AllowBool refuses) and answers with OnGet, which builds status
+#   from the Secret and never returns spec. So a live GET reports status only, and status.value is
+#   what the Secret holds.
+# - pkg/setting/types.go: the webhooks and controllers read the value through Value /
+#   ValueFromRemote, cached per process for 30 s (_Cache = cache.New(30*time.Second, ...)); no field
+#   reports what a process holds. So after status.value changes, the operator may act on the old
+#   value for up to 30 s: verify's argv-based rows say when replicas have rolled, never the Setting.
+# A Setting whose spec.value asks for a value that status.value does not report (a saved object,
+# the guide's `kubectl patch` answered by a build or stand-in that keeps spec, or one whose status
+# was never written) is in flight: nothing judged with it is settled until the two agree.
+
+IN_FLIGHT_SOURCES = ("cluster", "file")     # read from an object (not --assume-setting, not absent)
+
+
+class InFlight(Record):
+    """spec.value asks for `asked`; status.value (`status_value`, None: not written) reports
+    `reported` as the operator reads it (None: not written; an unreadable value reads on)."""
+
+    __slots__ = ("asked", "reported", "spec_value", "status_value")
+
+    def __init__(self, asked: bool, reported: bool | None, spec_value: str, status_value: str | None):
+        self.asked = asked
+        self.reported = reported
+        self.spec_value = spec_value
+        self.status_value = status_value
+
+    def to_dict(self):
+        return {"specValue": self.spec_value, "statusValue": self.status_value, "asks": WORD[self.asked],
+                "reports": None if self.reported is None else WORD[self.reported]}
+
+
+def in_flight(setting: Setting | None) -> InFlight | None:
+    """The Setting in flight (see above), or None when spec and status agree, spec.value is not
+    returned (the operator's own handler), or spec.value is not a value the operator accepts (its
+    admission, AllowBool, refuses it: it is never taken in, and status.value stays what it acts on)."""
+    if setting is None or setting.source not in IN_FLIGHT_SOURCES or setting.spec_value is None:
         return None
     asked = parse_bool(setting.spec_value)
-    return asked if asked is not None and asked != effective_value(setting) else None
+    if asked is None:
+        return None
+    if setting.status_value is None:
+        return InFlight(asked, None, setting.spec_value, None)
+    reported = owned(setting)
+    if parse_bool(setting.status_value) == asked:
+        return None
+    return InFlight(asked, reported, setting.spec_value, setting.status_value)
+
+
+def in_flight_message(found: InFlight) -> str:
+    """The one sentence every view says of a Setting in flight."""
+    status = ("status.value is not written" if found.status_value is None or found.reported is None else
+              f"status.value reports {found.status_value!r} ({action_for(found.reported)})")
+    return (f"the Setting is in flight: spec.value asks {found.spec_value!r} ({action_for(found.asked)}) and "
+            f"{status}: the operator has not taken the change in, and acts on "
+            f"{'its default, on' if found.status_value is None else 'status.value'} until it does")
+
+
+IN_FLIGHT_FIX = ("wait for the operator to take it in (kubectl kvcache setting status shows both values), then run "
+                 "this again; or follow it: kubectl kvcache verify -A --wait")

@@ -31,6 +31,7 @@ UNREAD = (NOT_FOUND, NOTHING)   # the reasons that say a scope was not read
 CREATE_REFUSED = "create-refused"   # a controller says it cannot create the Pods of an object in scope
 WAIT = "wait-"                  # + the rollout outcome a --wait ended on (judge/rollout.py): timeout, ...
 RECOVERY = "recovery-unfinished"    # a recovery's record in scope is not finished (judge/checks/recovery.py)
+SETTING_IN_FLIGHT = "setting-in-flight"     # verify's reason; check says it as a finding of the same code
 REASON_MEANINGS = {
     NOT_FOUND: "a named Pod or namespace asked for was not found: nothing was verified there",
     NOTHING: "nothing of the kinds the command reads was found in the scope asked for: nothing was verified there",
@@ -42,6 +43,7 @@ REASON_MEANINGS = {
     RECOVERY: "a recovery (recover --apply) stopped part-way: its record is not finished",
     WAIT + "refused": "--wait ended: a deployment's replicas are refused creation",
     CREATE_REFUSED: "a controller says it cannot create the Pods of an object in scope (FailedCreate, RenderFailed)",
+    SETTING_IN_FLIGHT: "the Setting's spec.value asks for a value its status.value does not report: not settled",
 }
 
 
@@ -266,6 +268,19 @@ def ended(outcome: str, text: str) -> Reason:
     return Reason(WAIT + outcome, "Rollout", "rollout", None, text, "", True)
 
 
+def in_flight(report) -> tuple[Reason, ...]:
+    """The Setting in flight (judge/setting.py in_flight), a reason that fails verify until its
+    spec.value and status.value agree: no replica is settled before the operator takes it in."""
+    from kubectl_kvcache.judge import setting as setting_mod
+    from kubectl_kvcache.operator import api
+
+    flight = getattr(report, "in_flight", None)
+    if flight is None:
+        return ()
+    return (Reason(SETTING_IN_FLIGHT, "Setting", api.SETTING_NAME, api.SETTING_NAMESPACE,
+                   setting_mod.in_flight_message(flight), setting_mod.IN_FLIGHT_FIX),)
+
+
 # -- the four commands -------------------------------------------------------------------------
 
 def verify(report, fail_on=(), reasons: tuple[Reason, ...] = ()) -> Verdict:
@@ -291,7 +306,7 @@ def verify(report, fail_on=(), reasons: tuple[Reason, ...] = ()) -> Verdict:
     for index, item in enumerate(getattr(report, "suppressed", ()) or ()):
         where = item.policy.where if item.policy is not None else "the policy"
         found.append(Decision("suppressed", index, PASSED, item.status, f"ignored by the policy: {where}"))
-    return Verdict("verify", failing, tuple(found), tuple(reasons))
+    return Verdict("verify", failing, tuple(found), tuple(reasons) + in_flight(report))
 
 
 def _ok_why(item, reason) -> str:
@@ -433,5 +448,5 @@ def wait(report, outcome: str, left=(), fail_on=(), waiting: bool = True, text: 
             code = item.status if item.status != judge.OK else (judge.ok_failure(item) or judge.ROLLING)
             found.append(Decision("items", index, FAILED, code, f"not done when the wait ended: {item.progress}"))
     reasons = () if outcome == rollout.COMPLETE else (ended(outcome, text or REASON_MEANINGS.get(
-        WAIT + outcome, f"--wait ended: {outcome}")),)
+        WAIT + outcome, f"--wait ended: {outcome}")),) + in_flight(report)
     return Verdict("verify", (), tuple(found), reasons)

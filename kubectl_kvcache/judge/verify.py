@@ -22,7 +22,8 @@ CRASH_LOOP = "CrashLoopBackOff"
 # How a replica stands in the rollout (verify's per-deployment line, `verify --wait`):
 DONE = "done"                   # runs the expected value: OK, running, ready (as far as reported), not terminating
 CRASHING = "crash-looping"      # the engine container is in CrashLoopBackOff, or REJECTED and exited with code 2
-TO_ROLL = "to-roll"             # not rolled (MISSING), Pending, not ready, or an old replica terminating
+TO_ROLL = "to-roll"             # not rolled (MISSING), Pending, not ready, an old replica terminating, or
+                                # judged while the Setting is in flight (UNKNOWN, cause `setting`)
 NOT_CREATED = "not-created"     # NO-POD: a replica the role declares that has no Pod (not created, or being replaced)
 STUCK = "stuck"                 # MISMATCH, UNKNOWN, REJECTED not crashed yet, a take-over role: rolling won't fix it
 PROGRESSES = (DONE, CRASHING, TO_ROLL, NOT_CREATED, STUCK)
@@ -149,6 +150,8 @@ class Item(Record):
             return DONE if running and not self.stale else TO_ROLL
         if self.status in (MISSING, WILL_REJECT) and not self.takeover:
             return TO_ROLL
+        if in_flight_only(self):
+            return TO_ROLL      # the Setting in flight: the operator rolls it once it takes the change in
         return STUCK
 
 
@@ -221,12 +224,12 @@ class DeploymentProgress(Record):
 
 class Report(Record):
     __slots__ = ("setting_value", "setting_source", "items", "deployments", "accounted", "suppressed", "policy",
-                 "verdict")
+                 "verdict", "in_flight")
     __hash__ = None     # mutable
 
     def __init__(self, setting_value: bool, setting_source: str, items: list[Item],
                  deployments: list[DeploymentProgress] | None = None, accounted: bool = True,
-                 suppressed: list[Item] | None = None, policy=None, verdict=None):
+                 suppressed: list[Item] | None = None, policy=None, verdict=None, in_flight=None):
         self.setting_value = setting_value
         self.setting_source = setting_source
         self.items = items
@@ -235,6 +238,7 @@ class Report(Record):
         self.suppressed = [] if suppressed is None else suppressed  # replicas a policy ignored (judge/policy.py)
         self.policy = policy        # judge.policy.Applied: the policy in force and what it changed (None: none)
         self.verdict = verdict      # judge.verdict.Verdict: what fails the run, decided once (None: not yet)
+        self.in_flight = in_flight  # judge.setting.InFlight: the Setting's spec.value not taken in (None: settled)
 
     def summary(self):
         counts = {"total": len(self.items)}
@@ -250,7 +254,8 @@ class Report(Record):
                 return [i.to_dict() for i in items]
             return [i.to_dict() | verdict.of(where, n).to_dict() for n, i in enumerate(items)]
 
-        return {"setting": {"value": self.setting_value, "source": self.setting_source},
+        return {"setting": {"value": self.setting_value, "source": self.setting_source} | (
+                    {"inFlight": self.in_flight.to_dict()} if self.in_flight is not None else {}),
                 "items": rows("items", self.items),
                 "summary": self.summary(),
                 "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None} | (
@@ -403,6 +408,43 @@ NOT_SERVED_REASON = ("the cluster does not serve the Setting's API group yet (be
 
 def judge_candidate(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
                     off_reason=OFF_REASON) -> Item:
+    """One engine container judged with the Setting as the operator acts on it (`setting_on`, from
+    status.value). While the Setting is in flight (judge/setting.py in_flight: spec.value asks for
+    another value) it is judged with the value asked for too: a row whose verdict or expected value
+    the two differ on is not settled and says UNKNOWN (cause `setting`), with both verdicts; a
+    REJECTED Pod stays REJECTED (its engine exits on its argv whatever is expected)."""
+    item = _settled(cand, snapshot, setting_on, predictor, off_reason)
+    flight = setting_mod.in_flight(snapshot.setting) if off_reason != NOT_SERVED_REASON else None
+    if flight is None or flight.asked == setting_on or item.status == UNKNOWN:
+        return item
+    asked = _settled(cand, snapshot, flight.asked, predictor, off_reason)
+    note = setting_mod.in_flight_message(flight)
+    if item.status == REJECTED or (item.status, item.expected) == (asked.status, asked.expected):
+        item.reason += f"; {note}"
+        return item
+    now, then = _verdict_words(item), _verdict_words(asked)
+    item.reason = (f"{note}: judged with status.value it is {now}, with spec.value it would be {then}; not "
+                   f"settled until the operator takes the change in")
+    item.status, item.expected, item.stale = UNKNOWN, None, None
+    item.cause = model.Cause("setting", f"Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} spec.value "
+                                        f"{flight.spec_value!r}, status.value {flight.status_value!r}")
+    item.fix, item.recover = setting_mod.IN_FLIGHT_FIX, False
+    return item
+
+
+def in_flight_only(item: Item) -> bool:
+    """UNKNOWN only because the Setting is in flight (cause `setting`): what the engine runs with
+    (`effective`) is known; what it should run with is not settled."""
+    return item.status == UNKNOWN and item.cause is not None and item.cause.code == "setting"
+
+
+def _verdict_words(item: Item) -> str:
+    expected = "nothing expected" if item.expected is None else f"expected {item.expected!r}"
+    return f"{item.status} ({expected})"
+
+
+def _settled(cand: Candidate, snapshot: records.Snapshot, setting_on: bool, predictor=predict,
+             off_reason=OFF_REASON) -> Item:
     item = _judge(cand, snapshot, setting_on, predictor, off_reason)
     # Before the upgrade (the Setting's API not served) the release running renders no dtype, and
     # what else it renders is not modelled here: whether a Pod is of its current render is not told.
@@ -898,7 +940,13 @@ def verify(snapshot: records.Snapshot, account: bool = True, predictor=None, rol
     progress = []
     if account:
         items, progress = account_replicas(snapshot, items, on, roles)
-    return Report(on, snapshot.setting.source if snapshot.setting else "default", items, progress, account)
+    return Report(on, snapshot.setting.source if snapshot.setting else "default", items, progress, account,
+                  in_flight=in_flight(snapshot))
+
+
+def in_flight(snapshot):
+    """The Setting in flight as verify reads it (judge/setting.py in_flight); None before the upgrade."""
+    return None if _not_served(snapshot) else setting_mod.in_flight(snapshot.setting)
 
 
 MAX_NO_POD_ROWS = 100     # NO-POD rows per role; beyond, the last row stands for the rest
@@ -919,9 +967,12 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
     deployments = sorted((md for md in snapshot.deployments.values()
                           if md.kv_cache and records.in_namespace(md.namespace, snapshot.namespace)),
                          key=lambda d: (d.namespace, d.name))
+    flight = in_flight(snapshot)
+    moving = flight is not None and flight.asked != on     # the Setting in flight: what a new Pod gets is not settled
     for md in deployments:
         binding = snapshot.bindings.get((md.namespace, md.binding)) if md.binding else None
         expected = binding.dtype if (binding and on) else None
+        unsettled = moving and expected != (binding.dtype if (binding and flight.asked) else None)
         unbound = bool(md.binding) and binding is None
         roles, rows = [], []
         refused = refusal(snapshot, md) or spec_refusal(
@@ -945,12 +996,15 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                          f"replica {slot + 1} of {desired}")
                 extra.append(Item(md.namespace, None, api.ENGINE_CONTAINER,
                                   {"kind": "ModelDeployment", "name": md.name}, role.name,
-                                  model.normalise_engine(md.engine), release, md.binding, expected, None,
+                                  model.normalise_engine(md.engine), release, md.binding,
+                                  None if unsettled else expected, None,
                                   NO_POD, f"{which} (spec.roles[{index}].replicas) {'have' if last else 'has'} no "
                                           f"Pod: {len(live)} exist{'s' if len(live) == 1 else ''}" + reported
                                           + (f"; its Binding {md.binding} {snapshot.absent(md.namespace)}"
                                              if unbound else "")
-                                          + (f"; {refused_lead(refused)}: {refused.said}" if refused else ""),
+                                          + (f"; {refused_lead(refused)}: {refused.said}" if refused else "")
+                                          + (f"; {setting_mod.in_flight_message(flight)}: what it is rendered with "
+                                             f"is not settled" if unsettled else ""),
                                   takeover=bool(role.command), slot=slot, version_source=release_source,
                                   fix=fixes.missing_binding_fix(md.namespace, md.binding, True) if unbound else
                                   refused_fix(md, refused) if refused else

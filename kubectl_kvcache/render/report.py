@@ -306,11 +306,14 @@ def _suite(context, namespace):
     return f"{context}/{where}" if context else where
 
 
-def _setting_text(on, source):
+def _setting_text(on, source, in_flight=None):
     where = {"cluster": "read from the cluster", "flag": "assumed with --assume-setting, not read",
              "assumed": "not in the input: the operator's default", "default": "the Setting does not exist: "
              "the operator's default", "file": "read from the input"}.get(source, source)
     word = "on" if on else ("off" if on is not None else "unreadable")
+    if in_flight:       # judge/setting.InFlight.to_dict(): spec.value asks another value, not taken in
+        return (f"{word} as status.value reports it ({where}); in flight: spec.value asks "
+                f"{in_flight['asks']!r}, not taken in yet")
     return f"{word} ({where})"
 
 
@@ -329,7 +332,9 @@ def _verify(report, subject, verdict):
     policy = [("Policy", report.policy.text(), ())] if getattr(report, "policy", None) is not None else []
     fails_on = ", ".join(s for s in judge.STATUSES if s in failing) if failing else \
         "a replica not done when the wait ended (--wait: the rollout decides)"
-    facts = [("Setting", _setting_text(report.setting_value, report.setting_source), ()),
+    flight = getattr(report, "in_flight", None)
+    facts = [("Setting", _setting_text(report.setting_value, report.setting_source,
+                                       flight.to_dict() if flight is not None else None), ()),
              ("Engine releases", "" if releases else "none", tuple(releases)),
              ("Judged", f"{len(judged)} engine {'replica' if len(judged) == 1 else 'replicas'}"
                         + (" in" if judged else ""), _seen(i.namespace for i in judged))] + policy + [
@@ -457,7 +462,7 @@ def _check_facts(report):
     releases = sorted({view.engine_label(e) for b in report.bindings for e in b.engines()}
                       | {view.engine_label(r.engine) for r in report.roles if r.engine})
     checked = report.checked
-    return [("Setting", _setting_text(s.get("on"), s.get("source")), ()),
+    return [("Setting", _setting_text(s.get("on"), s.get("source"), s.get("inFlight")), ()),
             ("Engine releases", "" if releases else "none", tuple(releases)),
             ("Judged", f"{checked.get('bindings', 0)} KVCachePoolBindings, {checked.get('deployments', 0)} "
                        f"pool-attached ModelDeployments, {checked.get('optIns', 0)} injection opt-ins", ())]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from kubectl_kvcache.judge.setting import (UNREADABLE_MEANS, BlastRadius, WORD, action_for, effective_value,
-                                           pending_value)
+from kubectl_kvcache.judge.setting import (IN_FLIGHT_FIX, UNREADABLE_MEANS, BlastRadius, WORD, action_for,
+                                           effective_value, in_flight, in_flight_message)
 from kubectl_kvcache.render.core import Column, View, line
 from kubectl_kvcache.operator.api import SETTING_NAME, SETTING_NAMESPACE
 from kubectl_kvcache.operator.records import Setting
@@ -48,6 +48,7 @@ def status_view(setting: Setting) -> dict:
     """The stable `SettingStatus` shape of `setting status -o json|yaml`."""
     value = effective_value(setting)
     raw = setting.status_value
+    flight = in_flight(setting)
     return {
         "name": SETTING_NAME,
         "namespace": SETTING_NAMESPACE,
@@ -59,7 +60,9 @@ def status_view(setting: Setting) -> dict:
         "meaning": MEANING[value] if value is not None else
         f"unreadable: {raw!r} is not a value strconv.ParseBool reads (1 t T TRUE true True 0 f F FALSE false "
         f"False); {UNREADABLE_MEANS}",
-    }
+    } | ({"specValue": setting.spec_value, "inFlight": flight.to_dict() | {"message": in_flight_message(flight),
+                                                                          "fix": IN_FLIGHT_FIX}}
+         if flight is not None else {})
 
 
 def _shown(value: bool | None, raw: str | None) -> str:
@@ -72,7 +75,9 @@ def _shown(value: bool | None, raw: str | None) -> str:
 # `setting status` as a view: one row (one per context with --contexts); its structured form is
 # status_view's, stamped `SettingStatus`.
 VIEW = View(
-    columns=(Column("value", lambda s: _shown(s["value"], s["raw"])), Column("source", lambda s: s["source"]),
+    columns=(Column("value", lambda s: _shown(s["value"], s["raw"]) + (
+                 f"; in flight: spec.value asks {s['inFlight']['asks']!r}" if "inFlight" in s else "")),
+             Column("source", lambda s: s["source"]),
              Column("editable", lambda s: {True: "yes", False: "no"}.get(s["editable"], "unknown"))),
     wide=(Column("description", lambda s: s["description"]), Column("meaning", lambda s: s["meaning"])),
     rows=lambda status: [status], to_dict=lambda status: status, empty="Settings", kind="SettingStatus",
@@ -94,10 +99,9 @@ def status_lines(setting: Setting) -> tuple[str, ...]:
              f"  editable:    {editable}",
              f"  description: {view['description'] or '(none)'}",
              f"  meaning:     {view['meaning']}"]
-    pending = pending_value(setting)
-    if pending is not None:
-        lines.append(f"  pending:     spec.value {setting.spec_value!r} asks for {action_for(pending)}; the "
-                     f"operator has not reported it in status.value yet (it caches values for about 30 s)")
+    if "inFlight" in view:
+        lines.append(f"  in flight:   {view['inFlight']['message']}")
+        lines.append(f"  until then:  {view['inFlight']['fix']}")
     return tuple(lines)
 
 
@@ -161,11 +165,25 @@ def reported(now: Setting, want: bool, out):
         line(out, f"status.value reports {now.status_value or 'unset'} ({action_for(want)}); {WEBHOOK_NOTE}.")
     else:
         line(out, f"status.value still reports {now.status_value or 'unset (default true)'}: the operator has not "
-              f"acted on it yet; {WEBHOOK_NOTE}. Pass --wait to wait for it.")
+              f"acted on it yet; {WEBHOOK_NOTE}. Until it does the Setting is in flight: verify and check exit 1. "
+              f"Pass --wait to wait for it.")
 
 
-def undo(command: str, out):
+def undo(command: str, out, refusing=None, unread: str = ""):
+    """The undo command; when it needs --force (judge/gate.on_flags), why: the gate's refusal now
+    (`refusing`, a Gate) or a check that could not run (`unread`)."""
     line(out, f"To undo: {command}")
+    if refusing is not None:
+        codes: dict[str, int] = {}
+        for f in refusing.caused:
+            codes[f.code] = codes.get(f.code, 0) + 1
+        listed = ", ".join(f"{n} {c}" for c, n in codes.items())
+        line(out, f"  (--force: without it `setting on` refuses now, because turning it on causes "
+                  f"{_errors(len(refusing.caused))} check -A finds ({listed}); once they are fixed "
+                  f"(kubectl kvcache check -A -o wide lists each with its fix), it is accepted without --force)")
+    elif unread:
+        line(out, f"  (--force: `setting on` first runs check -A, which could not run here ({unread}); without "
+                  f"--force it refuses)")
 
 
 # -- the gate on `on` (setting on, recover's last step) -------------------------------------

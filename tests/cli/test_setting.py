@@ -64,10 +64,12 @@ def test_status_view_has_the_stable_shape():
                     "source": "cluster", "editable": False, "description": "d", "meaning": setting_view.MEANING[False]}
 
 
-def test_status_lines_show_a_pending_spec_value():
+def test_status_lines_show_a_setting_in_flight():
     lines = setting_view.status_lines(_record("true", spec_value="0"))
-    assert any("pending" in line and "off" in line for line in lines)
-    assert not any("pending" in line for line in setting_view.status_lines(_record("true", spec_value="T")))
+    flight = next(line for line in lines if line.lstrip().startswith("in flight:"))
+    assert "spec.value asks '0' (off)" in flight and "status.value reports 'true' (on)" in flight
+    assert any("kubectl kvcache setting status" in line and "--wait" in line for line in lines)
+    assert not any("in flight" in line for line in setting_view.status_lines(_record("true", spec_value="T")))
 
 
 # -- pure: decide, patch, blast radius, reverse command -----------------------------------------
@@ -255,10 +257,12 @@ def test_blast_radius_lists_cluster_wide_and_paged(run):
     api = _cluster_api()
     code, out, _ = run(api, ["setting", "off", "--yes", "--chunk-size", "1"])
     assert code == 0
-    md_pages = [c for c in api.calls if c.path.endswith("/modeldeployments")]
+    patched = next(n for n, c in enumerate(api.calls) if c.method == "PATCH")
+    before = api.calls[:patched]        # after it, the undo's gate reads check -A (paged the same)
+    md_pages = [c for c in before if c.path.endswith("/modeldeployments")]
     assert len(md_pages) == 4 and all(c.query["limit"] == "1" for c in md_pages)
     assert [c.path for c in md_pages][0] == f"/apis/{GROUP}/{VERSION}/modeldeployments"
-    pod_lists = [c for c in api.calls if c.path == "/api/v1/pods"]
+    pod_lists = [c for c in before if c.path == "/api/v1/pods"]
     assert {c.query["labelSelector"] for c in pod_lists} == {"kvcache.gpustack.ai/inject=true"}
     assert "3 pool-attached ModelDeployments (5 replicas) in 2 namespaces" in out
 

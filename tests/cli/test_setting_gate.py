@@ -49,7 +49,53 @@ def test_off_is_never_gated(run):
     code, out, err = run(api, ["setting", "off", "--yes"])
     assert code == 0, err
     assert "Before turning it on" not in out and len(api.patches) == 1
-    assert not [c for c in api.calls if c.path.endswith("kvcachepoolbindings")]
+    patched = next(n for n, c in enumerate(api.calls) if c.method == "PATCH")
+    assert not [c for c in api.calls[:patched] if c.path.endswith("kvcachepoolbindings")]    # nothing judged first
+
+
+def _undo(out):
+    """The undo command `setting off` printed, as argv (without `kubectl kvcache`)."""
+    line = next(x for x in out.splitlines() if x.startswith("To undo: "))
+    argv = line[len("To undo: "):].split()
+    assert argv[:2] == ["kubectl", "kvcache"], line
+    return argv[2:]
+
+
+def test_the_undo_of_off_is_accepted_where_the_gate_refuses_on(run):
+    """Issue 48 item 5: `setting off` because a Binding's spelling is rejected; its undo hint, run
+    as printed, is accepted (the gate refuses plain `setting on` there), and says why --force."""
+    api = ts._cluster_api(bindings=[ts._binding("a", "b1", "bf16")], operator="at-once")
+    code, out, err = run(api, ["setting", "off", "--yes"])
+    assert code == 0, err
+    argv = _undo(out)
+    assert argv == ["setting", "on", "--yes", "--force"], out
+    assert "without it `setting on` refuses now" in out and "1 binding-dtype-rejected" in out
+    code, _, err = run(api, ["setting", "on", "--yes"])           # the hint without --force: refused
+    assert code == 1 and "refusing to turn the Setting on" in err
+    code, out, err = run(api, argv)                                # the hint as printed: accepted
+    assert code == 0, err
+    assert api.setting["spec"]["value"] == "true"
+
+
+def test_the_undo_of_off_on_a_clean_cluster_needs_no_force(run):
+    api = ts._cluster_api(operator="at-once")
+    code, out, err = run(api, ["setting", "off", "--yes"])
+    assert code == 0, err
+    argv = _undo(out)
+    assert argv == ["setting", "on", "--yes"] and "--force" not in out
+    code, _, err = run(api, argv)
+    assert code == 0, err
+
+
+def test_the_undo_of_off_when_the_gate_cannot_run_names_force(run):
+    api = ts._cluster_api(forbidden={("GET", "kvcachepoolbindings")}, operator="at-once")
+    code, out, err = run(api, ["setting", "off", "--yes"])
+    assert code == 0, err
+    assert _undo(out) == ["setting", "on", "--yes", "--force"] and "could not run here" in out
+    code, _, _ = run(api, ["setting", "on", "--yes"])
+    assert code == 2
+    code, _, err = run(api, _undo(out))
+    assert code == 0, err
 
 
 def test_a_clean_cluster_passes_the_gate(run):

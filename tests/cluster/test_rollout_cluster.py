@@ -469,6 +469,8 @@ def test_watch_judges_a_binding_created_later_and_the_setting_turned_off(cluster
         assert (again["EXPECTED"], again["STATUS"]) == ("fp8", "OK"), again
         set_setting(cluster, "false")
         off = cells(header, lines.until("out", row("chat-server-0")))
+        if off["STATUS"] == "UNKNOWN":      # spec.value is written before status.value: in flight meanwhile (issue 48)
+            off = cells(header, lines.until("out", row("chat-server-0")))
         assert (off["EXPECTED"], off["EFFECTIVE"], off["STATUS"]) == ("<none>", "fp8", "OK"), off
     finally:
         set_setting(cluster, "true")

@@ -37,7 +37,7 @@ events = st.one_of(
     st.tuples(st.just("delmd"), st.sampled_from(["a", "b", "c"])),
     st.tuples(st.just("binding"), st.tuples(st.sampled_from(list(BINDINGS)), st.sampled_from(["fp8", "bf16", None]))),
     st.tuples(st.just("delbinding"), st.sampled_from(list(BINDINGS))),
-    st.tuples(st.just("setting"), st.sampled_from(["true", "false", None])),
+    st.tuples(st.just("setting"), st.sampled_from(["true", "false", None, ("false", "true"), ("true", "false")])),
     st.tuples(st.just("injected"), st.tuples(st.integers(0, 1), st.sampled_from(["b1", "b2"]))),
 )
 
@@ -78,7 +78,8 @@ def judge_event(objects, event):
         if arg is None:
             objects.pop(("S", ""), None)
             return (live.SETTING, None, records.default_setting())
-        obj = objects[("S", "")] = o.setting(arg)
+        status, spec = arg if isinstance(arg, tuple) else (arg, None)     # (status, spec): in flight (issue 48)
+        obj = objects[("S", "")] = o.setting(status, spec_value=spec)
         return (live.SETTING, None, decode.setting_record(obj, "file"))   # as snapshot_of reads it
     n, binding = arg
     name = f"injected-{n}"
@@ -183,4 +184,18 @@ def test_a_batch_judges_only_the_pods_it_touches(monkeypatch):
     assert sorted(judged) == sorted(f"m{d}-server-{n}" for d in range(5) for n in range(10))
     judged.clear()
     assert judge.apply([judge_event(objects, ("setting", "true"))]) == [] and judged == []
+    same(judge.report(), verify.verify(snapshot(objects)))
+
+
+def test_a_setting_in_flight_rejudges_every_row_and_back():
+    """Only spec.value moves (status.value still true): every row is judged again, with both values."""
+    objects = start_objects()
+    judge = live.LiveJudge(snapshot(objects))
+    changed = judge.apply([judge_event(objects, ("setting", ("true", "false")))])
+    assert changed and judge.report().in_flight is not None
+    row, = [i for i in judge.report().items if i.pod == "a-server-0"]
+    assert row.status == verify.UNKNOWN and row.cause.code == "setting"
+    same(judge.report(), verify.verify(snapshot(objects)))
+    judge.apply([judge_event(objects, ("setting", "false"))])
+    assert judge.report().in_flight is None
     same(judge.report(), verify.verify(snapshot(objects)))

@@ -24,7 +24,9 @@ def add(sub, commands):
     st = commands[(NAME, "status")] = ssub.add_parser(
         "status", help="the Setting's current value", description=flags.wrap(
             "The Setting's value (status.value; unset reads true), whether it is editable, its description and "
-            "what it means. Exit 1 when status.value is not a value the operator accepts."),
+            "what it means. Exit 1 when status.value is not a value the operator accepts, or while the Setting "
+            "is in flight: spec.value asks for a value status.value does not report (the operator has not taken "
+            "it in)."),
         epilog=flags.examples(("setting status", "setting status -o json")),
         formatter_class=flags.HelpFormatter)
     flags.output_flag(st, NAME, "table: the lines a person reads", text=True)

@@ -53,7 +53,7 @@ def _nothing(options: CheckOptions, report) -> bool:
 
 def select(report, snapshot, selector):
     """-l: keep what is about the objects verify's -l selects too. Everything in scope was read and
-    judged (a Binding's verdict needs all its users); the Setting's finding always stays. An
+    judged (a Binding's verdict needs all its users); the Setting's findings always stay. An
     object is selected when its labels match; a ModelDeployment also when one of its Pods' labels
     match (verify selects Pods: their app.kubernetes.io/instance is the deployment's name)."""
     if not selector:
@@ -78,7 +78,7 @@ def select(report, snapshot, selector):
 
     return checks.Report(
         report.setting,
-        [f for f in report.findings if f.code == "setting" or picked(f.kind, f.namespace, f.name)],
+        [f for f in report.findings if f.kind == "Setting" or picked(f.kind, f.namespace, f.name)],
         [e for e in report.bindings if picked("KVCachePoolBinding", e.namespace, e.name)],
         [e for e in report.roles if picked("ModelDeployment", e.namespace, e.deployment)],
         report.checked if chosen else {key: 0 for key in report.checked})     # -l chose nothing: nothing checked

@@ -75,6 +75,8 @@ def run_status(client, options: SettingOptions, io) -> int:
         render.note(io.stderr, f"status.value {record.status_value!r} is not a value strconv.ParseBool reads: "
                                f"{st.UNREADABLE_MEANS}")
         return exitcodes.FINDINGS
+    if st.in_flight(record) is not None:      # not settled: exit 1 until spec and status agree
+        return exitcodes.FINDINGS
     return exitcodes.OK
 
 
@@ -165,7 +167,7 @@ def gate(client, options: SettingOptions, io) -> bool:
     if verdict.passes:
         return True
     n = len(verdict.caused)
-    if options.force:
+    if verdict.accepts(options.force):
         render.note(io.stderr, f"--force: turning the Setting on despite {n} error finding{'s' if n != 1 else ''}")
         return True
     render.error(io.stderr, view.refusal(verdict, "fix them, or pass --force; nothing was changed"))
@@ -271,14 +273,14 @@ def _report(client, path, patched, before, options, io, want, sleep, clock):
             now = wait_for(client, path, want, options.timeout, sleep, clock)
         except WaitTimedOut as exc:     # the patch went in, the wait did not see it: a finding (1), as verify --wait
             render.error(io.stderr, str(exc))
-            view.undo(reverse_command(not want, options.connection, options.field_manager), io.stdout)
+            undo(client, options, io, want)
             return exitcodes.FINDINGS
         except KeyboardInterrupt:       # the patch is applied whatever the wait saw: say so before "interrupted"
             render.note(io.stderr, f"spec.value is patched to {st.WORD[want]!r}; status.value had not reported "
                                    f"it yet: check it with 'kubectl kvcache setting status'")
             raise
     view.reported(now, want, io.stdout)
-    view.undo(reverse_command(not want, options.connection, options.field_manager), io.stdout)
+    undo(client, options, io, want)
     if options.connection.token:
         render.note(io.stderr, f"the undo command reads the token from ${connection_flags.TOKEN_VARIABLE}")
     if options.connection.password:
@@ -315,9 +317,28 @@ def _seconds(timeout):
 
 # -- the command that undoes it ---------------------------------------------------------------
 
-def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIELD_MANAGER) -> str:
-    """`kubectl kvcache setting on|off --yes ...`: the shell command that restores `previous`."""
-    argv = ["kubectl", "kvcache", "setting", "on" if previous else "off", "--yes"]
+def undo(client, options: SettingOptions, io, want: bool):
+    """Print the command that undoes the change, one that will be accepted as it is printed. Undoing
+    `off` is `setting on`, which the gate refuses when turning it on causes errors (often the very
+    errors that called for `off`): the gate is judged now, as `setting on` would judge it, and
+    judge/gate.on_flags says what it needs. `setting off` is never gated."""
+    verdict, unread = None, ""
+    if not want:
+        try:
+            verdict, _ = read_gate(client, _connection(options).chunk_size, options.skip_workloads)
+        except PluginError as exc:
+            unread = str(exc)
+    from kubectl_kvcache.judge import gate as gates
+
+    extra = gates.on_flags(verdict) if not want else ()
+    view.undo(reverse_command(not want, _connection(options), options.field_manager, extra), io.stdout,
+              verdict if extra else None, unread if extra else "")
+
+
+def reverse_command(previous: bool, conn: Connection, field_manager=DEFAULT_FIELD_MANAGER, extra=()) -> str:
+    """`kubectl kvcache setting on|off --yes ...`: the shell command that restores `previous`;
+    `extra`: the flags it needs to be accepted (judge/gate.on_flags)."""
+    argv = ["kubectl", "kvcache", "setting", "on" if previous else "off", "--yes", *extra]
     if field_manager and field_manager != DEFAULT_FIELD_MANAGER:
         argv += ["--field-manager", field_manager]
     argv += connection_flags.connection_args(conn)
@@ -334,7 +355,7 @@ def view_of(options: SettingOptions):
 
 
 def failing(options: SettingOptions) -> tuple[str, ...]:
-    """An unreadable status.value fails the run (exit 1); nothing else does."""
+    """An unreadable status.value, or a Setting in flight (spec.value not taken in), fails the run (exit 1)."""
     return ("error",)
 
 
@@ -346,9 +367,12 @@ def read_context(options: SettingOptions, conn, trace):
     record = records.default_setting() if obj is None else decode.setting_record(obj, "cluster")
     notes: tuple[str, ...] = ()
     code = exitcodes.OK
+    flight = st.in_flight(record)
     if st.effective_value(record) is None:
         notes, code = (f"status.value {record.status_value!r} is not a value the operator accepts",), \
             exitcodes.FINDINGS
+    elif flight is not None:
+        notes, code = (st.in_flight_message(flight),), exitcodes.FINDINGS
     return Result(conn.context, view.status_view(record), code=code, notes=notes)
 
 

@@ -24,12 +24,12 @@ from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindi
 from kubectl_kvcache.judge.checks.newer_releases import check_newer_releases
 from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
 from kubectl_kvcache.judge.checks.findings import (BINDING_FAILURES, CODES, ROLE_CODES, ERROR, INFO, SEVERITIES, WARNING, Code,
-                                                   Finding, Report, finding)
+                                                   Finding, Report, caused_by_setting_on, finding)
 from kubectl_kvcache.judge.checks.injection import check_injection
 from kubectl_kvcache.judge.checks.recovery import check_recoveries
 from kubectl_kvcache.judge.checks.inputs import EnginePods, opt_ins
 from kubectl_kvcache.judge.checks.roles import RoleEntry, check_roles
-from kubectl_kvcache.judge.checks.setting import setting_finding, setting_state
+from kubectl_kvcache.judge.checks.setting import in_flight_finding, setting_finding, setting_state
 from kubectl_kvcache.engine import MINIMUM
 
 __all__ = ["BINDING_FAILURES", "ROLE_CODES", "BindingEntry", "CODES", "Code", "ERROR", "EngineAt", "Finding", "INFO", "MINIMUM",
@@ -66,9 +66,12 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
                              "the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "
                              "CronJobs were not read (--skip-workloads): their injection opt-ins are not checked",
                              "run check without --skip-workloads as a user who may list them"))
+    flight = in_flight_finding(snapshot.setting)
+    if flight is not None:
+        found.append(flight)
     found.sort(key=lambda f: (_RANK[f.severity], f.namespace or "", f.kind, f.name, f.code))
-    found.append(setting_finding(state, sum(1 for f in found if f.severity == ERROR),
-                                 any(b.rejected_by for b in bindings)))
+    found.append(setting_finding(state, len(caused_by_setting_on(found)),     # the gate's rule (judge/gate.py)
+                                 any(b.rejected_by for b in bindings), scoped=snapshot.namespace is not None))
     checked = {"bindings": sum(1 for b in bindings if b.binding), "deployments": len(deployments),
                "optIns": len(optins)}
     return Report(state, found, bindings, roles, checked)

@@ -67,9 +67,18 @@ CODES = {c.code: c for c in (
          "a recovery (recover --apply) stopped part-way: its record in the namespace is not finished",
          fails_bindings=True),
     Code("unchecked", WARNING, "any", "something the check needs is not in the input or not decidable"),
+    Code("setting-in-flight", ERROR, "Setting",
+         "the Setting's spec.value asks for a value its status.value does not report: the operator has not taken "
+         "the change in, so nothing judged with it is settled"),
     Code("setting", INFO, "Setting", "the Setting's current value"),
 )}
 BINDING_FAILURES = frozenset(c.code for c in CODES.values() if c.fails_bindings)
+
+
+def caused_by_setting_on(findings) -> list:
+    """The error findings turning the Setting on causes: the rule judge/gate.py refuses `setting on`
+    (and recover's last step) by, and the Setting finding words its fix with."""
+    return [f for f in findings if f.severity == ERROR and CODES[f.code].with_setting_on]
 ROLE_CODES = frozenset(c.code for c in CODES.values() if c.of_roles)
 
 

@@ -70,7 +70,8 @@ def _today_counts(cands, snapshot, on) -> dict[str, int]:
     predictor = CachedPredict()
     for cand in cands:
         item = verify.judge_candidate(cand, snapshot, on, predictor)
-        shown = item.status if item.status in (verify.REJECTED, verify.UNKNOWN) else (item.effective or "auto")
+        undecided = item.status == verify.UNKNOWN and not verify.in_flight_only(item)
+        shown = item.status if item.status == verify.REJECTED or undecided else (item.effective or "auto")
         counts[shown] = counts.get(shown, 0) + 1
     return counts
 
