@@ -13,10 +13,12 @@ import sys
 import pytest
 import yaml
 
+from kubectl_kvcache.render import formats
+
 from runcli import kvcache
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_verdict_matrix import said  # noqa: E402  (one reading of every format's verdict)
+from test_verdict_matrix import option, said  # noqa: E402  (one reading of every format's verdict)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
@@ -177,7 +179,7 @@ def _every_format():
 def test_a_chart_rendered_into_another_namespace_fails_every_gate_in_every_format(command, fmt):
     """The chart names `llm-prod`; the gate asked about `llm-staging`: nothing was read there.
     Every format's verdict is FAILED with exit code 1 (before: PASSED, exit 0)."""
-    code, out, err = kvcache(command, "-f", "-", "-n", NS, "-o", fmt, stdin=helm_template(rendered("llm-prod")))
+    code, out, err = kvcache(command, "-f", "-", "-n", NS, "-o", option(fmt), stdin=helm_template(rendered("llm-prod")))
     assert code == 1, (out, err)
     fails, named = said(fmt, out, err)
     assert fails and named in (None, 1), (fmt, out[:600], err)
@@ -189,7 +191,7 @@ def test_a_chart_rendered_into_another_namespace_fails_every_gate_in_every_forma
         data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
         assert [(r["code"], r["message"], r["fails"]) for r in data["verdict"]["reasons"]] == [
             ("nothing-found", message, True)]
-    elif fmt in ("table", "wide", "describe", "csv"):
+    elif fmt in ("table", "wide", "describe", "csv") or formats.get(fmt).kind == formats.LIST:   # stderr's line
         assert f"verdict: FAILED (exit code 1): {message}" in err.splitlines()
     else:
         assert message in out

@@ -26,7 +26,7 @@ def _matrix():
 
 
 _M = _matrix()
-ROOT, run, said = _M.ROOT, _M.run, _M.said
+ROOT, run, said, option = _M.ROOT, _M.run, _M.said, _M.option
 
 EXAMPLE = os.path.join(ROOT, "examples", "cluster.json")
 QWEN = ["-n", "llm-prod", "-l", "app.kubernetes.io/instance=qwen-chat"]      # 2 replicas, OK with it on
@@ -61,7 +61,7 @@ def test_the_settled_dump_passes(tmp_path):
 
 @pytest.mark.parametrize("fmt", formats.offered("verify"))
 def test_verify_fails_in_every_format_while_the_setting_is_in_flight(tmp_path, fmt):
-    code, out, err = run(["verify", "-f", _dump(tmp_path, "false")] + QWEN + ["-o", fmt])
+    code, out, err = run(["verify", "-f", _dump(tmp_path, "false")] + QWEN + ["-o", option(fmt)])
     assert code == 1, err
     fails, named = said(fmt, out, err)
     assert fails and named in (None, 1)
@@ -98,7 +98,7 @@ def test_verify_fails_whatever_fail_on_tolerates(tmp_path):
 
 @pytest.mark.parametrize("fmt", formats.offered("check"))
 def test_check_fails_in_every_format_while_the_setting_is_in_flight(tmp_path, fmt):
-    code, out, err = run(["check", "-f", _dump(tmp_path, "false")] + QWEN + ["-o", fmt])
+    code, out, err = run(["check", "-f", _dump(tmp_path, "false")] + QWEN + ["-o", option(fmt)])
     assert code == 1, err
     fails, named = said(fmt, out, err)
     assert fails and named in (None, 1)

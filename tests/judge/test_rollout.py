@@ -522,7 +522,9 @@ def test_watch_rows_say_when_they_were_seen_and_json_is_a_watch_event_a_line(tmp
         assert [(e["type"], e["time"]) for e in events] == [("ADDED", "2025-12-29T09:20:00Z"),
                                                             ("MODIFIED", "2025-12-29T09:20:42Z"),
                                                             ("DELETED", "2025-12-29T09:20:43Z")]
-        assert events[1]["object"] == second.items[0].to_dict()
+        row = second.items[0].to_dict()        # named as -o json's items are (render/kubeobject.py)
+        assert events[1]["object"] == {"apiVersion": "v1", "kind": "Pod",
+                                       "metadata": {"name": row["pod"], "namespace": row["namespace"]}, **row}
 
 
 @pytest.mark.parametrize("written, last, refused", [

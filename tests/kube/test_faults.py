@@ -44,6 +44,18 @@ def one_error_line(err):
     return lines[0]
 
 
+def read_all_found_nothing(code, err, out=None):
+    """Every list answered, empty: the plugin did its job and says nothing was verified (issue 48:
+    a scope with nothing in it is the nothing-found reason, exit 1, never a pass); `out`: the
+    -o json document that says it instead of the verdict line."""
+    assert code == 1 and "Traceback" not in err, err
+    if out is not None:
+        assert [r["code"] for r in json.loads(out)["verdict"]["reasons"]] == ["nothing-found"], out
+        return
+    last = err.rstrip().splitlines()[-1]
+    assert last.startswith("verdict: FAILED (exit code 1): no ") and last.endswith("nothing was verified there"), err
+
+
 def lists_empty(req):
     return 200, {}, EMPTY_LIST
 
@@ -53,7 +65,7 @@ def lists_empty(req):
 def test_user_agent_names_the_plugin_and_its_version(fake_server):
     fake = fake_server(lists_empty)
     code, out, err = run(fake, "verify")
-    assert code == 0, err
+    read_all_found_nothing(code, err)
     agents = {r["headers"].get("User-Agent") for r in fake.requests}
     assert agents == {f"kubectl-kvcache/{__version__}"}
 
@@ -63,7 +75,7 @@ def test_no_credentials_over_plain_http_as_client_go(fake_server):
     plain-http connection."""
     fake = fake_server(lists_empty)
     code, _, err = run(fake, "verify")
-    assert code == 0, err
+    read_all_found_nothing(code, err)
     assert all("Authorization" not in r["headers"] for r in fake.requests)
 
 
@@ -139,7 +151,7 @@ def test_429_and_503_are_retried_as_retry_after_says(fake_server):
     t0 = time.monotonic()
     code, out, err = run(fake, "verify")
     took = time.monotonic() - t0
-    assert code == 0, err
+    read_all_found_nothing(code, err)
     assert 1.0 <= took < 5, took       # waited the one second asked, not more
     pod_lists = [r for r in fake.requests if r["path"].endswith("/pods")]
     assert len(pod_lists) == 4         # two selectors, one of them answered twice with a retry
@@ -239,7 +251,7 @@ def test_a_slow_but_timely_body_is_read_whole(fake_server):
         return 200, {}, EMPTY_LIST
     fake = fake_server(route)
     code, out, err = run(fake, "verify", "--request-timeout", "5s")
-    assert code == 0, err
+    read_all_found_nothing(code, err)
 
 
 # -- lists that never end --------------------------------------------------------------------------
@@ -360,7 +372,7 @@ def test_a_500_with_retry_after_is_retried_too(fake_server):
         return 200, {}, EMPTY_LIST
     fake = fake_server(route)
     code, out, err = run(fake, "verify")
-    assert code == 0, err
+    read_all_found_nothing(code, err)
     assert answers["n"] == 2
 
 
@@ -368,9 +380,9 @@ def test_a_kept_alive_connection_the_server_closed_is_replaced_once(fake_server)
     fake = fake_server(lists_empty)
     fake.hang_up = True
     code, out, err = run(fake, "verify", "--chunk-size", "1")
-    assert code == 0, err
+    read_all_found_nothing(code, err)
     code, out, err = run(fake, "check")
-    assert code == 0, err
+    read_all_found_nothing(code, err)
 
 
 def test_an_unreachable_server_is_one_line_naming_it(tmp_path):
@@ -464,7 +476,7 @@ def test_a_refusal_met_while_loading_ahead_is_the_commands_one_error_line(fake_s
 def test_the_snapshot_loaded_ahead_is_the_one_judged_and_each_list_is_asked_for_once(fake_server):
     fake = fake_server(lists_empty)
     p = run_command_line(fake, "verify", "-n", "llm-prod", "-o", "json")
-    assert p.returncode == 0, p.stderr
+    read_all_found_nothing(p.returncode, p.stderr, p.stdout)
     assert json.loads(p.stdout)["items"] == []
     lists = [r["path"] for r in fake.requests if r["path"].endswith(("/pods", "/modeldeployments",
                                                                       "/kvcachepoolbindings"))]
