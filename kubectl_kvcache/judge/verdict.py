@@ -417,8 +417,24 @@ _CHECK_VIEWS = {"check": lambda report, strict, reasons: check(report, strict, r
                 "roles": lambda report, strict, reasons: roles(report, reasons)}
 
 
+# findings about the state of the whole scope, not about a row bindings or roles lists: those two
+# views fail on them as run reasons (check fails on them as the error findings they are), so no
+# view of the judgement passes while the Setting is in flight or a recovery stopped part-way
+SCOPE_STATE = (SETTING_IN_FLIGHT, RECOVERY)
+
+
+def _scope_state(view: str, report) -> tuple[Reason, ...]:
+    from kubectl_kvcache.judge import checks
+
+    counted = checks.BINDING_FAILURES if view == "bindings" else frozenset()   # failing there already
+    return tuple(Reason(f.code, f.kind, f.name, f.namespace, f.message, f.fix or "", True)
+                 for f in report.findings if f.code in SCOPE_STATE and f.code not in counted)
+
+
 def of_check_view(view: str, report, strict: bool = False, reasons: tuple[Reason, ...] = ()) -> Verdict:
     """The verdict of one of check's three views (check, bindings, roles) of one judgement."""
+    if view != "check":
+        reasons = tuple(reasons) + _scope_state(view, report)
     return _CHECK_VIEWS[view](report, strict, reasons)
 
 

@@ -216,3 +216,25 @@ def test_a_replica_without_a_pod_expects_nothing_settled_while_in_flight(tmp_pat
                           "--assume-setting", "on"])
     nopod, = [i for i in json.loads(out)["items"] if i["status"] == "NO-POD"]
     assert nopod["expected"] == "fp8" and "in flight" not in nopod["reason"]
+
+
+@pytest.mark.parametrize("command", ["bindings", "roles"])
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown", "junit"])
+def test_bindings_and_roles_fail_too_while_the_setting_is_in_flight(tmp_path, command, fmt):
+    """Issue 48: the three views of one judgement; bindings and roles passed (exit 0) while check
+    failed on the Setting in flight. Each fails now with the Setting's own reason, in every format;
+    settled, the same views of the same scope pass (the control)."""
+    argv = [command, "-f", None, "-n", "llm-prod", "-l", "app.kubernetes.io/instance=qwen-chat", "-o", fmt]
+    argv[2] = _dump(tmp_path, "true")
+    settled, out, err = run(argv)
+    assert settled == 0 and not said(fmt, out, err)[0], (out, err)
+    argv[2] = _dump(tmp_path, "false", name="flight.json")
+    code, out, err = run(argv)
+    assert code == 1 and said(fmt, out, err)[0], (out, err)
+    if fmt == "json":
+        reasons = [r["code"] for r in json.loads(out)["verdict"]["reasons"]]
+        assert reasons == ["setting-in-flight"], reasons
+    if fmt == "table":
+        assert "the Setting is in flight" in err.splitlines()[-1] or any(
+            line.startswith("verdict: FAILED (exit code 1): ") and "spec.value asks 'false'" in line
+            for line in err.splitlines()), err
