@@ -251,3 +251,18 @@ def test_a_refusal_said_while_waiting_ends_the_wait_within_the_polling_interval(
             p.kill()
     assert p.returncode == 1 and took < 8, (took, err)
     assert "that the operator cannot create; it says: RenderFailed" in err, err
+
+
+def test_watch_alone_ends_with_the_refusal_the_one_shot_verify_fails_on(cluster):
+    """`verify --watch` without --wait, at --timeout, ends with the one-shot verify's verdict: the
+    opt-in ReplicaSet's FailedCreate (read once as it ends) fails it, quoted. It ended PASSED,
+    exit 0 (the one Pod there runs its expected value)."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("refused-rs-watch")
+    denied = refused_replicaset(cluster, ns)
+    code, out, err, took = run(cluster, "verify", "-n", ns, "--watch", "--timeout", "3s", timeout=60)
+    assert code == 1 and took < 30, (code, took, err)
+    verdict, = [line for line in err.splitlines() if line.startswith("verdict: ")]
+    assert verdict.startswith("verdict: FAILED (exit code 1): ReplicaSet "), err
+    assert f"{ns}/web-7d4b9c cannot create its Pods: the injection webhook refuses them: FailedCreate (x13" in verdict
+    assert verdict.endswith(denied), verdict
