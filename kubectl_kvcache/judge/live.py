@@ -209,7 +209,25 @@ class LiveJudge:
                                 bool(left) and not self.unsettled, rollout.pending_value(self.snapshot.setting),
                                 unbound, tuple(a.progress.hold for _, a in sorted(self.accounts.items())
                                                if a.progress.hold),
-                                tuple(a.progress for _, a in sorted(self.accounts.items()) if a.progress.refused))
+                                tuple(a.progress for _, a in sorted(self.accounts.items()) if a.progress.refused),
+                                verify.injection_refusals(self.injected_pods(), self.snapshot.refusals)
+                                if self.snapshot.refusals else ())
+
+    def injected_pods(self) -> list:
+        """The Pods of the rows shown that no deployment of ours controls (opted into injection):
+        their controllers' refusals are read (cli/flows/verify.py) and end --wait."""
+        return [self.pods[k] for k, i in self.items.items()
+                if k in self.pods and self._pod_md(k) is None and self._shown(i, None)]
+
+    def current(self) -> records.Snapshot:
+        """The snapshot as the events have made it, for the run's own reasons (judge/verdict.py):
+        its Pods those of the rows shown now (the snapshot's own list is the first one read)."""
+        import copy
+
+        snapshot = copy.copy(self.snapshot)
+        snapshot.pods = [self.pods[k] for k, i in self.items.items()
+                         if k in self.pods and self._shown(i, self._pod_md(k))]
+        return snapshot
 
     # -- inside ------------------------------------------------------------------------------
 

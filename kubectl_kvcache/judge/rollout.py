@@ -16,15 +16,17 @@ from kubectl_kvcache.judge.verify import DONE, MISMATCH, STATUSES, Item, Report
 
 COMPLETE, REJECTED, TIMEOUT, SETTLED, UNBOUND = "complete", "rejected", "timeout", "settled", "unbound"
 HELD = "held"
-REFUSED = "refused"     # a followed deployment's replicas are refused creation (its controller says so)
+REFUSED = "refused"     # a followed deployment's replicas, or an opt-in controller's Pods, are refused creation
 
 
 class Progress(Record):
-    __slots__ = ("counts", "done", "total", "rejected", "left", "settled", "pending", "unbound", "held", "refused")
+    __slots__ = ("counts", "done", "total", "rejected", "left", "settled", "pending", "unbound", "held", "refused",
+                 "injection")
 
     def __init__(self, counts: dict[str, int], done: int, total: int, rejected: tuple[Item, ...],
                  left: tuple[Item, ...], settled: bool = False, pending: bool | None = None,
-                 unbound: tuple[tuple[str, str, str | None], ...] = (), held: tuple = (), refused: tuple = ()):
+                 unbound: tuple[tuple[str, str, str | None], ...] = (), held: tuple = (), refused: tuple = (),
+                 injection: tuple = ()):
         self.counts = counts        # status -> replicas (NO-POD rows included); "terminating": old Pods going away
         self.done = done            # deployments whose every replica runs the expected value
         self.total = total          # pool-attached deployments in scope
@@ -39,11 +41,14 @@ class Progress(Record):
                                     # (ReplicasUpToDate RolloutHeldByCache: the wait ends at once)
         self.refused = refused      # verify.DeploymentProgress: followed deployments whose missing replicas
                                     # their controller says it cannot create (a refused create: ends at once)
+        self.injection = injection  # ((namespace, kind, name), Refusal): controllers of the opt-in Pods shown
+                                    # whose Pods the injection webhook refuses (verify.injection_refusals: ends
+                                    # at once, as the one-shot verify fails on them)
 
     @property
     def complete(self) -> bool:
         return (self.done == self.total and not self.left and self.pending is None and not self.unbound
-                and not self.held and not self.refused)
+                and not self.held and not self.refused and not self.injection)
 
     @property
     def outcome(self):
@@ -55,7 +60,7 @@ class Progress(Record):
             return UNBOUND
         if self.held:
             return HELD
-        if self.refused:
+        if self.refused or self.injection:
             return REFUSED
         if self.rejected:
             return REJECTED

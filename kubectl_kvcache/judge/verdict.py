@@ -41,7 +41,7 @@ REASON_MEANINGS = {
     WAIT + "unbound": "--wait ended: a deployment's Binding does not exist",
     WAIT + "held": "--wait ended: the operator holds the rollout",
     RECOVERY: "a recovery (recover --apply) stopped part-way: its record is not finished",
-    WAIT + "refused": "--wait ended: a deployment's replicas are refused creation",
+    WAIT + "refused": "--wait ended: a create is refused (a deployment's replicas, or an opt-in Pod's controller's Pods)",
     CREATE_REFUSED: "a controller says it cannot create the Pods of an object in scope (FailedCreate, RenderFailed)",
     SETTING_IN_FLIGHT: "the Setting's spec.value asks for a value its status.value does not report: not settled",
 }
@@ -237,8 +237,7 @@ def refused(report, snapshot) -> tuple[Reason, ...]:
     and the controller of a Pod opted into injection whose new Pods the injection webhook refuses
     (its FailedCreate quoting the webhook). Each fails the run: replicas are missing and waiting
     does not bring them."""
-    from kubectl_kvcache.judge.verify import refused_fix
-    from kubectl_kvcache.operator import webhooks
+    from kubectl_kvcache.judge.verify import injection_refusals, refused_fix
 
     reasons = []
     for d in report.deployments:
@@ -249,18 +248,20 @@ def refused(report, snapshot) -> tuple[Reason, ...]:
                                                   f"{d.namespace}/{d.name} that have no Pod")
             reasons.append(Reason(CREATE_REFUSED, "ModelDeployment", d.name, d.namespace, f"{said}: {r.said}",
                                   refused_fix(d, r)))
-    owners = {(p.namespace, p.owner[1], p.owner[2]) for p in getattr(snapshot, "pods", ()) or ()
-              if p.opted_in and p.owner is not None}
-    for key in sorted(owners):
-        r = (getattr(snapshot, "refusals", None) or {}).get(key)
-        if r is not None and r.webhook == webhooks.INJECTION_WEBHOOK:
-            reasons.append(Reason(CREATE_REFUSED, key[1], key[2], key[0],
-                                  f"{key[1]} {key[0]}/{key[2]} cannot create its Pods: the injection webhook refuses "
-                                  f"them: {r.said}",
-                                  f"change what the webhook names in the Pod template (kubectl kvcache check -n "
-                                  f"{key[0]} -o describe); kubectl get events -n {key[0]} --field-selector "
-                                  f"involvedObject.name={key[2]},reason={r.reason}"))
+    reasons += [injection_refused(key, r) for key, r in injection_refusals(getattr(snapshot, "pods", ()) or (),
+                                                                            getattr(snapshot, "refusals", None))]
     return tuple(reasons)
+
+
+def injection_refused(key, r) -> Reason:
+    """The reason of an opt-in Pod's controller (`key`: namespace, kind, name) whose Pods the
+    injection webhook refuses (`r`: its FailedCreate, load/events.Refusal)."""
+    namespace, kind, name = key
+    return Reason(CREATE_REFUSED, kind, name, namespace,
+                  f"{kind} {namespace}/{name} cannot create its Pods: the injection webhook refuses them: {r.said}",
+                  f"change what the webhook names in the Pod template (kubectl kvcache check -n {namespace} -o "
+                  f"describe); kubectl get events -n {namespace} --field-selector involvedObject.name={name},"
+                  f"reason={r.reason}")
 
 
 def ended(outcome: str, text: str) -> Reason:
@@ -443,16 +444,14 @@ def worst(codes) -> int:
     return exitcodes.worst(codes)
 
 
-def wait(report, outcome: str, left=(), fail_on=(), waiting: bool = True, text: str = "") -> Verdict:
-    """The verdict a --wait (`waiting`) or --watch run ends with. --wait: the rollout's, whatever
-    --fail-on says (docs/verify.md): done when it completed (`outcome` judge/rollout.COMPLETE);
-    else each replica `left` (not done, or confirmed rejected) of a deployment followed fails and
-    so does the ending itself (`text`: why it ended). Rows of no deployment followed (injected
-    Pods) are shown, not waited for: not decided. --watch alone, at --timeout: verify's verdict."""
+def wait(report, outcome: str, left=(), fail_on=(), text: str = "") -> Verdict:
+    """The verdict a --wait run ends with: the rollout's, whatever --fail-on says (docs/verify.md):
+    done when it completed (`outcome` judge/rollout.COMPLETE); else each replica `left` (not done,
+    or confirmed rejected) of a deployment followed fails and so does the ending itself (`text`:
+    why it ended). Rows of no deployment followed (injected Pods) are shown, not waited for: not
+    decided. (--watch alone, at --timeout, ends with verify's verdict: cli/flows/verify.decide.)"""
     from kubectl_kvcache.judge import rollout, verify as judge
 
-    if not waiting:
-        return verify(report, fail_on)
     followed = {(d.namespace, d.name) for d in report.deployments}
     keys = {i.key for i in left}
     found = []

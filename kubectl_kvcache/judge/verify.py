@@ -1096,6 +1096,15 @@ def refusal(snapshot, md):
     return found if _second(found.last) >= _second(md.spec_written) else None
 
 
+def injection_refusals(pods, refusals) -> tuple:
+    """The controllers of `pods` opted into injection whose new Pods the injection webhook refuses
+    (their FailedCreate quotes it: load/events.py), as ((namespace, kind, name), Refusal) in name
+    order: what fails verify (judge/verdict.refused) and ends --wait (judge/rollout.Progress)."""
+    owners = {(p.namespace, p.owner[1], p.owner[2]) for p in pods if p.opted_in and p.owner is not None}
+    found = [(key, (refusals or {}).get(key)) for key in sorted(owners)]
+    return tuple((key, r) for key, r in found if r is not None and r.webhook == webhooks.INJECTION_WEBHOOK)
+
+
 def refused_lead(refused, many: bool = False) -> str:
     """How a refusal is introduced: the webhook refuses the spec, or the operator says it cannot."""
     if getattr(refused, "spec", False):

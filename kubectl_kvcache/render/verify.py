@@ -484,9 +484,11 @@ def wait_held(held, err):
             line(err, f"  the operator says: {masking.mask(h.message)}")
 
 
-def wait_refused(deployments, err):
-    """Followed deployments whose replicas the operator says it cannot create: the wait ends at
-    once (waiting does not create them), quoting what it says and what to do."""
+def wait_refused(deployments, err, controllers=()):
+    """Followed deployments whose replicas the operator says it cannot create, and opt-in Pods'
+    controllers whose Pods the injection webhook refuses (`controllers`: their Reasons,
+    judge/verdict.injection_refused): the wait ends at once (waiting does not create them),
+    quoting what is said and what to do."""
     for d in deployments:
         r = d.refused
         n = d.counts[NOT_CREATED]
@@ -501,6 +503,9 @@ def wait_refused(deployments, err):
                 line(err, f"  the API server refuses the Pods: admission webhook {r.webhook} denied the request: "
                           f"{r.denied or '(no explanation)'}")
         line(err, f"  fix: {refused_fix(d, r)}")
+    for reason in controllers:
+        line(err, reason.message)
+        line(err, f"  fix: {reason.fix}")
 
 
 def refusal_notes(read, wanted, err):

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import objects as o
 from kubectl_kvcache.operator.api import GROUP
 
@@ -111,10 +113,9 @@ def test_an_event_from_before_the_spec_was_last_written_is_not_taken_for_it(clus
     assert code == 1 and "timed out after 0m03s" in err and "cannot create" not in err, err
 
 
-def test_an_injection_refused_by_the_webhook_fails_verify_quoting_the_replicasets_failedcreate(cluster):
-    """The opt-in Pods' ReplicaSet cannot create the next one: the webhook's refusal is quoted."""
-    set_setting(cluster, "true")
-    ns = cluster.new_namespace("refused-rs")
+def refused_replicaset(cluster, ns):
+    """An opt-in ReplicaSet with one Pod that cannot create the next one: its FailedCreate quotes
+    the injection webhook's refusal (the message, as the controller records it)."""
     cluster.apply(o.binding("b1", "fp8", ns=ns), with_status=False)
     rs, = cluster.apply({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                          "metadata": {"name": "web-7d4b9c", "namespace": ns},
@@ -134,6 +135,14 @@ def test_an_injection_refused_by_the_webhook_fails_verify_quoting_the_replicaset
     cluster.apply(event("web-7d4b9c", ns, {"kind": "ReplicaSet", "namespace": ns, "name": "web-7d4b9c",
                                            "uid": rs["metadata"]["uid"], "apiVersion": "apps/v1"},
                         "FailedCreate", denied, "replicaset-controller", count=13), with_status=False)
+    return denied
+
+
+def test_an_injection_refused_by_the_webhook_fails_verify_quoting_the_replicasets_failedcreate(cluster):
+    """The opt-in Pods' ReplicaSet cannot create the next one: the webhook's refusal is quoted."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("refused-rs")
+    denied = refused_replicaset(cluster, ns)
     code, out, err, _ = run(cluster, "verify", "-n", ns, "-o", "json")
     assert code == 1, err
     reason, = [r for r in json.loads(out)["verdict"]["reasons"] if r["code"] == "create-refused"]
@@ -142,6 +151,35 @@ def test_an_injection_refused_by_the_webhook_fails_verify_quoting_the_replicaset
     assert reason["message"].endswith(denied), reason
     code, out, err, _ = run(cluster, "verify", "-n", ns)
     assert code == 1 and f"ReplicaSet {ns}/web-7d4b9c cannot create its Pods" in err, err
+
+
+@pytest.mark.parametrize("fmt,beside", [("table", True), ("json", True), ("table", False)])
+def test_wait_ends_at_once_on_an_opt_in_replicasets_failedcreate(cluster, fmt, beside):
+    """Issue 48 item 4, the injection webhook's half: `verify --wait` followed deployments only, so
+    an opt-in ReplicaSet whose next Pod the webhook refuses was waited out to --timeout beside a
+    deployment still rolling (`beside`: one replica without a Pod, nothing refused), and alone
+    ended at once "nothing to wait for", exit 0 (the one-shot verify already failed on it). It
+    ends at once: outcome refused, the one-shot's create-refused reason, the refusal quoted."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("refused-rs-wait")
+    denied = refused_replicaset(cluster, ns)
+    if beside:
+        cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+                      with_status=False)
+    code, out, err, took = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "20s", "-o", fmt, timeout=60)
+    assert code == 1 and took < 10 and "timed out" not in err, (took, err)
+    assert f"ReplicaSet {ns}/web-7d4b9c cannot create its Pods: the injection webhook refuses them: " \
+           f"FailedCreate (x13, last " in err, err
+    assert denied in err, err
+    if fmt == "table" and beside:       # the replica left, on stdout
+        assert [line.split()[-1] for line in out.splitlines()[1:]] == ["NO-POD"], out
+    if fmt == "json":
+        verdict = json.loads(out)["verdict"]
+        codes = [r["code"] for r in verdict["reasons"]]
+        assert "wait-refused" in codes and verdict["exitCode"] == 1, verdict
+        reason, = [r for r in verdict["reasons"] if r["code"] == "create-refused"]
+        assert (reason["kind"], reason["name"], reason["fails"]) == ("ReplicaSet", "web-7d4b9c", True)
+        assert reason["message"].endswith(denied), reason
 
 
 def test_without_rbac_for_events_it_says_so_instead_of_waiting_silently(cluster):
@@ -213,3 +251,18 @@ def test_a_refusal_said_while_waiting_ends_the_wait_within_the_polling_interval(
             p.kill()
     assert p.returncode == 1 and took < 8, (took, err)
     assert "that the operator cannot create; it says: RenderFailed" in err, err
+
+
+def test_watch_alone_ends_with_the_refusal_the_one_shot_verify_fails_on(cluster):
+    """`verify --watch` without --wait, at --timeout, ends with the one-shot verify's verdict: the
+    opt-in ReplicaSet's FailedCreate (read once as it ends) fails it, quoted. It ended PASSED,
+    exit 0 (the one Pod there runs its expected value)."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("refused-rs-watch")
+    denied = refused_replicaset(cluster, ns)
+    code, out, err, took = run(cluster, "verify", "-n", ns, "--watch", "--timeout", "3s", timeout=60)
+    assert code == 1 and took < 30, (code, took, err)
+    verdict, = [line for line in err.splitlines() if line.startswith("verdict: ")]
+    assert verdict.startswith("verdict: FAILED (exit code 1): ReplicaSet "), err
+    assert f"{ns}/web-7d4b9c cannot create its Pods: the injection webhook refuses them: FailedCreate (x13" in verdict
+    assert verdict.endswith(denied), verdict

@@ -752,3 +752,17 @@ def test_watch_rows_carry_the_time_they_were_seen(cluster, fmt):
     for e in events:
         seen = datetime.datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
         assert before - 1 <= seen.timestamp() <= after + 1, e
+
+
+@pytest.mark.parametrize("where", ("missing", "empty"))
+def test_watch_alone_ending_at_timeout_fails_a_scope_that_was_not_read(cluster, where):
+    """Issue 48 item 2 on --watch: `verify --watch` without --wait, ending at --timeout, gave
+    verify's verdict without the run's reasons, so a namespace that does not exist, or one that
+    holds no pool-attached engine Pod nor replica, ended PASSED, exit 0. It ends with the one-shot
+    verify's verdict (cli/flows/verify.decide): not found / nothing found, exit 1."""
+    ns = "nope-watch-issue48" if where == "missing" else cluster.new_namespace("watch-empty")
+    code, out, err = run(cluster, "verify", "-n", ns, "--watch", "--timeout", "3s")
+    assert code == 1, (out, err)
+    said = (f"namespace {ns} was not found in the cluster: nothing was verified there" if where == "missing" else
+            f"no pool-attached engine pods found in namespace {ns}: nothing was verified there")
+    assert f"verdict: FAILED (exit code 1): {said}" in err.splitlines(), err

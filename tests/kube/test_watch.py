@@ -143,6 +143,8 @@ def test_watch_with_nothing_yet_says_so_and_ends_at_its_timeout(serve):
     out, err = io.StringIO(), io.StringIO()
     code = main(["verify", "--watch", "--timeout", "2s", "--kubeconfig", config], stdin=io.StringIO(""),
                 stdout=out, stderr=err)
-    assert code == 0, err.getvalue()
+    assert code == 1, err.getvalue()        # issue 48: ending at --timeout, nothing was verified (verify's verdict)
     assert out.getvalue() == ""
     assert "No pool-attached engine pods (yet: watching) found in team namespace." in err.getvalue()
+    assert ("verdict: FAILED (exit code 1): no pool-attached engine pods found in namespace team: nothing was "
+            "verified there") in err.getvalue().splitlines()

@@ -130,10 +130,10 @@ def run(options: VerifyOptions, io) -> int:
     return code
 
 
-def short_of_pods(report, snapshot, deployments=None) -> list:
+def short_of_pods(report, snapshot, deployments=None, controllers: bool = True) -> list:
     """The objects whose controller's refusals to create are read (load/events.py): each followed
     pool-attached deployment with replicas that have no Pod (`deployments`: only these keys), and
-    the controller of each Pod opted into injection in the report."""
+    (`controllers`) the controller of each Pod opted into injection in the report."""
     from kubectl_kvcache.load import events
 
     wanted: list[tuple] = []
@@ -142,7 +142,7 @@ def short_of_pods(report, snapshot, deployments=None) -> list:
             md = snapshot.deployments.get((d.namespace, d.name))
             wanted.append((d.namespace, "ModelDeployment", d.name, md.uid if md else None,
                            (events.FAILED_CREATE, events.RENDER_FAILED)))
-    if deployments is None:
+    if controllers:
         pods = {(p.namespace, p.name): p for p in snapshot.pods}
         owners = sorted({(i.namespace, pod.owner[1], pod.owner[2]) for i in report.items if i.owner is None
                          for pod in [pods.get((i.namespace, i.pod))] if pod is not None and pod.owner is not None})
@@ -366,6 +366,11 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
                 rows.emit(changed, gone)
             if line:
                 line.show(view.progress_line(now, clock() - start, line.width))
+            if options.wait and now.pending is None and refused.due(judge, now, clock()):
+                said, moved = refused.poll(judge, now, clock())
+                if moved:           # what a controller says it cannot create: judged at once
+                    changed = judge.apply(said)
+                    continue
             if options.wait and now.outcome:
                 outcome = now.outcome
                 if client is not None and outcome in (rollout.REJECTED, rollout.SETTLED):
@@ -376,31 +381,34 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
                     failed = crash_causes(options, tuple(now.left) + tuple(now.rejected), causes, client, io.stderr)
                     if failed:
                         now, outcome = now.replace(rejected=tuple({i.key: i for i in failed}.values())), rollout.REJECTED
-                return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope, client)
+                return _end(options, io, judge.report(), now, outcome, clock() - start, line, scope, client,
+                            judge.current())
             if options.wait and client is not None and now.pending is None and now.left:
                 if line:
                     line.clear()
                 failed = crash_causes(options, now.left, causes, client, io.stderr)
                 if failed:
                     now = now.replace(rejected=tuple(failed))
-                    return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope, client)
-                said = refused.poll(judge, now, clock())
-                if said:            # what the operator says it cannot create: judged at once
-                    changed = judge.apply(said)
-                    continue
+                    return _end(options, io, judge.report(), now, rollout.REJECTED, clock() - start, line, scope, client,
+                                judge.current())
             # wait for the next events (the live line's clock ticks meanwhile)
             batch: list = []
             while not batch:
                 remaining = None if deadline is None else deadline - clock()
                 if remaining is not None and remaining <= 0:
-                    return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope, client)
+                    if not options.wait:    # --watch alone ends as verify does: what controllers refuse, read now
+                        said, _ = refused.poll(judge, now, clock(), force=True)
+                        judge.apply(said)
+                        now = judge.progress()
+                    return _end(options, io, judge.report(), now, rollout.TIMEOUT, options.timeout, line, scope, client,
+                                judge.current())
                 step = TICK if remaining is None else min(TICK, remaining)
                 try:
                     batch.append(events.get(timeout=max(0.01, step)))
                 except queue.Empty:
                     if line:
                         line.show(view.progress_line(now, clock() - start, line.width), tick=True)
-                    if options.wait and now.pending is None and refused.due(now, clock()):
+                    if options.wait and now.pending is None and refused.due(judge, now, clock()):
                         break       # no event came: the refusals are read again all the same
                     continue
                 while True:
@@ -430,9 +438,11 @@ def _follow(options, io, snapshot, targets, events, clock, line, scope, client=N
 
 
 class _Refused:
-    """--wait's reads of what the operator says it cannot create (load/events.py): for the followed
-    deployments with replicas that have no Pod, at once and then every EVERY seconds while they
-    last; a namespace whose events may not be listed is said once and not asked again."""
+    """--wait's reads of what the controllers say they cannot create (load/events.py), for the
+    objects the one-shot verify reads them for (short_of_pods): the followed deployments with
+    replicas that have no Pod, and the controllers of the opt-in Pods shown; at once and then
+    every EVERY seconds while there are any; a namespace whose events may not be listed is said
+    once and not asked again."""
 
     EVERY = 5.0
 
@@ -446,20 +456,28 @@ class _Refused:
     def _short(now) -> set:
         return {(i.namespace, i.deployment) for i in now.left if i.status == verify.NO_POD and i.owner}
 
-    def due(self, now, moment) -> bool:
-        """Whether a read is due: replicas without a Pod are left and EVERY seconds have passed."""
-        return self.client is not None and moment >= self.next and bool(self._short(now))
+    @staticmethod
+    def _opted_in(judge) -> bool:
+        return any(p.opted_in and p.owner is not None for p in judge.injected_pods())
 
-    def poll(self, judge, now, moment) -> list:
-        """The judge's events for the deployments whose refusal changed (none: [])."""
+    def due(self, judge, now, moment) -> bool:
+        """Whether a read is due: EVERY seconds have passed, and replicas without a Pod are left or
+        an opt-in Pod's controller is in scope."""
+        return self.client is not None and moment >= self.next and bool(self._short(now) or self._opted_in(judge))
+
+    def poll(self, judge, now, moment, force: bool = False) -> tuple[list, bool]:
+        """The judge's events for the deployments whose refusal changed, and whether any refusal
+        read changed (an opt-in controller's is no event: judge.progress reads it). `force`: read
+        now, due or not (--watch alone, as it ends)."""
         from kubectl_kvcache.load import events
 
-        short = self._short(now)
-        if not short or moment < self.next or self.client is None:
-            return []
-        self.next = moment + self.EVERY
+        if self.client is None or (moment < self.next and not force):
+            return [], False
         snapshot = judge.snapshot
-        wanted = short_of_pods(judge.report(), snapshot, deployments=short)
+        wanted = short_of_pods(judge.report(), judge.current(), deployments=self._short(now))
+        if not wanted:
+            return [], False
+        self.next = moment + self.EVERY
         found = events.read(self.client, wanted, denied=self.denied)
         fresh = found.denied - self.denied
         self.denied |= found.denied
@@ -468,20 +486,21 @@ class _Refused:
             view.refusal_notes(found, [w for w in wanted if w[0] in fresh] if fresh else wanted, self.err)
             if found.failed:
                 self.said.add(found.failed)
-        changed = []
+        changed, moved = [], False
         for namespace, kind, name, _, _ in wanted:
             key = (namespace, kind, name)
             if namespace in self.denied:
                 continue
             if snapshot.refusals.get(key) != found.refusals.get(key):
+                moved = True
                 if key in found.refusals:
                     snapshot.refusals[key] = found.refusals[key]
                 else:
                     snapshot.refusals.pop(key, None)
-                md = snapshot.deployments.get((namespace, name))
+                md = snapshot.deployments.get((namespace, name)) if kind == "ModelDeployment" else None
                 if md is not None:
                     changed.append((live.DEPLOYMENT, (namespace, name), md))
-        return changed
+        return changed, moved
 
 
 def _interrupted(options, io, judge, elapsed, line):
@@ -503,33 +522,39 @@ def _interrupted(options, io, judge, elapsed, line):
     view.wait_interrupted(elapsed, now, io.stderr)
 
 
-def _ended(options, report, now, outcome, unfinished=()):
-    """`report` with the verdict the run ends with (judge/verdict.wait): --wait: 0 when the rollout
-    completed, 1 when it cannot or did not in time; --watch alone at --timeout: as verify's. A
-    recovery in scope stopped part-way (`unfinished`: its Reasons) fails it whatever the rollout."""
+def _ended(options, report, now, outcome, snapshot=None):
+    """`report` with the verdict the run ends with. --wait: the rollout's (judge/verdict.wait: 0
+    when it completed, 1 when it cannot or did not in time), failed too by a recovery in scope
+    stopped part-way and a create refused. --watch alone, at --timeout: the one-shot verify's
+    (decide: a scope not read, a recovery, a refused create, a Setting in flight). `snapshot`: as
+    the run ends (LiveJudge.current, its recoveries read again); None: no run reasons."""
+    if not options.wait:
+        return decide(options, report, snapshot)
     left = tuple(now.left) + tuple(now.rejected)
-    verdict = judge_verdict.wait(report, outcome, left, options.fail_on, options.wait)
-    return report.replace(verdict=verdict.replace(reasons=verdict.reasons + tuple(unfinished)))
+    verdict = judge_verdict.wait(report, outcome, left, options.fail_on)
+    if snapshot is None:
+        return report.replace(verdict=verdict)
+    reasons = judge_verdict.recoveries(snapshot) + judge_verdict.refused(report, snapshot)
+    return report.replace(verdict=verdict.replace(reasons=verdict.reasons + reasons))
 
 
-def _recoveries_now(client, scope, options) -> tuple:
-    """The recoveries in scope stopped part-way, read again as the wait ends (one may have finished,
-    or stopped, meanwhile): their Reasons (judge/verdict.recoveries)."""
+def _recoveries_now(client, scope, options, snapshot) -> None:
+    """The recovery records in scope read again as the run ends (one may have finished, or
+    stopped, meanwhile) into `snapshot` (judge/verdict.recoveries reads them)."""
     from kubectl_kvcache.load import recovery_state
 
-    if client is None or not scope.recoveries:
-        return ()
+    if client is None or not scope.recoveries or snapshot is None:
+        return
     states, _ = recovery_state.list_states(client, scope.namespace, options.connection.chunk_size)  # noted at the start
-    snapshot = records.Snapshot(namespace=scope.namespace)
     snapshot.recoveries = states
-    return judge_verdict.recoveries(snapshot)
 
 
-def _end(options, io, report, now, outcome, elapsed, line, scope, client=None):
+def _end(options, io, report, now, outcome, elapsed, line, scope, client=None, snapshot=None):
     if line:
         line.done()
-    unfinished = _recoveries_now(client, scope, options)
-    report = _ended(options, report, now, outcome, unfinished)
+    _recoveries_now(client, scope, options, snapshot)
+    report = _ended(options, report, now, outcome, snapshot)
+    unfinished = tuple(r for r in report.verdict.reasons if r.code == judge_verdict.RECOVERY)
     code = report.verdict.code
     if options.output.structured:
         subject = options.output.subject
@@ -554,7 +579,7 @@ def _end(options, io, report, now, outcome, elapsed, line, scope, client=None):
     elif outcome == rollout.HELD:
         view.wait_held(now.held, io.stderr)
     elif outcome == rollout.REFUSED:
-        view.wait_refused(now.refused, io.stderr)
+        view.wait_refused(now.refused, io.stderr, [judge_verdict.injection_refused(k, r) for k, r in now.injection])
     elif outcome == rollout.REJECTED:
         view.wait_rejected(now.rejected, io.stderr)
     elif outcome == rollout.SETTLED:
