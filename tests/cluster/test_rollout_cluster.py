@@ -766,3 +766,19 @@ def test_watch_alone_ending_at_timeout_fails_a_scope_that_was_not_read(cluster, 
     said = (f"namespace {ns} was not found in the cluster: nothing was verified there" if where == "missing" else
             f"no pool-attached engine pods found in namespace {ns}: nothing was verified there")
     assert f"verdict: FAILED (exit code 1): {said}" in err.splitlines(), err
+
+
+@pytest.mark.parametrize("where", ("missing", "empty"))
+def test_wait_on_a_scope_with_nothing_to_wait_for_fails(cluster, where):
+    """Issue 48 item 2 on --wait: `verify -n EMPTY --wait` said "nothing to wait for" and ended
+    exit 0, a pass on a scope that held nothing. It fails as the one-shot verify does, with the same
+    reason (cli/flows/verify.run_reasons); a namespace that does not exist says so at once."""
+    ns = "nope-wait-issue48" if where == "missing" else cluster.new_namespace("wait-empty")
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "20s")
+    assert code == 1, (out, err)
+    said = (f"namespace {ns} was not found in the cluster: nothing was verified there" if where == "missing" else
+            f"no pool-attached engine pods found in namespace {ns}: nothing was verified there")
+    assert f"verdict: FAILED (exit code 1): {said}" in err.splitlines(), err
+    code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "20s", "-o", "json")
+    assert code == 1 and [r["code"] for r in json.loads(out)["verdict"]["reasons"]] == [
+        "not-found" if where == "missing" else "nothing-found"], (out, err)

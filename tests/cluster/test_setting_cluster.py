@@ -18,7 +18,7 @@ import pytest
 
 import kvcache_test_harness as harness  # noqa: E402  (tests/cluster/conftest.py loads it)
 
-from kubectl_kvcache import cli
+from kubectl_kvcache import API_VERSION, cli
 from kubectl_kvcache.kube import client as kube
 from kubectl_kvcache.operator.api import GROUP, VERSION
 
@@ -126,7 +126,7 @@ def test_status_reads_status_value_normalised(fresh):
     p = plugin(fresh, "setting", "status", "-o", "json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == {
-        "kind": "SettingStatus", "name": NAME, "namespace": NS, "value": False, "raw": "F", "source": "cluster",
+        "apiVersion": API_VERSION, "kind": "SettingStatus", "name": NAME, "namespace": NS, "value": False, "raw": "F", "source": "cluster",
         "editable": True, "description": DESCRIPTION,
         "meaning": "off: the operator renders no --kv-cache-dtype and refuses nothing"}
 

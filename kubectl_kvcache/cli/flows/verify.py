@@ -28,16 +28,24 @@ TICK = 1.0                  # how often the live progress line's clock moves
 
 def decide(options: VerifyOptions, report, snapshot=None):
     """`report` with its verdict (judge/verdict.py): each replica by --fail-on and the policy, and
-    a named Pod or a namespace asked for that does not exist, or a scope that held no pool-attached
-    engine Pod nor replica (nothing was verified there), and a recovery stopped part-way."""
+    the run's own reasons (run_reasons)."""
+    return report.replace(verdict=judge_verdict.verify(report, options.fail_on, run_reasons(options, report, snapshot)))
+
+
+def run_reasons(options: VerifyOptions, report, snapshot=None) -> tuple:
+    """What fails a run besides its rows, the one-shot verify's and every --wait/--watch ending's
+    alike: a named Pod or a namespace asked for that does not exist, a scope that held no
+    pool-attached engine Pod nor replica (nothing was verified there), a recovery stopped part-way,
+    a create refused. None without a snapshot (nothing read to say it)."""
+    if snapshot is None:
+        return ()
     missing = set(getattr(snapshot, "missing_pods", ()))
     named = [n for n in options.scope.names if n not in missing]     # a Pod named that does not exist says so
     nothing = None
     if not (report.items or report.suppressed) and (named or not options.scope.names):
         nothing = view.VIEW.empty + (f" among the Pods named ({', '.join(named)})" if named else "")
-    reasons = judge_verdict.unread(snapshot, nothing=nothing, selector=options.scope.selector) + \
-        judge_verdict.recoveries(snapshot) + judge_verdict.refused(report, snapshot) if snapshot is not None else ()
-    return report.replace(verdict=judge_verdict.verify(report, options.fail_on, reasons))
+    return judge_verdict.unread(snapshot, nothing=nothing, selector=options.scope.selector) + \
+        judge_verdict.recoveries(snapshot) + judge_verdict.refused(report, snapshot)
 
 
 def exit_code(options: VerifyOptions, report) -> int:
@@ -318,6 +326,8 @@ def _not_followed(options, io, snapshot, reason) -> int:
                            verdict=judge_verdict.Verdict("verify", (), (), (reason,)))
     if options.output.structured:
         render.show(view.VIEW, report, about(options, snapshot, report.verdict.code), io.stdout)
+    else:
+        render.verdict_line(io.stderr, report.verdict)      # what fails the run, as the exit code reads it
     return report.verdict.code
 
 
@@ -524,8 +534,9 @@ def _interrupted(options, io, judge, elapsed, line):
 
 def _ended(options, report, now, outcome, snapshot=None):
     """`report` with the verdict the run ends with. --wait: the rollout's (judge/verdict.wait: 0
-    when it completed, 1 when it cannot or did not in time), failed too by a recovery in scope
-    stopped part-way and a create refused. --watch alone, at --timeout: the one-shot verify's
+    when it completed, 1 when it cannot or did not in time), failed too by the run's own reasons
+    (run_reasons: a scope that held nothing to wait for, a recovery in scope stopped part-way, a
+    create refused). --watch alone, at --timeout: the one-shot verify's
     (decide: a scope not read, a recovery, a refused create, a Setting in flight). `snapshot`: as
     the run ends (LiveJudge.current, its recoveries read again); None: no run reasons."""
     if not options.wait:
@@ -534,8 +545,7 @@ def _ended(options, report, now, outcome, snapshot=None):
     verdict = judge_verdict.wait(report, outcome, left, options.fail_on)
     if snapshot is None:
         return report.replace(verdict=verdict)
-    reasons = judge_verdict.recoveries(snapshot) + judge_verdict.refused(report, snapshot)
-    return report.replace(verdict=verdict.replace(reasons=verdict.reasons + reasons))
+    return report.replace(verdict=verdict.replace(reasons=verdict.reasons + run_reasons(options, report, snapshot)))
 
 
 def _recoveries_now(client, scope, options, snapshot) -> None:
