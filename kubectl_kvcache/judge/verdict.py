@@ -412,30 +412,33 @@ def roles(report, reasons: tuple[Reason, ...] = ()) -> Verdict:
     return Verdict("roles", ROLES_FAIL_ON, tuple(found), tuple(reasons))
 
 
-# check's three views of one judgement, each with its own rule: (report, strict, reasons) -> Verdict
-_CHECK_VIEWS = {"check": lambda report, strict, reasons: check(report, strict, reasons),
-                "bindings": lambda report, strict, reasons: bindings(report, reasons),
-                "roles": lambda report, strict, reasons: roles(report, reasons)}
-
-
 # findings about the state of the whole scope, not about a row bindings or roles lists: those two
 # views fail on them as run reasons (check fails on them as the error findings they are), so no
 # view of the judgement passes while the Setting is in flight or a recovery stopped part-way
 SCOPE_STATE = (SETTING_IN_FLIGHT, RECOVERY)
 
 
-def _scope_state(view: str, report) -> tuple[Reason, ...]:
-    from kubectl_kvcache.judge import checks
-
-    counted = checks.BINDING_FAILURES if view == "bindings" else frozenset()   # failing there already
+def _scope_state(report, counted=frozenset()) -> tuple[Reason, ...]:
+    """The SCOPE_STATE findings of `report` as failing run reasons (`counted`: codes the view
+    fails on as findings already)."""
     return tuple(Reason(f.code, f.kind, f.name, f.namespace, f.message, f.fix or "", True)
                  for f in report.findings if f.code in SCOPE_STATE and f.code not in counted)
 
 
+def _bindings_view(report, strict, reasons):
+    from kubectl_kvcache.judge import checks
+
+    return bindings(report, tuple(reasons) + _scope_state(report, checks.BINDING_FAILURES))
+
+
+# check's three views of one judgement, each with its own rule: (report, strict, reasons) -> Verdict
+_CHECK_VIEWS = {"check": lambda report, strict, reasons: check(report, strict, reasons),
+                "bindings": _bindings_view,
+                "roles": lambda report, strict, reasons: roles(report, tuple(reasons) + _scope_state(report))}
+
+
 def of_check_view(view: str, report, strict: bool = False, reasons: tuple[Reason, ...] = ()) -> Verdict:
     """The verdict of one of check's three views (check, bindings, roles) of one judgement."""
-    if view != "check":
-        reasons = tuple(reasons) + _scope_state(view, report)
     return _CHECK_VIEWS[view](report, strict, reasons)
 
 

@@ -105,7 +105,9 @@ def test_namespaces_contexts_subcommands_and_flags(cluster, completion_namespace
     names, directive = kubectl_complete(cluster, tmp_path, "ver")
     assert names == ["verify", "version"] and directive == ":4"
     names, _ = kubectl_complete(cluster, tmp_path, "bindings", "--all")
-    assert names == ["--all-namespaces", "--all-contexts"]       # both flags bindings takes
+    # the flags bindings takes that start so: kubectl get's own three (-A, --allow-missing-template-keys
+    # for -o jsonpath/custom-columns) and --all-contexts
+    assert names == ["--all-namespaces", "--allow-missing-template-keys", "--all-contexts"], names
     names, _ = kubectl_complete(cluster, tmp_path, "setting", "")
     assert names == ["status", "on", "off"]
 

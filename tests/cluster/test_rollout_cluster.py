@@ -536,7 +536,10 @@ def test_wait_for_one_deployment_ignores_the_others(cluster):
     code, out, err = run(cluster, "verify", "-n", ns, "--wait", "md/other", "--timeout", "3s", timeout=60)
     assert code == 1 and "timed out after 0m03s" in err and "NO-POD" in out
     code, out, err = run(cluster, "verify", "-n", ns, "--wait", "md/nothere", "--timeout", "30s", timeout=60)
-    assert code == 1 and err.strip() == f"ModelDeployment nothere was not found in namespace {ns}: nothing to wait for"
+    assert code == 1 and err.strip().splitlines() == [
+        f"ModelDeployment nothere was not found in namespace {ns}: nothing to wait for",
+        f"verdict: FAILED (exit code 1): ModelDeployment nothere was not found in namespace {ns}: nothing was verified "
+        f"there"], err
 
 
 def test_wait_ends_at_once_when_rolling_changes_nothing_left(cluster):
@@ -573,7 +576,10 @@ def test_wait_on_a_namespace_that_does_not_exist_says_so(cluster):
     """Before: exit 0, "nothing to wait for: no pool-attached ModelDeployment in scope"."""
     code, out, err = run(cluster, "verify", "-n", "no-such-namespace-22", "--wait", "--timeout", "30s")
     assert code == 1 and out == ""
-    assert err.strip() == "namespace no-such-namespace-22 does not exist: nothing to wait for", err
+    assert err.strip().splitlines() == [
+        "namespace no-such-namespace-22 does not exist: nothing to wait for",
+        "verdict: FAILED (exit code 1): namespace no-such-namespace-22 was not found in the cluster: nothing was "
+        "verified there"], err
 
 
 def test_a_user_who_may_only_get_the_setting_still_follows_the_rollout(cluster):

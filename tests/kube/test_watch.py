@@ -134,8 +134,11 @@ def test_an_error_event_410_lists_again(serve):
 def test_nothing_to_wait_for(serve):
     server, config = serve(lambda n: "drop", deployments=False)
     code, out, err = wait_verify(config)
-    assert code == 0, err
-    assert err.strip().splitlines()[-1] == "nothing to wait for: no pool-attached ModelDeployment in scope"
+    assert code == 1, err           # issue 48: a wait on a scope that held nothing is no pass
+    assert err.strip().splitlines()[-2:] == [
+        "nothing to wait for: no pool-attached ModelDeployment in scope",
+        "verdict: FAILED (exit code 1): no pool-attached engine pods found in namespace team: nothing was verified "
+        "there"], err
 
 
 def test_watch_with_nothing_yet_says_so_and_ends_at_its_timeout(serve):
