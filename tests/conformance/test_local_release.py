@@ -115,7 +115,7 @@ def judged_alike(path):
         json.dump(o.as_list(*objs), f)
     code, out, err = kvcache("verify", "-f", cluster, "-o", "json", "--engine-data", path)
     assert code == 1, err     # vLLM 0.3.3 refuses fp8
-    items = {i["pod"]: json.loads(json.dumps({k: v for k, v in i.items() if k not in ("pod", "owner")})
+    items = {i["pod"]: json.loads(json.dumps({k: v for k, v in i.items() if k not in ("pod", "owner", "metadata")})
                                   .replace(LABEL, RELEASED)) for i in json.loads(out)["items"]}
     assert items["new-server-0"] == items["old-server-0"] and items["old-server-0"]["status"] == "REJECTED", out
     assert f"vLLM {LABEL}" in err and path in err      # the note naming the added release and its file
