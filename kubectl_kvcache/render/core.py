@@ -341,7 +341,8 @@ def _labelled_view(view: View, report, index, wide=False) -> View:
     rows = list(view.rows(report))
     items = kubeobject.rows(view.to_dict(report))
     texts = {id(row): kubeobject.labels_text(item, index) for row, item in zip(rows, items, strict=False)}
-    column = Column("LABELS", lambda row: texts.get(id(row), "<unknown>"))
+    # a label from a file may hold anything: escaped, and one word, as the other short columns
+    column = Column("LABELS", lambda row: token(texts.get(id(row), "<unknown>")))
     if wide:                # after the wide columns too, as kubectl's LABELS is its table's last
         return view.replace(wide=view.wide + (column,), rows=lambda _report: rows)
     return view.replace(columns=view.columns + (column,), rows=lambda _report: rows)

@@ -196,3 +196,18 @@ def test_show_labels_adds_kubectls_labels_column(command, fmt):
     if fmt == "wide":
         assert all(line.split()[-1] == "<unknown>" or "=" in line.split()[-1] or line.split()[-1] == "<none>"
                    for line in lines if command == "verify")
+
+
+def test_show_labels_escapes_a_label_from_the_input(tmp_path):
+    """A label read from a file may hold anything (the API server would refuse it, a file does
+    not): LABELS is escaped and one word, as every short column, never a terminal sequence."""
+    with open(EXAMPLE) as f:
+        data = json.load(f)
+    pod = next(o for o in data["items"] if o["kind"] == "Pod")
+    pod["metadata"].setdefault("labels", {})["evil"] = "a\x1b[31mRED\x07 b"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(data))
+    code, out, err = kvcache("verify", "-A", "-f", str(path), "--show-labels", "--no-headers")
+    assert "\x1b" not in out and "\x07" not in out, out
+    line = next(ln for ln in out.splitlines() if pod["metadata"]["name"] in ln)
+    assert any(cell.startswith("app.") and "evil=a^[[31mRED^G\\x20b" in cell for cell in line.split()), line
