@@ -33,7 +33,7 @@ class Item(Record):
     __slots__ = ("namespace", "pod", "container", "owner", "role", "engine", "engine_version", "binding",
                  "expected", "effective", "status", "reason", "occurrences", "version_source", "winner",
                  "container_spec", "fix", "recover", "state", "takeover", "slot", "engine_data", "cause", "stale",
-                 "policy", "observed", "exit_cause", "node")
+                 "policy", "observed", "exit_cause", "node", "capacity", "gpu")
     __hash__ = None     # mutable: judged field by field
 
     def __init__(self, namespace: str, pod: str | None, container: str | None, owner: dict | None, role: str | None,
@@ -42,7 +42,8 @@ class Item(Record):
                  version_source: str | None = None, winner: int | None = None, container_spec: dict | None = None,
                  fix: str = "", recover: bool = False, state: dict | None = None, takeover: bool = False,
                  slot: int | None = None, engine_data: dict | None = None, cause=None, stale: str | None = None,
-                 policy=None, observed=None, exit_cause=None, node: str | None = None):
+                 policy=None, observed=None, exit_cause=None, node: str | None = None,
+                 capacity=None, gpu=None):
         self.namespace = namespace
         self.pod = pod
         self.container = container
@@ -72,6 +73,8 @@ class Item(Record):
         self.observed = observed                # engine.words.Observed: what the engine itself reports (None: unread)
         self.exit_cause = exit_cause            # engine.crash.ExitCause: why its last container died, in its words
         self.node = node                        # the Pod's spec.nodeName (None: no Pod, or not scheduled yet)
+        self.capacity = capacity                # engine.capacity.Capacity: its KV cache's tokens, in its words (None: unread)
+        self.gpu = gpu                          # engine.gpu.Gpu: its Node's GPU as the labels say (None: not read)
 
     def to_dict(self):
         return {
