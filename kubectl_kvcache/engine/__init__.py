@@ -13,7 +13,8 @@ releasefile (the files of added releases: checked, merged), argv (Kubernetes com
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
 predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`),
 webhook, words (what a running engine reports it runs with), crash (why a crashed one died, and
-whether its KV-cache dtype is to blame), reprs (its reports' structures read back
+whether its KV-cache dtype is to blame), capacity (how many tokens its KV cache holds, in its
+own words), reprs (its reports' structures read back
 exactly: reprs, format-string lines, label sets), knowledge
 (the JSON files of facts read from the released wheels; `load_knowledge` parses one ahead of use).
 """
@@ -36,6 +37,8 @@ from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 from kubectl_kvcache.engine.crash import DTYPE as CRASH_DTYPE, NOT_DTYPE as CRASH_NOT_DTYPE, ExitCause, exit_cause
 from kubectl_kvcache.engine.words import Observed, observe as observe_words, writes as reports_written
 from kubectl_kvcache.engine.words import combine, keeps as keeps_line, listen_port, reports
+from kubectl_kvcache.engine.capacity import Capacity, combine as combine_capacity, formats as capacity_formats
+from kubectl_kvcache.engine.capacity import keeps as keeps_capacity, reports as capacity_reports
 
 __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
@@ -47,4 +50,5 @@ __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DT
            "CRASH_DTYPE", "CRASH_NOT_DTYPE",
            "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "combine", "keeps_line",
            "listen_port", "reports", "after_parse", "refuses", "starts",
-           "START_UP_CHECK", "load_knowledge"]
+           "START_UP_CHECK", "load_knowledge",
+           "Capacity", "combine_capacity", "capacity_formats", "keeps_capacity", "capacity_reports"]

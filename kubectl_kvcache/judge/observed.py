@@ -120,6 +120,42 @@ def apply(items, read) -> None:
         seen = engine.combine(found, tuple(notes))
         if seen is not None:
             item.observed = seen
+        capacity_of(item, got, cut, read)
+
+
+def capacity_of(item: Item, got, cut: frozenset, read) -> None:
+    """Set the row's capacity from every capacity report read for it (this round's and an
+    earlier one's: its log head, then its /metrics), held together as engine.capacity.combine
+    holds them. A running engine whose log head holds no capacity line, and nothing else says it:
+    not read, saying the line may lie beyond the head the reader reads (the engine writes it after
+    loading the model), never 0."""
+    kind = item.engine or ""
+    had = item.capacity
+    found = list(had.reports) if had is not None else []
+    notes = [n for n in (had.unread if had is not None else ()) if not n.startswith(BEYOND_HEAD)]
+    head_seen = got.log is not None or (had is not None and len(notes) < len(had.unread))
+    for source, text in (("log", got.log), ("metrics", got.metrics)):
+        if text is None:
+            continue
+        if source in cut:
+            text = text[:text.rfind("\n") + 1]
+            notes.append(f"{'its /metrics' if source == 'metrics' else 'its log head'} was cut at the read limit "
+                         f"inside a line that may hold a report: that report is not read")
+        found += engine.capacity_reports(kind, text, source, item.engine_version)
+    seen = engine.combine_capacity(found, tuple(dict.fromkeys(notes)))
+    if head_seen and running(item) and (seen is None or seen.tokens is None) and not (seen and seen.conflict) \
+            and engine.capacity_formats(kind, item.engine_version):
+        bounds = getattr(read, "bounds", None)
+        head = f"the first {bounds.HEAD_BYTES // 1024} KiB" if bounds is not None else "the head read"
+        notes.append(f"{BEYOND_HEAD} ({head} of its log): the engine writes it after loading the model, so it "
+                     f"may be beyond the head, or not written yet")
+        seen = engine.combine_capacity(found, tuple(dict.fromkeys(notes)))
+    if seen is not None:
+        seen.reports = tuple(found)
+        item.capacity = seen
+
+
+BEYOND_HEAD = "no capacity line in its log head"
 
 
 def dtype_failure(item: Item) -> None:

@@ -8,7 +8,7 @@ the engine (`main`, or the injection annotation's), and the verdict.
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
-from kubectl_kvcache.judge import fixes, holds, setting as setting_mod
+from kubectl_kvcache.judge import capacity_sum, fixes, holds, setting as setting_mod
 from kubectl_kvcache.operator import api, records, renderer, webhooks
 from kubectl_kvcache.engine import CachedPredict, Prediction, predict
 from kubectl_kvcache.record import Record
@@ -90,7 +90,8 @@ class Item(Record):
              if self.policy is not None else {}) \
           | ({"observed": self.observed.to_dict() | {"agrees": self.observed_agrees}}
              if self.observed is not None else {}) \
-          | ({"exitCause": self.exit_cause.to_dict()} if self.exit_cause is not None else {})
+          | ({"exitCause": self.exit_cause.to_dict()} if self.exit_cause is not None else {}) \
+          | ({"capacity": self.capacity.to_dict()} if self.capacity is not None else {})
         # (the policy: as a check finding, its severity now, policy's the one it had)
 
     @property
@@ -263,7 +264,8 @@ class Report(Record):
                 "summary": self.summary(),
                 "deployments": [d.to_dict() for d in self.deployments] if self.accounted else None} | (
             {"policy": self.policy.to_dict(), "suppressed": rows("suppressed", self.suppressed)}
-            if self.policy is not None else {}) | ({"verdict": verdict.to_dict()} if verdict is not None else {})
+            if self.policy is not None else {}) | ({"verdict": verdict.to_dict()} if verdict is not None else {}) | (
+            {"capacity": capacity_sum.totals(self.items)} if capacity_sum.observed(self.items) else {})
 
 
 # Why an OK row fails all the same (the verdict's codes beside the statuses; judge/verdict.py):

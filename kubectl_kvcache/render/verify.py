@@ -10,6 +10,7 @@ from kubectl_kvcache.render.checks import policy_text, release_source
 from kubectl_kvcache.render.labels import engine_said
 from kubectl_kvcache.render.core import (NONE, Column, View, cell, column_widths, line, live_clear, live_line,
                                          scope_args, table_line, token)
+from kubectl_kvcache.judge import capacity_sum
 from kubectl_kvcache.judge.statuses import DELETED
 from kubectl_kvcache.judge.verdict import RECOVERY
 from kubectl_kvcache.judge.verify import (CRASHING, DONE, NO_POD, NOT_CREATED, OK, REJECTED, STATUSES, STUCK,
@@ -105,6 +106,45 @@ def _observed_long(item):
     return said + (f" (not read: {'; '.join(seen.unread)})" if seen.unread else "")
 
 
+def _capacity(item):
+    """CAPACITY: the tokens the replica's KV cache holds, in its engine's words (`-`: not read;
+    `<conflict>`: its reports disagree; `<not-read>`: a report seen and not read), never 0."""
+    cap = item.capacity
+    if cap is None:
+        return NOT_OBSERVED
+    if cap.conflict:
+        return CONFLICT
+    return NOT_READ if cap.tokens is None else str(cap.tokens)
+
+
+def _max_len(item):
+    """MAX-LEN: the longest request the engine said it serves (`-`: not said)."""
+    cap = item.capacity
+    return str(cap.max_len) if cap is not None and cap.max_len is not None else NOT_OBSERVED
+
+
+BASIS = {"tokens": "the engine's own token figure", "blocks": "num_gpu_blocks x block_size"}
+
+
+def _capacity_long(item):
+    """`652,144 tokens (the engine's own token figure, its log); 19.90x requests of 32,768 tokens`."""
+    cap = item.capacity
+    where = "its /metrics" if cap.source == "metrics" else "its log"
+    if cap.conflict:
+        said = f"not read: {cap.conflict}"
+    elif cap.tokens is None:
+        said = "not read: " + "; ".join(cap.unread)
+    else:
+        said = f"{cap.tokens:,} tokens ({BASIS.get(cap.basis, cap.basis)}, {where})"
+        if cap.blocks is not None:
+            said += f"; {cap.blocks:,} blocks" + (f" of {cap.block_size} tokens" if cap.block_size else "")
+        if cap.concurrency is not None and cap.max_len is not None:
+            said += f"; {cap.concurrency:.2f}x requests of {cap.max_len:,} tokens"
+    if cap.unread and cap.tokens is not None:
+        said += f" (not read: {'; '.join(cap.unread)})"
+    return said
+
+
 def _exit_cause(item):
     cause = item.exit_cause
     if cause is None:
@@ -141,6 +181,8 @@ def _item_fields(item):
             (READY.label, _ready(item)),
             (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
         [(OBSERVED.label, _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
+        [(CAPACITY.label, _capacity_long(item)), (MAX_LEN.label, _max_len(item)), ("Capacity said", item.capacity.line)]
+        if item.capacity is not None else []) + (
         [("Exit cause", _exit_cause(item))] if item.exit_cause else []) + (
         [(CAUSE.label, _cause(item))] if _cause(item) else []) + [
             ("Fix", item.fix or None)] + (
@@ -156,6 +198,7 @@ CONTAINER, OWNER, STATE = Column("container", lambda i: i.container), Column("ow
 READY, RESTARTS = Column("ready", _ready), Column("restarts", _restarts)
 OBSERVED, CAUSE = Column("observed", _observed), Column("cause", _cause, text=True)
 NODE = Column("node", lambda i: i.node)     # the Pod's spec.nodeName, as kubectl get pods -o wide's NODE
+CAPACITY, MAX_LEN = Column("capacity", _capacity), Column("max-len", _max_len)   # --observe -o wide (tokens)
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
@@ -164,7 +207,8 @@ def _view(observe: bool = False) -> View:
     columns = (Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
                BINDING, EXPECTED, EFFECTIVE) + ((OBSERVED,) if observe else ()) + (STATUS,)
     wide = (ROLE, ENGINE, Column("version", lambda i: i.engine_version), CONTAINER, OWNER, STATE, READY, RESTARTS,
-            Column("exit", _exit), NODE) + (() if observe else (OBSERVED,)) + (CAUSE,)
+            Column("exit", _exit), NODE) + (() if observe else (OBSERVED,)) + (
+        (CAPACITY, MAX_LEN) if observe else ()) + (CAUSE,)
     return View(columns=columns, wide=wide, rows=lambda report: report.items, to_dict=lambda report: report.to_dict(),
                 empty="pool-attached engine pods", describe=_item_fields, document="verify", kind="VerifyReport")
 
@@ -226,8 +270,15 @@ def deployment_line(d) -> str:
 
 
 def deployment_lines(report, err):
+    """One line per deployment; after an --observe run that read capacity, its sum (and one line
+    per Binding: the capacity its replicas hold together, judge/capacity_sum.py)."""
+    sums = capacity_sum.totals(report.items) if capacity_sum.observed(report.items) else None
+    per = {(g["namespace"], g["name"]): g for g in sums["deployments"]} if sums else {}
     for d in report.deployments:
-        line(err, deployment_line(d))
+        got = per.get((d.namespace, d.name))
+        line(err, deployment_line(d) + (f"; capacity {capacity_sum.text(got)}" if got else ""))
+    for g in sums["bindings"] if sums else ():
+        line(err, f"binding {g['namespace']}/{g['name']}: capacity {capacity_sum.text(g)}")
 
 
 def all_namespaces_step(scope):

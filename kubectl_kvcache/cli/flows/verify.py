@@ -207,11 +207,13 @@ def listen(options: VerifyOptions, items, err, client=None) -> None:
 
 
 def keeps(engine_name, source, line) -> bool:
-    """Whether a line read from an engine container may hold its report (engine.words.keeps; an
-    engine not named: any engine's), for load/engine_words to keep only those."""
+    """Whether a line read from an engine container may hold its report (engine.words.keeps) or
+    its capacity (engine.capacity.keeps; an engine not named: any engine's), for
+    load/engine_words to keep only those."""
     from kubectl_kvcache import engine
 
-    return any(engine.keeps_line(e, source, line) for e in ((engine_name,) if engine_name else engine.ENGINES))
+    return any(engine.keeps_line(e, source, line) or engine.keeps_capacity(e, source, line)
+               for e in ((engine_name,) if engine_name else engine.ENGINES))
 
 
 def newer_than_data(report, err):
