@@ -17,11 +17,14 @@ which counts one group's blocks only (vLLM issues 51041, 51163); `basis` says wh
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from kubectl_kvcache.engine import reprs
 from kubectl_kvcache.engine.reprs import Unread
 from kubectl_kvcache.record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TOKENS, BLOCKS = "tokens", "blocks"     # Capacity.basis: the engine's own token figure, or blocks x block size
 METRIC = "vllm:cache_config_info"       # CacheConfig.metrics_info() as labels (vllm/v1/metrics/loggers.py)
