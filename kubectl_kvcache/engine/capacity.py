@@ -122,7 +122,7 @@ _PATTERNS: dict = {}
 
 def _pattern(template: list, greedy: bool):
     """The template as a regex ending the line: named count fields as the code writes them; other
-    fields any text (lazily or greedily: the two extremes of every parse)."""
+    fields one word (lazily or greedily: the two extremes of every parse)."""
     key = (repr(template), greedy)
     if key not in _PATTERNS:
         out = []
@@ -137,8 +137,8 @@ def _pattern(template: list, greedy: bool):
                 body = _FLOAT % int(kind[1:])
             elif name in ("tokens", "blocks", "max_len", "cpu_blocks") and kind in FIELD:
                 body = FIELD[kind]
-            else:
-                body = ".*" if greedy else ".*?"
+            else:       # a setting or a dtype as str() writes it: one word, never a quote (a repr's)
+                body = r"[^\s'\"]*" if greedy else r"[^\s'\"]*?"
             out.append(f"(?P<f{i}>{body})" if name else f"(?:{body})")
         _PATTERNS[key] = re.compile("".join(out) + r"[ \t]*$")
     return _PATTERNS[key]

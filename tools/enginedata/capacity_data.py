@@ -179,6 +179,12 @@ def _calls(tree):
 
 def templates_in(engine, source: str) -> list:
     """(kind, template) of every capacity logging call in one file's source."""
+    return [(kind, template) for kind, template, _, _ in calls_in(engine, source)]
+
+
+def calls_in(engine, source: str) -> list:
+    """(kind, template, call, enclosing function) of every capacity logging call in one file's
+    source (the conformance tier runs the call's own message formatting on values it chooses)."""
     anchors = ANCHORS[engine]
     if not any(a in source for texts in anchors.values() for a in texts):
         return []
@@ -205,7 +211,7 @@ def templates_in(engine, source: str) -> list:
         template = _template(parts, func)
         if not any(isinstance(f, dict) and f["name"] in ("tokens", "blocks", "max_len") for f in template[1::2]):
             continue        # mentions the text, reports no figure (a debug dump, an error)
-        found.append((kinds[0], template))
+        found.append((kinds[0], template, call, func))
     return found
 
 
