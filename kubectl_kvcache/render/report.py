@@ -338,7 +338,8 @@ def _verify(report, subject, verdict):
              ("Engine releases", "" if releases else "none", tuple(releases)),
              ("Judged", f"{len(judged)} engine {'replica' if len(judged) == 1 else 'replicas'}"
                         + (" in" if judged else ""), _seen(i.namespace for i in judged))] + policy + [
-             ("Fails on", fails_on + (" (each as the policy sets it: an error fails)" if policy else ""), ())]
+             ("Fails on", fails_on + (" (each as the policy sets it: an error fails)" if policy else ""), ())] + \
+        _capacity_facts(report.items)
     cases = []
     names = replica_names(judged)
     judged_rows = [("items", n, i) for n, i in enumerate(report.items)] + \
@@ -381,6 +382,22 @@ def _verify(report, subject, verdict):
         f"verify: {len(cases)} {'replica' if len(cases) == 1 else 'replicas'}, none failing"
     extra = [(c, n) for c, n in verdict.counts().items() if c not in judge.STATUSES]   # OK, failing all the same
     return "verify", title, facts, [(s, counts[s]) for s in judge.STATUSES if counts[s]] + extra, cases, progress
+
+
+def _capacity_facts(items):
+    """After --observe: the KV-cache capacity each deployment's and each Binding's replicas hold
+    together, as their engines said it (judge/capacity_sum.py; each replica's is its row's CAPACITY)."""
+    from kubectl_kvcache.judge import capacity_sum
+
+    if not capacity_sum.observed(items):
+        return []
+    sums = capacity_sum.totals(items)
+    data = tuple(f"{kind} {g['namespace']}/{g['name']}: {capacity_sum.text(g)}"
+                 for kind, key in (("deployment", "deployments"), ("binding", "bindings")) for g in sums[key])
+    return [(CAPACITY_FACT, "the tokens the replicas' KV caches hold, as their engines said", data)]
+
+
+CAPACITY_FACT = "Capacity"
 
 
 def _replica_number(pod, prefix):

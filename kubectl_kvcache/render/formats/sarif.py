@@ -23,7 +23,7 @@ import json
 from kubectl_kvcache import __version__
 from kubectl_kvcache.errors import without_secrets
 from kubectl_kvcache.render.core import escape
-from kubectl_kvcache.render.report import ERROR
+from kubectl_kvcache.render.report import CAPACITY_FACT, ERROR
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERSION = "2.1.0"
@@ -128,6 +128,9 @@ def log(doc) -> dict:
            "invocations": [invocation],
            "results": [_result(f, indexes.get(f.code), doc.command) for f in doc.findings],
            "properties": {"title": _text(doc.title), "verdict": doc.verdict}}
+    capacity = next((data for label, _, data in doc.facts if label == CAPACITY_FACT), None)
+    if capacity is not None:        # after --observe: per deployment and Binding (render/report._capacity_facts)
+        run["properties"]["capacity"] = [_text(d) for d in capacity]  # type: ignore[index]
     files = sorted({f.file for f in doc.findings if f.file})
     if files:
         run["artifacts"] = [{"location": {"uri": _uri(f)}} for f in files]
