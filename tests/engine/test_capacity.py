@@ -7,6 +7,8 @@ The attacker controls one engine Pod: its argv (a model path, a served name) and
 the engine's own lines, and may print lines of its own. None of it may become a number here
 except a whole line of the release's format."""
 
+import os
+
 import pytest
 
 from kubectl_kvcache.engine import capacity
@@ -143,3 +145,22 @@ def test_keeps_holds_every_format_start_and_nothing_else():
 def test_a_release_the_data_does_not_hold_reads_under_every_format():
     got = capacity.observe("vllm", LMCACHE_1739, "log", "9.9.9")
     assert got.tokens == 42656 and capacity.formats("vllm", "9.9.9")
+
+
+# A whole vLLM 0.8.2 start-up log from its first line (a public file found with the search tools:
+# find_string "[kv_cache_utils.py", id 4795272142; single GPU, 4 weight shards), the user's own
+# lines (pydub warnings) included: where the capacity lines fall in the head the plugin reads.
+WHOLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "capacity_logs", "vllm-0.8.2-orpheus.log")
+
+
+def test_a_whole_public_log_read_end_to_end_within_the_head():
+    from kubectl_kvcache.load.engine_words import HEAD_BYTES
+
+    with open(WHOLE, "rb") as f:
+        raw = f.read()
+    at = raw.index(b"GPU KV cache size")
+    assert at < 6 * 1024 < HEAD_BYTES           # measured: 4.7 KiB into the head, the bound is 64 KiB
+    got = capacity.observe("vllm", raw[:HEAD_BYTES].decode(), "log", "0.8.2")
+    assert (got.tokens, got.max_len, got.concurrency, got.basis) == (280480, 131072, 2.14, capacity.TOKENS)
+    kept = [ln for ln in raw.decode().splitlines() if capacity.keeps("vllm", "log", ln)]
+    assert len(kept) == 2       # only the two capacity lines are kept of the head's 36
