@@ -29,7 +29,8 @@ HELP = dict(
                 "(parsed as that engine version parses its argv), against its Binding. Naming PODs also "
                 "prints their argv with every occurrence marked.\n\n" + status_help() +
                 " -o wide adds the role, engine, version, container, owner, Pod state, node, what the engine "
-                "said (--observe) and a crash's cause in the engine's own words; --observe also adds OBSERVED "
+                "said (--observe: its dtype, its KV cache's CAPACITY in tokens and its MAX-LEN) and a crash's "
+                "cause in the engine's own words; --observe also adds OBSERVED "
                 "to the default columns; -o describe prints "
                 "each one as a block with the reason, the fix and the argv; after a summary that is not all OK, "
                 "the command "
