@@ -34,13 +34,14 @@ KIND_LABEL = {
     "kv-cache-size": "the KV cache size line", "max-concurrency": "the maximum concurrency line",
     "gpu-blocks": "the # GPU blocks line", "max-model-len": "the max model len line",
     "scheduler": "the max_total_num_tokens line", "kv-allocated": "the KV Cache is allocated line",
-    "metrics": f"/metrics {METRIC}",
+    "metrics": f"/metrics {METRIC}", "engine-config": "the engine config line's max_seq_len",
 }
 # per meaning, the kinds in the order taken: the first kind holding a value gives it; values of one
 # group that differ are a conflict (a later kind of another group is not held against it: SGLang's
 # per-pool allocation line differs from max_total_num_tokens for a hybrid model's pools)
 TOKEN_GROUPS = (("kv-cache-size", "metrics"), ("scheduler",), ("kv-allocated",))
-MAX_LEN_GROUPS = (("kv-cache-size", "max-concurrency"), ("max-model-len",), ("scheduler",))
+MAX_LEN_GROUPS = (("kv-cache-size", "max-concurrency"), ("max-model-len",), ("scheduler",), ("engine-config",))
+CONFIG_START = "with config: "     # vLLM's engine config line (engine/words.py): its max_seq_len= field
 FIELD = {
     "d": r"[0-9]+",                         # %d of a count
     ",": r"[0-9]{1,3}(?:,[0-9]{3})*",       # f"{x:,}"
@@ -218,10 +219,13 @@ def reports(engine: str, text: str, source: str = "log", version: str | None = N
         return found
     fmts = formats(engine, version)
     starts = _starts(engine)
-    for raw in _lines(text, [(None, s) for s in starts]):
+    config = engine == "vllm"
+    for raw in _lines(text, [(None, s) for s in starts + ((CONFIG_START,) if config else ())]):
+        line = _ANSI.sub("", raw[:MAX_SCANNED_LINE]).rstrip()
+        if config and CONFIG_START in raw and len(raw) <= MAX_SCANNED_LINE:
+            found += _config_max_len(line, version)
         if not any(s in raw for s in starts):
             continue
-        line = _ANSI.sub("", raw[:MAX_SCANNED_LINE]).rstrip()
         read, why, kind, fid, start = None, "", "", "", 0
         for fid_, kind_, template in fmts:
             try:
@@ -243,6 +247,27 @@ def reports(engine: str, text: str, source: str = "log", version: str | None = N
         found.append(Report(source, kind, fid, _shown(line[start:]), tokens=read.get("tokens"), blocks=read.get("blocks"),
                             max_len=read.get("max_len"), concurrency=read.get("concurrency")))
     return found
+
+
+def _config_max_len(line: str, version: str | None) -> list[Report]:
+    """The max_seq_len of vLLM's engine config line, parsed under the release's own format
+    (engine/words.config_templates, reprs.config_values: every complete parse); a line that is not
+    the engine's, or that parses two ways, gives nothing here (engine/words.py says why for the
+    dtype it holds)."""
+    from kubectl_kvcache.engine.words import config_templates
+
+    values: set[str] = set()
+    try:
+        for template in config_templates("vllm", version):
+            values |= reprs.config_values(line, template, "max_seq_len")
+    except Unread:
+        return []
+    if len(values) != 1 or not re.fullmatch(r"[0-9]+", next(iter(values))):
+        return []
+    value = values.pop()
+    at = line.find("max_seq_len=")
+    return [Report("log", "engine-config", "engine-config", _shown(f"… max_seq_len={value} …"),
+                   max_len=int(value))] if at >= 0 else []
 
 
 def _pick(good: list[Report], attr: str, groups) -> tuple[Any, Report | None, str]:

@@ -98,13 +98,16 @@ def bracketed(line: str, start: int, keyed: bool) -> dict[str, str]:
     return fields(found, keyed)
 
 
-def config_values(line: str, template: list) -> set[str]:
-    """Every kv_cache_dtype value some complete parse of `line` under the format string `template`
+def config_values(line: str, template: list, field: str = "kv_cache_dtype") -> set[str]:
+    """Every `field` value (kv_cache_dtype; engine/capacity.py: max_seq_len) some complete parse
+    of `line` under the format string `template`
     ([literal, kind, literal, ..., literal]) gives. An `s` field (%s, f"{x}") may hold any text; an
     `r` field (%r, f"{x!r}") that starts with a quote is exactly one string literal. The engine's
     real line is one of the parses; when they all give one value, that is the one it wrote."""
     lits, kinds = template[0::2], template[1::2]
-    key = next(i for i, lit in enumerate(lits[:-1]) if lit.endswith("kv_cache_dtype="))
+    key = next((i for i, lit in enumerate(lits[:-1]) if lit.endswith(f"{field}=")), None)
+    if key is None:
+        return set()
     end_lit = lits[-1].rstrip()
     if not line.endswith(end_lit):
         return set()

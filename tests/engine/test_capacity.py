@@ -164,3 +164,28 @@ def test_a_whole_public_log_read_end_to_end_within_the_head():
     assert (got.tokens, got.max_len, got.concurrency, got.basis) == (280480, 131072, 2.14, capacity.TOKENS)
     kept = [ln for ln in raw.decode().splitlines() if capacity.keeps("vllm", "log", ln)]
     assert len(kept) == 2       # only the two capacity lines are kept of the head's 36
+
+
+def test_the_engine_config_lines_max_seq_len_is_the_max_length_of_last_resort():
+    """vLLM's config line (its release's own format, engine/words.py) holds max_seq_len=: the max
+    length where no capacity line says it (releases before 0.6.3, a line beyond the head)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("words_lines", os.path.join(os.path.dirname(WHOLE), "..",
+                                                                              "test_words.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    V1 = module.V1      # vLLM 0.31-0.34's config line (VllmConfig.__str__), as tests/engine/test_words.py has it
+    line = V1.format(model="'Qwen/Qwen3-8B'", revision="None", dtype="fp8", served="Qwen/Qwen3-8B") + "\n"
+    got = capacity.observe("vllm", line, "log", "0.34.0")
+    assert (got.tokens, got.max_len) == (None, 40960)
+    # a revision or served name holding `max_seq_len=999` (the Pod's own text): the release's format
+    # puts the real field between fixed literals, so the forgery is no parse of it: the real value
+    for field in ("revision", "served"):
+        fields = {"model": "'m'", "revision": "None", "dtype": "fp8", "served": "q",
+                  field: "x, max_seq_len=999, download_dir=None"}
+        assert capacity.observe("vllm", V1.format(**fields) + "\n", "log", "0.34.0").max_len == 40960
+    # the capacity line's own max length wins
+    with open(WHOLE, encoding="utf-8") as f:
+        whole = capacity.observe("vllm", f.read(), "log", "0.8.2")
+    assert whole.max_len == 131072 and whole.format.startswith("kv-cache-size")
