@@ -36,6 +36,8 @@ from kubectl_kvcache.engine.webhook import launch_refusal, program_refusal
 from kubectl_kvcache.engine.crash import DTYPE as CRASH_DTYPE, NOT_DTYPE as CRASH_NOT_DTYPE, ExitCause, exit_cause
 from kubectl_kvcache.engine.words import Observed, observe as observe_words, writes as reports_written
 from kubectl_kvcache.engine.words import combine, keeps as keeps_line, listen_port, reports
+from kubectl_kvcache.engine.kvbytes import AUTO_MAX_LEN, MAX_LEN_OPTION, argv_max_len, describe as describe_bytes
+from kubectl_kvcache.engine.kvbytes import element_bytes, ratio as bytes_ratio
 
 __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
@@ -47,4 +49,5 @@ __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DT
            "CRASH_DTYPE", "CRASH_NOT_DTYPE",
            "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "combine", "keeps_line",
            "listen_port", "reports", "after_parse", "refuses", "starts",
-           "START_UP_CHECK", "load_knowledge"]
+           "START_UP_CHECK", "load_knowledge",
+           "AUTO_MAX_LEN", "MAX_LEN_OPTION", "argv_max_len", "describe_bytes", "element_bytes", "bytes_ratio"]

@@ -11,6 +11,7 @@ a file of another schema is refused, not misread. Loaded on first use, once per 
     writes.json    the reports of its KV-cache dtype each release writes (engine/words)
     crashes.json   what each release raises about the KV-cache dtype when it dies (engine/crash)
     pythons.json   how argparse differs between the CPythons images run (engine/kvparse)
+    kvbytes.json   bytes per KV-cache element of each dtype, per release (engine/kvbytes)
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 # Bumped by whoever changes the layout of what scripts/engine-data writes.
 SCHEMA = 1
-FILES = ("parsers", "backends", "writes", "pythons", "crashes")
+FILES = ("parsers", "backends", "writes", "pythons", "crashes", "kvbytes")
 _LOADED: dict[str, Any] = {}
 
 

@@ -1,0 +1,147 @@
+"""What a KV-cache dtype change does to a replica: its capacity after the change, and whether the
+model's max length still fits. Pure: an Item (with the capacity its engine reported, if read) and
+the new dtype in, a Change out.
+
+The prediction: the memory an engine gives its KV cache does not depend on the cache's dtype, so
+the new capacity is the observed one times bytes(old) / bytes(new) (engine/kvbytes, read from each
+release's code). The rule it is compared with, from the engines' code:
+- vLLM refuses to start when one request of the max length no longer fits: V1 "To serve at least
+  one request with the model(s)'s max seq len (X), (Y GiB KV cache is needed, which is larger than
+  the available KV cache memory (Z GiB)" (vllm/v1/core/kv_cache_utils.py
+  check_enough_kv_cache_memory from 0.7.0; vllm/v1/core/kv_cache_planning.py from 0.33.0); V0
+  "The model's max seq len (X) is larger than the maximum number of tokens that can be stored in
+  KV cache (Y)" (vllm/worker/worker.py raise_if_cache_size_invalid, 0.4.1-0.10.x; earlier
+  vllm/engine/llm_engine.py, vllm/executor/utils.py). For sliding-window and hybrid models V1
+  needs only the window for those layers, and the reported token figure is already derived
+  (engine/capacity), so the comparison is as close as that figure.
+- SGLang starts and refuses a longer input later ("Input length (N tokens) exceeds the maximum
+  allowed length"): a warning, not a crash.
+Nothing observed: the capacity was not read, and nothing is predicted.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kubectl_kvcache import engine as model
+from kubectl_kvcache.record import Record
+
+REFUSES_START = "refuses-to-start"      # vLLM: the engine exits at start-up
+REFUSES_LONG = "refuses-long-inputs"    # SGLang: starts, refuses inputs longer than the capacity
+FITS, NOT_READ, UNKNOWN = "fits", "not-read", "unknown"
+MAX_LEN_OPTION = model.MAX_LEN_OPTION
+READ_HINT = "capacity not read (--observe reads it)"
+
+
+class Change(Record):
+    """One replica's KV-cache dtype change, predicted. `fits` None: not decided (`reason` says why)."""
+
+    __slots__ = ("engine", "version", "old", "new", "tokens", "predicted", "ratio", "max_len", "max_len_source",
+                 "fits", "consequence", "reason", "advice")
+
+    def __init__(self, engine: str | None, version: str | None, old: str | None, new: str, tokens: int | None,
+                 predicted: int | None, ratio: Fraction | None, max_len: int | None, max_len_source: str,
+                 fits: bool | None, consequence: str, reason: str = "", advice: tuple = ()):
+        self.engine = engine
+        self.version = version
+        self.old = old                      # the dtype it runs with now (the effective value)
+        self.new = new
+        self.tokens = tokens                # the capacity its engine reported (None: not read)
+        self.predicted = predicted          # the capacity after the change (None: not predicted)
+        self.ratio = ratio                  # predicted / tokens
+        self.max_len = max_len              # the longest request it must hold
+        self.max_len_source = max_len_source  # "--max-model-len", "--context-length", "logged", ""
+        self.fits = fits
+        self.consequence = consequence      # FITS | REFUSES_START | REFUSES_LONG | NOT_READ | UNKNOWN
+        self.reason = reason
+        self.advice = advice                # what fits instead, in words
+
+    @property
+    def warns(self) -> bool:
+        return self.fits is False
+
+    def summary(self) -> str:
+        """One sentence: what the change does, in numbers where known."""
+        if self.consequence == NOT_READ:
+            return f"{self.old} -> {self.new}: {READ_HINT}"
+        if self.predicted is None:
+            return f"{self.old} -> {self.new}: capacity {self.tokens:,} tokens; the new one is UNKNOWN ({self.reason})"
+        head = f"{self.old} -> {self.new}: capacity {self.tokens:,} -> about {self.predicted:,} tokens"
+        if self.max_len is None:
+            return f"{head}; max length not known ({self.reason})"
+        where = f"max length {self.max_len:,} ({self.max_len_source})"
+        if self.fits:
+            return f"{head}; {where} fits"
+        if self.consequence == REFUSES_START:
+            return f"{head}; {where} does not fit: vLLM refuses to start"
+        return f"{head}; {where} does not fit: SGLang refuses inputs longer than the capacity"
+
+    def to_dict(self):
+        return {"engine": self.engine, "engineVersion": self.version, "from": self.old, "to": self.new,
+                "tokens": self.tokens, "predictedTokens": self.predicted,
+                "ratio": None if self.ratio is None else str(self.ratio), "maxLength": self.max_len,
+                "maxLengthSource": self.max_len_source or None, "fits": self.fits,
+                "consequence": self.consequence, "reason": self.reason, "advice": list(self.advice),
+                "summary": self.summary()}
+
+
+_AUTO = model.AUTO_MAX_LEN
+
+
+def max_length(item) -> tuple[int | None, str, str]:
+    """(max length, where from, why None): the argv's --max-model-len / --context-length as the
+    release's own parser reads it (the last wins, abbreviations), else the length the engine logged."""
+    value, why = model.argv_max_len(item.container_spec, item.engine or "", item.engine_version)
+    if value is not None:
+        return value, MAX_LEN_OPTION.get(item.engine or "", ""), ""
+    cap = item.capacity
+    if cap is not None and cap.max_len:
+        return cap.max_len, "logged", ""
+    return None, "", why or "no max length in its argv and none logged"
+
+
+def _model_dtype(item) -> str | None:
+    """The dtype "auto" resolves to, where the engine reported it (SGLang's "Using KV cache dtype",
+    vLLM's config line dtype=...)."""
+    for source in (getattr(item.capacity, "model_dtype", None), getattr(item.observed, "resolved", None)):
+        if source:
+            return str(source)
+    return None
+
+
+def change(item, new_dtype: str) -> Change:
+    """The Change of `item`'s replica to `new_dtype`: both capacities, its max length, whether it fits."""
+    engine, version, old = item.engine, item.engine_version, item.effective or "auto"
+    cap = item.capacity
+    max_len, source, why = max_length(item)
+    if cap is None or cap.tokens is None:
+        return Change(engine, version, old, new_dtype, None, None, None, max_len if max_len != _AUTO else None,
+                      source, None, NOT_READ, READ_HINT)
+    model_dtype = _model_dtype(item)
+    old_size, old_why = model.describe_bytes(engine or "", version, old, model_dtype)
+    new_size, new_why = model.describe_bytes(engine or "", version, new_dtype, model_dtype)
+    if old_size is None or new_size is None:
+        reason = old_why or new_why
+        return Change(engine, version, old, new_dtype, cap.tokens, None, None, max_len, source, None, UNKNOWN, reason,
+                      _keep_advice(item))
+    ratio = old_size / new_size
+    predicted = int(cap.tokens * ratio)
+    if max_len == _AUTO:
+        return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, None, source, True, FITS,
+                      f"{source} auto: the engine fits its max length to the memory (about {predicted:,} tokens)")
+    if max_len is None:
+        return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, None, "", None, UNKNOWN, why)
+    if predicted >= max_len:
+        return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, max_len, source, True, FITS)
+    consequence = REFUSES_START if engine == "vllm" else REFUSES_LONG
+    advice = (f"{MAX_LEN_OPTION.get(engine or '', '--max-model-len')} {predicted} (what the new cache holds)",) \
+        + _keep_advice(item)
+    return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, max_len, source, False, consequence,
+                  "", advice)
+
+
+def _keep_advice(item) -> tuple:
+    old = item.effective
+    if old and model.element_bytes(item.engine or "", item.engine_version, old) == 1:
+        return (f"keep the 1-byte cache with a spelling the release accepts ({old})",)
+    return ()
