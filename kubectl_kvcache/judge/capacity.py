@@ -122,8 +122,12 @@ def change(item, new_dtype: str) -> Change:
     new_size, new_why = model.describe_bytes(engine or "", version, new_dtype, model_dtype)
     if old_size is None or new_size is None:
         reason = old_why or new_why
-        return Change(engine, version, old, new_dtype, cap.tokens, None, None, max_len, source, None, UNKNOWN, reason,
-                      _keep_advice(item))
+        if new_size is None and old_size is not None and new_dtype == "auto":
+            at16 = int(cap.tokens * old_size / 2)        # a conditional, said as one: never the verdict
+            reason += f"; at a 16-bit model dtype it would hold about {at16:,} tokens" + (
+                f", less than the max length {max_len:,}" if max_len and max_len != _AUTO and at16 < max_len else "")
+        return Change(engine, version, old, new_dtype, cap.tokens, None, None,
+                      max_len if max_len != _AUTO else None, source, None, UNKNOWN, reason, _keep_advice(item))
     ratio = old_size / new_size
     predicted = int(cap.tokens * ratio)
     if max_len == _AUTO:
@@ -145,3 +149,105 @@ def _keep_advice(item) -> tuple:
     if old and model.element_bytes(item.engine or "", item.engine_version, old) == 1:
         return (f"keep the 1-byte cache with a spelling the release accepts ({old})",)
     return ()
+
+
+# -- a change to many replicas, as the commands show it -------------------------------------------
+
+def changes(items, new_dtype_of) -> list[tuple]:
+    """(item, Change) for each running replica whose dtype `new_dtype_of(item)` changes (None: it
+    does not change), in namespace, deployment, role and Pod order."""
+    out = []
+    for item in sorted(items, key=lambda i: (i.namespace or "", i.deployment or "", i.role or "", i.pod or "")):
+        if item.pod is None or item.engine is None:
+            continue
+        new = new_dtype_of(item)
+        if new is None or new == (item.effective or "auto"):
+            continue
+        out.append((item, change(item, new)))
+    return out
+
+
+def _operator_part(item, role) -> tuple[list, int | None] | None:
+    """(the operator's own --kv-cache-dtype occurrences, where the role's extraArgs start) in the
+    replica's argv, as judge/verify.stale_reason reads the render; None when not told."""
+    from kubectl_kvcache.judge.verify import extra_args_start
+
+    if role is None or item.container_spec is None or item.takeover:
+        return None
+    start = extra_args_start(role, list(item.container_spec.get("command") or ()))
+    own = [o for o in item.occurrences if o.get("source") == "command" and (start is None or o["index"] < start)]
+    return own, start
+
+
+def _winner(item):
+    return item.occurrences[item.winner] if item.winner is not None and item.winner < len(item.occurrences) else None
+
+
+def moved_to(item, role, dtype: str) -> str | None:
+    """The dtype a replica runs with once its deployment is re-created on a Binding of `dtype`
+    (recover): the Binding's, unless the role's own flag or command decides it (None: unchanged)."""
+    part = _operator_part(item, role)
+    if part is None:
+        return None
+    own, _ = part
+    win = _winner(item)
+    return dtype if win is None or win in own else None
+
+
+def after_setting_off(item, role) -> str | None:
+    """The dtype a replica runs with once the Setting is off and its deployment rolled: the operator
+    renders no --kv-cache-dtype, so the role's own flag if it has one (the last), else the engine's
+    default "auto" (None: unchanged: its own flag wins already, or its command is the role's)."""
+    part = _operator_part(item, role)
+    if part is None:
+        return None
+    own, _ = part
+    win = _winner(item)
+    if win is not None and win not in own:
+        return None
+    rest = [o for o in item.occurrences if o not in own]
+    return str(rest[-1].get("value")) if rest and rest[-1].get("value") is not None else "auto"
+
+
+def _who(item) -> str:
+    if item.deployment:
+        role = f" role {item.role}" if item.role else ""
+        return f"ModelDeployment {item.namespace}/{item.deployment}{role}"
+    return f"Pod {item.namespace}/{item.pod}"
+
+
+def warnings(pairs, hint: str = READ_HINT) -> list[str]:
+    """One line per deployment role whose change does not fit (the replica with the least predicted
+    capacity speaks for its role: they run one argv), then one for the roles not read."""
+    groups: dict = {}
+    for item, ch in pairs:
+        groups.setdefault((_who(item), item.engine), []).append((item, ch))
+    out, unread = [], []
+    for (who, engine), members in groups.items():
+        failing = [(i, c) for i, c in members if c.fits is False]
+        if failing:
+            item, ch = min(failing, key=lambda p: p[1].predicted or 0)
+            what = ("vLLM refuses to start (its max length no longer fits the KV cache)" if engine == "vllm"
+                    else "SGLang starts, and refuses inputs longer than the new capacity")
+            fits = "; ".join(ch.advice)
+            out.append(f"{who} (Pod {item.pod}, {engine} {ch.version}): {ch.old} -> {ch.new} takes its KV cache "
+                       f"from {ch.tokens:,} to about {ch.predicted:,} tokens, below its max length {ch.max_len:,} "
+                       f"({ch.max_len_source}): {what}" + (f"; what fits: {fits}" if fits else ""))
+        elif all(c.consequence == NOT_READ for _, c in members):
+            unread.append(who)
+    if unread:
+        out.append(f"{', '.join(unread)}: {hint.replace('capacity', 'KV-cache capacity', 1)}; what the change does "
+                   f"to it is not predicted")
+    return out
+
+
+def view(pairs, hint: str = READ_HINT) -> list[dict]:
+    """The structured form: one entry per replica (`hint`: how the capacity not read is read)."""
+    out = []
+    for item, ch in pairs:
+        entry = {"namespace": item.namespace, "pod": item.pod, "container": item.container,
+                 "deployment": item.deployment, "role": item.role} | ch.to_dict()
+        if ch.consequence == NOT_READ:
+            entry |= {"reason": hint, "summary": f"{ch.old} -> {ch.new}: {hint}"}
+        out.append(entry)
+    return out
