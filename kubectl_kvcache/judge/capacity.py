@@ -241,6 +241,21 @@ def warnings(pairs, hint: str = READ_HINT) -> list[str]:
     return out
 
 
+def off_lines(pairs, hint: str = READ_HINT) -> list[str]:
+    """`setting off`: every warning, then one line per deployment role that still fits or is not decided."""
+    out = warnings(pairs, hint)
+    said: set = set()
+    for item, ch in pairs:
+        who = _who(item)
+        if who in said or ch.fits is False or ch.consequence == NOT_READ:
+            continue
+        if any(c.fits is False for i, c in pairs if _who(i) == who):
+            continue
+        said.add(who)
+        out.append(f"{who} (Pod {item.pod}): {ch.summary()}")
+    return out
+
+
 def view(pairs, hint: str = READ_HINT) -> list[dict]:
     """The structured form: one entry per replica (`hint`: how the capacity not read is read)."""
     out = []
