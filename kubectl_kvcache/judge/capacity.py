@@ -64,6 +64,8 @@ class Change(Record):
         """One sentence: what the change does, in numbers where known."""
         if self.consequence == NOT_READ:
             return f"{self.old} -> {self.new}: {READ_HINT}"
+        if self.ratio == 1:
+            return f"{self.old} -> {self.new}: {self.reason}"
         if self.predicted is None:
             return f"{self.old} -> {self.new}: capacity {self.tokens:,} tokens; the new one is UNKNOWN ({self.reason})"
         head = f"{self.old} -> {self.new}: capacity {self.tokens:,} -> about {self.predicted:,} tokens"
@@ -114,33 +116,38 @@ def change(item, new_dtype: str) -> Change:
     engine, version, old = item.engine, item.engine_version, item.effective or "auto"
     cap = item.capacity
     max_len, source, why = max_length(item)
-    if cap is None or cap.tokens is None:
-        return Change(engine, version, old, new_dtype, None, None, None, max_len if max_len != _AUTO else None,
-                      source, None, NOT_READ, READ_HINT)
     model_dtype = _model_dtype(item)
     old_size, old_why = model.describe_bytes(engine or "", version, old, model_dtype)
     new_size, new_why = model.describe_bytes(engine or "", version, new_dtype, model_dtype)
+    tokens = cap.tokens if cap is not None else None
+    if old_size is not None and old_size == new_size:       # another spelling of the same size: nothing moves
+        return Change(engine, version, old, new_dtype, tokens, tokens, Fraction(1), max_len if max_len != _AUTO
+                      else None, source, True, FITS, f"{old} and {new_dtype} take {old_size} byte(s) an element "
+                      f"in {engine} {version}: the capacity stays")
+    if tokens is None:
+        return Change(engine, version, old, new_dtype, None, None, None, max_len if max_len != _AUTO else None,
+                      source, None, NOT_READ, READ_HINT)
     if old_size is None or new_size is None:
         reason = old_why or new_why
         if new_size is None and old_size is not None and new_dtype == "auto":
-            at16 = int(cap.tokens * old_size / 2)        # a conditional, said as one: never the verdict
+            at16 = int(tokens * old_size / 2)        # a conditional, said as one: never the verdict
             reason += f"; at a 16-bit model dtype it would hold about {at16:,} tokens" + (
                 f", less than the max length {max_len:,}" if max_len and max_len != _AUTO and at16 < max_len else "")
-        return Change(engine, version, old, new_dtype, cap.tokens, None, None,
+        return Change(engine, version, old, new_dtype, tokens, None, None,
                       max_len if max_len != _AUTO else None, source, None, UNKNOWN, reason, _keep_advice(item))
     ratio = old_size / new_size
-    predicted = int(cap.tokens * ratio)
+    predicted = int(tokens * ratio)
     if max_len == _AUTO:
-        return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, None, source, True, FITS,
+        return Change(engine, version, old, new_dtype, tokens, predicted, ratio, None, source, True, FITS,
                       f"{source} auto: the engine fits its max length to the memory (about {predicted:,} tokens)")
     if max_len is None:
-        return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, None, "", None, UNKNOWN, why)
+        return Change(engine, version, old, new_dtype, tokens, predicted, ratio, None, "", None, UNKNOWN, why)
     if predicted >= max_len:
-        return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, max_len, source, True, FITS)
+        return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS)
     consequence = REFUSES_START if engine == "vllm" else REFUSES_LONG
     advice = (f"{MAX_LEN_OPTION.get(engine or '', '--max-model-len')} {predicted} (what the new cache holds)",) \
         + _keep_advice(item)
-    return Change(engine, version, old, new_dtype, cap.tokens, predicted, ratio, max_len, source, False, consequence,
+    return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, False, consequence,
                   "", advice)
 
 

@@ -81,7 +81,10 @@ def test_v0_blocks_auto_at_bf16_to_fp8_makes_29000_fit():
     item = _item("vllm", "0.6.4", "auto", spec, Capacity(23648, BLOCKS, blocks=1478, block_size=16), observed=bf16)
     ch = capacity.change(item, "fp8")
     assert (ch.predicted, ch.fits) == (47296, True)
-    back = capacity.change(item, "auto")     # the same dtype: the same capacity, and 29000 does not fit
+    # and the way back: from fp8 at 47,296 tokens to the model's bf16 (auto) is the engine's own refusal
+    at_fp8 = _item("vllm", "0.6.4", "fp8", _vllm("0.6.4", "--kv-cache-dtype", "fp8", "--max-model-len", "29000"),
+                   Capacity(47296, TOKENS), observed=bf16)
+    back = capacity.change(at_fp8, "auto")
     assert back.predicted == 23648 and back.fits is False and back.consequence == capacity.REFUSES_START
 
 
@@ -155,3 +158,12 @@ def test_warnings_name_the_deployment_both_capacities_the_max_length_and_what_fi
     view = capacity.view(pairs, "capacity not read (x)")
     assert [v["pod"] for v in view] == ["p-0", "p-1", "p-0"] and view[2]["reason"] == "capacity not read (x)"
     assert capacity.changes([a], lambda i: None) == [] and capacity.changes([a], lambda i: "fp8") == []
+
+
+def test_another_spelling_of_the_same_size_moves_nothing_even_unread():
+    spec = _vllm("0.29.0", "--kv-cache-dtype", "fp8", "--max-model-len", "32768")
+    for cap in (None, Capacity(40000, TOKENS)):
+        ch = capacity.change(_item("vllm", "0.29.0", "fp8", spec, cap), "fp8_e4m3")
+        assert ch.fits is True and ch.ratio == 1 and ch.consequence == capacity.FITS
+        assert "take 1 byte(s) an element in vllm 0.29.0: the capacity stays" in ch.summary()
+    assert capacity.warnings(capacity.changes([_item("vllm", "0.29.0", "fp8", spec, None)], lambda i: "fp8_e4m3")) == []
