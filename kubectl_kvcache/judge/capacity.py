@@ -273,3 +273,4 @@ def view(pairs, hint: str = READ_HINT) -> list[dict]:
             entry |= {"reason": hint, "summary": f"{ch.old} -> {ch.new}: {hint}"}
         out.append(entry)
     return out
+

@@ -72,3 +72,23 @@ def test_every_release_of_the_data_sizes_its_16_bit_and_fp8_spellings():
             for value in ("fp8", "fp8_e4m3", "fp8_e5m2"):
                 if value in dtypes and isinstance(dtypes[value], str):
                     assert kvbytes.element_bytes(engine, version, value) == 1, (engine, version, value)
+
+
+def test_check_s_suggested_spellings_never_change_a_capacity():
+    """check's fix for a rejected Binding moves its users to another spelling of the same cache
+    format (engine/data.SAME_FORMAT, judge/checks/engines.suggest_dtype): in every release read both
+    take the same bytes per element, which is why check reads no capacity (cli/flows/capacity.py).
+    A pair that ever differs fails here: check's fixes would then need the capacity read."""
+    from kubectl_kvcache.engine.data import SAME_FORMAT
+
+    compared = 0
+    for engine, releases in knowledge.load("kvbytes").items():
+        for version in releases:
+            for value, others in SAME_FORMAT.items():
+                for other in others:
+                    a = kvbytes.element_bytes(engine, version, value)
+                    b = kvbytes.element_bytes(engine, version, other)
+                    if a is not None and b is not None:
+                        assert a == b, (engine, version, value, other)
+                        compared += 1
+    assert compared > 100

@@ -5,8 +5,11 @@ its deadline and byte limits; a 403 is one note and the prediction says "not rea
 
 Why by default in recover and setting off: their plan is what a careful user reads before the
 change, and a change that stops vLLM from starting must be said there without an extra flag.
-The read is bounded to the running replicas the change touches; `check` reads only with --observe
-(it judges every Binding of the cluster, and its findings stand without the engines' word).
+The read is bounded to the running replicas the change touches. `check` reads none: its fixes
+move a rejected Binding's users to another spelling of the same cache format
+(judge/checks/engines.suggest_dtype, SAME_FORMAT), which takes the same bytes per element in every
+release read (engine/kvbytes; tests/engine/test_kvbytes.py holds every such pair to it), so no
+fix of check changes a capacity; `recover` then plans the move and says what it does.
 """
 
 from __future__ import annotations
@@ -83,3 +86,4 @@ def setting_off_changes(snapshot, client, err) -> list[tuple]:
     """setting off: every pool-attached deployment's replicas roll without the operator's flag."""
     return predicted(snapshot, client, lambda i: bool(i.owner) and bool(i.binding),
                      lambda i: capacity.after_setting_off(i, role_of(snapshot, i)), err)
+
