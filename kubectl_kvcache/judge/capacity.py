@@ -274,3 +274,20 @@ def view(pairs, hint: str = READ_HINT) -> list[dict]:
         out.append(entry)
     return out
 
+
+
+OWN_FLAG = "role-own-flag"      # check's finding whose fix (remove the role's own flag) changes its dtype
+
+
+def with_fixes(report, pairs, hint: str = READ_HINT):
+    """check's report with each role-own-flag fix saying what the change does to the role's KV
+    caches (the warnings of `pairs`, grouped by their ModelDeployment)."""
+    by_deployment: dict = {}
+    for item, ch in pairs:
+        by_deployment.setdefault((item.namespace, item.deployment), []).append((item, ch))
+    findings = []
+    for f in report.findings:
+        group = by_deployment.get((f.namespace, f.name)) if f.code == OWN_FLAG else None
+        said = warnings(group, hint) if group else []
+        findings.append(f.replace(fix=f"{f.fix}; its KV cache then: " + "; ".join(said)) if said else f)
+    return report.replace(findings=findings)

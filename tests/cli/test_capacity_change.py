@@ -153,3 +153,52 @@ def test_setting_off_leaves_a_role_with_its_own_flag_alone(capacities, monkeypat
                              None, monkeypatch)
     assert code == 0, err
     assert "Their KV caches after the roll" not in out
+
+
+# -- check --observe: removing a role's own flag moves its replicas to the Binding's dtype ---------
+
+def _own_flag_api(own="fp8", binding_dtype="bfloat16"):
+    from tests import objects as o
+    from tests.fakeapi import FakeAPI, _setting_obj
+
+    extra = ["--max-model-len", "262144", "--kv-cache-dtype", own]
+    md = o.deployment("chat", ns="a", binding_name="b1", roles=[o.role(extra_args=extra)])
+    pod = o.md_pod("chat-server-0", "chat", o.vllm_argv(binding_dtype) + extra, ns="a")
+    return FakeAPI(_setting_obj("true"), [md], [pod], bindings=[o.binding("b1", binding_dtype, ns="a")])
+
+
+def test_check_observe_says_the_own_flag_fix_would_stop_vllm(capacities, monkeypatch):
+    from tests.fakeapi import run_cli
+
+    capacities["chat-server-0"] = Capacity(302921, TOKENS)
+    code, out, err = run_cli(_own_flag_api(), ["check", "-A", "--observe", "-o", "json"], None, monkeypatch)
+    finding = next(f for f in json.loads(out)["findings"] if f["code"] == "role-own-flag")
+    assert "its KV cache then: ModelDeployment a/chat role server (Pod chat-server-0, vllm 0.29.0): fp8 -> bfloat16" \
+        in finding["fix"]
+    assert "from 302,921 to about 151,460 tokens, below its max length 262,144" in finding["fix"]
+    assert "vLLM refuses to start" in finding["fix"]
+
+
+def test_check_without_observe_reads_no_log_and_says_nothing(monkeypatch):
+    from tests.fakeapi import run_cli
+
+    called = []
+    monkeypatch.setattr(capacity_flow, "read", lambda *a: called.append(a))
+    code, out, err = run_cli(_own_flag_api(), ["check", "-A", "-o", "json"], None, monkeypatch)
+    finding = next(f for f in json.loads(out)["findings"] if f["code"] == "role-own-flag")
+    assert "KV cache" not in finding["fix"] and not called
+
+
+def test_check_observe_a_larger_cache_fits_and_the_fix_stands(capacities, monkeypatch):
+    from tests.fakeapi import run_cli
+
+    capacities["chat-server-0"] = Capacity(302921, TOKENS)
+    api = _own_flag_api(own="bfloat16", binding_dtype="fp8")
+    code, out, err = run_cli(api, ["check", "-A", "--observe", "-o", "json"], None, monkeypatch)
+    finding = next(f for f in json.loads(out)["findings"] if f["code"] == "role-own-flag")
+    assert "KV cache" not in finding["fix"]
+
+
+def test_check_observe_from_saved_objects_says_not_read():
+    code, out, err = _cli(["check", "-n", "llm-prod", "-f", EXAMPLE, "--observe"])
+    assert "--observe reads the engines' logs from a cluster" in err

@@ -5,11 +5,12 @@ its deadline and byte limits; a 403 is one note and the prediction says "not rea
 
 Why by default in recover and setting off: their plan is what a careful user reads before the
 change, and a change that stops vLLM from starting must be said there without an extra flag.
-The read is bounded to the running replicas the change touches. `check` reads none: its fixes
-move a rejected Binding's users to another spelling of the same cache format
-(judge/checks/engines.suggest_dtype, SAME_FORMAT), which takes the same bytes per element in every
-release read (engine/kvbytes; tests/engine/test_kvbytes.py holds every such pair to it), so no
-fix of check changes a capacity; `recover` then plans the move and says what it does.
+The read is bounded to the running replicas the change touches. `check` reads only with --observe
+(it judges every object in scope, and its findings stand without the engines' word); of its fixes,
+removing a role's own --kv-cache-dtype changes the dtype its replicas run (to the Binding's), while
+a rejected Binding's fix moves its users to another spelling of the same cache format
+(judge/checks/engines.suggest_dtype, SAME_FORMAT), the same bytes per element in every release read
+(tests/engine/test_kvbytes.py holds every such pair to it): no capacity moves there.
 """
 
 from __future__ import annotations
@@ -87,3 +88,15 @@ def setting_off_changes(snapshot, client, err) -> list[tuple]:
     return predicted(snapshot, client, lambda i: bool(i.owner) and bool(i.binding),
                      lambda i: capacity.after_setting_off(i, role_of(snapshot, i)), err)
 
+
+
+def check_fixes(report, snapshot, client, err):
+    """check --observe: a role-own-flag fix (remove the role's own flag) moves the role's replicas
+    from their own value to the Binding's dtype; each such fix says what that does to their KV caches."""
+    wanted = {(e.namespace, e.deployment, e.role): e.dtype for e in report.roles
+              if e.type == "own-flag" and e.dtype and e.verdict == "MISMATCH"}
+    if not wanted:
+        return report
+    pairs = predicted(snapshot, client, lambda i: (i.namespace, i.deployment, i.role) in wanted,
+                      lambda i: wanted[(i.namespace, i.deployment, i.role)], err)
+    return capacity.with_fixes(report, pairs, hint(client))
