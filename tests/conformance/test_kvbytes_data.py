@@ -88,3 +88,14 @@ def test_fp8_ds_mla_keeps_the_release_s_bytes_per_token():
     assert 'if self.cache_dtype_str == "fp8_ds_mla":' in text and "return self.block_size * 656" in text
     assert SHIPPED["vllm"]["0.11.0"]["dtypes"]["fp8_ds_mla"]["perToken"] == [656]
     assert kvbytes.element_bytes("vllm", "0.11.0", "fp8_ds_mla") is None
+
+
+def test_the_ds_mla_rows_follow_their_release_s_layer():
+    root = wheels.cached("vllm", "0.30.0")
+    with open(os.path.join(root, "vllm/model_executor/layers/attention/mla_attention.py"), encoding="utf-8") as f:
+        text = f.read()
+    assert '{"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}' in text
+    dtypes = SHIPPED["vllm"]["0.30.0"]["dtypes"]
+    assert (dtypes["fp8_ds_mla"]["perToken"], dtypes["nvfp4_ds_mla"]["perToken"]) == ([656], [352])
+    # 0.20-0.27: DeepseekV4's 584-byte rows beside V3.2's 656 (MLAAttentionSpec.real_page_size_bytes)
+    assert SHIPPED["vllm"]["0.20.0"]["dtypes"]["fp8_ds_mla"]["perToken"] == [584, 656]

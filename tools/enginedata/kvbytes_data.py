@@ -178,23 +178,53 @@ def ds_mla_row_bytes(root) -> list[int]:
     return found
 
 
+MLA_LAYER = "vllm/model_executor/layers/attention/mla_attention.py"
+
+
+def state_bytes(root) -> dict[str, list[int]]:
+    """Later releases (0.28 on): the MLA layer's spec takes state_content_bytes by the dtype
+    (vllm/model_executor/layers/attention/mla_attention.py): `656 if self.kv_cache_dtype ==
+    "fp8_ds_mla" else None` (0.28), `{"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}.get(...)` (0.30), an
+    IfExp of both (0.34): every int constant keyed by a dtype inside that argument."""
+    out: dict[str, list[int]] = {}
+    for node in ast.walk(_parse(root, MLA_LAYER) or ast.Module(body=[], type_ignores=[])):
+        if not (isinstance(node, ast.keyword) and node.arg == "state_content_bytes"):
+            continue
+        for sub in ast.walk(node.value):
+            if isinstance(sub, ast.IfExp) and isinstance(sub.body, ast.Constant) and isinstance(sub.body.value, int) \
+                    and isinstance(sub.test, ast.Compare) and isinstance(sub.test.ops[0], ast.Eq) \
+                    and isinstance(sub.test.left, ast.Attribute) and sub.test.left.attr == "kv_cache_dtype" \
+                    and isinstance(sub.test.comparators[0], ast.Constant):
+                out.setdefault(sub.test.comparators[0].value, []).append(sub.body.value)
+            if isinstance(sub, ast.Dict):
+                for k, v in zip(sub.keys, sub.values):
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(v, ast.Constant) \
+                            and isinstance(v.value, int):
+                        out.setdefault(k.value, []).append(v.value)
+    return {k: sorted(set(v)) for k, v in out.items()}
+
+
 def vllm_release(root) -> dict:
     rel, values = vllm_map(root)
     interface = _parse(root, "vllm/v1/kv_cache_interface.py")
     nvfp4 = nvfp4_fraction(root)
     tokens = per_token_bytes(interface)
     row = ds_mla_row_bytes(root)
+    state = state_bytes(root)
+    where = {value: "vllm/v1/kv_cache_interface.py" for value in tokens}
+    for value, sizes in state.items():
+        if value not in tokens:
+            tokens[value], where[value] = sizes, f"{MLA_LAYER} state_content_bytes"
     if row and "fp8_ds_mla" not in tokens:
         tokens["fp8_ds_mla"] = sorted(set(row))
+        where["fp8_ds_mla"] = "vllm/v1/attention/backend.py get_fp8_ds_mla_row_bytes"
     out = {"auto": {"bytes": None, "layout": "auto", "source": rel}}
     for value, torch_name in values.items():
         size = TORCH_ITEMSIZE.get(torch_name)
         mode = vllm_mode(interface, value)
         entry: dict = {"torch": [torch_name], "source": rel}
         if value in tokens:
-            entry |= {"bytes": None, "layout": "per-token", "perToken": tokens[value],
-                      "source": "vllm/v1/attention/backend.py get_fp8_ds_mla_row_bytes" if row
-                      else "vllm/v1/kv_cache_interface.py"}
+            entry |= {"bytes": None, "layout": "per-token", "perToken": tokens[value], "source": where[value]}
         elif mode in PLAIN_MODES and size is not None and (size >= 2 or value in PER_TENSOR):
             entry |= {"bytes": _fraction(size), "layout": "plain"}
         elif mode == "NVFP4" and nvfp4 is not None and size is not None:
