@@ -102,6 +102,19 @@ def max_length(item) -> tuple[int | None, str, str]:
     return None, "", why or "no max length in its argv and none logged"
 
 
+CONCURRENCY_PRECISION = 0.01    # vLLM logs "%.2fx"
+
+
+def _concurrency(cap, max_len: int) -> float | None:
+    """vLLM V1's "Maximum concurrency for N tokens per request: X x" where N is the max length
+    compared (kv_cache_utils: max_memory_usage_bytes per layer spec, so a sliding-window or hybrid
+    model's windows and states count as the engine counts them; from the release that derives its
+    token figure from it, the two agree)."""
+    if cap is None or cap.concurrency is None or cap.max_len != max_len:
+        return None
+    return float(cap.concurrency)
+
+
 def _model_dtype(item) -> str | None:
     """The dtype "auto" resolves to, where the engine reported it (SGLang's "Using KV cache dtype",
     vLLM's config line dtype=...)."""
@@ -142,7 +155,17 @@ def change(item, new_dtype: str) -> Change:
                       f"{source} auto: the engine fits its max length to the memory (about {predicted:,} tokens)")
     if max_len is None:
         return Change(engine, version, old, new_dtype, tokens, predicted, ratio, None, "", None, UNKNOWN, why)
-    if predicted >= max_len:
+    concurrency = _concurrency(cap, max_len)
+    if concurrency is not None:     # vLLM V1's own figure for its max length: hybrid and sliding-window layers counted
+        after = concurrency * float(ratio)
+        if abs(after - 1) < CONCURRENCY_PRECISION:
+            return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, None, UNKNOWN,
+                          f"its logged concurrency {concurrency:.2f}x becomes about {after:.2f}x: too close to 1 to "
+                          f"say whether one request of {max_len:,} tokens fits", _keep_advice(item))
+        if after >= 1:
+            return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS,
+                          f"its concurrency for {max_len:,} tokens becomes about {after:.2f}x")
+    elif predicted >= max_len:
         return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS)
     consequence = REFUSES_START if engine == "vllm" else REFUSES_LONG
     advice = (f"{MAX_LEN_OPTION.get(engine or '', '--max-model-len')} {predicted} (what the new cache holds)",) \

@@ -167,3 +167,19 @@ def test_another_spelling_of_the_same_size_moves_nothing_even_unread():
         assert ch.fits is True and ch.ratio == 1 and ch.consequence == capacity.FITS
         assert "take 1 byte(s) an element in vllm 0.29.0: the capacity stays" in ch.summary()
     assert capacity.warnings(capacity.changes([_item("vllm", "0.29.0", "fp8", spec, None)], lambda i: "fp8_e4m3")) == []
+
+
+def test_vllm_s_logged_concurrency_decides_for_a_hybrid_model():
+    # mitchross/talos-argocd-proxmox PR 1995 (Qwen3.8, 16 of 64 layers full attention): "GPU KV cache
+    # size: 302,921 tokens", "Maximum concurrency for 131,072 tokens per request: 2.31x"
+    spec = _vllm("0.24.0", "--kv-cache-dtype", "fp8_e4m3", "--max-model-len", "131072")
+    cap = Capacity(302921, TOKENS, max_len=131072, concurrency=2.31)
+    ch = capacity.change(_item("vllm", "0.24.0", "fp8_e4m3", spec, cap), "bfloat16")
+    assert ch.fits is True and "becomes about 1.16x" in ch.reason
+    # at 1.99x, half is 0.995x: too close to 1 for a figure logged with two decimals
+    near = Capacity(260000, TOKENS, max_len=131072, concurrency=1.99)
+    ch = capacity.change(_item("vllm", "0.24.0", "fp8_e4m3", spec, near), "bfloat16")
+    assert ch.fits is None and "too close to 1" in ch.reason
+    low = Capacity(200000, TOKENS, max_len=131072, concurrency=1.5)
+    ch = capacity.change(_item("vllm", "0.24.0", "fp8_e4m3", spec, low), "bfloat16")
+    assert ch.fits is False and ch.consequence == capacity.REFUSES_START
