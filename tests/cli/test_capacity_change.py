@@ -57,7 +57,9 @@ def test_recover_plan_where_it_fits_says_nothing_alarming(capacities):
     code, out, _ = _cli(RECOVER + ["-o", "json"])
     plan = json.loads(out)
     qwen = [c for c in plan["capacity"] if c["deployment"] == "qwen-chat"]
-    assert [c["fits"] for c in qwen] == [True, True] and qwen[0]["predictedTokens"] == 45000
+    # one replica a role is read (they run one argv on one release): qwen-chat-server-0 of two
+    assert [(c["pod"], c["fits"]) for c in qwen] == [("qwen-chat-server-0", True)]
+    assert qwen[0]["predictedTokens"] == 45000
     assert not [w for w in plan["warnings"] if "qwen-chat" in w and "refuses" in w]
 
 

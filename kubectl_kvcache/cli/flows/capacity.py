@@ -53,12 +53,21 @@ def read(client, items, err) -> None:
 
 
 def predicted(snapshot, client, touched, new_dtype_of, err) -> list[tuple]:
-    """(item, judge.capacity.Change) for every running replica `touched` selects whose dtype
-    changes to `new_dtype_of(item)`, its capacity read first."""
+    """(item, judge.capacity.Change) for one running replica of each deployment role (a Pod opted
+    in: itself) that `touched` selects and whose dtype changes to `new_dtype_of(item)`, its
+    capacity read first. One a role: its replicas run one argv on one release, and the reads stay
+    bounded by the roles a change touches, not by their replicas."""
     items = replicas(snapshot, touched)
     pairs = capacity.changes(items, new_dtype_of)
-    read(client, [i for i, _ in pairs], err)
-    return capacity.changes([i for i, _ in pairs], new_dtype_of)
+    seen: set = set()
+    chosen = []
+    for item, _ in pairs:
+        key = (item.namespace, item.deployment, item.role) if item.deployment else (item.namespace, item.pod)
+        if key not in seen:
+            seen.add(key)
+            chosen.append(item)
+    read(client, chosen, err)
+    return capacity.changes(chosen, new_dtype_of)
 
 
 def hint(client) -> str:
