@@ -204,3 +204,52 @@ def test_check_observe_a_larger_cache_fits_and_the_fix_stands(capacities, monkey
 def test_check_observe_from_saved_objects_says_not_read():
     code, out, err = _cli(["check", "-n", "llm-prod", "-f", EXAMPLE, "--observe"])
     assert "--observe reads the engines' logs from a cluster" in err
+
+
+# -- the real read path: pods/log through the plugin's client ---------------------------------------
+
+# vLLM V1's start-up lines as kv_cache_utils logs them (mitchross/talos-argocd-proxmox PR 1995's boot
+# log: "GPU KV cache size: 302,921 tokens"; its concurrency at --max-model-len 262144: 302921/262144)
+V1_LOG = ("(EngineCore_DP0 pid=211) INFO 08-16 10:02:11 [kv_cache_utils.py:1087] GPU KV cache size: 302,921 tokens\n"
+          "(EngineCore_DP0 pid=211) INFO 08-16 10:02:11 [kv_cache_utils.py:1091] Maximum concurrency for 262,144 "
+          "tokens per request: 1.16x\n")
+
+
+def test_setting_off_a_forbidden_log_is_one_note_and_not_read(monkeypatch):
+    from tests.fakeapi import run_cli
+
+    api = _off_api()
+    api.forbidden.add(("GET", "pods/log"))
+    api.logs[("a", "chat-server-0")] = V1_LOG
+    code, out, err = run_cli(api, ["setting", "off", "--dry-run=client"], None, monkeypatch)
+    assert code == 0, err
+    assert err.count("not allowed to get pods/log") == 1
+    assert "ModelDeployment a/chat role server: KV-cache capacity not read" in out
+    logs = [c for c in api.calls if c.path.endswith("/log")]
+    assert len(logs) == 1 and logs[0].query["container"] == "main"      # the one replica, its engine container
+
+
+def test_recover_reads_one_log_head_a_role_bounded(monkeypatch):
+    from tests.fakeapi import run_cli
+
+    api = _off_api()
+    api.logs[("a", "chat-server-0")] = V1_LOG
+    run_cli(api, ["setting", "off", "--dry-run=client"], None, monkeypatch)
+    logs = [c for c in api.calls if c.path.endswith("/log")]
+    assert len(logs) == 1 and int(logs[0].query["limitBytes"]) > 0 and "previous" not in logs[0].query
+
+
+def test_setting_off_from_the_engine_s_own_log(monkeypatch):
+    """Needs helper A's reader (engine/capacity.reports, judge/observed.apply setting Item.capacity)."""
+    from kubectl_kvcache.engine import capacity as reader_module
+    from tests.fakeapi import run_cli
+
+    if not hasattr(reader_module, "reports"):
+        pytest.skip("the capacity reader (issue 49 item 1, helper A) is not in this tree")
+    api = _off_api()
+    api.logs[("a", "chat-server-0")] = V1_LOG
+    code, out, err = run_cli(api, ["setting", "off", "--dry-run=client"], None, monkeypatch)
+    assert code == 0, err
+    # to auto, the model's dtype: the 16-bit case said as a condition, from the capacity read
+    assert "fp8 -> auto: capacity 302,921 tokens; the new one is UNKNOWN" in out
+    assert "at a 16-bit model dtype it would hold about 151,460 tokens, less than the max length 262,144" in out
