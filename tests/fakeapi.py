@@ -50,13 +50,15 @@ class FakeAPI:
     resourceVersion precondition, dryRun), paged lists of ModelDeployments and Pods."""
 
     def __init__(self, setting=None, deployments=(), pods=(), setting_version="v1", served=("gpustack.ai",
-                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None, logs=None):
+                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None, logs=None,
+                 metrics=None):
         self.setting = setting
         self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
         self.pools = None if pools is None else list(pools)     # None: kvcachepools not served
         self.pods = list(pods)
         self.logs = dict(logs or {})         # (namespace, pod) -> its log text (pods/log; forbidden: ("GET", "pods/log"))
+        self.metrics = dict(metrics or {})   # (namespace, pod) -> its /metrics page (pods/proxy; absent: 404)
         self.configmaps = []                 # recovery records (`setting` notes a running one)
         self.setting_version = setting_version
         self.served = set(served)
@@ -106,6 +108,12 @@ class FakeAPI:
             if (parts[3], parts[5]) not in self.logs:
                 raise HTTPError(404, {"message": f'pods "{parts[5]}" not found', "reason": "NotFound"})
             return self.logs[(parts[3], parts[5])]
+        if len(parts) == 8 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods" and parts[6] == "proxy":
+            self._check_forbidden(method, "pods/proxy")
+            key = (parts[3], parts[5].rsplit(":", 1)[0])
+            if key not in self.metrics:
+                raise HTTPError(404, {"message": "404 page not found", "reason": "NotFound"})
+            return self.metrics[key]
         if path == "/api/v1/pods":
             self._check_forbidden(method, "pods")
             assert method == "GET"

@@ -208,11 +208,12 @@ def test_check_observe_from_saved_objects_says_not_read():
 
 # -- the real read path: pods/log through the plugin's client ---------------------------------------
 
-# vLLM V1's start-up lines as kv_cache_utils logs them (mitchross/talos-argocd-proxmox PR 1995's boot
-# log: "GPU KV cache size: 302,921 tokens"; its concurrency at --max-model-len 262144: 302921/262144)
-V1_LOG = ("(EngineCore_DP0 pid=211) INFO 08-16 10:02:11 [kv_cache_utils.py:1087] GPU KV cache size: 302,921 tokens\n"
-          "(EngineCore_DP0 pid=211) INFO 08-16 10:02:11 [kv_cache_utils.py:1091] Maximum concurrency for 262,144 "
-          "tokens per request: 1.16x\n")
+# vLLM 0.29.0's start-up line as its code writes it (vllm/v1/core/kv_cache_utils.py:
+# "GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx", both counts
+# f"{n:,}"), behind its logger's prefix, with the numbers of mitchross/talos-argocd-proxmox PR 1995's
+# boot log (302,921 tokens) at --max-model-len 262144 (302921 / 262144 = 1.16x)
+V1_LOG = ("(EngineCore_DP0 pid=211) INFO 08-16 10:02:11 [kv_cache_utils.py:2032] GPU KV cache size: 302,921 tokens, "
+          "Maximum concurrency for 262,144 tokens per request: 1.16x\n")
 
 
 def test_setting_off_a_forbidden_log_is_one_note_and_not_read(monkeypatch):
