@@ -116,8 +116,8 @@ def _concurrency(cap, max_len: int) -> float | None:
 
 
 def _model_dtype(item) -> str | None:
-    """The dtype "auto" resolves to, where the engine reported it (SGLang's "Using KV cache dtype",
-    vLLM's config line dtype=...)."""
+    """The torch dtype a replica running "auto" resolved it to, where the engine reported it
+    (SGLang's "Using KV cache dtype: torch.X"; a `model_dtype` a capacity reader may add)."""
     for source in (getattr(item.capacity, "model_dtype", None), getattr(item.observed, "resolved", None)):
         if source:
             return str(source)
@@ -129,7 +129,10 @@ def change(item, new_dtype: str) -> Change:
     engine, version, old = item.engine, item.engine_version, item.effective or "auto"
     cap = item.capacity
     max_len, source, why = max_length(item)
-    model_dtype = _model_dtype(item)
+    # "auto" is what the engine resolved it to where it runs auto now (its report of the torch dtype);
+    # an auto it will run after the change is the model's dtype or the checkpoint's KV-cache
+    # quantization, which nothing it reports while running another dtype says
+    model_dtype = _model_dtype(item) if old == "auto" else None
     old_size, old_why = model.describe_bytes(engine or "", version, old, model_dtype)
     new_size, new_why = model.describe_bytes(engine or "", version, new_dtype, model_dtype)
     tokens = cap.tokens if cap is not None else None

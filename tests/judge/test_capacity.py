@@ -183,3 +183,16 @@ def test_vllm_s_logged_concurrency_decides_for_a_hybrid_model():
     low = Capacity(200000, TOKENS, max_len=131072, concurrency=1.5)
     ch = capacity.change(_item("vllm", "0.24.0", "fp8_e4m3", spec, low), "bfloat16")
     assert ch.fits is False and ch.consequence == capacity.REFUSES_START
+
+
+def test_a_future_auto_is_not_resolved_from_the_dtype_running_now():
+    # SGLang reports the torch dtype of the cache it runs ("Using KV cache dtype: torch.float8_e4m3fn"):
+    # that is fp8_e4m3's, not what auto would give after the change
+    spec = _sglang("0.5.23", "--kv-cache-dtype", "fp8_e4m3", "--context-length", "262144")
+    fp8 = Observed(None, "torch.float8_e4m3fn", "log", "torch-dtype", "")
+    ch = capacity.change(_item("sglang", "0.5.23", "fp8_e4m3", spec, Capacity(302921, TOKENS), observed=fp8), "auto")
+    assert ch.fits is None and ch.predicted is None and ch.consequence == capacity.UNKNOWN
+    # running auto now, resolved to bf16: that is what auto is, and fp8_e4m3 doubles it
+    bf16 = Observed(None, "torch.bfloat16", "log", "torch-dtype", "")
+    ch = capacity.change(_item("sglang", "0.5.23", "auto", spec, Capacity(150000, TOKENS), observed=bf16), "fp8_e4m3")
+    assert (ch.predicted, ch.fits) == (300000, True)
