@@ -81,11 +81,13 @@ def test_v0_blocks_auto_at_bf16_to_fp8_makes_29000_fit():
     item = _item("vllm", "0.6.4", "auto", spec, Capacity(23648, BLOCKS, blocks=1478, block_size=16), observed=bf16)
     ch = capacity.change(item, "fp8")
     assert (ch.predicted, ch.fits) == (47296, True)
-    # and the way back: from fp8 at 47,296 tokens to the model's bf16 (auto) is the engine's own refusal
+    # and the way back to auto: its size is the model's dtype or the checkpoint's KV quantization,
+    # which the replica running fp8 does not report: UNKNOWN, the bf16 case said as a condition
     at_fp8 = _item("vllm", "0.6.4", "fp8", _vllm("0.6.4", "--kv-cache-dtype", "fp8", "--max-model-len", "29000"),
                    Capacity(47296, TOKENS), observed=bf16)
     back = capacity.change(at_fp8, "auto")
-    assert back.predicted == 23648 and back.fits is False and back.consequence == capacity.REFUSES_START
+    assert back.predicted is None and back.fits is None
+    assert "would hold about 23,648 tokens, less than the max length 29,000" in back.reason
 
 
 def test_sglang_starts_and_refuses_long_inputs():
