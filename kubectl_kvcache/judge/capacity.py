@@ -12,8 +12,10 @@ release's code). The rule it is compared with, from the engines' code:
   "The model's max seq len (X) is larger than the maximum number of tokens that can be stored in
   KV cache (Y)" (vllm/worker/worker.py raise_if_cache_size_invalid, 0.4.1-0.10.x; earlier
   vllm/engine/llm_engine.py, vllm/executor/utils.py). For sliding-window and hybrid models V1
-  needs only the window for those layers, and the reported token figure is already derived
-  (engine/capacity), so the comparison is as close as that figure.
+  needs only the window (or the state) for those layers: where it logged its concurrency for the
+  max length compared ("Maximum concurrency for N tokens per request: X x", computed from the
+  same per-layer needs), that figure times the ratio decides; otherwise the token figure does
+  (from the release that derives it from the concurrency, the two agree).
 - SGLang starts and refuses a longer input later ("Input length (N tokens) exceeds the maximum
   allowed length"): a warning, not a crash.
 Nothing observed: the capacity was not read, and nothing is predicted.
@@ -165,16 +167,19 @@ def change(item, new_dtype: str) -> Change:
             return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, None, UNKNOWN,
                           f"its logged concurrency {concurrency:.2f}x becomes about {after:.2f}x: too close to 1 to "
                           f"say whether one request of {max_len:,} tokens fits", _keep_advice(item))
+        said = f"its logged concurrency for {max_len:,} tokens per request, {concurrency:.2f}x, becomes about {after:.2f}x"
         if after >= 1:
-            return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS,
-                          f"its concurrency for {max_len:,} tokens becomes about {after:.2f}x")
+            return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS, said)
+        fitting = min(predicted, int(max_len * after))
     elif predicted >= max_len:
         return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS)
+    else:
+        said, fitting = "", predicted
     consequence = REFUSES_START if engine == "vllm" else REFUSES_LONG
-    advice = (f"{MAX_LEN_OPTION.get(engine or '', '--max-model-len')} {predicted} (what the new cache holds)",) \
-        + _keep_advice(item)
+    advice = (f"{MAX_LEN_OPTION.get(engine or '', '--max-model-len')} at most about {fitting} (what the new cache "
+              f"holds)",) + _keep_advice(item)
     return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, False, consequence,
-                  "", advice)
+                  said, advice)
 
 
 def _keep_advice(item) -> tuple:
@@ -263,9 +268,12 @@ def warnings(pairs, hint: str = READ_HINT) -> list[str]:
             what = ("vLLM refuses to start (its max length no longer fits the KV cache)" if engine == "vllm"
                     else "SGLang starts, and refuses inputs longer than the new capacity")
             fits = "; ".join(ch.advice)
+            why = (f"below its max length {ch.max_len:,} ({ch.max_len_source})" if (ch.predicted or 0) < (ch.max_len or 0)
+                   else f"and {ch.reason}: one request of its max length {ch.max_len:,} ({ch.max_len_source}) "
+                        f"no longer fits")
             out.append(f"{who} (Pod {item.pod}, {engine} {ch.version}): {ch.old} -> {ch.new} takes its KV cache "
-                       f"from {ch.tokens:,} to about {ch.predicted:,} tokens, below its max length {ch.max_len:,} "
-                       f"({ch.max_len_source}): {what}" + (f"; what fits: {fits}" if fits else ""))
+                       f"from {ch.tokens:,} to about {ch.predicted:,} tokens, {why}: {what}"
+                       + (f"; what fits: {fits}" if fits else ""))
         elif all(c.consequence == NOT_READ for _, c in members):
             unread.append(who)
     if unread:

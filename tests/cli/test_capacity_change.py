@@ -49,7 +49,7 @@ def test_recover_plan_warns_where_vllm_would_not_start(capacities):
     line = next(w for w in warnings.splitlines() if "qwen-chat role server" in w)
     assert "ModelDeployment llm-prod/qwen-chat role server (Pod qwen-chat-server-0, vllm 0.29.0): fp8 -> bfloat16" in line
     assert "from 40,000 to about 20,000 tokens, below its max length 32,768 (--max-model-len)" in line
-    assert "vLLM refuses to start" in line and "--max-model-len 20000" in line
+    assert "vLLM refuses to start" in line and "--max-model-len at most about 20000" in line
 
 
 def test_recover_plan_where_it_fits_says_nothing_alarming(capacities):

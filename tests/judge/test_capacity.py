@@ -45,7 +45,7 @@ def test_fp8_at_262144_does_not_fit_at_bf16_and_vllm_refuses_to_start(version):
     assert (ch.tokens, ch.predicted, ch.ratio) == (302921, 151460, Fraction(1, 2))
     assert (ch.max_len, ch.max_len_source) == (262144, "--max-model-len")
     assert ch.fits is False and ch.consequence == capacity.REFUSES_START and ch.warns
-    assert ch.advice[0] == "--max-model-len 151460 (what the new cache holds)"
+    assert ch.advice[0] == "--max-model-len at most about 151460 (what the new cache holds)"
     assert "keep the 1-byte cache" in ch.advice[1]
     assert "vLLM refuses to start" in ch.summary()
     d = ch.to_dict()
@@ -95,7 +95,7 @@ def test_sglang_starts_and_refuses_long_inputs():
     item = _item("sglang", "0.5.23", "fp8_e4m3", spec, Capacity(302921, TOKENS))
     ch = capacity.change(item, "bf16")
     assert ch.fits is False and ch.consequence == capacity.REFUSES_LONG
-    assert ch.advice[0].startswith("--context-length 151460")
+    assert ch.advice[0].startswith("--context-length at most about 151460")
     assert "SGLang refuses inputs longer" in ch.summary()
 
 
@@ -155,7 +155,7 @@ def test_warnings_name_the_deployment_both_capacities_the_max_length_and_what_fi
     assert len(lines) == 2
     assert lines[0].startswith("ModelDeployment llm-prod/chat role server (Pod p-0, vllm 0.11.0): fp8 -> bfloat16")
     assert "from 302,921 to about 151,460 tokens, below its max length 262,144 (--max-model-len)" in lines[0]
-    assert "vLLM refuses to start" in lines[0] and "--max-model-len 151460" in lines[0]
+    assert "vLLM refuses to start" in lines[0] and "--max-model-len at most about 151460" in lines[0]
     assert lines[1].startswith("ModelDeployment llm-prod/other role server: KV-cache capacity not read")
     view = capacity.view(pairs, "capacity not read (x)")
     assert [v["pod"] for v in view] == ["p-0", "p-1", "p-0"] and view[2]["reason"] == "capacity not read (x)"
@@ -182,9 +182,15 @@ def test_vllm_s_logged_concurrency_decides_for_a_hybrid_model():
     near = Capacity(260000, TOKENS, max_len=131072, concurrency=1.99)
     ch = capacity.change(_item("vllm", "0.24.0", "fp8_e4m3", spec, near), "bfloat16")
     assert ch.fits is None and "too close to 1" in ch.reason
-    low = Capacity(200000, TOKENS, max_len=131072, concurrency=1.5)
+    low = Capacity(300000, TOKENS, max_len=131072, concurrency=1.5)
     ch = capacity.change(_item("vllm", "0.24.0", "fp8_e4m3", spec, low), "bfloat16")
     assert ch.fits is False and ch.consequence == capacity.REFUSES_START
+    # 150,000 tokens would hold 131,072 by the token figure (a hybrid model's blocks x block size);
+    # the engine's own concurrency for it (0.75x) says no, and decides
+    line = capacity.warnings([(_item("vllm", "0.24.0", "fp8_e4m3", spec, low, owner={"name": "chat"},
+                                     role="server"), ch)])[0]
+    assert "and its logged concurrency for 131,072 tokens per request, 1.50x, becomes about 0.75x" in line
+    assert "--max-model-len at most about 98304" in line
 
 
 def test_a_future_auto_is_not_resolved_from_the_dtype_running_now():
