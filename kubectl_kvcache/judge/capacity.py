@@ -140,7 +140,7 @@ def change(item, new_dtype: str) -> Change:
     tokens = cap.tokens if cap is not None else None
     if old_size is not None and old_size == new_size:       # another spelling of the same size: nothing moves
         return Change(engine, version, old, new_dtype, tokens, tokens, Fraction(1), max_len if max_len != _AUTO
-                      else None, source, True, FITS, f"{old} and {new_dtype} take {old_size} byte(s) an element "
+                      else None, source, True, FITS, f"{old} and {new_dtype} take {_bytes(old_size)} an element "
                       f"in {engine} {version}: the capacity stays")
     if tokens is None:
         return Change(engine, version, old, new_dtype, None, None, None, max_len if max_len != _AUTO else None,
@@ -180,6 +180,10 @@ def change(item, new_dtype: str) -> Change:
               f"holds)",) + _keep_advice(item)
     return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, False, consequence,
                   said, advice)
+
+
+def _bytes(size: Fraction) -> str:
+    return f"{size} byte" + ("" if size <= 1 else "s")
 
 
 def _keep_advice(item) -> tuple:

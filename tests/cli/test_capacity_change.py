@@ -50,6 +50,12 @@ def test_recover_plan_warns_where_vllm_would_not_start(capacities):
     assert "ModelDeployment llm-prod/qwen-chat role server (Pod qwen-chat-server-0, vllm 0.29.0): fp8 -> bfloat16" in line
     assert "from 40,000 to about 20,000 tokens, below its max length 32,768 (--max-model-len)" in line
     assert "vLLM refuses to start" in line and "--max-model-len at most about 20000" in line
+    # and at the step that creates its replacement, before its manifest
+    lines = out.splitlines()
+    at = next(n for n, x in enumerate(lines) if x.endswith("Create ModelDeployment llm-prod/qwen-chat-bfloat16"))
+    assert lines[at + 1] == ("       KV cache of qwen-chat role server (Pod qwen-chat-server-0): fp8 -> bfloat16: "
+                             "capacity 40,000 -> about 20,000 tokens; max length 32,768 (--max-model-len) does not "
+                             "fit: vLLM refuses to start")
 
 
 def test_recover_plan_where_it_fits_says_nothing_alarming(capacities):

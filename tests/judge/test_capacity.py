@@ -167,7 +167,7 @@ def test_another_spelling_of_the_same_size_moves_nothing_even_unread():
     for cap in (None, Capacity(40000, TOKENS)):
         ch = capacity.change(_item("vllm", "0.29.0", "fp8", spec, cap), "fp8_e4m3")
         assert ch.fits is True and ch.ratio == 1 and ch.consequence == capacity.FITS
-        assert "take 1 byte(s) an element in vllm 0.29.0: the capacity stays" in ch.summary()
+        assert "take 1 byte an element in vllm 0.29.0: the capacity stays" in ch.summary()
     assert capacity.warnings(capacity.changes([_item("vllm", "0.29.0", "fp8", spec, None)], lambda i: "fp8_e4m3")) == []
 
 
