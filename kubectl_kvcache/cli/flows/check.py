@@ -97,7 +97,7 @@ def run(options: CheckOptions, io) -> int:
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
-    if getattr(options, "observe", False) and options.view == "check":
+    if getattr(options, "observe", False):      # check's flag (bindings and roles have none)
         report = _observed_fixes(options, report, snapshot, io.stderr)
     view = view_of(options)
     report = decide(options, report, snapshot)
