@@ -50,12 +50,15 @@ class FakeAPI:
     resourceVersion precondition, dryRun), paged lists of ModelDeployments and Pods."""
 
     def __init__(self, setting=None, deployments=(), pods=(), setting_version="v1", served=("gpustack.ai",
-                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None):
+                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None, logs=None,
+                 metrics=None):
         self.setting = setting
         self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
         self.pools = None if pools is None else list(pools)     # None: kvcachepools not served
         self.pods = list(pods)
+        self.logs = dict(logs or {})         # (namespace, pod) -> its log text (pods/log; forbidden: ("GET", "pods/log"))
+        self.metrics = dict(metrics or {})   # (namespace, pod) -> its /metrics page (pods/proxy; absent: 404)
         self.configmaps = []                 # recovery records (`setting` notes a running one)
         self.setting_version = setting_version
         self.served = set(served)
@@ -100,6 +103,17 @@ class FakeAPI:
             self._check_forbidden(method, "configmaps")
             assert method == "GET" and query["labelSelector"] == "app.kubernetes.io/managed-by=kubectl-kvcache"
             return self._page(self.configmaps, query)
+        if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods" and parts[6] == "log":
+            self._check_forbidden(method, "pods/log")
+            if (parts[3], parts[5]) not in self.logs:
+                raise HTTPError(404, {"message": f'pods "{parts[5]}" not found', "reason": "NotFound"})
+            return self.logs[(parts[3], parts[5])]
+        if len(parts) == 8 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods" and parts[6] == "proxy":
+            self._check_forbidden(method, "pods/proxy")
+            key = (parts[3], parts[5].rsplit(":", 1)[0])
+            if key not in self.metrics:
+                raise HTTPError(404, {"message": "404 page not found", "reason": "NotFound"})
+            return self.metrics[key]
         if path == "/api/v1/pods":
             self._check_forbidden(method, "pods")
             assert method == "GET"
@@ -200,13 +214,25 @@ class FakeClient(kube.Client):
         self._token = None
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
-                accept=None):
-        """Answers decoded whatever `raw` asks: Client.list takes bytes or a decoded page."""
+                accept=None, timeout=None, limit=None, sink=None):
+        """Answers decoded whatever `raw` asks: Client.list takes bytes or a decoded page; a text
+        body (a log) is handed to `sink` as the transport hands it (whole lines, then end)."""
         self.requests += 1
         try:
-            return self.fake.handle(method, path, query, body, content_type)
+            answer = self.fake.handle(method, path, query, body, content_type)
         except HTTPError as exc:
             raise self._error(exc.status, json.dumps(exc.body).encode(), what or f"{method} {path}")
+        if sink is not None:
+            data = answer.encode()[:limit] if limit is not None else answer.encode()
+            sink.restart()
+            end = data.rfind(b"\n") + 1
+            if end:
+                sink.lines(data[:end])
+            if data[end:]:
+                sink.cut_line(data[end:])
+            sink.end(False)
+            return None
+        return answer
 
 
 class TTY(io.StringIO):

@@ -13,10 +13,10 @@ from kubectl_kvcache.render.output import Output
 class CheckOptions(Record):
     """check, bindings and roles: one judgement, three views."""
 
-    __slots__ = ("view", "connection", "scope", "output", "strict", "selector", "policy")
+    __slots__ = ("view", "connection", "scope", "output", "strict", "selector", "policy", "observe")
 
     def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
-                 selector: str | None = None, policy=None):
+                 selector: str | None = None, policy=None, observe: bool = False):
         self.view = view            # check | bindings | roles
         self.connection = connection
         self.scope = scope
@@ -24,6 +24,7 @@ class CheckOptions(Record):
         self.strict = strict
         self.selector = selector    # -l: which judged objects are reported (all in scope are read)
         self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
+        self.observe = observe      # check --observe: the capacity of the replicas a fix moves to another dtype
 
 
 class VerifyOptions(Record):

@@ -39,6 +39,8 @@ from kubectl_kvcache.engine.words import Observed, observe as observe_words, wri
 from kubectl_kvcache.engine.words import combine, keeps as keeps_line, listen_port, reports
 from kubectl_kvcache.engine.capacity import Capacity, combine as combine_capacity, formats as capacity_formats
 from kubectl_kvcache.engine.capacity import keeps as keeps_capacity, reports as capacity_reports
+from kubectl_kvcache.engine.kvbytes import AUTO_MAX_LEN, MAX_LEN_OPTION, argv_max_len, describe as describe_bytes
+from kubectl_kvcache.engine.kvbytes import element_bytes, ratio as bytes_ratio
 
 __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DTYPE_OPTION", "ENGINES",
            "EngineDataError", "IMAGE_TAG", "accepted_since", "add_releases", "known_releases",
@@ -51,4 +53,5 @@ __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DT
            "ExitCause", "Observed", "exit_cause", "observe_words", "reports_written", "combine", "keeps_line",
            "listen_port", "reports", "after_parse", "refuses", "starts",
            "START_UP_CHECK", "load_knowledge",
-           "Capacity", "combine_capacity", "capacity_formats", "keeps_capacity", "capacity_reports"]
+           "Capacity", "combine_capacity", "capacity_formats", "keeps_capacity", "capacity_reports",
+           "AUTO_MAX_LEN", "MAX_LEN_OPTION", "argv_max_len", "describe_bytes", "element_bytes", "bytes_ratio"]

@@ -12,6 +12,7 @@ a file of another schema is refused, not misread. Loaded on first use, once per 
     capacity.json  the lines and labels saying its KV-cache capacity each release writes (engine/capacity)
     crashes.json   what each release raises about the KV-cache dtype when it dies (engine/crash)
     pythons.json   how argparse differs between the CPythons images run (engine/kvparse)
+    kvbytes.json   bytes per KV-cache element of each dtype, per release (engine/kvbytes)
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 # Bumped by whoever changes the layout of what scripts/engine-data writes.
 SCHEMA = 1
-FILES = ("parsers", "backends", "writes", "pythons", "crashes", "capacity")
+FILES = ("parsers", "backends", "writes", "pythons", "crashes", "capacity", "kvbytes")
 _LOADED: dict[str, Any] = {}
 
 

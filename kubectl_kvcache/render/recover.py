@@ -102,6 +102,29 @@ def dtype_source(t) -> str:
             "anchor": f"the recovery's Binding {t.get('recoveryBinding')}"}.get(t["dtypeSource"], t["dtypeSource"])
 
 
+def capacity_by_step(plan_dict) -> dict[int, list[str]]:
+    """The KV-cache line of each moved deployment's role (the plan's `capacity`, judge/capacity),
+    by the index of the step that creates its replacement: the create of the same name (replace:
+    after its delete), else the last create of a ModelDeployment before the old one's delete
+    (side-by-side). Not yet escaped."""
+    steps = plan_dict.get("steps") or []
+    found: dict[int, list[str]] = {}
+    for entry in plan_dict.get("capacity") or ():
+        name = entry.get("deployment")
+        creates = [n for n, s in enumerate(steps) if s.get("action") == "create"
+                   and (s.get("object") or {}).get("kind") == "ModelDeployment"]
+        at = next((n for n in creates if ((steps[n]["object"].get("metadata") or {}).get("name")) == name), None)
+        if at is None:
+            delete = next((n for n, s in enumerate(steps) if s.get("action") == "delete"
+                           and (s.get("target") or {}).get("kind") == "ModelDeployment"
+                           and (s.get("target") or {}).get("name") == name), None)
+            at = max((n for n in creates if delete is not None and n < delete), default=None)
+        if at is not None:
+            role = f" role {entry['role']}" if entry.get("role") else ""
+            found.setdefault(at, []).append(f"KV cache of {name}{role} (Pod {entry.get('pod')}): {entry['summary']}")
+    return found
+
+
 def plan(plan_dict, out):
     b, t = plan_dict["binding"], plan_dict["target"]
     rejected = ", ".join(f"{r['kind']} {r['name']} on {r['engine']} {r['version']}" for r in b["rejectedBy"])
@@ -120,8 +143,11 @@ def plan(plan_dict, out):
                          f" or from a backup whose sha256 it records"))
     line(out)
     line(out, "Steps:")
+    kv = capacity_by_step(plan_dict)
     for i, step in enumerate(plan_dict["steps"], 1):
         line(out, f"{i:>3}. {describe(step)}")
+        for text in kv.get(i - 1, ()):
+            line(out, f"       {escape(text)}")
         if step["action"] == "create" and not step.get("exists"):
             _manifest(step["object"], out)
     if plan_dict["warnings"]:

@@ -7,7 +7,7 @@ import json
 
 from kubectl_kvcache.judge.setting import (IN_FLIGHT_FIX, UNREADABLE_MEANS, BlastRadius, WORD, action_for,
                                            effective_value, in_flight, in_flight_message)
-from kubectl_kvcache.render.core import Column, View, line
+from kubectl_kvcache.render.core import Column, View, escape, line
 from kubectl_kvcache.operator.api import SETTING_NAME, SETTING_NAMESPACE
 from kubectl_kvcache.operator.records import Setting
 
@@ -128,6 +128,15 @@ def already(record: Setting, want: bool, out):
 def blast(radius: BlastRadius, want: bool, out):
     for text in blast_radius_lines(radius, want):
         line(out, text)
+
+
+def capacity(lines, out):
+    """What the change does to the replicas' KV caches (judge/capacity.off_lines); None: not read."""
+    if not lines:
+        return
+    line(out, "Their KV caches after the roll (vLLM refuses to start where the max length no longer fits):")
+    for text in lines:
+        line(out, f"  {escape(text)}")
 
 
 def client_dry_run(path, body, field_manager, out):

@@ -50,7 +50,10 @@ def test_off_is_never_gated(run):
     assert code == 0, err
     assert "Before turning it on" not in out and len(api.patches) == 1
     patched = next(n for n, c in enumerate(api.calls) if c.method == "PATCH")
-    assert not [c for c in api.calls[:patched] if c.path.endswith("kvcachepoolbindings")]    # nothing judged first
+    # nothing judged first: the gate's check reads the workload templates (apps/v1, batch/v1); `off`
+    # reads only the replicas whose KV cache the roll changes (judge/capacity), never those
+    assert not [c for c in api.calls[:patched] if "/apis/apps/" in c.path or "/apis/batch/" in c.path]
+    assert [c for c in api.calls[:patched] if c.path.endswith("kvcachepoolbindings")]      # the replicas' snapshot
 
 
 def _undo(out):

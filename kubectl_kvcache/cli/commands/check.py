@@ -22,7 +22,7 @@ HELP = dict(
                   "with those labels, a ModelDeployment also when its Pods have them (the objects verify's -l "
                   "selects); everything in scope is still read and judged, and the Setting's finding is always "
                   "shown.",
-    examples=("check -A", "check -n llm-prod -o describe", "check -A --strict",
+    examples=("check -A", "check -n llm-prod -o describe", "check -A --strict", "check -n llm-prod --observe",
               "check -A -l team=research", "check -A -f saved.json -o json",
               "check -A --policy examples/policy.yaml", "check -A --ignore binding-unused --severity binding-auto=error",
               "check --contexts prod-eu,prod-us -A"))
@@ -48,6 +48,12 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
 
 def add(sub, commands):
     add_view(NAME, HELP, sub, commands, SELECTS, strict=True)
+    commands[(NAME, None)].add_argument(
+        "--observe", action="store_true",
+        help="also read the KV-cache capacity of the running replicas a fix moves to another dtype (a role's "
+             "own --kv-cache-dtype removed: the Binding's dtype then runs), through pods/log, bounded, as "
+             "verify --observe reads it; the fix says whether their max length still fits (vLLM refuses to "
+             "start where it does not)")
 
 
 def options(ns, reads_workloads=True) -> CheckOptions:
@@ -57,7 +63,7 @@ def options(ns, reads_workloads=True) -> CheckOptions:
     inner = CheckOptions(ns.command, connection_flags.connection(ns),
                          flags.scope(ns, workloads=reads_workloads, selected=False, pools=reads_workloads),
                          flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector,
-                         policy=flags.policy(ns))
+                         policy=flags.policy(ns), observe=getattr(ns, "observe", False))
     return contexts.wrap(ns, ns.command, "check", inner)
 
 

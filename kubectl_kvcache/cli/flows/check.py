@@ -97,6 +97,8 @@ def run(options: CheckOptions, io) -> int:
     snapshot = reader.read(options.connection, options.scope, io.stdin, render.tracer(io.stderr))
     render.notes(snapshot, io.stderr)
     report = judged(options, snapshot)
+    if getattr(options, "observe", False):      # check's flag (bindings and roles have none)
+        report = _observed_fixes(options, report, snapshot, io.stderr)
     view = view_of(options)
     report = decide(options, report, snapshot)
     code = report.verdict.code
@@ -116,6 +118,20 @@ def run(options: CheckOptions, io) -> int:
         if hint:
             render.line(io.stderr, hint)
     return code
+
+
+def _observed_fixes(options: CheckOptions, report, snapshot, err):
+    """--observe: each fix that moves replicas to another dtype says what that does to their KV
+    caches (judge/capacity), their capacity read bounded (cli/flows/capacity)."""
+    from kubectl_kvcache.cli.flows import capacity as capacity_flow
+
+    client = None
+    if snapshot.source == "cluster":
+        client = reader.open_client(options.connection, render.tracer(err))
+    else:
+        render.note(err, "--observe reads the engines' logs from a cluster: saved objects hold none (the fixes "
+                         "say the capacity was not read)")
+    return capacity_flow.check_fixes(report, snapshot, client, err)
 
 
 # -- one context of several (cli/flows/__init__.py: the read flows' face) --------------------

@@ -18,12 +18,12 @@ import time
 from datetime import datetime, timezone
 
 from kubectl_kvcache import exitcodes, render
-from kubectl_kvcache.judge import anchor as anchors, checks, holds, recover
+from kubectl_kvcache.judge import anchor as anchors, capacity, checks, holds, recover
 from kubectl_kvcache.judge import setting as st
 from kubectl_kvcache.load import recovery
 from kubectl_kvcache.operator import api, binding_status, decode, records
 from kubectl_kvcache.cli.flows.recovery_record import Journal, Taken, held
-from kubectl_kvcache.cli.flows import asking, setting as setting_flow
+from kubectl_kvcache.cli.flows import asking, capacity as capacity_flow, setting as setting_flow
 from kubectl_kvcache.cli.flows.setting import setting_path
 from kubectl_kvcache.errors import Conflict, NotFound, PluginError
 from kubectl_kvcache.cli import connection_flags
@@ -69,7 +69,10 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
     inputs.record_ref = f"ConfigMap {found.namespace}/{recovery.record_name(found.binding_name)}"
     inputs.record_used = record.size if record is not None and not record.stale else 0
     plan = recover.plan(inputs, request)
+    changed = capacity_flow.recover_changes(found, client, plan.target["dtype"], io.stderr)
+    plan.warnings += capacity.warnings(changed, capacity_flow.hint(client))
     data = plan.to_dict()
+    data["capacity"] = capacity.view(changed, capacity_flow.hint(client))
     data["backups"] = backups_view(options.backup_dir, found, anchor, inputs.record_ref)
     for text in plan.notes:
         render.note(io.stderr, text)

@@ -101,6 +101,8 @@ def run_toggle(client, options: SettingOptions, io, want, sleep=time.sleep, cloc
     if want and not gate(client, options, io):
         return exitcodes.FINDINGS
     view.blast(count_blast_radius(client, _connection(options).chunk_size), want, io.stdout)
+    if not want:        # the replicas roll without the operator's flag: what their KV cache holds then
+        view.capacity(capacity_off(client, _connection(options).chunk_size, io.stderr), io.stdout)
     if not record.resource_version:
         raise PluginError(f"the Setting {api.SETTING_NAMESPACE}/{api.SETTING_NAME} came without a "
                           f"metadata.resourceVersion: the change cannot be guarded against a concurrent one")
@@ -194,6 +196,22 @@ def read_gate(client, chunk, skip_workloads=False, namespace=None):
         snapshot.notes.append(f"the gate judged namespace {namespace} only: every namespace could not be listed "
                               f"({exc}); turning the Setting on rolls pool-attached deployments in all of them")
     return gates.gate(checks.check(snapshot, skipped_workloads=skip_workloads)), snapshot
+
+
+def capacity_off(client, chunk, err) -> list[str] | None:
+    """What turning the Setting off does to each pool-attached replica's KV cache (judge/capacity):
+    the lines to show, [] when nothing changes; None when the replicas could not be listed (a note)."""
+    from kubectl_kvcache.cli.flows import capacity as capacity_flow
+    from kubectl_kvcache.judge import capacity
+
+    try:
+        snapshot = cluster_lists.load_cluster(client, Scope(all_namespaces=True, workloads=False, assume_setting=False),
+                                              chunk=chunk)
+    except (Forbidden, PluginError) as exc:
+        render.note(err, f"the replicas' KV-cache capacity is not read: {exc}")
+        return None
+    changed = capacity_flow.setting_off_changes(snapshot, client, err)
+    return capacity.off_lines(changed, capacity_flow.hint(client))
 
 
 def count_blast_radius(client, chunk) -> st.BlastRadius:

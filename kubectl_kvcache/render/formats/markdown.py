@@ -144,7 +144,7 @@ def plan(data, command, out):
     with their manifests, the warnings and what is left to do by hand."""
     import yaml
 
-    from kubectl_kvcache.render.recover import describe, dtype_source, referrer_lines
+    from kubectl_kvcache.render.recover import capacity_by_step, describe, dtype_source, referrer_lines
 
     b, t = data["binding"], data["target"]
     lines = [f"# kubectl kvcache recover: the plan for KVCachePoolBinding {code(b['namespace'] + '/' + b['name'])}",
@@ -165,8 +165,10 @@ def plan(data, command, out):
     lines.append(f"- **Target:** {code(t['namespace'] + '/' + t['name'])}, domain {code(t['domain'])}, dtype "
                  f"{code(t['dtype'])} ({source}), strategy {word(t['strategy'])}")      # the plugin's words
     lines += ["", "## Steps", ""]
+    kv = capacity_by_step(data)
     for i, step in enumerate(data["steps"], 1):
         lines.append(f"{i}. {code(describe(step))}")
+        lines += [f"{' ' * len(f'{i}. ')}- {code(text)}" for text in kv.get(i - 1, ())]
         if step["action"] == "create":
             manifest = yaml.safe_dump(step["object"], sort_keys=False, default_flow_style=False, allow_unicode=False)
             lines += [""] + fenced(manifest.rstrip("\n"), "yaml", " " * len(f"{i}. ")) + [""]   # inside the item
