@@ -607,10 +607,15 @@ def vllm_capacity_lines(version, cap):
     and "Maximum concurrency for %s tokens per request: %.2fx", two calls to 0.27, one from 0.28,
     "%s KV cache size" naming the device from 0.30), logged by the engine core through the release's format (vllm_log)."""
     rel = "vllm/v1/core/kv_cache_utils.py"
+    if not os.path.exists(os.path.join(root("vllm", version), rel)) or \
+            not _logger_calls("vllm", version, rel, "KV cache size: "):
+        return vllm_v0_capacity_lines(version, cap)      # V1 absent, or not yet the engine that logs
     names = {"num_tokens": cap["tokens"], "max_model_len": cap["max_len"], "max_concurrency": cap["concurrency"],
              "vllm_config": _Obj(model_config=_Obj(max_model_len=cap["max_len"]),
                                  parallel_config=_Obj(decode_context_parallel_size=1),
-                                 device_config=_Obj(device_type="cuda"))}
+                                 device_config=_Obj(device_type="cuda")),
+             "pools": "GPU",        # 0.32: _kv_cache_device_name on CUDA, no hisparse host pool
+             "_kv_cache_device_name": lambda cfg: "GPU"}
     out, seen = "", set()
     for words in ("KV cache size: ", "Maximum concurrency for "):
         calls = [c for c in _logger_calls("vllm", version, rel, words) if c[0].lineno not in seen]
@@ -622,6 +627,32 @@ def vllm_capacity_lines(version, cap):
         seen.add(call.lineno)
         out += vllm_log(version, "INFO", _message(call, fn, names), fileinfo=os.path.basename(rel),
                         lineno=call.lineno)
+    return out
+
+
+def vllm_v0_capacity_lines(version, cap):
+    """A release whose engine is V0 (no V1 capacity line: before 0.8.0): its executor's "# GPU
+    blocks: %d, # CPU blocks: %d" ("# %s blocks: ..." naming the device in 0.7; an f-string in
+    0.4) and, where it has it, "Maximum concurrency for %s tokens per request: %.2fx"; the CPU
+    blocks are what the stand-in's 4 GiB swap space holds."""
+    rels = _files_logging("vllm", version, "vllm/executor", "# CPU blocks")
+    if not rels:
+        raise AssertionError(f"vllm=={version}: no executor logs '# CPU blocks'")
+    rel = next((r for r in rels if os.path.basename(r) in ("executor_base.py", "gpu_executor.py")), rels[0])
+    cpu = (4 << 30) // (cap["block_size"] * token_bytes(cap["torch_dtype"]))
+    names = {"num_gpu_blocks": cap["blocks"], "num_cpu_blocks": cpu, "max_concurrency": cap["concurrency"],
+             # CudaPlatform's device_name and dispatch_key (vllm/platforms/cuda.py)
+             "vllm": _Obj(platforms=_Obj(current_platform=_Obj(device_name="cuda", dispatch_key="CUDA"))),
+             "current_platform": _Obj(device_name="cuda", dispatch_key="CUDA"),
+             "self": _Obj(cache_config=_Obj(block_size=cap["block_size"]),
+                          model_config=_Obj(max_model_len=cap["max_len"]))}
+    out = ""
+    for words in ("# CPU blocks", "Maximum concurrency for "):     # the second from 0.6.5, beside the first
+        calls = _logger_calls("vllm", version, rel, words)
+        if calls:
+            call, fn = calls[0]
+            out += vllm_log(version, "INFO", _message(call, fn, names), fileinfo=os.path.basename(rel),
+                            lineno=call.lineno)
     return out
 
 
