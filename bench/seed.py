@@ -324,9 +324,18 @@ def _container(name, image, command=None, args=None, env=None, port=8000):
     return c
 
 
+# the Nodes the seeded Pods are bound to (spec.nodeName), each Pod to one by a hash of its name;
+# bench/observe.py spreads them over many GPU Nodes, the other benches keep the one
+NODES = ("gpu-h100-03",)
+
+
+def node_of(pod_name):
+    return NODES[0] if len(NODES) == 1 else NODES[int(_hex(pod_name, 8), 16) % len(NODES)]
+
+
 def _pod_spec(pod_name, containers, subdomain=None):
     spec = {"containers": containers, "dnsPolicy": "ClusterFirst", "enableServiceLinks": True,
-            "hostname": pod_name, "nodeName": "gpu-h100-03", "preemptionPolicy": "PreemptLowerPriority",
+            "hostname": pod_name, "nodeName": node_of(pod_name), "preemptionPolicy": "PreemptLowerPriority",
             "priority": 0, "restartPolicy": "Always", "schedulerName": "default-scheduler",
             "securityContext": {}, "serviceAccountName": "default", "terminationGracePeriodSeconds": 60,
             "tolerations": _TOLERATIONS, "volumes": _VOLUMES}

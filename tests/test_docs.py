@@ -31,11 +31,17 @@ def _commands():
         for lang, block in _blocks(page):
             if lang not in ("sh", "bash"):
                 continue
+            # a block that starts the demo cluster on a scene (`scripts/demo-cluster up --examples
+            # DIR`) runs its commands on that scene's files, not on the example
+            scene = re.search(r"scripts/demo-cluster up --examples (\S+?)\)?\"?(?:\s|$)", block)
             for line in block.splitlines():
                 line = line.split(" #", 1)[0].split(" > ", 1)[0].strip()     # no comment, no redirect
                 if not line.startswith("kubectl kvcache ") or "..." in line or "[" in line:
                     continue
-                found.append(pytest.param(shlex.split(line)[2:], id=f"{page}: {line}"))
+                argv = shlex.split(line)[2:]
+                if scene and "-f" not in argv and argv[0] in ("verify", "check", "bindings", "roles", "recover"):
+                    argv += ["-f", scene.group(1)]
+                found.append(pytest.param(argv, id=f"{page}: {line}"))
     return found
 
 

@@ -70,9 +70,16 @@ def root(engine, version):
         raise Unavailable(f"{engine}=={version}: {e}") from None
 
 
+@functools.lru_cache(maxsize=256)
 def _source(engine, version, rel):
     with open(os.path.join(root(engine, version), rel), encoding="utf-8") as f:
         return f.read()
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(engine, version, rel):
+    """The release's file parsed once (the bench builds a thousand Pods' lines from it)."""
+    return ast.parse(_source(engine, version, rel))
 
 
 def _require(engine, version, rel, needle):
@@ -220,11 +227,20 @@ def _cache_config_fields(version):
     raise AssertionError(f"vllm=={version}: no CacheConfig")
 
 
-def vllm_metrics(version, cache_dtype, engine="0"):
-    """/metrics text with `vllm:cache_config_info` as log_metrics_info writes it."""
+def vllm_metrics(version, cache_dtype, engine="0", cap=None):
+    """/metrics text with `vllm:cache_config_info` as log_metrics_info writes it: after the KV
+    cache is sized (`cap`, capacity()), num_gpu_blocks and block_size set, and the fields newer
+    releases add to CacheConfig (kv_cache_size_tokens, kv_cache_max_concurrency, 0.29 on) where
+    the release's CacheConfig has them."""
     _require("vllm", version, "vllm/v1/metrics/loggers.py", 'name = "vllm:cache_config_info"')
     labels = {k: str(v) for k, v in _cache_config_fields(version).items()}
     labels["cache_dtype"] = cache_dtype
+    if cap is not None:
+        labels["num_gpu_blocks"] = str(cap["blocks"])
+        labels["block_size"] = str(cap["block_size"])
+        for field, value in (("kv_cache_size_tokens", cap["tokens"]), ("kv_cache_max_concurrency", cap["concurrency"])):
+            if field in labels:
+                labels[field] = str(value)
     labels["engine"] = engine
 
     def esc(v):
@@ -246,6 +262,17 @@ def vllm_backend_failure(version, cache_dtype, reasons=None):
             f"ValueError: {vllm_selector_error(version, reasons, cache_dtype)}\n")
 
 
+def _parsed(value):
+    """A flag's value as argparse's int/float types leave it (the typed flags the Pods set:
+    --max-model-len, --gpu-memory-utilization, --port), else the string."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def startup_log(engine, version, argv, dtype):
     """A running replica's log head for `engine` at `version` launched with `argv`."""
     if engine == "sglang":
@@ -259,7 +286,7 @@ def startup_log(engine, version, argv, dtype):
     for flag, value in zip(argv, argv[1:], strict=False):
         if flag.startswith("--") and "=" not in flag and not value.startswith("--"):
             if (flag, value) != ("--port", "8000"):
-                nd[flag[2:].replace("-", "_")] = int(value) if value.isdigit() else value
+                nd[flag[2:].replace("-", "_")] = _parsed(value)
     if dtype:
         nd["kv_cache_dtype"] = dtype
     return vllm_startup_log(version, nd)
@@ -441,3 +468,278 @@ def vllm_v1_crash(version, message, exception="ValueError"):
             + '(APIServer pid=1)   File "/usr/local/bin/vllm", line 10, in <module>\n'
             + "(APIServer pid=1)     sys.exit(main())\n"
             + f"(APIServer pid=1) {vllm_core_wrapper(version)}\n")
+
+
+# -- capacity: what a running replica says its KV cache holds, from each release's own logger calls --
+#
+# The line TEXTS are the release's: each is its logger call (found in the wheel by the words of its
+# format, since the call's file and line move every release) evaluated on the replica's numbers.
+# The NUMBERS are the stand-in's: a token's KV-cache footprint (SHAPE: layers x KV heads x head
+# size, K and V, times the bytes of one element of the cache dtype, the torch dtype the release maps
+# the dtype to), and the memory a replica has for its cache (kv_memory: the GPU's memory (gpus.py)
+# times --gpu-memory-utilization / --mem-fraction-static, less WEIGHTS_GIB for everything else).
+# They are not any real model's; what they must keep is the engines' arithmetic: a token count that
+# is whole blocks, fp8 holding twice the tokens of a 16-bit cache, the max length beside it.
+
+SHAPE = {"layers": 36, "kv_heads": 8, "head_dim": 128}   # the stand-in's model (one for every Pod)
+WEIGHTS_GIB = 18.0            # what a replica's GPU memory holds besides its KV cache (the stand-in's)
+MAX_MODEL_LEN = 40960         # the stand-in model's own max length (used when the argv sets none)
+BLOCK_SIZE = 16               # vLLM's block size on CUDA when none is set (CacheConfig, resolved)
+GIB = 1 << 30
+TORCH_BYTES = {"float32": 4, "float": 4, "half": 2, "float16": 2, "bfloat16": 2, "uint8": 1, "int8": 1,
+               "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1}
+# SGLang's kv cache dtype as the torch dtype its memory pool is made of (the stand-in's table;
+# `auto` is the model's dtype, bfloat16 here)
+SGLANG_TORCH = {"auto": "bfloat16", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp8_e4m3": "float8_e4m3fn",
+                "fp8_e5m2": "float8_e5m2"}
+
+
+def _argv_value(argv, flag):
+    """The last value of `flag` in an argv (`--flag V` or `--flag=V`), None when absent."""
+    value = None
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(flag + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def vllm_torch_dtype(version, dtype):
+    """The torch dtype vLLM `version` makes its KV cache of for --kv-cache-dtype `dtype`: its
+    STR_DTYPE_TO_TORCH_DTYPE (vllm/utils/torch_utils.py; vllm/utils/__init__.py or vllm/utils.py before), `auto`
+    the model's dtype (bfloat16 for the stand-in model)."""
+    if not dtype or dtype == "auto":
+        return "bfloat16"
+    for rel in ("vllm/utils/torch_utils.py", "vllm/utils/__init__.py", "vllm/utils.py"):
+        path = os.path.join(root("vllm", version), rel)
+        if not os.path.exists(path):
+            continue
+        for node in ast.walk(ast.parse(_source("vllm", version, rel))):
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "STR_DTYPE_TO_TORCH_DTYPE":
+                table = {ast.literal_eval(k): ast.unparse(v).split(".")[-1] for k, v in zip(node.value.keys,
+                                                                                           node.value.values,
+                                                                                           strict=True)}
+                if dtype in table:
+                    return table[dtype]
+    raise AssertionError(f"vllm=={version}: no torch dtype for kv-cache-dtype {dtype!r}")
+
+
+def kv_memory(device, argv, engine):
+    """Bytes a replica on `device` (gpus.Device) has for its KV cache: its memory times the
+    fraction the argv gives the engine (vLLM --gpu-memory-utilization, default 0.9; SGLang
+    --mem-fraction-static, the stand-in's 0.88 when unset) less WEIGHTS_GIB."""
+    flag, default = ("--gpu-memory-utilization", 0.9) if engine == "vllm" else ("--mem-fraction-static", 0.88)
+    fraction = float(_argv_value(argv, flag) or default)
+    return max(0, int(device.memory_mib * (1 << 20) * fraction - WEIGHTS_GIB * GIB))
+
+
+def token_bytes(torch_dtype):
+    """Bytes one token's K and V take over every layer of the stand-in model."""
+    return 2 * SHAPE["layers"] * SHAPE["kv_heads"] * SHAPE["head_dim"] * TORCH_BYTES[torch_dtype]
+
+
+def capacity(engine, version, device, argv, dtype):
+    """What the replica's engine computes: {"tokens", "blocks", "block_size", "max_len",
+    "concurrency", "torch_dtype", "memory"} (vLLM V1: whole blocks of BLOCK_SIZE tokens,
+    get_kv_cache_config's num_blocks = memory // page size // layers; SGLang: tokens =
+    memory // cell size, profile_max_num_token)."""
+    memory = kv_memory(device, argv, engine)
+    if engine == "vllm":
+        torch_dtype = vllm_torch_dtype(version, dtype)
+        block_size = int(_argv_value(argv, "--block-size") or BLOCK_SIZE)
+        blocks = memory // (block_size * token_bytes(torch_dtype))
+        tokens = blocks * block_size
+        max_len = int(_argv_value(argv, "--max-model-len") or MAX_MODEL_LEN)
+    else:
+        torch_dtype = SGLANG_TORCH[dtype or "auto"]
+        block_size, tokens = 1, memory // token_bytes(torch_dtype)
+        blocks = tokens
+        max_len = int(_argv_value(argv, "--context-length") or MAX_MODEL_LEN)
+    return {"tokens": tokens, "blocks": blocks, "block_size": block_size, "max_len": max_len,
+            "concurrency": tokens / max_len, "torch_dtype": torch_dtype, "memory": memory}
+
+
+@functools.lru_cache(maxsize=None)
+def _logger_calls(engine, version, rel, words):
+    """(call, enclosing function) of every logger call in the release's file whose message (its
+    format, or its f-string's literal parts) holds `words`."""
+    tree = _tree(engine, version, rel)
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
+                    node.func.attr in ("info", "info_once", "warning", "debug") and \
+                    words in "".join(c.value for c in ast.walk(node.args[0])
+                                     if isinstance(c, ast.Constant) and isinstance(c.value, str)):
+                found.append((node, fn))
+    return found
+
+
+def _assigned(fn, names):
+    """`names` plus what the function assigns before its log call, evaluated where it can be on
+    `names` (a `num_tokens_str = f"{num_tokens:,}"`); a value given in `names` is kept."""
+    env = dict(names)
+    for st in ast.walk(fn):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and st.targets[0].id not in names:
+            try:
+                env[st.targets[0].id] = _eval(st.value, env)
+            except Exception:  # noqa: BLE001 - a value this stand-in does not model: left out
+                pass
+    return env
+
+
+def _message(call, fn, names):
+    """The message the logger call writes: its f-string evaluated, or its %-format over its args."""
+    env = _assigned(fn, names)
+    env.setdefault("__builtins__", {"str": str, "int": int, "len": len})
+    fmt = _eval(call.args[0], env)
+    if len(call.args) == 1:
+        return fmt
+    return fmt % tuple(_eval(a, env) for a in call.args[1:])
+
+
+def vllm_capacity_lines(version, cap):
+    """vLLM's V1 capacity report (vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: %s tokens"
+    and "Maximum concurrency for %s tokens per request: %.2fx", two calls to 0.27, one from 0.28,
+    "%s KV cache size" naming the device from 0.30), logged by the engine core through the release's format (vllm_log)."""
+    rel = "vllm/v1/core/kv_cache_utils.py"
+    if not os.path.exists(os.path.join(root("vllm", version), rel)) or \
+            not _logger_calls("vllm", version, rel, "KV cache size: "):
+        return vllm_v0_capacity_lines(version, cap)      # V1 absent, or not yet the engine that logs
+    names = {"num_tokens": cap["tokens"], "max_model_len": cap["max_len"], "max_concurrency": cap["concurrency"],
+             "vllm_config": _Obj(model_config=_Obj(max_model_len=cap["max_len"]),
+                                 parallel_config=_Obj(decode_context_parallel_size=1),
+                                 device_config=_Obj(device_type="cuda")),
+             "pools": "GPU",        # 0.32: _kv_cache_device_name on CUDA, no hisparse host pool
+             "_kv_cache_device_name": lambda cfg: "GPU"}
+    out, seen = "", set()
+    for words in ("KV cache size: ", "Maximum concurrency for "):
+        calls = [c for c in _logger_calls("vllm", version, rel, words) if c[0].lineno not in seen]
+        if not calls:
+            if words == "KV cache size: ":
+                raise AssertionError(f"vllm=={version}: {rel} logs no {words!r}")
+            continue
+        call, fn = calls[0]
+        seen.add(call.lineno)
+        out += vllm_log(version, "INFO", _message(call, fn, names), fileinfo=os.path.basename(rel),
+                        lineno=call.lineno)
+    return out
+
+
+def vllm_v0_capacity_lines(version, cap):
+    """A release whose engine is V0 (no V1 capacity line: before 0.8.0): its executor's "# GPU
+    blocks: %d, # CPU blocks: %d" ("# %s blocks: ..." naming the device in 0.7; an f-string in
+    0.4) and, where it has it, "Maximum concurrency for %s tokens per request: %.2fx"; the CPU
+    blocks are what the stand-in's 4 GiB swap space holds."""
+    rels = _files_logging("vllm", version, "vllm/executor", "# CPU blocks")
+    if not rels:
+        raise AssertionError(f"vllm=={version}: no executor logs '# CPU blocks'")
+    rel = next((r for r in rels if os.path.basename(r) in ("executor_base.py", "gpu_executor.py")), rels[0])
+    cpu = (4 << 30) // (cap["block_size"] * token_bytes(cap["torch_dtype"]))
+    names = {"num_gpu_blocks": cap["blocks"], "num_cpu_blocks": cpu, "max_concurrency": cap["concurrency"],
+             # CudaPlatform's device_name and dispatch_key (vllm/platforms/cuda.py)
+             "vllm": _Obj(platforms=_Obj(current_platform=_Obj(device_name="cuda", dispatch_key="CUDA"))),
+             "current_platform": _Obj(device_name="cuda", dispatch_key="CUDA"),
+             "self": _Obj(cache_config=_Obj(block_size=cap["block_size"]),
+                          model_config=_Obj(max_model_len=cap["max_len"]))}
+    out = ""
+    for words in ("# CPU blocks", "Maximum concurrency for "):     # the second from 0.6.5, beside the first
+        calls = _logger_calls("vllm", version, rel, words)
+        if calls:
+            call, fn = calls[0]
+            out += vllm_log(version, "INFO", _message(call, fn, names), fileinfo=os.path.basename(rel),
+                            lineno=call.lineno)
+    return out
+
+
+def sglang_capacity_lines(version, cap, dtype):
+    """SGLang's capacity reports: the memory pool's "KV Cache is allocated. ... #tokens: N ..."
+    (sglang/srt/mem_cache/memory_pool.py, where the release has it: 0.4.3.post3 on) and the
+    scheduler's "max_total_num_tokens=..., context_len=..." (sglang/srt/managers/scheduler.py,
+    tp_worker.py in older releases), each the release's own f-string, logged by the TP0 scheduler
+    through configure_logger's `[%(asctime)s TP0] %(message)s`."""
+    kv = cap["tokens"] * token_bytes(cap["torch_dtype"]) / 2
+    gb = 1 << 30
+    names = {"num_tokens": cap["tokens"], "size": cap["tokens"], "k_size": kv, "v_size": kv, "GB": gb,
+             "k_size_GB": kv / gb, "v_size_GB": kv / gb, "cache_name": "KV Cache",
+             "self": _Obj(post_capture_active=False, num_tokens=cap["tokens"], size=cap["tokens"], dtype=f"torch.{cap['torch_dtype']}", allocation_label=None,
+                          max_total_num_tokens=cap["tokens"], max_prefill_tokens=16384, max_running_requests=4096,
+                          model_config=_Obj(context_len=cap["max_len"]), device="cuda",
+                          startup_available_gpu_memory_gb=cap["memory"] / gb * 0.1, server_args=_Obj(
+                              chunked_prefill_size=8192)),
+             "get_schedule": lambda: _Obj(chunked_prefill_size=8192), "avail_mem": cap["memory"] / gb * 0.1,
+             "server_args": _Obj(chunked_prefill_size=8192)}
+    out = ""
+    for words in ("#tokens: ", "max_total_num_tokens="):
+        for rel in _files_logging("sglang", version, "sglang/srt", words):
+            call, fn = _logger_calls("sglang", version, rel, words)[0]
+            out += f"[{STAMP_SGLANG} TP0] {_message(call, fn, names)}\n"
+            break
+    if "max_total_num_tokens=" not in out:
+        raise AssertionError(f"sglang=={version}: no logger call writes max_total_num_tokens=")
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _files_logging(engine, version, under, words):
+    """The release's files under `under` with a logger call whose message holds `words` (the
+    line's file moves between releases: the words are what stays), in path order."""
+    base = root(engine, version)
+    found = []
+    for dirpath, dirs, files in os.walk(os.path.join(base, under)):
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                if words not in f.read():
+                    continue
+            rel = os.path.relpath(path, base)
+            if _logger_calls(engine, version, rel, words) and "hardware_backend" not in rel:
+                found.append(rel)       # (hardware_backend/: other devices' stubs, not a CUDA replica's)
+    # the scheduler's and the memory pool's own files first, then the other managers
+    return tuple(sorted(found, key=lambda r: (0 if r.endswith(("managers/scheduler.py", "mem_cache/memory_pool.py"))
+                                              else 1 if "/managers/" in r else 2, r)))
+
+
+def capacity_lines(engine, version, device, argv, dtype):
+    """The capacity lines a running replica on `device` writes after its start-up line."""
+    cap = capacity(engine, version, device, argv, dtype)
+    return vllm_capacity_lines(version, cap) if engine == "vllm" else sglang_capacity_lines(version, cap, dtype)
+
+
+def vllm_too_small(version, cap):
+    """The message of the ValueError vLLM `version` raises at start-up when the model's max length
+    does not fit in the KV cache (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory /
+    _check_enough_kv_cache_memory: "To serve at least one request with the model's max seq len
+    (X), (Y GiB KV cache is needed, which is larger than the available KV cache memory (Z GiB).
+    ..."), built by the release's own f-string on the replica's numbers."""
+    rel = "vllm/v1/core/kv_cache_utils.py"
+    tree = _tree("vllm", version, rel)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
+                    and "max seq len" in ast.unparse(node.exc.args[0]):
+                gib = 1 << 30
+                per_token = cap["memory"] / max(cap["tokens"], 1)
+                needed = -(-cap["max_len"] // cap["block_size"]) * cap["block_size"] * per_token
+                names = {"max_model_len": cap["max_len"], "needed_memory": needed, "available_memory": cap["memory"],
+                         "estimated_max_len": cap["tokens"], "GiB_bytes": gib,
+                         "format_gib": lambda b: f"{round(b / gib, 2)}",
+                         "vllm_config": _Obj(model_config=_Obj(max_model_len=cap["max_len"]))}
+                env = _assigned(fn, names)
+                return _eval(node.exc.args[0], env)
+    raise AssertionError(f"vllm=={version}: {rel} raises no 'max seq len' error")
+
+
+def vllm_startup_too_small(version, cap):
+    """A V1 start-up that stops on vllm_too_small: the engine core's traceback and the API
+    server's pointer to it, as vllm_v1_crash writes them."""
+    return vllm_v1_crash(version, vllm_too_small(version, cap))

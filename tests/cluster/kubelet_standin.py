@@ -14,6 +14,11 @@ loopback or link-local Pod IPs (pkg/registry/core/pod/strategy.go ResourceLocati
 k8s.io/apimachinery/pkg/util/proxy IsProxyableIP), and the CONNECT proxy maps each such address
 to its loopback server. Node `kvcache-node` has InternalIP 127.0.0.1.
 
+Its Nodes (gpus.NODES: `kvcache-node`, where a Pod goes unless told otherwise, an H100; and
+`gpu-a100-01`, `gpu-rtx3090-01`) all point at this one kubelet and carry the labels GPU Feature
+Discovery writes for their GPU (gpus.gfd_labels: nvidia.com/gpu.product, .compute.major/.minor,
+.family, ...), so a reader of the Pod's spec.nodeName finds the GPU as on a real GPU Node.
+
 What is served (the kubelet's behaviour, from its code):
 - path/validation errors: getContainerLogs' bodies and codes (400 `{"message": "Unable to decode
   query."}`, 422 `{"message": "Invalid request."}`, 404 `pod "P" does not exist`, 404
@@ -37,10 +42,17 @@ import ipaddress
 import os
 import socket
 import ssl
+import sys
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+try:
+    import gpus
+except ImportError:     # loaded by path (tests/cluster/conftest.py): its folder may not be on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpus
 
 NODE_NAME = "kvcache-node"
 POD_NET = ipaddress.ip_network("198.18.0.0/15")
@@ -71,9 +83,12 @@ class KubeletStandIn:
     serves /metrics there; next_ip() hands out Pod IPs.
     """
 
-    def __init__(self, cluster, node=NODE_NAME):
+    def __init__(self, cluster, node=NODE_NAME, nodes=None):
         self.cluster = cluster
-        self.node = node
+        self.node = node            # where a Pod goes unless the operator stand-in is told otherwise
+        # every Node this kubelet serves: {name: gpus.Device or None (no GPU labels)}
+        self.nodes = dict(gpus.NODES if nodes is None else nodes)
+        self.nodes.setdefault(node, None)
         self.requests = []          # (path, query) of each /containerLogs request, for tests
         self.slow = None            # seconds between the bytes of every answer (logs, /metrics): a slow node
         self._logs = {}
@@ -99,7 +114,8 @@ class KubeletStandIn:
         self.port = srv.server_address[1]
         self._serve(srv)
         self._start_egress()
-        self.register_node()
+        for name in self.nodes:
+            self.register_node(name)
         return self
 
     def stop(self):
@@ -135,18 +151,23 @@ class KubeletStandIn:
 
     # -- the Node ----------------------------------------------------------------------------------
 
-    def register_node(self):
+    def register_node(self, name=None):
         """Create (or update) the Node with the stand-in's address and port, Ready, as a kubelet
-        registers itself (pkg/kubelet/kubelet_node_status.go)."""
+        registers itself (pkg/kubelet/kubelet_node_status.go), with the GFD labels of its GPU."""
         c = self.cluster
-        status, _ = c.request("GET", f"/api/v1/nodes/{self.node}")
+        name = name or self.node
+        device = self.nodes.get(name)
+        labels = {"kubernetes.io/hostname": name} | (gpus.gfd_labels(device) if device else {})
+        status, _ = c.request("GET", f"/api/v1/nodes/{name}")
         if status == 404:
             c.request_ok("POST", "/api/v1/nodes", {
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": self.node, "labels": {"kubernetes.io/hostname": self.node}}})
-        c.request_ok("PATCH", f"/api/v1/nodes/{self.node}/status", {"status": {
+                "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
+        else:
+            c.request_ok("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"labels": labels}},
+                         content_type="application/merge-patch+json")
+        c.request_ok("PATCH", f"/api/v1/nodes/{name}/status", {"status": {
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                          {"type": "Hostname", "address": self.node}],
+                          {"type": "Hostname", "address": name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "kubelet is posting ready status"}]}},
@@ -379,7 +400,7 @@ def _handler(kubelet):
             status, pod = kubelet.cluster.request(
                 "GET", f"/api/v1/namespaces/{urllib.parse.quote(ns)}/pods/"
                 f"{urllib.parse.quote(pod_name)}")
-            if status != 200 or (pod.get("spec") or {}).get("nodeName") != kubelet.node:
+            if status != 200 or (pod.get("spec") or {}).get("nodeName") not in kubelet.nodes:
                 return self._error(404, f'pod "{pod_name}" does not exist')
             if container not in _container_names(pod):
                 return self._error(404, f'container "{container}" not found in pod "{pod_name}"')

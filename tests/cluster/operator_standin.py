@@ -40,7 +40,10 @@ Each pass (`reconcile()`), for the objects in its namespaces:
   With a kubelet stand-in (kubelet=, or --kubelet), Pods go on its Node with a Pod IP, and what
   the engine writes is served there (serve_engine): the parser's stderr as the previous log of a
   rejected argv, exit 1 and the backend selector's error for a vLLM dtype no attention backend of
-  the release lists, the start-up line (and vLLM's /metrics) of a running one;
+  the release lists, the start-up line, the capacity lines for the Node's GPU (and vLLM's /metrics
+  with num_gpu_blocks) of a running one, vLLM's "max seq len" ValueError (exit 1) for a replica
+  whose max length does not fit in that cache. Pods go on the Node the ModelDeployment's
+  annotation `standin.kvcache.test/node` names (one of gpus.NODES), else on kvcache-node;
   A Pod whose ModelDeployment is gone is deleted (the garbage collector's part).
 
 Not played: the injection webhook (a controller cannot mutate a Pod at creation), quotas, routers.
@@ -77,6 +80,7 @@ FINALIZER = "worker.gpustack.ai/binding-in-use"
 MERGE = "application/merge-patch+json"
 PREFIX = "standin.kvcache.test/"
 HASH = PREFIX + "spec-hash"
+NODE = PREFIX + "node"                    # on a ModelDeployment: the kubelet stand-in's Node its Pods go on
 ADMITTED = PREFIX + "admitted"            # the generation (ModelDeployment) / fields (Binding) admitted
 TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 FALSE = {"0", "f", "F", "FALSE", "false", "False"}
@@ -417,14 +421,20 @@ class StandInOperator:
                                                  "name": meta["name"], "uid": meta["uid"], "controller": True,
                                                  "blockOwnerDeletion": True}]},
                "spec": {"containers": [container]}}
+        node = None
         if self.kubelet is not None:
-            pod["spec"]["nodeName"] = self.kubelet.node
+            # the scheduler's part: the Node the deployment's stand-in annotation names (one of the
+            # kubelet stand-in's GPU Nodes), else the kubelet's first Node
+            asked = (meta.get("annotations") or {}).get(NODE)
+            node = asked if asked in self.kubelet.nodes else self.kubelet.node
+            pod["spec"]["nodeName"] = node
         _, created = self.ok("POST", f"/api/v1/namespaces/{ns}/pods", pod)
         name = created["metadata"]["name"]
         status = kubelet_status(container, engine, version)
         if self.kubelet is not None:
             try:
-                status = serve_engine(self.kubelet, ns, name, container, engine, version, status)
+                status = serve_engine(self.kubelet, ns, name, container, engine, version, status,
+                                      device=self.kubelet.nodes.get(node))
             except Exception as e:  # noqa: BLE001 - a release without cached code: no log, said here
                 self.errors.append(f"kubelet stand-in, pod {ns}/{name}: {e}")
         self.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": status}, MERGE)
@@ -470,12 +480,14 @@ def _dtype(argv):
     return value
 
 
-def serve_engine(kubelet, ns, name, container, engine, version, status):
+def serve_engine(kubelet, ns, name, container, engine, version, status, device=None):
     """Give the Pod an IP on the kubelet stand-in's Node and what its engine writes there (from
     engine_lines.py, the release's own code or format): a rejected argv exits 2 with the parser's
     stderr as the previous instance's log; a vLLM dtype no attention backend of the release lists
-    exits 1 with get_attn_backend_cls's error; a running engine logs its start-up line and, for
-    vLLM, serves vllm:cache_config_info on the Pod IP at its --port."""
+    exits 1 with get_attn_backend_cls's error; a running engine logs its start-up line and, on a
+    GPU Node (`device`, gpus.Device), its capacity lines (the KV cache sized for that GPU and the
+    argv), and for vLLM serves vllm:cache_config_info on the Pod IP at its --port. A vLLM replica
+    whose max length does not fit in that cache exits 1 with the release's own ValueError."""
     import engine_lines
     cs = status["containerStatuses"][0]
     argv = _engine_argv(container, engine)
@@ -499,10 +511,25 @@ def serve_engine(kubelet, ns, name, container, engine, version, status):
         status["conditions"] = [{"type": "Ready", "status": "False"}]
         kubelet.set_log(ns, name, cs["name"], "", previous=engine_lines.vllm_backend_failure(version, dtype))
         return status
-    kubelet.set_log(ns, name, cs["name"], engine_lines.startup_log(engine, version, argv, dtype))
+    cap = engine_lines.capacity(engine, version, device, argv, dtype) if device is not None else None
+    if engine == "vllm" and cap is not None and cap["tokens"] < cap["max_len"]:
+        cs.update(ready=False, started=False, restartCount=3,
+                  state={"waiting": {"reason": "CrashLoopBackOff",
+                                     "message": f"back-off restarting failed container {cs['name']}"}},
+                  lastState={"terminated": {"exitCode": 1, "reason": "Error", "startedAt": NOW,
+                                            "finishedAt": NOW, "containerID": f"containerd://{name}-0"}})
+        status["conditions"] = [{"type": "Ready", "status": "False"}]
+        kubelet.set_log(ns, name, cs["name"], "", previous=engine_lines.startup_log(engine, version, argv, dtype)
+                        + engine_lines.vllm_startup_too_small(version, cap))
+        return status
+    text = engine_lines.startup_log(engine, version, argv, dtype)
+    if cap is not None:
+        text += (engine_lines.vllm_capacity_lines(version, cap) if engine == "vllm"
+                 else engine_lines.sglang_capacity_lines(version, cap, dtype))
+    kubelet.set_log(ns, name, cs["name"], text)
     if engine == "vllm":
         port = argv[argv.index("--port") + 1] if "--port" in argv[:-1] else "8000"
-        kubelet.set_metrics(ip, int(port), engine_lines.vllm_metrics(version, dtype or "auto"))
+        kubelet.set_metrics(ip, int(port), engine_lines.vllm_metrics(version, dtype or "auto", cap=cap))
     return status
 
 
@@ -614,7 +641,7 @@ def main(argv=None):
         kubelet = kubelet_standin.KubeletStandIn(cluster).start()
     standin = StandInOperator(cluster, interval=args.interval, kubelet=kubelet)
     if kubelet is not None:
-        print(f"kubelet stand-in: Node {kubelet.node} at 127.0.0.1:{kubelet.port} (not a kubelet)",
+        print(f"kubelet stand-in: Nodes {', '.join(kubelet.nodes)} at 127.0.0.1:{kubelet.port} (not a kubelet)",
               file=sys.stderr, flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
