@@ -11,8 +11,9 @@ null and never scored.
   a change of dtype, the release). wrong: fits or the new token figure (beyond 10%) against the thread.
 - gpus: engine/gpu.from_labels on GPU Feature Discovery labels for the thread's GPU, then
   engine/attention.check(version, dtype, platform, backend, gpu=). wrong: starts where the thread's
-  engine refused, or the reverse; a case is decidable when the thread names an upstream release and the
-  GPU alone decides.
+  engine refused, or the reverse; a case is decidable when the thread names an upstream release, the
+  GPU and the outcome. An UNKNOWN whose cause is the model's attention (MLA or not: the Pod spec does
+  not say it) is counted apart, not against the rate: the GPU alone does not decide there.
 
 The adapters below are the only lines that name the helpers' interfaces: a rename is a one-line fix."""
 
@@ -27,6 +28,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = ("tokens", "basis", "blocks", "block_size", "max_len", "concurrency")
 NEW_TOKENS_TOLERANCE = 0.10     # a predicted capacity within 10% of the one the thread measured
+MODEL_ATTENTION = "the model's attention"      # engine/cause: what decides where the GPU alone does not
 
 
 def load(part: str) -> dict:
@@ -86,12 +88,13 @@ def gpu_labels(case) -> dict:
 
 
 def start(case) -> str:
-    """C's verdict: starts | refused | unknown."""
+    """C's verdict: (starts | refused | unknown, what decides an unknown)."""
     gpu = _interface("kubectl_kvcache.engine.gpu", "from_labels")
     attention = _interface("kubectl_kvcache.engine.attention", "check")
     from kubectl_kvcache.engine.releases import parse_version
-    return attention.check(parse_version(case["version"]), case["kv_cache_dtype"], platform=case["platform"],
-                           backend=case["backend"], gpu=gpu.from_labels(gpu_labels(case))).verdict
+    got = attention.check(parse_version(case["version"]), case["kv_cache_dtype"], platform=case["platform"],
+                          backend=case["backend"], gpu=gpu.from_labels(gpu_labels(case)))
+    return got.verdict, getattr(got.cause, "subject", None)
 
 
 # ---- scoring -------------------------------------------------------------------------------------
@@ -102,13 +105,21 @@ class Score:
         self.cases = self.decided_of = self.right = 0
         self.wrong: list = []
         self.unread: list = []
+        self.apart: list = []       # gpus: UNKNOWN left to the model's attention
 
     def rate(self) -> float:
         return self.right / self.decided_of if self.decided_of else 0.0
 
     def line(self) -> str:
+        apart = f", {len(self.apart)} left to the model's attention" if self.apart else ""
         return (f"{self.name}: {self.right}/{self.decided_of} decided right ({self.rate():.0%}) of {self.cases} cases, "
-                f"{len(self.wrong)} wrong, {len(self.unread)} left unread/unknown")
+                f"{len(self.wrong)} wrong, {len(self.unread)} left unread/unknown{apart}")
+
+
+def _got(cap, field):
+    """The field as read; an empty value is not a reading."""
+    value = None if cap is None else getattr(cap, field)
+    return None if value in (None, "") else value
 
 
 def _same(field, want, got) -> bool:
@@ -125,15 +136,15 @@ def score_capacity(cases) -> Score:
         want = c["expect"]
         where = (c["id"], c["source"])
         if want.get("no_capacity"):
-            if got is not None and (got.tokens is not None or got.blocks is not None):
+            if _got(got, "tokens") is not None or _got(got, "blocks") is not None:
                 s.wrong.append((*where, "a capacity where the engine reported none", got.tokens, got.blocks))
             elif c["whole"]:
                 s.decided_of += 1
                 s.right += 1
             continue
-        bad = [(f, want[f], getattr(got, f)) for f in FIELDS
-               if f in want and got is not None and getattr(got, f) is not None and not _same(f, want[f], getattr(got, f))]
-        if "tokens" not in want and "block_size" not in want and got is not None and got.tokens is not None:
+        bad = [(f, want[f], _got(got, f)) for f in FIELDS
+               if f in want and _got(got, f) is not None and not _same(f, want[f], _got(got, f))]
+        if "tokens" not in want and "block_size" not in want and _got(got, "tokens") is not None:
             bad.append(("tokens", "not stated", got.tokens))
         if bad:
             s.wrong.extend((*where, *b) for b in bad)
@@ -141,7 +152,7 @@ def score_capacity(cases) -> Score:
         if not c["whole"]:
             continue
         s.decided_of += 1
-        missing = [f for f in FIELDS if f in want and (got is None or getattr(got, f) is None)]
+        missing = [f for f in FIELDS if f in want and _got(got, f) is None]
         if missing:
             s.unread.append((*where, missing, None if got is None else got.unread))
         else:
@@ -183,7 +194,7 @@ def score_gpus(cases) -> Score:
     s = Score("gpus")
     for c in cases:
         s.cases += 1
-        verdict = start(c)
+        verdict, deciding = start(c)
         where = (c["id"], c["source"], c["gpu"]["name"], c["version"], c["kv_cache_dtype"])
         if verdict in ("starts", "refused") and verdict != c["expect"]:
             s.wrong.append((*where, c["expect"], verdict))
@@ -193,6 +204,9 @@ def score_gpus(cases) -> Score:
         s.decided_of += 1
         if verdict == c["expect"]:
             s.right += 1
+        elif deciding == MODEL_ATTENTION:
+            s.decided_of -= 1
+            s.apart.append((*where, verdict, deciding))
         else:
-            s.unread.append((*where, verdict))
+            s.unread.append((*where, verdict, deciding))
     return s
