@@ -31,6 +31,7 @@ from kubectl_kvcache.record import Record
 REFUSES_START = "refuses-to-start"      # vLLM: the engine exits at start-up
 REFUSES_LONG = "refuses-long-inputs"    # SGLang: starts, refuses inputs longer than the capacity
 FITS, NOT_READ, UNKNOWN = "fits", "not-read", "unknown"
+STAYS = "stays"     # the same bytes an element: nothing moves (whether it fits now was not read)
 MAX_LEN_OPTION = model.MAX_LEN_OPTION
 READ_HINT = "capacity not read (--observe reads it)"
 
@@ -54,7 +55,7 @@ class Change(Record):
         self.max_len = max_len              # the longest request it must hold
         self.max_len_source = max_len_source  # "--max-model-len", "--context-length", "logged", ""
         self.fits = fits
-        self.consequence = consequence      # FITS | REFUSES_START | REFUSES_LONG | NOT_READ | UNKNOWN
+        self.consequence = consequence      # FITS | STAYS | REFUSES_START | REFUSES_LONG | NOT_READ | UNKNOWN
         self.reason = reason
         self.advice = advice                # what fits instead, in words
 
@@ -138,10 +139,14 @@ def change(item, new_dtype: str) -> Change:
     old_size, old_why = model.describe_bytes(engine or "", version, old, model_dtype)
     new_size, new_why = model.describe_bytes(engine or "", version, new_dtype, model_dtype)
     tokens = cap.tokens if cap is not None else None
-    if old_size is not None and old_size == new_size:       # another spelling of the same size: nothing moves
+    same = old == new_dtype or (old_size is not None and old_size == new_size)
+    stays = "the capacity stays" if old_size is None else (
+        f"{old} and {new_dtype} take {_bytes(old_size)} an element in {engine} {version}: the capacity stays")
+    if same and (tokens is None or max_len is None or max_len == _AUTO):     # nothing moves, nothing to hold it to
         return Change(engine, version, old, new_dtype, tokens, tokens, Fraction(1), max_len if max_len != _AUTO
-                      else None, source, True, FITS, f"{old} and {new_dtype} take {_bytes(old_size)} an element "
-                      f"in {engine} {version}: the capacity stays")
+                      else None, source, True if max_len == _AUTO else None, STAYS, stays)
+    if same:        # the capacity stays: held to the max length as it is (SGLang serves on below it)
+        old_size = new_size = Fraction(1)
     if tokens is None:
         return Change(engine, version, old, new_dtype, None, None, None, max_len if max_len != _AUTO else None,
                       source, None, NOT_READ, READ_HINT)
@@ -172,7 +177,8 @@ def change(item, new_dtype: str) -> Change:
             return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS, said)
         fitting = min(predicted, int(max_len * after))
     elif predicted >= max_len:
-        return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS)
+        return Change(engine, version, old, new_dtype, tokens, predicted, ratio, max_len, source, True, FITS,
+                      stays if same else "")
     else:
         said, fitting = "", predicted
     consequence = REFUSES_START if engine == "vllm" else REFUSES_LONG
