@@ -1,5 +1,5 @@
 """Issue 49 against real capacity lines, real fits and real GPUs from public threads (the tuned part,
-capacity_corpus/tuned.json; scoring and the adapters to the readers in capacity_corpus/score.py). A
+capacity_corpus/tuned.json; scoring and the adapters to the readers in capacity_corpus/capacity_score.py). A
 definite wrong answer fails; on the cases the thread decides, at least 90% must be answered (an UNKNOWN
 or an unread line counts against it). The held-out part is tests/engine/test_zz_capacity_heldout.py,
 run last, its rates printed apart. The corpus itself is checked here first: every number expected is
@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "capacity_corpus"))
 
-import score  # noqa: E402
+import capacity_score as score  # noqa: E402
 
 from kubectl_kvcache.engine.releases import parse_version  # noqa: E402
 

@@ -8,7 +8,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "capacity_corpus"))
 
-import score  # noqa: E402
+import capacity_score as score  # noqa: E402
 
 
 def _report(s):
