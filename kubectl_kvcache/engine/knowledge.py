@@ -10,6 +10,7 @@ a file of another schema is refused, not misread. Loaded on first use, once per 
     backends.json  vLLM's attention backends and the dtypes each lists (engine/attention)
     writes.json    the reports of its KV-cache dtype each release writes (engine/words)
     crashes.json   what each release raises about the KV-cache dtype when it dies (engine/crash)
+    gpus.json      which backend vLLM picks per GPU compute capability, and whether it starts (engine/attention)
     pythons.json   how argparse differs between the CPythons images run (engine/kvparse)
 """
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 # Bumped by whoever changes the layout of what scripts/engine-data writes.
 SCHEMA = 1
-FILES = ("parsers", "backends", "writes", "pythons", "crashes")
+FILES = ("parsers", "backends", "writes", "pythons", "crashes", "gpus")
 _LOADED: dict[str, Any] = {}
 
 
