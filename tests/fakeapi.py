@@ -50,8 +50,9 @@ class FakeAPI:
     resourceVersion precondition, dryRun), paged lists of ModelDeployments and Pods."""
 
     def __init__(self, setting=None, deployments=(), pods=(), setting_version="v1", served=("gpustack.ai",
-                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None):
+                 "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None, nodes=None):
         self.setting = setting
+        self.nodes = dict(nodes or {})       # name -> labels (GET /api/v1/nodes/NAME; absent: 404)
         self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
         self.pools = None if pools is None else list(pools)     # None: kvcachepools not served
@@ -100,6 +101,13 @@ class FakeAPI:
             self._check_forbidden(method, "configmaps")
             assert method == "GET" and query["labelSelector"] == "app.kubernetes.io/managed-by=kubectl-kvcache"
             return self._page(self.configmaps, query)
+        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+            self._check_forbidden(method, "nodes")
+            assert method == "GET", path
+            if parts[3] not in self.nodes:
+                raise HTTPError(404, {"message": f'nodes "{parts[3]}" not found', "reason": "NotFound"})
+            return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": {"name": parts[3], "labels": dict(self.nodes[parts[3]])}}
         if path == "/api/v1/pods":
             self._check_forbidden(method, "pods")
             assert method == "GET"
@@ -200,7 +208,7 @@ class FakeClient(kube.Client):
         self._token = None
 
     def request(self, method, path, query=None, body=None, content_type=None, what=None, raw=False,
-                accept=None):
+                accept=None, limit=None, timeout=None, sink=None):
         """Answers decoded whatever `raw` asks: Client.list takes bytes or a decoded page."""
         self.requests += 1
         try:

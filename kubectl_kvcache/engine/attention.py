@@ -229,7 +229,8 @@ def _answers(facts, cap: str, dtype: str) -> dict:
     return {kind: (per.get(kind) or {}).get(dtype) for kind in ("standard", "mla")}
 
 
-def _depends_on_gpu(facts, dtype: str) -> bool:
+def depends_on_gpu(facts, dtype: str) -> bool:
+    """The release answers differently for `dtype` on different compute capabilities."""
     seen = {tuple(a or (None,)) for cap in facts["capabilities"] for a in _answers(facts, cap, dtype).values()}
     return len(seen) > 1
 
@@ -242,7 +243,7 @@ def on_gpu(version: Version | None, dtype: str, gpu, backend: str | None = None)
         return None
     if backend not in (None, "TRITON_ATTN", "triton_attn"):
         return None
-    if not _depends_on_gpu(facts, dtype):
+    if not depends_on_gpu(facts, dtype):
         return None
     if gpu.compute is None:
         label = gpu.missing[0] if gpu.missing else "nvidia.com/gpu.compute.major"

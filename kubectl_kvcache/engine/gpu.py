@@ -46,7 +46,7 @@ class Gpu(Record):
     @property
     def cell(self) -> str:
         """The GPU column: product and compute capability, e.g. NVIDIA-GeForce-RTX-3090/8.6."""
-        name = self.product or self.family or self.vendor or "-"
+        name = self.product or self.family or self.vendor or "<unlabelled>"
         return f"{name}/{self.compute[0]}.{self.compute[1]}" if self.compute else name
 
     @property
