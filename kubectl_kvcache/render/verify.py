@@ -137,7 +137,7 @@ def _item_fields(item):
             (OWNER.label, _owner_long(item)), (ROLE.label, item.role),
             (ENGINE.label, _engine_long(item)),
             (BINDING.label, item.binding), (EXPECTED.label, item.expected), (EFFECTIVE.label, item.effective),
-            (STATUS.label, item.status), (STATE.label, state_label(item)), (NODE.label, item.node), (GPU.label, item.gpu.cell if item.gpu is not None else None),
+            (STATUS.label, item.status), (STATE.label, state_label(item)), (NODE.label, item.node), ("GPU", _gpu_long(item)),
             (READY.label, _ready(item)),
             (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
         [(OBSERVED.label, _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
@@ -157,6 +157,15 @@ READY, RESTARTS = Column("ready", _ready), Column("restarts", _restarts)
 OBSERVED, CAUSE = Column("observed", _observed), Column("cause", _cause, text=True)
 NODE = Column("node", lambda i: i.node)     # the Pod's spec.nodeName, as kubectl get pods -o wide's NODE
 GPU = Column("gpu", lambda i: i.gpu.cell if i.gpu is not None else None)     # its Node's labels (judge/gpu.py)
+
+
+def _gpu_long(item):
+    """describe's GPU: the product and compute capability its Node's labels say, and the labels
+    that would decide and are absent (None: the Node was not read)."""
+    if item.gpu is None:
+        return None
+    said = item.gpu.named if (item.gpu.product or item.gpu.compute or item.gpu.vendor) else "no GPU label"
+    return said + (f" (absent: {', '.join(item.gpu.missing)})" if item.gpu.missing else "")
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
