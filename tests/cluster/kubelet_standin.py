@@ -54,6 +54,12 @@ def _rfc3339nano(t):
     return d.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if frac else "") + "Z"
 
 
+
+# The GPU the stand-in's Node has, as GPU Feature Discovery labels an H100 Node (NVIDIA/k8s-device-plugin
+# internal/lm: gpu.compute.major/minor, gpu.family, gpu.product; verify reads them: docs/gpu.md)
+GFD_LABELS = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.compute.major": "9",
+              "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.family": "hopper", "nvidia.com/gpu.count": "8"}
+
 class _Instance:
     """One container instance's log: [(unix time, line bytes incl. newline)]."""
 
@@ -143,7 +149,7 @@ class KubeletStandIn:
         if status == 404:
             c.request_ok("POST", "/api/v1/nodes", {
                 "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": self.node, "labels": {"kubernetes.io/hostname": self.node}}})
+                "metadata": {"name": self.node, "labels": {"kubernetes.io/hostname": self.node, **GFD_LABELS}}})
         c.request_ok("PATCH", f"/api/v1/nodes/{self.node}/status", {"status": {
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
                           {"type": "Hostname", "address": self.node}],
