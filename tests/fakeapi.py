@@ -101,6 +101,11 @@ class FakeAPI:
             self._check_forbidden(method, "configmaps")
             assert method == "GET" and query["labelSelector"] == "app.kubernetes.io/managed-by=kubectl-kvcache"
             return self._page(self.configmaps, query)
+        if path == "/api/v1/nodes":
+            self._check_forbidden(method, "nodes")
+            assert method == "GET", path
+            return self._page([{"metadata": {"name": n, "labels": dict(labels)}} for n, labels in self.nodes.items()],
+                              query)
         if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
             self._check_forbidden(method, "nodes")
             assert method == "GET", path

@@ -531,7 +531,8 @@ def node_notes(read, err):
     if read.failed:
         note(err, f"the nodes' GPU labels could not be read: {read.failed}")
     if read.skipped:
-        note(err, f"{len(read.skipped)} more nodes: their GPU labels are not read (at most {read.bound} a run); "
+        n = len(read.skipped)
+        note(err, f"{n} more {'node' if n == 1 else 'nodes'}: their GPU labels are not read (at most {read.bound} a run); "
                   f"the predictions stand")
 
 

@@ -79,11 +79,18 @@ def test_403_is_one_note_and_the_prediction_stands(run):
     assert len(node_gets(fake)) == 1            # the first 403 stops the reads
 
 
-def test_the_reads_are_bounded(run, monkeypatch):
-    monkeypatch.setattr(nodes, "MAX_NODES", 2)
-    fake = api([pod(f"p{i}", f"n{i}", "0.11.0") for i in range(4)], {f"n{i}": RTX for i in range(4)})
+def test_many_nodes_are_one_paged_list_and_the_pages_are_bounded(run, monkeypatch):
+    monkeypatch.setattr(nodes, "GETS", 2)
+    fake = api([pod(f"p{i}", f"n{i}", "0.11.0") for i in range(5)], {f"n{i}": RTX for i in range(5)})
     code, out, err = run(fake, ["verify", "-A", "-o", "json"])
-    assert len(node_gets(fake)) == 2
-    statuses = sorted(r["status"] for r in json.loads(out)["items"])
-    assert statuses == ["OK", "OK", "REJECTED", "REJECTED"]
-    assert "2 more nodes: their GPU labels are not read (at most 2 a run)" in err
+    lists = [c for c in fake.calls if c.path == "/api/v1/nodes"]
+    assert not node_gets(fake) and len(lists) == 1 and lists[0].query["limit"] == str(nodes.PAGE)
+    assert [r["status"] for r in json.loads(out)["items"]] == ["REJECTED"] * 5
+    monkeypatch.setattr(nodes, "PAGE", 2)
+    monkeypatch.setattr(nodes, "MAX_PAGES", 2)
+    fake.calls.clear()
+    code, out, err = run(fake, ["verify", "-A", "-o", "json"])
+    assert len([c for c in fake.calls if c.path == "/api/v1/nodes"]) == 2
+    assert sorted(r["status"] for r in json.loads(out)["items"]) == ["OK", "REJECTED", "REJECTED", "REJECTED",
+                                                                      "REJECTED"]
+    assert "1 more node: their GPU labels are not read (at most 4 a run)" in err
