@@ -42,7 +42,10 @@ def apply(items, labels: dict) -> None:
         platform = engine.read_image((item.container_spec or {}).get("image") or "", "vllm").platform
         start = engine.start_check(engine.parse_version(item.engine_version), item.effective, platform,
                                 engine.forced_backend(None, _tokens(item)), item.gpu)
-        if start.verdict == engine.START_REFUSED:
+        if start.verdict == engine.START_REFUSED and (item.state or {}).get("ready") is True:
+            # the engine is up on that GPU: what ran beats the engine data's prediction, said
+            item.reason += f"; the engine data predicts it exits at start-up ({start.reason}), but it is ready"
+        elif start.verdict == engine.START_REFUSED:
             item.status = REJECTED
             item.reason = start.reason
             item.cause = None

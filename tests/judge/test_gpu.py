@@ -134,3 +134,29 @@ def test_recover_proposes_only_what_starts_on_the_gpu():
     assert suggest_dtype("fp8", [on_v100]) is None and suggest_dtype("fp8", [on_h100]) == "fp8"
     mixed = plain.replace(gpus=(H100, V100))         # replicas on two GPUs: each must start it
     assert "fp8" not in mixed.starting
+
+
+def test_a_ready_engine_is_not_refused_by_the_data():
+    """What ran beats the prediction: a ready container on that GPU keeps its verdict, said."""
+    row = _row("0.11.0", node="rtx")
+    row.state = {"phase": "Running", "ready": True}
+    judge_gpu.apply([row], {"rtx": {"nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "6"}})
+    assert row.status == ROW_OK and "but it is ready" in row.reason
+
+
+def test_recover_reads_the_nodes_of_vllm_engine_pods_only(tmp_path):
+    import json
+
+    import objects as o
+    from kubectl_kvcache.load import manifests
+    from kubectl_kvcache.load.scope import Scope
+
+    vllm = o.injected_pod("a", "b1", containers=[o.container("main", command=o.vllm_argv("fp8"))])
+    sgl = o.injected_pod("b", "b1", engine="SGLang", containers=[o.container("main", command=o.sglang_argv("fp8"))])
+    vllm["spec"]["nodeName"], sgl["spec"]["nodeName"] = "n-vllm", "n-sgl"
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(o.as_list(vllm, sgl, o.binding("b1", "fp8"))))
+    snapshot = manifests.load_files([str(path)], Scope(None))
+    assert judge_gpu.engine_nodes(snapshot) == ["n-vllm"]
+    got = judge_gpu.gpus_by_node({"n-vllm": {"nvidia.com/gpu.compute.major": "7", "nvidia.com/gpu.compute.minor": "0"}})
+    assert got["n-vllm"].compute == (7, 0)
