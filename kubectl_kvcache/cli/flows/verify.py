@@ -633,7 +633,7 @@ class _Rows:
 # -- one context of several (cli/flows/__init__.py: the read flows' face) --------------------
 
 PRELOAD = JUDGED + ("judge.live", "judge.rollout", "render.verify", "render.terminal", "kube.watch", "judge.observed",
-                    "load.engine_words")
+                    "load.engine_words", "judge.gpu", "load.nodes")
 
 
 def view_of(options: VerifyOptions):
