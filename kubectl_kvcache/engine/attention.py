@@ -240,7 +240,7 @@ def on_gpu(version: Version | None, dtype: str, gpu, backend: str | None = None)
     release not modelled, a forced backend other than Triton, the model's attention decides)."""
     facts = gpu_facts(version)
     if facts is None or dtype not in next(iter(facts["capabilities"].values()))["standard"]:
-        return None
+        return None     # not modelled, or answered alike on every GPU (gpus_data.py leaves it out)
     if backend not in (None, "TRITON_ATTN", "triton_attn"):
         return None
     if not depends_on_gpu(facts, dtype):

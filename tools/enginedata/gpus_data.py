@@ -24,7 +24,8 @@ branch agrees. What is read, per release:
   this architecture", vLLM issue 26431, PR 43914).
 
 Written to kubectl_kvcache/engine/gpus.json: {release: {capability: {"standard"|"mla": {dtype:
-[outcome, backend]}}}}, outcome "starts", "refused" (no candidate: "No valid attention backend
+[outcome, backend]}}}} for the dtypes whose answer differs between GPUs (the others are not the
+GPU's to decide), outcome "starts", "refused" (no candidate: "No valid attention backend
 found"), "fails" (the backend picked dies at start-up on this GPU) or null (not decided: the
 model or the build decides). Releases whose arg_utils falls back to V0 on the dtype
 (is_kv_cache_dtype_supported, 0.10.x and older) are left out: not modelled.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
 import os
 
 import backends_data as bd
@@ -582,6 +584,12 @@ def describe(root, accepted):
         out[cap] = per
     if all(a is None for per in out.values() for kind in per.values() for a in kind.values()):
         return None
+    # a dtype whose outcome is alike on every GPU is not the GPU's to decide: left out (attention.on_gpu)
+    for d in dtypes:
+        if len({json.dumps([per[k][d] and per[k][d][0] for k in ("standard", "mla")]) for per in out.values()}) == 1:
+            for per in out.values():
+                for kind in per.values():
+                    del kind[d]
     return {"tritonFp8Floor": None if floor[0] is None else f"{floor[0][0]}.{floor[0][1]}",
             "tritonFp8Form": floor[1], "capabilities": out}
 
