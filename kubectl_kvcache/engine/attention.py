@@ -281,10 +281,19 @@ def on_gpu(version: Version | None, dtype: str, gpu, backend: str | None = None)
     if outcomes["standard"] in ("fails", "refused") and outcomes["mla"] == "starts":
         return Start(UNDECIDED, f"on {gpu.named} vLLM {version} does not start {dtype!r} on models without MLA; "
                                 f"the model's attention decides", Cause("start-up", "the model's attention"))
-    return None
+    # the engine data does not decide it on this GPU (a backend's own limit not read, or the model
+    # picks between lists): never proposed there, the parse's verdict stands with this caveat
+    return Start(UNDECIDED, f"on {gpu.named} whether vLLM {version} starts {dtype!r} is not decided by the engine "
+                            f"data (the backend picked there, or its own limit, is not read)",
+                 Cause("start-up", "the GPU"))
 
 
 def _fails(version, dtype, gpu, backend, facts) -> str:
+    if dtype == "bfloat16":        # 0.24.0+: TritonAttentionImpl.__init__'s own guard
+        floor = facts.get("tritonBf16Floor")
+        return (f"on {gpu.named}, vLLM {version} picks the {backend} attention backend for kv_cache_dtype "
+                f"'bfloat16', which needs compute capability {floor} or newer: the engine exits at start-up "
+                f"(\"bfloat16 KV cache is not supported on ... bfloat16 requires SM{floor.replace('.', '')}+\")")
     floor = facts.get("tritonFp8Floor")
     if facts.get("tritonFp8Form") == "raises":
         said = ("\"FP8 KV cache is not supported by the Triton attention backend ... native FP8 (fp8e4nv) requires "

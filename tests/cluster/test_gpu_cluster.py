@@ -99,3 +99,54 @@ def test_the_nodes_labels_decide_and_a_403_leaves_the_predictions(cluster):
     assert all("gpu" not in r for r in rows)
     assert {r["pod"]: r["status"] for r in rows} == {"rtx-old": "OK", "rtx-new": "OK", "hopper-old": "OK",
                                                       "bare-old": "OK"}
+
+
+V100 = f"gpu-v100-{SUFFIX}"
+LABELS[V100] = {"nvidia.com/gpu.product": "Tesla-V100-DGXS-32GB", "nvidia.com/gpu.compute.major": "7",
+                "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.family": "volta"}
+
+
+def _md_scene(cluster, node):
+    """A vLLM 0.16.0 ModelDeployment on an fp8 Binding, its one replica bound to `node` (vLLM PR
+    35720: a V100 on 0.16.0 with fp8 crashes), as the operator renders it (the Binding's dtype
+    in its argv)."""
+    ns = cluster.new_namespace("gpu-rec")
+    md = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": "llama", "namespace": ns},
+          "spec": {"engine": {"name": "vLLM", "version": "0.16.0"}, "kvCache": {"poolRef": {"name": "v-fp8"}},
+                   "model": {"name": "unsloth/Meta-Llama-3.1-8B-Instruct", "source": "huggingface"},
+                   "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1}]}}
+    pool = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePool", "metadata": {"name": f"pool-gpu-{SUFFIX}"},
+            "spec": {"backends": [f"mooncake-gpu-{SUFFIX}"], "quota": {"total": "1Ti"}}}
+    made = cluster.apply([_node(node), md, pool,
+                          {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
+                           "metadata": {"name": "v-fp8", "namespace": ns},
+                           "spec": {"poolRef": {"name": f"pool-gpu-{SUFFIX}"},
+                                    "domain": {"name": f"v-{SUFFIX}-{ns}", "blockSize": 64,
+                                                                             "dtype": "fp8"}, "quotaCeiling": "64Gi"}}])
+    uid = made[1]["metadata"]["uid"]
+    cluster.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "llama-server-0", "namespace": ns,
+        "labels": {"app.kubernetes.io/name": "model-deployment", "app.kubernetes.io/instance": "llama",
+                   "app.kubernetes.io/component": "server", "modeldeployment.gpustack.ai/role-kind": "server"},
+        "ownerReferences": [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "name": "llama", "uid": uid,
+                             "controller": True}]},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "gpustack/runner:cuda12.9-vllm0.16.0",
+                                                   "command": ["vllm", "serve", "m", "--kv-cache-dtype", "fp8"]}]}},
+        fix_owner_uids=False)
+    return ns
+
+
+def test_recover_proposes_no_fp8_spelling_on_a_v100(cluster):
+    """On an H100 nothing refuses fp8 (nothing to recover); on a V100 every fp8 spelling fails on
+    Triton, so recover proposes none, and --dtype fp8_e5m2 is refused naming the GPU."""
+    hopper = _md_scene(cluster, HOPPER)
+    code, out, err = plugin(cluster.admin_kubeconfig, "recover", "v-fp8", "-n", hopper)
+    assert code == 0 and "nothing to recover" in out, (code, out, err)
+    volta = _md_scene(cluster, V100)
+    code, out, err = plugin(cluster.admin_kubeconfig, "recover", "v-fp8", "-n", volta)
+    assert code != 0 and "no spelling of 'fp8' is accepted" in out + err, (code, out, err)
+    code, out, err = plugin(cluster.admin_kubeconfig, "recover", "v-fp8", "-n", volta, "--dtype", "fp8_e5m2")
+    assert code != 0 and "Tesla-V100-DGXS-32GB" in out + err and "fp8_e5m2" in out + err, (code, out, err)
+    # bfloat16 below SM 8.0 on 0.16.0's Triton is not read: not refused, never proposed
+    code, out, err = plugin(cluster.admin_kubeconfig, "recover", "v-fp8", "-n", volta, "--dtype", "bfloat16", "-o", "json")
+    assert code == 0 and "bfloat16" in out, (code, out, err)

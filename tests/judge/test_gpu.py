@@ -39,20 +39,31 @@ def v(text):
     return engine.parse_version(text)
 
 
-@pytest.mark.parametrize("version, gpu, verdict", [
-    ("0.11.0", RTX3090, attention.REFUSED),     # vLLM issue 26431
-    ("0.16.0", V100, attention.REFUSED),        # vLLM PR 35720
-    ("0.24.0", RTX3090, attention.STARTS),      # FlashInfer picked
-    ("0.11.0", H100, attention.STARTS),
-    ("0.16.0", H100, attention.STARTS),
-    ("0.24.0", H100, attention.STARTS),
-    ("0.11.0", RTX4090, attention.STARTS),      # 8.9: Triton's fp8e4nv is there
+@pytest.mark.parametrize("version, gpu, outcome", [
+    ("0.11.0", RTX3090, REJECTED),      # vLLM issue 26431
+    ("0.16.0", V100, REJECTED),         # vLLM PR 35720
+    ("0.24.0", RTX3090, OK),            # FlashInfer picked
+    ("0.11.0", H100, OK),
+    ("0.16.0", H100, OK),
+    ("0.24.0", H100, OK),
+    ("0.11.0", RTX4090, OK),            # 8.9: Triton's fp8e4nv is there
 ])
-def test_the_real_cases(version, gpu, verdict):
-    got = attention.check(v(version), "fp8", gpu=gpu)
-    assert got.verdict == verdict, got
-    if verdict == attention.REFUSED:
+def test_the_real_cases(version, gpu, outcome):
+    parsed = Parse(OK, "fp8", None, "the last --kv-cache-dtype wins", [], 0)
+    got = attention.after_parse(parsed, "vllm", v(version), gpu=gpu)
+    assert got.outcome == outcome, got
+    if outcome == REJECTED:
+        assert got.error == START_UP
         assert gpu.product in got.reason and "TRITON_ATTN" in got.reason and "8.9" in got.reason
+
+
+@pytest.mark.parametrize("version, gpu, verdict", [
+    ("0.24.0", RTX3090, attention.STARTS), ("0.16.0", H100, attention.STARTS), ("0.24.0", H100, attention.STARTS),
+    # 0.11.0 before the lists: a Hopper's pick (FA3 or FlexAttention) is not read; an MLA model's neither
+    ("0.11.0", H100, attention.UNDECIDED), ("0.11.0", RTX4090, attention.UNDECIDED),
+])
+def test_what_is_known_to_start_is_what_may_be_proposed(version, gpu, verdict):
+    assert attention.check(v(version), "fp8", gpu=gpu).verdict == verdict
 
 
 def test_the_refusal_quotes_what_each_release_says():
@@ -125,15 +136,20 @@ def test_judge_apply_turns_the_verdict():
 
 
 def test_recover_proposes_only_what_starts_on_the_gpu():
-    """EngineAt.starting (what check suggests and recover proposes) on the GPUs its Pods run on."""
-    plain = EngineAt("vllm", v("0.16.0"), SPEC_VERSION, platform="cuda")
+    """EngineAt.starting (what check suggests and recover proposes) on the GPUs its Pods run on:
+    0.24.0 on a V100 dies on every fp8 spelling (Triton, SM89) and on bfloat16 (its SM80 guard)."""
+    plain = EngineAt("vllm", v("0.24.0"), SPEC_VERSION, platform="cuda")
     on_v100 = plain.replace(gpus=(V100,))
     on_h100 = plain.replace(gpus=(H100,))
-    assert "fp8" in plain.starting and "fp8" in on_h100.starting
-    assert not {"fp8", "fp8_e4m3", "fp8_e5m2"} & on_v100.starting and "bfloat16" in on_v100.starting
+    assert {"fp8", "bfloat16"} <= plain.starting and "fp8" in on_h100.starting
+    assert not {"fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16"} & on_v100.starting and "float16" in on_v100.starting
     assert suggest_dtype("fp8", [on_v100]) is None and suggest_dtype("fp8", [on_h100]) == "fp8"
     mixed = plain.replace(gpus=(H100, V100))         # replicas on two GPUs: each must start it
-    assert "fp8" not in mixed.starting
+    assert "fp8" not in mixed.starting and "float16" in mixed.starting
+    facts = attention.gpu_facts(v("0.24.0"))
+    assert facts["capabilities"]["7.0"]["standard"]["bfloat16"] == ["fails", "TRITON_ATTN"]
+    assert attention.check(v("0.24.0"), "bfloat16", gpu=V100).verdict == attention.UNDECIDED   # MLA: TRITON_MLA
+    assert "requires SM80+" in attention._fails(v("0.24.0"), "bfloat16", V100, "TRITON_ATTN", facts)
 
 
 def test_a_ready_engine_is_not_refused_by_the_data():

@@ -462,6 +462,27 @@ def triton_fp8_floor(root):
     return None, "the cast of an fp8 cache is not read"
 
 
+def triton_bf16_floor(root):
+    """The compute capability below which TritonAttentionImpl raises for a bfloat16 KV cache
+    (0.24.0+: `kv_cache_dtype == "bfloat16" and not has_device_capability(80)`), or None when the
+    release has no such guard (Triton's bf16 below SM 8.0 is then not read: undecided)."""
+    tree = bd._tree(root, "vllm/v1/attention/backends/triton_attn.py")
+    for node in ast.walk(tree) if tree else ():
+        if not (isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body)):
+            continue
+        compares = [c for c in ast.walk(node.test) if isinstance(c, ast.Compare) and len(c.ops) == 1
+                    and isinstance(c.ops[0], ast.Eq) and isinstance(c.comparators[0], ast.Constant)
+                    and c.comparators[0].value == "bfloat16" and isinstance(c.left, ast.Attribute)
+                    and c.left.attr == "kv_cache_dtype"]
+        calls = [c for c in ast.walk(node.test) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                 and c.func.attr == "has_device_capability" and c.args and isinstance(c.args[0], ast.Constant)
+                 and isinstance(c.args[0].value, int)]
+        if compares and calls:
+            n = calls[0].args[0].value
+            return (n // 10, n % 10)
+    return None
+
+
 def _platform_fp8(root):
     """CUDA's fp8_dtype(): Platform's default (interface.py) unless cuda.py overrides it."""
     for rel in ("vllm/platforms/cuda.py", "vllm/platforms/interface.py"):
@@ -512,9 +533,13 @@ def _legacy_picks(root, cc, mla, dtype):
 
 
 def _outcome(picked, dtype, cc, floor):
-    """[outcome, backend] for the backend picked."""
+    """[outcome, backend] for the backend picked (None: the backend's own limit is not read).
+    `floor`: (fp8 floor, its form, bfloat16 floor) of the Triton backend."""
     if picked == "TRITON_ATTN" and dtype.startswith("fp8") and floor[0] is not None:
         return ["fails", picked] if tuple(cc) < floor[0] else ["starts", picked]
+    if picked == "TRITON_ATTN" and dtype == "bfloat16" and tuple(cc) < (8, 0):
+        # 0.24.0+ raises below its guard; before, Triton's bf16 below SM 8.0 is not read here
+        return ["fails", picked] if floor[2] is not None and tuple(cc) < floor[2] else None
     return ["starts", picked]
 
 
@@ -573,7 +598,7 @@ def describe(root, accepted):
     layout = next((pair for pair in bd.LAYOUTS if os.path.exists(os.path.join(root, pair[0]))), None)
     registry = bd._registry(root, layout[1]) if layout else {}
     base = (layout[0], "AttentionBackend") if layout else ("", "")
-    floor = triton_fp8_floor(root)
+    floor = (*triton_fp8_floor(root), triton_bf16_floor(root))
     dtypes = [d for d in accepted if d != "auto"]
     out: dict = {}
     for cap in CAPABILITIES:
@@ -591,7 +616,8 @@ def describe(root, accepted):
                 for kind in per.values():
                     del kind[d]
     return {"tritonFp8Floor": None if floor[0] is None else f"{floor[0][0]}.{floor[0][1]}",
-            "tritonFp8Form": floor[1], "capabilities": out}
+            "tritonFp8Form": floor[1],
+            "tritonBf16Floor": None if floor[2] is None else f"{floor[2][0]}.{floor[2][1]}", "capabilities": out}
 
 
 def build():
