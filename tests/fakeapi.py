@@ -51,8 +51,9 @@ class FakeAPI:
 
     def __init__(self, setting=None, deployments=(), pods=(), setting_version="v1", served=("gpustack.ai",
                  "worker.gpustack.ai"), forbidden=(), operator=None, bindings=(), pools=None, logs=None,
-                 metrics=None):
+                 metrics=None, nodes=None):
         self.setting = setting
+        self.nodes = dict(nodes or {})       # name -> labels (GET /api/v1/nodes/NAME; absent: 404)
         self.bindings = list(bindings)       # listed by the gate of `on` (check's judgement)
         self.deployments = list(deployments)
         self.pools = None if pools is None else list(pools)     # None: kvcachepools not served
@@ -114,6 +115,18 @@ class FakeAPI:
             if key not in self.metrics:
                 raise HTTPError(404, {"message": "404 page not found", "reason": "NotFound"})
             return self.metrics[key]
+        if path == "/api/v1/nodes":
+            self._check_forbidden(method, "nodes")
+            assert method == "GET", path
+            return self._page([{"metadata": {"name": n, "labels": dict(labels)}} for n, labels in self.nodes.items()],
+                              query)
+        if parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+            self._check_forbidden(method, "nodes")
+            assert method == "GET", path
+            if parts[3] not in self.nodes:
+                raise HTTPError(404, {"message": f'nodes "{parts[3]}" not found', "reason": "NotFound"})
+            return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": {"name": parts[3], "labels": dict(self.nodes[parts[3]])}}
         if path == "/api/v1/pods":
             self._check_forbidden(method, "pods")
             assert method == "GET"

@@ -11,7 +11,8 @@ Pure: imports nothing outside this package, reads no files and no cluster.
 Inside: data (the releases' facts), releases (versions, profiles, images, added releases),
 releasefile (the files of added releases: checked, merged), argv (Kubernetes command/args and
 $(VAR)), launch (wrappers and entry points), shell (sh -c), kvparse (the argparse replay),
-predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`),
+predict, attention (vLLM's attention-backend check after the parse: `after_parse`, `starts`; on
+the Node's GPU: `start_check(..., gpu=)`), gpu (the Node's GPU from its labels: `gpu_from_labels`),
 webhook, words (what a running engine reports it runs with), crash (why a crashed one died, and
 whether its KV-cache dtype is to blame), capacity (how many tokens its KV cache holds, in its
 own words), reprs (its reports' structures read back
@@ -21,6 +22,9 @@ exactly: reprs, format-string lines, label sets), knowledge
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.attention import after_parse, refuses, starts
+from kubectl_kvcache.engine.attention import REFUSED as START_REFUSED, UNDECIDED as START_UNDECIDED
+from kubectl_kvcache.engine.attention import check as start_check, depends_on_gpu, forced_backend, gpu_facts
+from kubectl_kvcache.engine.gpu import Gpu, from_labels as gpu_from_labels
 from kubectl_kvcache.engine.cause import CAUSES, Cause
 from kubectl_kvcache.engine.data import SAME_FORMAT
 from kubectl_kvcache.engine.kvparse import AMBIGUOUS, OK, REJECTED, START_UP as START_UP_CHECK, UNKNOWN, Parse, parse
@@ -54,4 +58,6 @@ __all__ = ["AMBIGUOUS", "CAUSES", "CachedPredict", "Cause", "DISPLAY_NAMES", "DT
            "listen_port", "reports", "after_parse", "refuses", "starts",
            "START_UP_CHECK", "load_knowledge",
            "Capacity", "combine_capacity", "capacity_formats", "keeps_capacity", "capacity_reports",
-           "AUTO_MAX_LEN", "MAX_LEN_OPTION", "argv_max_len", "describe_bytes", "element_bytes", "bytes_ratio"]
+           "AUTO_MAX_LEN", "MAX_LEN_OPTION", "argv_max_len", "describe_bytes", "element_bytes", "bytes_ratio",
+           "START_REFUSED", "START_UNDECIDED", "start_check", "depends_on_gpu",
+           "forced_backend", "gpu_facts", "Gpu", "gpu_from_labels"]

@@ -82,11 +82,18 @@ def _group(names, backends, dtype):
 
 
 def check(version: Version | None, dtype: str | None, platform: str | None = None,
-          backend: str | None = None) -> Start:
-    """Does vLLM `version` on `platform` start with `--kv-cache-dtype dtype` (None: auto)?"""
+          backend: str | None = None, gpu=None) -> Start:
+    """Does vLLM `version` on `platform` start with `--kv-cache-dtype dtype` (None: auto)? With
+    `gpu` (engine.gpu.Gpu, the Node's labels read): on that GPU, where the engine data decides."""
     dtype = dtype or "auto"
     if dtype == "auto":
         return Start(STARTS)
+    if gpu is not None and gpu.vendor == "amd" and platform is None:
+        platform = "rocm"           # an AMD GPU runs the ROCm build
+    if gpu is not None and platform in (None, CUDA):
+        decided = on_gpu(version, dtype, gpu, backend)
+        if decided is not None:
+            return decided
     facts, modelled = release_facts(version)
     if facts is None:
         return Start(STARTS) if modelled else Start(
@@ -140,17 +147,18 @@ def check(version: Version | None, dtype: str | None, platform: str | None = Non
 
 
 def after_parse(result: Parse, engine: str | None, version: Version | None, platform: str | None = None,
-                backend: str | None = None) -> Parse:
+                backend: str | None = None, gpu=None) -> Parse:
     """The parse's verdict held against the attention-backend check: REJECTED (START_UP) where
-    every backend refuses the dtype, UNKNOWN where the model or GPU decides, else unchanged."""
+    every backend refuses the dtype (or, `gpu` read, the one picked on that GPU dies), UNKNOWN
+    where a GPU label that decides is absent, the caveat where the model decides, else unchanged."""
     if engine != "vllm" or result.outcome != OK:
         return result
-    start = check(version, result.effective, platform, backend)
+    start = check(version, result.effective, platform, backend, gpu)
     if start.verdict == STARTS:
         return result
     if start.verdict == REFUSED:
         return Parse(REJECTED, None, START_UP, start.reason, result.occurrences, result.winner)
-    if start.cause is not None and start.cause.code in ("platform", "release", "variable"):
+    if start.cause is not None and start.cause.code in ("platform", "release", "variable", "gpu"):
         return Parse(UNKNOWN, None, None, f"the parse accepts {result.effective!r}, but {start.reason}",
                      result.occurrences, result.winner, start.cause)
     # the model's attention kind or the GPU decides: the parse's verdict stands, said with its caveat
@@ -158,17 +166,20 @@ def after_parse(result: Parse, engine: str | None, version: Version | None, plat
                  result.occurrences, result.winner, result.cause)
 
 
-def starts(engine: str | None, version: Version | None, dtype: str, platform: str | None = None) -> bool:
-    """Known to start after the parse (to propose or suggest a dtype: never one that may not)."""
-    return engine != "vllm" or check(version, dtype, platform).verdict == STARTS
+def starts(engine: str | None, version: Version | None, dtype: str, platform: str | None = None,
+           gpu=None) -> bool:
+    """Known to start after the parse (to propose or suggest a dtype: never one that may not), on
+    `gpu` when its Node's labels were read."""
+    return engine != "vllm" or check(version, dtype, platform, gpu=gpu).verdict == STARTS
 
 
 UNSAID = "$VLLM_ATTENTION_BACKEND"   # forced by a variable whose value the spec does not hold
 
 
-def refuses(engine: str | None, version: Version | None, dtype: str, platform: str | None = None) -> bool:
-    """Known to exit at start-up after the parse accepted it (every backend refuses it)."""
-    return engine == "vllm" and check(version, dtype, platform).verdict == REFUSED
+def refuses(engine: str | None, version: Version | None, dtype: str, platform: str | None = None,
+            gpu=None) -> bool:
+    """Known to exit at start-up after the parse accepted it (every backend refuses it, or on `gpu`)."""
+    return engine == "vllm" and check(version, dtype, platform, gpu=gpu).verdict == REFUSED
 
 
 def forced_backend(env, tokens) -> str | None:
@@ -191,3 +202,103 @@ def forced_backend(env, tokens) -> str | None:
         elif value is not None:
             found = UNSAID
     return found
+
+
+# -- the GPU decides (engine/gpus.json: tools/enginedata/gpus_data.py) ---------------------------
+
+_GPUS: dict | None = None
+
+
+def gpu_facts(version: Version | None):
+    """The release's per-compute-capability answers (a release newer than the data: the newest's),
+    or None: not modelled (0.10.x and older choose V0/V1 by arg_utils' oracle)."""
+    global _GPUS
+    if _GPUS is None:
+        from kubectl_kvcache.engine import knowledge
+        _GPUS = {parse_version(v): facts for v, facts in knowledge.load("gpus").items()}
+    if version is None or not _GPUS:
+        return None
+    if version in _GPUS:
+        return _GPUS[version]
+    ordered = sorted(_GPUS)
+    return _GPUS[ordered[-1]] if version > ordered[-1] else None
+
+
+def _answers(facts, cap: str, dtype: str) -> dict:
+    per = facts["capabilities"].get(cap) or {}
+    return {kind: (per.get(kind) or {}).get(dtype) for kind in ("standard", "mla")}
+
+
+def depends_on_gpu(facts, dtype: str) -> bool:
+    """The release answers differently for `dtype` on different compute capabilities."""
+    seen = {tuple(a or (None,)) for cap in facts["capabilities"] for a in _answers(facts, cap, dtype).values()}
+    return len(seen) > 1
+
+
+def on_gpu(version: Version | None, dtype: str, gpu, backend: str | None = None) -> Start | None:
+    """What the engine data says for `dtype` on the Node's GPU, or None: it does not decide (the
+    release not modelled, a forced backend other than Triton, the model's attention decides)."""
+    facts = gpu_facts(version)
+    if facts is None or dtype not in next(iter(facts["capabilities"].values()))["standard"]:
+        return None     # not modelled, or answered alike on every GPU (gpus_data.py leaves it out)
+    if backend not in (None, "TRITON_ATTN", "triton_attn"):
+        return None
+    if not depends_on_gpu(facts, dtype):
+        return None
+    if gpu.compute is None:
+        label = gpu.missing[0] if gpu.missing else "nvidia.com/gpu.compute.major"
+        return Start(UNDECIDED, f"whether vLLM {version} starts with kv_cache_dtype {dtype!r} depends on the GPU's "
+                                f"compute capability, and the Node's label {label} is absent",
+                     Cause("gpu", label))
+    cap = f"{gpu.compute[0]}.{gpu.compute[1]}"
+    if cap not in facts["capabilities"]:
+        return Start(UNDECIDED, f"compute capability {cap} ({gpu.named}) is not one the engine data reads vLLM "
+                                f"{version}'s selection for", Cause("gpu", f"compute capability {cap}"))
+    floor = facts.get("tritonFp8Floor")
+    if backend is not None:         # TRITON_ATTN forced: only its fp8 floor is modelled
+        if floor and dtype.startswith("fp8") and gpu.compute < tuple(int(p) for p in floor.split(".")):
+            return Start(REFUSED, _fails(version, dtype, gpu, "TRITON_ATTN", facts))
+        return None
+    said = _answers(facts, cap, dtype)
+    outcomes = {kind: (a[0] if a else None) for kind, a in said.items()}
+    mla_note = ""
+    if outcomes["standard"] in ("fails", "refused") and outcomes["mla"] is None:
+        # an MLA model's backend on this GPU is not read (0.11.0 picks it by kernels' availability)
+        outcomes["mla"] = outcomes["standard"]
+        mla_note = " (a model without MLA; an MLA model's backend here is not in the engine data)"
+    if all(o in ("fails", "refused") for o in outcomes.values()):
+        kind, answer = next((k, a) for k, a in said.items() if a)
+        if answer[0] == "fails":
+            return Start(REFUSED, _fails(version, dtype, gpu, answer[1], facts) + mla_note)
+        return Start(REFUSED, f"on {gpu.named}, none of vLLM {version}'s CUDA attention backends takes "
+                              f"kv_cache_dtype {dtype!r}: the engine exits at start-up (\"No valid attention "
+                              f"backend found\")")
+    if all(o == "starts" for o in outcomes.values()):
+        return Start(STARTS)
+    if outcomes["standard"] == "starts" and outcomes["mla"] in ("fails", "refused"):
+        return Start(UNDECIDED, f"on {gpu.named} it starts only on models without MLA (vLLM {version}'s MLA "
+                                f"backends do not run {dtype!r} there)", Cause("start-up", "the model's attention"))
+    if outcomes["standard"] in ("fails", "refused") and outcomes["mla"] == "starts":
+        return Start(UNDECIDED, f"on {gpu.named} vLLM {version} does not start {dtype!r} on models without MLA; "
+                                f"the model's attention decides", Cause("start-up", "the model's attention"))
+    # the engine data does not decide it on this GPU (a backend's own limit not read, or the model
+    # picks between lists): never proposed there, the parse's verdict stands with this caveat
+    return Start(UNDECIDED, f"on {gpu.named} whether vLLM {version} starts {dtype!r} is not decided by the engine "
+                            f"data (the backend picked there, or its own limit, is not read)",
+                 Cause("start-up", "the GPU"))
+
+
+def _fails(version, dtype, gpu, backend, facts) -> str:
+    if dtype == "bfloat16":        # 0.24.0+: TritonAttentionImpl.__init__'s own guard
+        floor = facts.get("tritonBf16Floor")
+        return (f"on {gpu.named}, vLLM {version} picks the {backend} attention backend for kv_cache_dtype "
+                f"'bfloat16', which needs compute capability {floor} or newer: the engine exits at start-up "
+                f"(\"bfloat16 KV cache is not supported on ... bfloat16 requires SM{floor.replace('.', '')}+\")")
+    floor = facts.get("tritonFp8Floor")
+    if facts.get("tritonFp8Form") == "raises":
+        said = ("\"FP8 KV cache is not supported by the Triton attention backend ... native FP8 (fp8e4nv) requires "
+                f"SM{floor.replace('.', '')}+\"")
+    else:
+        said = "\"type fp8e4nv not supported in this architecture\""
+    return (f"on {gpu.named}, vLLM {version} picks the {backend} attention backend for kv_cache_dtype {dtype!r}, "
+            f"whose fp8 cache needs compute capability {floor} or newer: the engine exits at start-up ({said})")

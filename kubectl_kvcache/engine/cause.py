@@ -32,6 +32,7 @@ CAUSES = {
     "engine": "the engine the argv starts, against the one declared",
     "spec": "what the plugin reads from the cluster (annotations, the Binding, the container)",
     "release": "an engine release the engine data does not hold (scripts/engine-data --release adds it)",
+    "gpu": "the GPU the Pod's Node has, as its labels say it (GPU Feature Discovery, AMD's node labeller)",
     "setting": "the Setting in flight: its spec.value asks for a value its status.value does not report yet",
 }
 

@@ -11,6 +11,7 @@ a file of another schema is refused, not misread. Loaded on first use, once per 
     writes.json    the reports of its KV-cache dtype each release writes (engine/words)
     capacity.json  the lines and labels saying its KV-cache capacity each release writes (engine/capacity)
     crashes.json   what each release raises about the KV-cache dtype when it dies (engine/crash)
+    gpus.json      which backend vLLM picks per GPU compute capability, and whether it starts (engine/attention)
     pythons.json   how argparse differs between the CPythons images run (engine/kvparse)
     kvbytes.json   bytes per KV-cache element of each dtype, per release (engine/kvbytes)
 """
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 # Bumped by whoever changes the layout of what scripts/engine-data writes.
 SCHEMA = 1
-FILES = ("parsers", "backends", "writes", "pythons", "crashes", "capacity", "kvbytes")
+FILES = ("parsers", "backends", "writes", "pythons", "crashes", "capacity", "kvbytes", "gpus")
 _LOADED: dict[str, Any] = {}
 
 

@@ -237,7 +237,7 @@ class RecoveryState(Record):
 
 class Snapshot(Record):
     __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
-                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries", "refusals")
+                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries", "refusals", "gpus")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -263,6 +263,9 @@ class Snapshot(Record):
         # A controller's latest word that it could not create an object's Pods (load/events.py
         # Refusal), by (namespace, kind, name): read only for what is short of Pods, on a cluster.
         self.refusals: dict = {}
+        # The GPU of each Node read (engine Gpu by Node name; judge/gpu.py): only where a command
+        # reads the Nodes its Pods run on (recover: a dtype is proposed only where it starts).
+        self.gpus: dict = {}
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""

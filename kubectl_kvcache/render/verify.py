@@ -177,7 +177,7 @@ def _item_fields(item):
             (OWNER.label, _owner_long(item)), (ROLE.label, item.role),
             (ENGINE.label, _engine_long(item)),
             (BINDING.label, item.binding), (EXPECTED.label, item.expected), (EFFECTIVE.label, item.effective),
-            (STATUS.label, item.status), (STATE.label, state_label(item)), (NODE.label, item.node),
+            (STATUS.label, item.status), (STATE.label, state_label(item)), (NODE.label, item.node), ("GPU", _gpu_long(item)),
             (READY.label, _ready(item)),
             (RESTARTS.label, _restarts(item)), ("Reason", item.reason)] + (
         [(OBSERVED.label, _observed_long(item)), ("Engine said", item.observed.line)] if item.observed else []) + (
@@ -199,6 +199,16 @@ READY, RESTARTS = Column("ready", _ready), Column("restarts", _restarts)
 OBSERVED, CAUSE = Column("observed", _observed), Column("cause", _cause, text=True)
 NODE = Column("node", lambda i: i.node)     # the Pod's spec.nodeName, as kubectl get pods -o wide's NODE
 CAPACITY, MAX_LEN = Column("capacity", _capacity), Column("max-len", _max_len)   # --observe -o wide (tokens)
+GPU = Column("gpu", lambda i: i.gpu.cell if i.gpu is not None else None)     # its Node's labels (judge/gpu.py)
+
+
+def _gpu_long(item):
+    """describe's GPU: the product and compute capability its Node's labels say, and the labels
+    that would decide and are absent (None: the Node was not read)."""
+    if item.gpu is None:
+        return None
+    said = item.gpu.named if (item.gpu.product or item.gpu.compute or item.gpu.vendor) else "no GPU label"
+    return said + (f" (absent: {', '.join(item.gpu.missing)})" if item.gpu.missing else "")
 
 
 # Default: what a replica runs and whether that is what it should (fits 80 columns with -n);
@@ -207,7 +217,7 @@ def _view(observe: bool = False) -> View:
     columns = (Column("namespace", lambda i: i.namespace, namespace=True), Column("pod", _pod),
                BINDING, EXPECTED, EFFECTIVE) + ((OBSERVED,) if observe else ()) + (STATUS,)
     wide = (ROLE, ENGINE, Column("version", lambda i: i.engine_version), CONTAINER, OWNER, STATE, READY, RESTARTS,
-            Column("exit", _exit), NODE) + (() if observe else (OBSERVED,)) + (
+            Column("exit", _exit), NODE, GPU) + (() if observe else (OBSERVED,)) + (
         (CAPACITY, MAX_LEN) if observe else ()) + (CAUSE,)
     return View(columns=columns, wide=wide, rows=lambda report: report.items, to_dict=lambda report: report.to_dict(),
                 empty="pool-attached engine pods", describe=_item_fields, document="verify", kind="VerifyReport")
@@ -557,6 +567,24 @@ def wait_refused(deployments, err, controllers=()):
     for reason in controllers:
         line(err, reason.message)
         line(err, f"  fix: {reason.fix}")
+
+
+def node_notes(read, err):
+    """What could not be read of the Nodes (load/nodes.py), once each; the predictions stand."""
+    from kubectl_kvcache.render.core import note
+
+    if read.denied:
+        note(err, "not allowed to get nodes: the GPU each replica runs on is not read and the predictions stand "
+                  "(kubectl auth can-i get nodes)")
+    if read.missing:
+        note(err, f"{len(read.missing)} {'node' if len(read.missing) == 1 else 'nodes'} not found "
+                  f"({', '.join(read.missing[:3])}{', ...' if len(read.missing) > 3 else ''}): their GPU is not read")
+    if read.failed:
+        note(err, f"the nodes' GPU labels could not be read: {read.failed}")
+    if read.skipped:
+        n = len(read.skipped)
+        note(err, f"{n} more {'node' if n == 1 else 'nodes'}: their GPU labels are not read (at most {read.bound} a run); "
+                  f"the predictions stand")
 
 
 def refusal_notes(read, wanted, err):

@@ -62,10 +62,11 @@ def test_wide_and_no_headers():
     assert not first.startswith("NAMESPACE")
     assert first.split()[:9] == ["llm-prod", "deepseek-sgl-server-0", "sgl-fp8", "fp8", "<none>", "REJECTED",
                                  "server", "sglang", "0.5.18"]
-    # the last exit code, the Pod's node, the engine's own report (not read from a file: -), the
-    # cause (none: this row is REJECTED and no previous log is read from a file)
-    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-4:] == ["2", "gpu-h100-03", "-",
-                                                                                      "<none>"]
+    # the last exit code, the Pod's node, its GPU (no Node is read from a file: <none>), the engine's
+    # own report (not read from a file: -), the cause (none: this row is REJECTED and no previous
+    # log is read from a file)
+    assert "modeldeployment/deepseek-sgl" in first.split() and first.split()[-5:] == ["2", "gpu-h100-03", "<none>",
+                                                                                      "-", "<none>"]
 
 
 def test_namespace_filter_and_named_pod_details():

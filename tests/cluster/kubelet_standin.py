@@ -66,6 +66,12 @@ def _rfc3339nano(t):
     return d.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if frac else "") + "Z"
 
 
+
+# The GPU the stand-in's Node has, as GPU Feature Discovery labels an H100 Node (NVIDIA/k8s-device-plugin
+# internal/lm: gpu.compute.major/minor, gpu.family, gpu.product; verify reads them: docs/gpu.md)
+GFD_LABELS = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.compute.major": "9",
+              "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.family": "hopper", "nvidia.com/gpu.count": "8"}
+
 class _Instance:
     """One container instance's log: [(unix time, line bytes incl. newline)]."""
 

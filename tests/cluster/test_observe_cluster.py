@@ -93,8 +93,8 @@ def test_wide_shows_the_observed_column(cluster, scene):
     # the short columns stay short; CAUSE, free text and last, is a crashed replica's own line
     # (issue 48 item 6: at most engine.words.MAX_LINE characters)
     cause = lines[0].index("CAUSE")
-    assert max(len(ln[:cause]) for ln in lines) <= 245       # 200 before NODE (`kvcache-node`), 220 before
-    # CAPACITY and MAX-LEN (issue 49: at most `<not-read>` and a max length)
+    assert max(len(ln[:cause]) for ln in lines) <= 275       # 200 before NODE (`kvcache-node`), 220 before GPU,
+    # 245 before CAPACITY and MAX-LEN (issue 49: at most `<not-read>` and a max length), then GPU's cell
     assert max(len(ln[cause:]) for ln in lines) <= 300
 
 

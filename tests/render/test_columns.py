@@ -68,6 +68,14 @@ def _observed(seen):
     return text
 
 
+def _gpu(gpu):
+    """GPU: the Node's GPU as json says it (product or family or vendor, then /major.minor)."""
+    if gpu is None:
+        return None
+    name = gpu["product"] or gpu["family"] or gpu["vendor"] or "<unlabelled>"
+    return f"{name}/{gpu['computeCapability']}" if gpu["computeCapability"] else name
+
+
 def verify_rows(data, wide):
     rows = []
     for i in data["items"]:
@@ -81,7 +89,8 @@ def verify_rows(data, wide):
             owner = f"{i['owner']['kind'].lower()}/{i['owner']['name']}" if i["owner"] else None
             ready = None if state.get("ready") is None else str(state["ready"]).lower()
             cells += [i["role"], i["engine"], i["engineVersion"], i["container"], owner, phase, ready,
-                      state.get("restarts"), state.get("lastExitCode"), i.get("node"), _observed(i.get("observed"))]
+                      state.get("restarts"), state.get("lastExitCode"), i.get("node"), _gpu(i.get("gpu")),
+                      _observed(i.get("observed"))]
             cause = i.get("cause")   # free text, last: `code: subject`, then the engine's own crash line
             said = (i.get("exitCause") or {}).get("line")
             text = "; ".join(([f"{cause['code']}: {cause['subject']}"] if cause else []) + ([said] if said else []))

@@ -174,10 +174,12 @@ def _run(body, dtype, arg, listed, sup):
     raise _Undecided
 
 
-def supports(root, rel, cls_name, dtype, base):
-    """Does the backend class accept `dtype`: True, False, or None (decided at run time)."""
+def supports(root, rel, cls_name, dtype, base, start=None):
+    """Does the backend class accept `dtype`: True, False, or None (decided at run time).
+    `start`: (rel, class) where the method is looked up (a super() call: the base's method, with
+    `cls` still the backend class, so cls.supported_kv_cache_dtypes is the backend's list)."""
     try:
-        mrel, mcls, fn = _method(root, rel, cls_name, base)
+        mrel, mcls, fn = _method(root, *(start or (rel, cls_name)), base)
         arg = fn.args.args[1].arg
 
         def listed():
@@ -187,7 +189,7 @@ def supports(root, rel, cls_name, dtype, base):
             _, cls = _find(root, mrel, mcls)
             if not cls.bases or not isinstance(cls.bases[0], ast.Name):
                 raise _Undecided
-            found = supports(root, mrel, cls.bases[0].id, dtype, base)
+            found = supports(root, rel, cls_name, dtype, base, start=(mrel, cls.bases[0].id))
             if found is None:
                 raise _Undecided
             return found
@@ -291,9 +293,17 @@ def render(data):
     return render_json(data, "scripts/engine-data (backends_data.py)", expand=1)
 
 
+def render_gpus(data):
+    """gpus.json: per release, per compute capability (tools/enginedata/gpus_data.py)."""
+    from generated import render as render_json
+    return render_json(data, "scripts/engine-data (backends_data.py, gpus_data.py)", expand=2)
+
+
 def main(argv):
+    import gpus_data
     from generated import write_or_compare
-    return write_or_compare(argv, "backends", render(build()), "scripts/engine-data --backends")
+    return (write_or_compare(argv, "backends", render(build()), "scripts/engine-data --backends")
+            or write_or_compare(argv, "gpus", render_gpus(gpus_data.build()), "scripts/engine-data --backends"))
 
 
 if __name__ == "__main__":

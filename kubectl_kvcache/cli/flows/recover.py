@@ -65,6 +65,8 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
                               anchor)
     if request.strategy == recover.SIDE_BY_SIDE:        # it renames: what points at the old names
         found.referrers = recovery.load_referrers(found, client, options.connection.chunk_size)
+    if client is not None:      # the GPUs its engines run on: a dtype is proposed only where it starts
+        read_gpus(found.snapshot, client, io.stderr)
     inputs = recover.judged(found, checks.check(found.snapshot), anchor)
     inputs.record_ref = f"ConfigMap {found.namespace}/{recovery.record_name(found.binding_name)}"
     inputs.record_used = record.size if record is not None and not record.stale else 0
@@ -97,6 +99,20 @@ def run(options: RecoverOptions, io, sleep=time.sleep, clock=time.monotonic) -> 
                           "pass --yes to confirm (or --dry-run to preview)")
     return executor.apply(None if options.yes else lambda: confirm(io, data))
 
+
+
+def read_gpus(snapshot, client, err) -> None:
+    """snapshot.gpus from the Nodes its vLLM engine Pods run on (load/nodes.py: bounded, a 403 said
+    once; the judgement then stands as without them)."""
+    from kubectl_kvcache.judge import gpu
+    from kubectl_kvcache.load import nodes
+    from kubectl_kvcache.render import verify as verify_view
+
+    wanted = gpu.engine_nodes(snapshot)
+    if wanted:
+        found = nodes.read(client, wanted)
+        snapshot.gpus = gpu.gpus_by_node(found.labels)
+        verify_view.node_notes(found, err)
 
 
 def confirm(io, data):

@@ -97,6 +97,7 @@ def run(options: VerifyOptions, io) -> int:
     report = judged(options, snapshot)
     if snapshot.source == "cluster":
         report = refusals(options, report, snapshot, io.stderr)
+        read_gpus(options, report.items, io.stderr)
         listen(options, report.items, io.stderr)
     elif options.observe:
         render.note(io.stderr, "--observe reads the engines' logs from a cluster: saved objects hold none "
@@ -173,6 +174,24 @@ def refusals(options: VerifyOptions, report, snapshot, err, client=None):
         return report
     snapshot.refusals = dict(found.refusals)
     return judged(options, snapshot)
+
+
+def read_gpus(options: VerifyOptions, items, err, client=None) -> None:
+    """Each row's GPU from its Node's labels (judge/gpu.py): the Nodes of rows whose verdict the GPU
+    decides (a plain verify too: the verdict is right without a flag), and with -o wide, describe,
+    json or yaml every row's Node (the GPU column, "gpu"); bounded and said once (load/nodes.py).
+    A Node not read leaves the prediction standing."""
+    from kubectl_kvcache.judge import gpu
+    from kubectl_kvcache.load import nodes
+
+    every = getattr(options.output, "format", None) in ("wide", "describe", "json", "yaml")
+    wanted = gpu.targets(items, every=every)
+    if not wanted:
+        return
+    client = client or reader.open_client(options.connection, render.tracer(err))
+    found = nodes.read(client, wanted)
+    gpu.apply(items, found.labels)
+    view.node_notes(found, err)
 
 
 def listen(options: VerifyOptions, items, err, client=None) -> None:
@@ -616,7 +635,7 @@ class _Rows:
 # -- one context of several (cli/flows/__init__.py: the read flows' face) --------------------
 
 PRELOAD = JUDGED + ("judge.live", "judge.rollout", "render.verify", "render.terminal", "kube.watch", "judge.observed",
-                    "load.engine_words")
+                    "load.engine_words", "judge.gpu", "load.nodes")
 
 
 def view_of(options: VerifyOptions):
@@ -639,6 +658,7 @@ def read_context(options: VerifyOptions, conn, trace):
     def judged_and_heard(options: VerifyOptions, snapshot):
         report = judged(options, snapshot)
         if snapshot.source == "cluster":
+            read_gpus(options.replace(connection=conn), report.items, heard)
             listen(options.replace(connection=conn), report.items, heard)
         return report
 

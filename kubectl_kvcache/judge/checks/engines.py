@@ -22,10 +22,10 @@ class EngineAt(Record):
     when none could be read (`version` is then the newest of them, `why` says what was read);
     every question whose answer the release decides is put to each of them (`outcomes`)."""
 
-    __slots__ = ("engine", "version", "source", "ascend", "span", "why", "platform")
+    __slots__ = ("engine", "version", "source", "ascend", "span", "why", "platform", "gpus")
 
     def __init__(self, engine: str, version: Version, source: str, ascend: bool = False,
-                 span: tuple[Version, ...] = (), why: str = "", platform: str | None = None):
+                 span: tuple[Version, ...] = (), why: str = "", platform: str | None = None, gpus: tuple = ()):
         self.engine = engine
         self.version = version
         self.source = source
@@ -33,12 +33,15 @@ class EngineAt(Record):
         self.span = span
         self.why = why
         self.platform = "npu" if ascend else platform   # cuda | rocm | cpu | xpu | npu | None: not said
+        self.gpus = gpus        # the GPUs its Pods' Nodes have (engine Gpu), where read: each must start it
 
     @property
     def starting(self) -> set[str]:
         """The values every release it may be accepts AND starts with on its platform (the
         attention-backend check after the parse): the only ones to suggest or propose."""
-        return set.intersection(*({v for v in p.accepted if model.starts(self.engine, p.version, v, self.platform)}
+        return set.intersection(*({v for v in p.accepted
+                                   if all(model.starts(self.engine, p.version, v, self.platform, g)
+                                          for g in (self.gpus or (None,)))}
                                   for p in self.profiles))
 
     @property
@@ -118,7 +121,8 @@ class FlagToken(Record):
         return f"{first} and {path(*self.value_at)}" if self.value_at else first
 
 
-def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[str | None] = ()) -> EngineAt | None:
+def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[str | None] = (),
+                gpus: tuple = ()) -> EngineAt | None:
     """The engine release a role runs, as the operator picks its image
     (controllers/worker/model_deployment_render.go, renderModelDeploymentPodTemplate): the role's
     stated image ALWAYS WINS; else the image synthesized from spec.engine.name and
@@ -137,7 +141,7 @@ def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[s
         seen = model.read_image(role.image, engine)
         ascend = ascend or seen.platform == "npu"
         if seen.release is not None:
-            return EngineAt(engine, seen.release, ROLE_IMAGE, ascend, platform=seen.platform)
+            return EngineAt(engine, seen.release, ROLE_IMAGE, ascend, platform=seen.platform, gpus=gpus)
         return unknown_release(engine, f"spec.roles[{index}].image {role.image!r}: {seen.why}", seen.before, ascend,
                                seen.platform)
     # a synthesized image's backend comes from the InstanceType's manufacturer
@@ -145,13 +149,13 @@ def role_engine(md: records.Deployment, index: int, role, pod_images: Sequence[s
     if md.engine_version:
         version = model.parse_version(md.engine_version)
         if version is not None:
-            return EngineAt(engine, version, SPEC_VERSION, ascend, platform=platform)
+            return EngineAt(engine, version, SPEC_VERSION, ascend, platform=platform, gpus=gpus)
         seen = model.read_image(f"gpustack/runner:cuda-{engine}{md.engine_version}", engine)
         return unknown_release(engine, f"spec.engine.version {md.engine_version!r} is not a release number",
                                seen.before, ascend, platform)
     for read in seen_pods:     # the operator synthesizes nothing without a version; Pods made before?
         if read.release is not None:
-            return EngineAt(engine, read.release, POD_IMAGE, ascend, platform=read.platform)
+            return EngineAt(engine, read.release, POD_IMAGE, ascend, platform=read.platform, gpus=gpus)
     return unknown_release(engine, f"spec.roles[{index}] names no image and spec.engine.version is empty, so the "
                                    f"operator can synthesize no image for it", None, ascend, platform)
 
@@ -168,10 +172,11 @@ def deployment_engines(md: records.Deployment, pods=None) -> tuple[EngineAt, ...
     rendered = [(i, r) for i, r in enumerate(md.roles) if not r.command] or list(enumerate(md.roles))
     found: list[EngineAt] = []
     for i, role in rendered:
-        at = role_engine(md, i, role, role_images(pods, md, role) if pods is not None else [])
+        at = role_engine(md, i, role, role_images(pods, md, role) if pods is not None else [],
+                         pods.gpus_of(md, role.name) if pods is not None else ())
         if at is None:
             return ()
-        if all((at.version, at.span) != (f.version, f.span) for f in found):
+        if all((at.version, at.span, at.gpus) != (f.version, f.span, f.gpus) for f in found):
             found.append(at)
     if not found:
         engine = model.normalise_engine(md.engine)
@@ -231,9 +236,15 @@ def forget() -> None:
 
 def outcomes(tokens, at: EngineAt) -> model.Parse:
     """The parse of `tokens` at the release, or across the releases an unknown one may be."""
-    results = [model.after_parse(model.parse(tokens, p, platform_may_extend=at.ascend), at.engine, p.version,
-                                 at.platform) for p in at.profiles]
+    results = [_worst([model.after_parse(model.parse(tokens, p, platform_may_extend=at.ascend), at.engine, p.version,
+                                         at.platform, gpu=g) for g in (at.gpus or (None,))]) for p in at.profiles]
     return model.across(results, at.span or (at.version,), at.engine, at.why)
+
+
+def _worst(results):
+    """Of one release's outcomes on each GPU its Pods run on: a refusal on one, else UNKNOWN, else the first."""
+    return next((r for r in results if r.outcome == model.REJECTED),
+                next((r for r in results if r.outcome == model.UNKNOWN), results[0]))
 
 
 def plain(reason, operator=""):

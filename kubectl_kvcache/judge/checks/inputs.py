@@ -65,12 +65,22 @@ class EnginePods:
     def __init__(self, snapshot):
         self.by_role: dict[tuple[str, str, str | None], list[verify.Candidate]] = {}
         self._roles: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}
+        self.gpus: dict = getattr(snapshot, "gpus", None) or {}
         for cand in verify.candidates(snapshot):
             if cand.owner and not cand.problem:
                 key = (cand.pod.namespace, cand.owner["name"], cand.role)
                 if key not in self.by_role:
                     self._roles.setdefault(key[:2], []).append(key)
                 self.by_role.setdefault(key, []).append(cand)
+
+    def gpus_of(self, md, role=None) -> tuple:
+        """The GPUs (engine Gpu) of the Nodes the role's Pods run on, as read (snapshot.gpus)."""
+        found = []
+        for c in self.of(md, role):
+            g = self.gpus.get(c.pod.node) if c.pod.node else None
+            if g is not None and g not in found:
+                found.append(g)
+        return tuple(found)
 
     def of(self, md, role=None):
         if role is not None:
