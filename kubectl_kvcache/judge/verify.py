@@ -91,7 +91,7 @@ class Item(Record):
           | ({"observed": self.observed.to_dict() | {"agrees": self.observed_agrees}}
              if self.observed is not None else {}) \
           | ({"exitCause": self.exit_cause.to_dict()} if self.exit_cause is not None else {}) \
-          | ({"capacity": self.capacity.to_dict()} if self.capacity is not None else {})
+          | ({"capacity": self.capacity.to_dict()} if self.capacity is not None else {}) \
           | ({"gpu": self.gpu.to_dict()} if self.gpu is not None else {})
         # (the policy: as a check finding, its severity now, policy's the one it had)
 
