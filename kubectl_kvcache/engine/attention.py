@@ -95,6 +95,13 @@ def check(version: Version | None, dtype: str | None, platform: str | None = Non
         if decided is not None:
             return decided
     facts, modelled = release_facts(version)
+    if facts is None and modelled and gpu is not None and platform in (None, CUDA):
+        # before the lists nothing refuses the dtype at selection, but what that release does on
+        # this GPU (a kernel's own check: "FlashMLA V1 with FP8 KV cache not yet supported!") is
+        # not in the engine data: asked about a GPU, that is not "starts"
+        return Start(UNDECIDED, f"what vLLM {version} does with kv_cache_dtype {dtype!r} on {gpu.named} is not in "
+                                f"the engine data (the release's selection does not list the backends' dtypes)",
+                     Cause("start-up", "the GPU"))
     if facts is None:
         return Start(STARTS) if modelled else Start(
             UNDECIDED, f"vLLM {version}'s attention backends are not in the engine data",

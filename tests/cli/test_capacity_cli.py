@@ -18,7 +18,7 @@ import yaml
 
 import capacity_lines
 from kubectl_kvcache.cli import main
-from kubectl_kvcache.load import engine_words, reader
+from kubectl_kvcache.load import engine_words, nodes, reader
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARGV = ["verify", "-n", "llm-prod", "-f", os.path.join("examples", "cluster.json"), "--observe"]
@@ -62,6 +62,7 @@ def seam(monkeypatch):
     monkeypatch.setattr(reader, "read", read)
     monkeypatch.setattr(reader, "open_client", lambda *a, **k: object())
     monkeypatch.setattr(engine_words, "read", words)
+    monkeypatch.setattr(nodes, "read", lambda client, names: nodes.Read())     # no Node served: no GPU read
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")
 
 
