@@ -75,8 +75,11 @@ def in_process(*argv):
 
 
 def one_error_line(stderr):
-    lines = stderr.strip().splitlines()
+    # notes (the capacity reads setting off makes, issue 49: a log the kubelet stand-in does not
+    # serve) may come first; the failure is one error: line, the last
+    lines = [ln for ln in stderr.strip().splitlines() if not ln.startswith("note: ")]
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert stderr.strip().splitlines()[-1] == lines[0] and "Traceback" not in stderr, stderr
     return lines[0]
 
 
