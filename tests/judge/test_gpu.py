@@ -85,9 +85,17 @@ def test_a_missing_label_is_unknown_naming_it(gpu, label):
 
 def test_what_the_gpu_does_not_decide_is_left_alone():
     assert attention.check(v("0.11.0"), "auto", gpu=RTX3090).verdict == attention.STARTS
-    # 0.10.x: arg_utils' oracle picks V0 or V1 on the dtype: not modelled, the parse's verdict stands
+    # 0.10.x: arg_utils' oracle picks V0 or V1 on the dtype: not modelled. Without a GPU the parse's
+    # verdict stands as before; asked about a GPU it is not "starts" (a kernel's own check may refuse
+    # it there: vLLM 0.8.5 on an H800, "FlashMLA V1 with FP8 KV cache not yet supported!", issue 18888)
     assert attention.gpu_facts(v("0.10.2")) is None
-    assert attention.check(v("0.10.2"), "fp8", gpu=RTX3090) == attention.check(v("0.10.2"), "fp8")
+    assert attention.check(v("0.10.2"), "fp8").verdict == attention.STARTS
+    got = attention.check(v("0.10.2"), "fp8", gpu=RTX3090)
+    assert got.verdict == attention.UNDECIDED and "not in the engine data" in got.reason
+    assert got.cause is not None and got.cause.code == "start-up"
+    # so recover, which reads its engines' Nodes, proposes no dtype it cannot say starts there
+    assert attention.starts("vllm", v("0.10.2"), "fp8") and not attention.starts("vllm", v("0.10.2"), "fp8",
+                                                                                   gpu=RTX3090)
     # no GPU read: exactly as before
     assert attention.check(v("0.11.0"), "fp8").verdict == attention.STARTS
     # an AMD Node runs the ROCm build, whose selection does not check these lists
