@@ -4,11 +4,12 @@
 
 Issue 52 item 3: launch commands that carry a KV connector's configuration (`--kv-transfer-config`,
 `--kv-events-config`, SGLang's `--disaggregation-*` and `--hicache-*` options), from the connector
-projects' own repositories (LMCache, NIXL, llm-d, Mooncake's and Dynamo's recipes), none of them a
-source of corpus.yaml or heldout.yaml. Entries are taken as harvested (the filter below is the only
-choice made, and it reads the command, never the plugin's answer), formed as heldout.py forms them,
-without a command already in corpus.yaml or heldout.yaml. Whole repositories (HELD_OUT) go to the
-held-out file, run only by test_zz_connectors_heldout.py, last; the rest to the tuned file.
+projects' own repositories (LMCache, NIXL, llm-d, Mooncake, vllm-ascend), from files neither
+corpus.yaml nor heldout.yaml took a command from. Entries are taken as harvested (the filter below
+is the only choice made, and it reads the command, never the plugin's answer), formed as
+heldout.py forms them, without a command already in corpus.yaml or heldout.yaml. Whole
+repositories (HELD_OUT) go to the held-out file, run only by test_zz_connectors_heldout.py, last;
+the rest to the tuned file.
 """
 
 import argparse
@@ -27,7 +28,7 @@ KV = re.compile(r"--kv-transfer-config|--kv_transfer_config|kv_connector|--kv-ev
                 r"--hicache-|--enable-hierarchical-cache|--enable-lmcache")
 # chosen before any row was judged: whole repositories, about half of the rows
 HELD_OUT = ("llm-d-incubation/llm-d-modelservice", "LMCache/LMBench", "llm-d/llm-d.github.io",
-            "LMCache/LMCache-Ascend")
+            "LMCache/LMCache-Ascend", "vllm-project/vllm-ascend")
 
 
 def written(e):
@@ -40,17 +41,19 @@ def main(argv=None):
     ap.add_argument("--tuned", required=True)
     ap.add_argument("--heldout", required=True)
     args = ap.parse_args(argv)
-    seen = set()
+    seen, files = set(), set()
     for path in ("corpus.yaml", "heldout.yaml"):
         with open(os.path.join(HERE, path), encoding="utf-8") as f:
-            seen.update(written(e) for e in yaml.safe_load(f)["commands"])
+            for e in yaml.safe_load(f)["commands"]:
+                seen.add(written(e))
+                files.add((e["source"]["repo"], e["source"]["path"]))
     parts: dict = {"tuned": [], "heldout": []}
     for path in args.candidates:
         with open(path) as f:
             cands = json.load(f)
         for n, cand in enumerate(c for c in cands if KV.search(json.dumps(c.get("script") or c.get("container")))):
             e = heldout.entry(cand, n)
-            if written(e) in seen:
+            if written(e) in seen or (e["source"]["repo"], e["source"]["path"]) in files:
                 continue
             seen.add(written(e))
             parts["heldout" if e["source"]["repo"] in HELD_OUT else "tuned"].append(e)
