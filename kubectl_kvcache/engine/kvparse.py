@@ -20,7 +20,8 @@ Two steps, both from the release's real code:
    `_combinations`), or where the release has none, an option alone that was run alone; else
    UNKNOWN naming the options. JSON config documents are judged by the config class's schema
    read from the release (`judge_document`).
-Not replayed: mutually exclusive groups, files the argv names (`--chat-template`: UNKNOWN), and
+Not replayed: mutually exclusive groups, files the argv names (a `--chat-template` path: UNKNOWN;
+a template in the argv or a name the release ships: engine/templates.py), and
 the contents of a `--config` file (not in the Pod spec: UNKNOWN).
 """
 
