@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Bumped by whoever changes the layout of what scripts/engine-data writes.
 SCHEMA = 1
-FILES = ("parsers", "backends", "writes", "pythons", "crashes", "capacity", "kvbytes", "gpus")
+FILES = ("parsers", "backends", "writes", "pythons", "crashes", "capacity", "kvbytes", "gpus", "templates")
 _LOADED: dict[str, Any] = {}
 
 

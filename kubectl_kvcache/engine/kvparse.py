@@ -20,7 +20,8 @@ Two steps, both from the release's real code:
    `_combinations`), or where the release has none, an option alone that was run alone; else
    UNKNOWN naming the options. JSON config documents are judged by the config class's schema
    read from the release (`judge_document`).
-Not replayed: mutually exclusive groups, files the argv names (`--chat-template`: UNKNOWN), and
+Not replayed: mutually exclusive groups, files the argv names (a `--chat-template` path: UNKNOWN;
+a template in the argv or a name the release ships: engine/templates.py), and
 the contents of a `--config` file (not in the Pod spec: UNKNOWN).
 """
 
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 
 from kubectl_kvcache.engine.argv import Token
 from kubectl_kvcache.engine.cause import Cause, of_element
-from kubectl_kvcache.engine import knowledge
+from kubectl_kvcache.engine import knowledge, templates
 from kubectl_kvcache.engine.releases import DTYPE_OPTION, Profile
 from kubectl_kvcache.record import Record
 
@@ -309,10 +310,10 @@ def classify_action(answers, items, multi=()):
 class Facts(Record):
     """What one release's generated data says about its options beyond their arity."""
     __slots__ = ("kinds", "start_up", "behaviours", "probes", "rewrites", "actions", "combo_classes", "combo_rows",
-                 "registries", "schemas", "start_up_values")
+                 "registries", "schemas", "start_up_values", "templates")
 
     def __init__(self, kinds, start_up, behaviours, probes, rewrites=None, actions=None, combo_classes=None,
-                 combo_rows=None, registries=None, schemas=None, start_up_values=None):
+                 combo_rows=None, registries=None, schemas=None, start_up_values=None, templates=None):
         self.kinds = kinds            # option -> "action [type] [file]"
         self.start_up = start_up      # (entry, option) -> "ok" | "dies: ..." | "reads"
         self.behaviours = behaviours  # names of the entry points' argv preparations it has
@@ -324,6 +325,7 @@ class Facts(Record):
         self.registries = registries or {}         # dest -> frozenset of the parser names registered
         self.schemas = schemas or {}               # option -> its config class's schema (judge_document)
         self.start_up_values = start_up_values or {}   # (entry, option) -> {value: outcome} of it alone
+        self.templates = templates      # what the release does with a --chat-template value (templates.py)
 
 
 _FACTS: dict = {}
@@ -355,7 +357,8 @@ def facts(profile) -> Facts:
                       for v in [_in_spans(at, rows)] if v}
         _FACTS[key] = Facts(kinds, start_up, frozenset(behaviours), tuple(real.get("probes", ())), rewrites,
                             actions, classes, combo_rows, registries, _schemas(real.get("schemas", {}), at),
-                            _start_up_values(real.get("start_up_values", {}), at))
+                            _start_up_values(real.get("start_up_values", {}), at),
+                            templates.reading(profile.engine, profile.version))
     return _FACTS[key]
 
 
@@ -1155,9 +1158,14 @@ def _replay_value(name, values, item, known, state, occurrences, value_tok=None)
                      f"replay" + (" for this value" if rule else ""), Cause("action", name), occurrences)
     inline = any(o == name and c[2] == "inline" for (_, o), c in known.combo_classes.items()) and all(
         v is not None and any(ch in v for ch in INLINE_CHARS) for v in values)
+    if name == "--chat-template" and known.templates is not None:
+        # a template in the argv or a name the release ships needs no file (templates.json)
+        inline = all(templates.needs_no_file(known.templates, v) for v in values)
     if "file" in rest and name != "--config" and not inline:   # --config FILE: see _config; a template inline
-        state.setdefault("file", f"{name} ({where}) names a file in the image, which the engine reads at "
-                                 f"start-up (not in the Pod spec)")
+        state.setdefault("file", templates.file_reason(known.templates, f"{name} {values[-1]!r} ({where})")
+                         if name == "--chat-template" and known.templates is not None and values else
+                         f"{name} ({where}) names a file in the image, which the engine reads at "
+                         f"start-up (not in the Pod spec)")
         state.setdefault("file_cause", Cause("file", name))
     type_name = rest[0] if rest and rest[0] != "file" else "str"
     if type_name == "str":
@@ -1372,6 +1380,8 @@ def combo_class(kind, dest, value, known):
             return "empty"
         return "registered" if value in known.registries.get(dest, ()) else "other"
     if kind == "inline":
+        if known.templates is not None:   # a template in the argv, or a name the release ships
+            return "inline" if templates.needs_no_file(known.templates, value) else None
         return "inline" if any(c in value for c in INLINE_CHARS) else None
     if kind == "int":
         try:
@@ -1407,10 +1417,10 @@ def _combinations(read, entry, known, occurrences, values):
         cls = combo_class(kind, dest, value, known)
         if cls is None:
             shown = f"{name} {value!r}" if value is not None else name
-            what = ("a file in the image (the template is not inline)" if kind == "inline" else
-                    "a value the release's start-up checks were not probed with")
-            _unknown(f"the checks the release runs after parsing read {shown}: {what}", Cause("start-up", name),
-                     occurrences)
+            if kind == "inline":
+                _unknown(templates.file_reason(known.templates, shown), Cause("start-up", name), occurrences)
+            _unknown(f"the checks the release runs after parsing read {shown}: a value the release's start-up "
+                     f"checks were not probed with", Cause("start-up", name), occurrences)
         return canonical if kind == "flag" else f"{canonical}={cls}"
 
     for group in sorted(given):

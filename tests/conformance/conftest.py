@@ -20,7 +20,7 @@ import wheels  # noqa: E402
 from client import OracleProcess  # noqa: E402
 from deps import missing_conformance_deps  # noqa: E402
 
-from tierstats import HELDOUT, REALCMDS, RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
+from tierstats import CONNECTORS, CONNECTORS_HELDOUT, HELDOUT, REALCMDS, RELEASES_SEEN, STATS, UNKNOWN_REASONS  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
@@ -103,6 +103,11 @@ def pytest_terminal_summary(terminalreporter):
         tr.section("held-out launch commands")
         for line in heldout_lines():
             tr.write_line(line)
+    for stats, module in ((CONNECTORS, "test_connectors"), (CONNECTORS_HELDOUT, "test_zz_connectors_heldout")):
+        if stats:
+            tr.section("KV-connector launch commands" + (", held out" if "heldout" in module else ""))
+            for line in __import__(module).summary_lines():
+                tr.write_line(line)
     if not STATS:
         return
     tr.section("engine conformance")

@@ -92,10 +92,10 @@ def corpus():
     return _CORPUS
 
 
-def run_release(oracles, engine, version, entries=None, stats=None):
+def run_release(oracles, engine, version, entries=None, stats=None, name="held-out"):
     """Every case of one release, one batch through that release's real parser (`entries`: another
-    corpus than corpus.yaml, whose results go to `stats` instead of the tier's summary)."""
-    key = (engine, version) if entries is None else ("held-out", engine, version)
+    corpus than corpus.yaml, called `name`, whose results go to `stats` instead of the tier's summary)."""
+    key = (engine, version) if entries is None else (name, engine, version)
     with _LOCK:
         if key in _RESULTS:
             return _RESULTS[key]

@@ -67,6 +67,10 @@ def vtuple(v):
 
 
 HELDOUT = os.path.join(HERE, "heldout.yaml")   # issue 38 item 3: never tuned on (test_zz_heldout.py)
+# issue 52 item 3: KV-connector launch commands (connectors.py); the held-out part, whole
+# repositories, runs only in test_zz_connectors_heldout.py
+CONNECTORS = os.path.join(HERE, "connectors.yaml")
+CONNECTORS_HELDOUT = os.path.join(HERE, "connectors_heldout.yaml")
 
 
 def load(path=CORPUS):
