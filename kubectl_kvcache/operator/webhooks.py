@@ -15,7 +15,9 @@ tests (gpustack/gpustack-operator at 6678d71, pkg/worker/webhooks/worker/):
   and while the deployment is being deleted (the handler keeps validating updates then:
   ReceiveDeletionUpdate), an extraArgs entry naming an owned key is refused (`field.Invalid`, one
   per entry). SGLang owns its store keys and its three disaggregation keys; vLLM its transfer and
-  events configs. The dtype is not among them (`owned_arg_refusals`).
+  events configs. The dtype is not among them (`owned_arg_refusals`). An entry is read as the key
+  by ModelDeploymentOwnedArg (6678d71: ModelDeploymentOwnsArg resolves through it, prefixes
+  included); the release at 049325a5 compared the name before `=` exactly, which this contains.
 - KVCachePoolBinding (`kv_cache_pool_binding.go`: validateKVCachePoolBindingDomain,
   validateKVCachePoolBindingDtypeBinds, validateKVCachePoolBindingImmutable): spec.domain.dtype is
   required and lowercase, not an enum; `auto` is refused only on CREATE and only with the Setting
