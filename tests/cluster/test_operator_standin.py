@@ -212,7 +212,7 @@ def test_it_refuses_owned_arguments_whatever_the_setting_and_the_dtype_only_whil
     code, out, err = plugin(cluster, "check", "-n", ns, "-o", "json")
     found = {(f["code"], f["name"]): f for f in json.loads(out)["findings"]}
     assert "whatever the Setting" in found[("role-owned-arg", "pd")]["message"], out
-    assert "Today (the Setting off) the webhook admits its edits" in found[("role-own-flag", "own")]["message"]
+    assert "Today (the Setting off) the webhook admits the deployment's edits" in found[("role-own-flag", "own")]["message"]
 
     # the Setting on, and `own` being deleted (a finalizer keeps it): an edit is not refused for the
     # dtype; `pd` being deleted: its edit is still refused for the owned keys

@@ -744,8 +744,8 @@ def test_an_own_flag_says_what_the_webhook_does_today_and_after_setting_on(case,
     md = deployment("md", roles=[role(extra_args=["--kv-cache-dtype=fp8_e5m2"])])
     f = only(run(binding("b", "fp8"), md, setting_value=setting_value), "role-own-flag")
     now = "The webhook refuses the deployment's next edit (the Setting is on) until it is removed"
-    later = ("Today (the Setting off) the webhook admits its edits; after `setting on` it refuses the deployment's "
-             "next edit until it is removed")
+    later = ("Today (the Setting off) the webhook admits the deployment's edits; after `setting on` its next edit "
+             "is refused until the flag is removed")
     assert (now in f.message, later in f.message) == (refused_now, not refused_now), f.message
 
 

@@ -102,8 +102,8 @@ def edit_refusal(md, on: bool) -> str:
         return ("It is being deleted: the webhook does not judge this flag on it, today or after `setting on`")
     if on:
         return "The webhook refuses the deployment's next edit (the Setting is on) until it is removed"
-    return ("Today (the Setting off) the webhook admits its edits; after `setting on` it refuses the deployment's "
-            "next edit until it is removed")
+    return ("Today (the Setting off) the webhook admits the deployment's edits; after `setting on` its next edit "
+            "is refused until the flag is removed")
 
 
 def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding] | None:
