@@ -83,6 +83,8 @@ class FieldError(Record):
     def __str__(self):
         if self.type == "NotFound":         # field.NotFound: `spec.poolRef.name: Not found: "absent"`
             return f"{self.field}: Not found: {self.value!r}" + (f": {self.detail}" if self.detail else "")
+        if self.type == "Forbidden":        # field.Forbidden: `spec.poolRef.name: Forbidden: <detail>`
+            return f"{self.field}: Forbidden: {self.detail}"
         shown = "" if self.type == "Required" else f": {self.value!r}"
         return f"{self.field}: {self.type} value{shown}: {self.detail}"
 
@@ -189,15 +191,19 @@ def binding_refusals(new: dict, setting_on: bool, old: dict | None = None) -> li
         errors.append(FieldError("Invalid", "spec.domain.dtype", dtype,
                                  "must be lowercase: two spellings of one type would read as two types"))
     if old is None:
-        if setting_on and dtype == "auto" and not errors:
+        # ValidateCreate appends validateKVCachePoolBindingDtypeBinds to the spec's errors, whatever
+        # they are (kv_cache_pool_binding.go, read at 6678d71)
+        if setting_on and dtype == "auto":
             errors.append(FieldError("Invalid", "spec.domain.dtype", dtype,
                                      '"auto" lets each engine resolve its own from the model it loads; name the '
                                      'type, for example bfloat16'))
         return errors
-    for key, path in (("pool", "spec.poolRef.name"), ("name", "spec.domain.name"),
-                      ("blockSize", "spec.domain.blockSize"), ("dtype", "spec.domain.dtype")):
+    for key, path, what in (("pool", "spec.poolRef.name", "poolRef"), ("name", "spec.domain.name", "name"),
+                            ("blockSize", "spec.domain.blockSize", "blockSize"),
+                            ("dtype", "spec.domain.dtype", "dtype")):
         if old.get(key) != new.get(key):
-            errors.append(FieldError("Invalid", path, new.get(key), f"{path.rsplit('.', 1)[-1]} is immutable"))
+            # validateKVCachePoolBindingImmutable: field.Forbidden, one per frozen field
+            errors.append(FieldError("Forbidden", path, new.get(key), f"{what} is immutable"))
     return errors
 
 
@@ -538,14 +544,18 @@ def _pool_refusals(pool_name, pool, engine) -> list[Refusal]:
                         "create the pool or point the Binding's users at another Binding")]
     found = []
     ledger = pool.ledger
-    if ledger is None or ledger[0] != "True":
+    # checkQuotaLedger (read at 6678d71): absent, Unknown and False are refused, except False with
+    # reason MultiTenancyDisabled -- a master declared single-tenant, joined without a tenant
+    # identity (injectableDomain renders no domain). Older releases (39be4ea) refused that too.
+    declared_single_tenant = ledger is not None and ledger[0] == "False" and ledger[1] == api.NO_LEDGER_REASON
+    if ledger is None or (ledger[0] != "True" and not declared_single_tenant):
         said = ("does not report QuotaLedgerAvailable yet" if ledger is None else
                 f"reports QuotaLedgerAvailable {ledger[0] or 'Unknown'}"
                 + (f" ({ledger[1]}: {ledger[2]})" if ledger[0] == "False" else ""))
         found.append(Refusal("pod_kv_cache_resolve.go: checkQuotaLedger",
-                             f"pool {pool.name} {said}: the webhook injects only against a master with a tenant "
-                             f"ledger", "wait for the pool to report QuotaLedgerAvailable True (False: enable "
-                                        "multi-tenancy on its backend, or fix what its message names)"))
+                             f"pool {pool.name} {said}: the webhook injects only against a master that answers for "
+                             f"its tenant ledger", "wait for the pool to report QuotaLedgerAvailable True (False: "
+                                                   "fix what its message names)"))
     if not pool.backends:
         found.append(Refusal("pod_kv_cache_resolve.go: resolveBackend", f"pool {pool.name} names no backend",
                              "name the pool's KVCacheBackend in spec.backends"))

@@ -3,6 +3,7 @@ gpustack-operator pkg/worker/webhooks/worker/pod_kv_cache_resolve.go, inject/typ
 inject/engine.go), as check reports it: injection-unresolved, whatever the Setting."""
 
 import objects as o
+import pytest
 
 from kubectl_kvcache.judge import checks
 from kubectl_kvcache.operator import decode, records, webhooks
@@ -84,13 +85,41 @@ def test_a_binding_being_deleted():
     assert "KVCachePoolBinding b is being deleted" in found[0].message
 
 
-def test_the_pool_ledger_and_client_endpoint():
+def _ledger_pool(status, reason):
+    pool = o.pool(ledger=reason)
+    pool["status"]["conditions"][0]["status"] = status
+    return pool
+
+
+# pod_kv_cache_resolve.go checkQuotaLedger, read at 6678d71d3c725c4ec79d4c06992cf621f1df8b5a, the
+# cases of TestPodKVCacheResolve_QuotaLedgerGate (an older stored version of the Go test, whose
+# "reported off" case refused; at 6678d71 the function admits False/MultiTenancyDisabled: "a pool
+# whose master is DECLARED or OBSERVED to hold none is joined without a tenant identity"), plus the
+# other False reason its comment names (LedgerUnreachable: "stays a refusal").
+LEDGER_GATE = [
+    ("reported available", ("True", "Available"), None),
+    ("reported off: a declared single-tenant master is joined", ("False", "MultiTenancyDisabled"), None),
+    ("reported False for another reason", ("False", "LedgerUnreachable"),
+     "reports QuotaLedgerAvailable False (LedgerUnreachable"),
+    ("reported unknown", ("Unknown", "Probing"), "reports QuotaLedgerAvailable Unknown"),
+    ("not reported at all", None, "does not report QuotaLedgerAvailable yet"),
+]
+
+
+@pytest.mark.parametrize("name, ledger, want", LEDGER_GATE, ids=[c[0] for c in LEDGER_GATE])
+def test_the_pool_ledger_gate(name, ledger, want):
+    b = o.binding("b", "fp8", pool="pool-a")
+    pool = o.pool(ledger=None) if ledger is None else _ledger_pool(*ledger)
+    found = unresolved(snap(b, tpl(), pools=[pool]))
+    if want is None:
+        assert not found, [f.message for f in found]
+    else:
+        assert len(found) == 1 and want in found[0].message and "checkQuotaLedger" in found[0].message
+
+
+def test_the_pool_client_endpoint_and_existence():
     b = o.binding("b", "fp8", pool="pool-a")
     assert not unresolved(snap(b, tpl(), pools=[o.pool(ledger="Available")]))
-    found = unresolved(snap(b, tpl(), pools=[o.pool(ledger="MultiTenancyDisabled")]))
-    assert "reports QuotaLedgerAvailable False (MultiTenancyDisabled" in found[0].message
-    found = unresolved(snap(b, tpl(), pools=[o.pool(ledger=None)]))
-    assert "does not report QuotaLedgerAvailable yet" in found[0].message
     found = unresolved(snap(b, tpl(), pools=[o.pool(ledger="Available", endpoint="")]))
     assert "has not published a client endpoint" in found[0].message
     # from files, a pool not in the input is not known to be absent; from a cluster it is

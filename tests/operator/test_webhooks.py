@@ -228,7 +228,7 @@ def test_binding_create(name, key, value, want):
 
 BINDING_UPDATE_CASES = [
     ("an update that moves nothing", None, None, None),
-    ("the pool repointed", "pool", "other", "poolRef.name: Invalid"),
+    ("the pool repointed", "pool", "other", "spec.poolRef.name: Forbidden: poolRef is immutable"),
     ("the domain renamed", "name", "team-a-chat-v2", "name is immutable"),
     ("the block size changed", "blockSize", 32, "blockSize is immutable"),
     ("the dtype changed", "dtype", "float16", "dtype is immutable"),
@@ -246,6 +246,23 @@ def test_binding_update(name, key, value, want):
         assert errors == []
     else:
         assert any(want in str(e) for e in errors), [str(e) for e in errors]
+
+
+def test_auto_is_refused_beside_another_error():
+    # kv_cache_pool_binding.go ValidateCreate (read at 6678d71d3c725c4ec79d4c06992cf621f1df8b5a):
+    # validateKVCachePoolBindingDtypeBinds is appended to the spec's errors unconditionally, so a
+    # new "auto" Binding naming no pool gets both refusals
+    errors = webhooks.binding_refusals(dict(canonical(), dtype="auto", pool=""), setting_on=True)
+    assert [(e.type, e.field) for e in errors] == [("Required", "spec.poolRef.name"), ("Invalid", "spec.domain.dtype")]
+
+
+def test_immutable_fields_are_forbidden():
+    # validateKVCachePoolBindingImmutable: field.Forbidden for poolRef.name and each domain field
+    errors = webhooks.binding_refusals(dict(canonical(), pool="other", dtype="float16"), setting_on=True,
+                                       old=canonical())
+    assert [(e.type, e.field) for e in errors] == [("Forbidden", "spec.poolRef.name"),
+                                                   ("Forbidden", "spec.domain.dtype")]
+    assert str(errors[1]) == "spec.domain.dtype: Forbidden: dtype is immutable"
 
 
 def test_auto_is_judged_at_creation_while_owned():
