@@ -68,18 +68,28 @@ def names_dtype(entry: str, engine: str) -> bool:
     return webhooks.resolve_arg(engine, entry, (webhooks.DTYPE_ARG,)) == webhooks.DTYPE_ARG
 
 
+class _Role:
+    def __init__(self, command, extra_args):
+        self.command = command
+        self.extra_args = tuple(extra_args or ())
+
+
 def md_refusals(engine: str, roles, kv_cache: bool, setting_on: bool, deleting: bool = False) -> list:
-    """The errors the ModelDeployment webhook returns for its dtype rule. `roles`: (command,
-    extraArgs) per role, in spec order."""
-    if not setting_on or not kv_cache or deleting:
-        return []
+    """The errors the ModelDeployment webhook returns for its argument rules, in its order
+    (validateModelDeploymentRoles: the owned arguments, whatever the Setting, the pool, `command`
+    or a deletion; then the dtype rule: a pool attached, the Setting on, no `command`, not being
+    deleted). `roles`: (command, extraArgs) per role, in spec order."""
+    records = [_Role(command, extra_args) for command, extra_args in roles]
     errors = []
-    for i, (command, extra_args) in enumerate(roles):
-        if command:
-            continue
-        for j, entry in enumerate(extra_args or ()):
-            if names_dtype(entry, engine):
-                errors.append(webhooks.FieldError("Forbidden", f"spec.roles[{i}].extraArgs[{j}]", entry,
-                                                  f"{MD_REFUSAL}: remove it, and name a Binding declaring the dtype "
-                                                  f"you want"))
+    for owned in webhooks.owned_arg_refusals(engine, records):
+        name = owned.entry.split("=", 1)[0]
+        subject = f'"{owned.key}"' if name == owned.key else f'"{name}" is "{owned.key}", which'
+        command = owned.path.rsplit(".", 1)[0] + ".command"
+        errors.append(webhooks.FieldError("Invalid", owned.path, owned.entry,
+                                          subject + " " + webhooks.OWNED_DETAIL.format(engine=engine, command=command)))
+    for path in webhooks.model_deployment_refusals(engine, records, kv_cache, setting_on, deleting):
+        i, j = (int(n) for n in path.replace("]", "[").split("[")[1::2])
+        errors.append(webhooks.FieldError("Forbidden", path, records[i].extra_args[j],
+                                          f"{MD_REFUSAL}: remove it, and name a Binding declaring the dtype "
+                                          f"you want"))
     return errors

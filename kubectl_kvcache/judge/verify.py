@@ -1042,22 +1042,30 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
 
 class SpecRefusal(Record):
     """A deployment with no Pod at all whose spec the ModelDeployment webhook refuses on create
-    (operator/webhooks.model_deployment_refusals): where the webhook runs, such a create is refused
-    at `kubectl apply` and nothing is stored; where the object is there all the same (stored while
-    the webhook let it pass, or no webhook ran) its replicas are not created as the spec stands.
-    Either way the wait would end failing (replicas rendered with the role's own flag after the
-    operator's are not what the Binding says), so it ends at once. Read like a load/events Refusal."""
+    (operator/webhooks.model_deployment_refusals: its own --kv-cache-dtype while the Setting is on;
+    owned_arg_refusals: an argument the operator owns, whatever the Setting): where the webhook
+    runs, such a create is refused at `kubectl apply` and nothing is stored; where the object is
+    there all the same (stored while the webhook let it pass, or no webhook ran) its replicas are
+    not created as the spec stands. Either way the wait would end failing, so it ends at once.
+    Read like a load/events Refusal. `owned`: the keys of the owned arguments named (none: the
+    dtype rule)."""
 
-    __slots__ = ("paths", "webhook", "removal")
+    __slots__ = ("paths", "webhook", "removal", "owned")
     reason, count, last, component, spec = "WebhookRefusesSpec", 1, "", "", True
 
-    def __init__(self, paths: tuple[str, ...], webhook: str, removal: tuple[str, ...] = ()):
+    def __init__(self, paths: tuple[str, ...], webhook: str, removal: tuple[str, ...] = (),
+                 owned: tuple[str, ...] = ()):
         self.paths = paths          # the entries the webhook names (one error per flag entry)
         self.webhook = webhook
         self.removal = removal or paths     # what to remove: each flag and its separate value
+        self.owned = owned
 
     @property
     def denied(self) -> str:
+        if self.owned:
+            return (f"{', '.join(self.paths)}: {', '.join(self.owned)} "
+                    f"{'is' if len(self.owned) == 1 else 'are'} set by the operator for this engine, whatever the "
+                    f"Setting")
         return (f"{', '.join(self.paths)}: {webhooks.DTYPE_ARG} is set by the operator while spec.kvCache names a "
                 f"pool and the Setting is on")
 
@@ -1075,10 +1083,17 @@ class SpecRefusal(Record):
 
 
 def spec_refusal(md, on: bool, pods: int) -> SpecRefusal | None:
-    """SpecRefusal for md when none of its roles has a Pod and its spec is one the webhook refuses."""
+    """SpecRefusal for md when none of its roles has a Pod and its spec is one the webhook refuses
+    (the owned arguments first: they are refused whatever the Setting)."""
     if pods:
         return None
-    paths = webhooks.model_deployment_refusals(model.normalise_engine(md.engine), md.roles, md.kv_cache, on)
+    engine = model.normalise_engine(md.engine)
+    owned = webhooks.owned_arg_refusals(engine, md.roles)
+    if owned:
+        return SpecRefusal(tuple(r.path for r in owned), webhooks.MODEL_DEPLOYMENT_WEBHOOK,
+                           tuple(p for r in owned for p in (r.path, r.value_path) if p),
+                           tuple(dict.fromkeys(r.key for r in owned)))
+    paths = webhooks.model_deployment_refusals(engine, md.roles, md.kv_cache, on, bool(md.deleting))
     if not paths:
         return None
     removal = []
@@ -1126,8 +1141,10 @@ def _second(stamp: str) -> str:
 def refused_fix(md, refused) -> str:
     """What to do about replicas the operator cannot create: what its event names, and where to read it."""
     if isinstance(refused, SpecRefusal):
-        return (f"remove {' and '.join(refused.removal)} from ModelDeployment {md.name} (the operator renders the "
-                f"Binding's dtype itself while the Setting is on); kubectl kvcache check -n {md.namespace} -o describe")
+        why = (f"the operator sets {', '.join(refused.owned)} for this engine itself" if refused.owned else
+               "the operator renders the Binding's dtype itself while the Setting is on")
+        return (f"remove {' and '.join(refused.removal)} from ModelDeployment {md.name} ({why}); "
+                f"kubectl kvcache check -n {md.namespace} -o describe")
     events = (f"kubectl get events -n {md.namespace} --field-selector "
               f"involvedObject.name={md.name},reason={refused.reason}")
     if refused.webhook:

@@ -274,6 +274,7 @@ def deployment_record(obj) -> Deployment:
         generation=as_int(meta.get("generation"), what, "metadata.generation"),
         uid=meta.get("uid") if isinstance(meta.get("uid"), str) else None,
         spec_written=_spec_written(meta),
+        deleting=as_str(meta.get("deletionTimestamp"), what, "metadata.deletionTimestamp") or "",
     )
 
 

@@ -109,14 +109,15 @@ class Condition(Record):
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "labels", "status_roles", "rollout", "generation", "uid", "spec_written")
+                 "labels", "status_roles", "rollout", "generation", "uid", "spec_written", "deleting")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
                  binding: str | None, kv_cache: bool, roles: tuple[Role, ...], status_dtype: str | None = None,
                  labels: dict[str, str] | None = None,
                  status_roles: tuple[RoleStatus, ...] = (), rollout: Condition | None = None,
-                 generation: int | None = None, uid: str | None = None, spec_written: str | None = None):
+                 generation: int | None = None, uid: str | None = None, spec_written: str | None = None,
+                 deleting: str = ""):
         self.namespace = namespace
         self.name = name
         self.engine = engine                # as written (vLLM, vllm, ...)
@@ -132,6 +133,7 @@ class Deployment(Record):
         self.uid = uid                      # metadata.uid: its events are selected by it (load/events.py)
         self.spec_written = spec_written    # the last write of anything but its status, as the API server
                                             # recorded it (metadata.managedFields[].time; None: not recorded)
+        self.deleting = deleting            # metadata.deletionTimestamp: being deleted
 
     def role_status(self, name):
         return next((r for r in self.status_roles if r.name == name), None)

@@ -9,6 +9,15 @@ tests (gpustack/gpustack-operator at 6678d71, pkg/worker/webhooks/worker/):
   argparse could resolve (`--kv-cache-dt=fp8`). Not refused: a longer flag of the same stem
   (`--kv-cache-dtype-skip-layers`), a deployment without spec.kvCache, a role that sets `command`,
   a deployment being deleted, the Setting off.
+- ModelDeployment, the arguments the operator owns (`model_deployment.go` at 049325a5:
+  validateModelDeploymentRoleExtraArgs; the catalog modelDeploymentOwnedKeys, `OWNED_ARGS`): on
+  create AND update, whatever the Setting, with or without spec.kvCache, in a take-over role too,
+  and while the deployment is being deleted (the handler keeps validating updates then:
+  ReceiveDeletionUpdate), an extraArgs entry naming an owned key is refused (`field.Invalid`, one
+  per entry). SGLang owns its store keys and its three disaggregation keys; vLLM its transfer and
+  events configs. The dtype is not among them (`owned_arg_refusals`). An entry is read as the key
+  by ModelDeploymentOwnedArg (6678d71: ModelDeploymentOwnsArg resolves through it, prefixes
+  included); the release at 049325a5 compared the name before `=` exactly, which this contains.
 - KVCachePoolBinding (`kv_cache_pool_binding.go`: validateKVCachePoolBindingDomain,
   validateKVCachePoolBindingDtypeBinds, validateKVCachePoolBindingImmutable): spec.domain.dtype is
   required and lowercase, not an enum; `auto` is refused only on CREATE and only with the Setting
@@ -20,7 +29,9 @@ tests (gpustack/gpustack-operator at 6678d71, pkg/worker/webhooks/worker/):
 Which spellings name an owned flag is ModelDeploymentResolveArg
 (pkg/worker/controllers/worker/model_deployment_connector.go; `resolve_arg` here): vLLM's `_` to
 `-` up to the first `.`, a dotted tail cut, then the exact key, and ANY prefix longer than `--`
-of a key (an exact other owned flag excepted), erring toward refusing. The ModelDeployment rule
+of a key (an exact other owned flag excepted), erring toward refusing. The Go also excepts an exact
+listen flag (modelDeploymentListenArgs at 6678d71, its list not read here): it matters only for an
+entry that is exactly a listen flag AND a prefix of an owned key, which this model refuses. The ModelDeployment rule
 itself is applied by check's roles (judge/checks/roles.py); the tests' stand-in admits with it
 (tests/operator_model.py md_refusals). The rules of the Pod
 injection webhook's resolution (pod_kv_cache_resolve.go, inject/types.go, inject/engine.go) are
@@ -41,13 +52,20 @@ MODEL_DEPLOYMENT_WEBHOOK = "validate.worker.gpustack.ai.v1alpha1.modeldeployment
 DTYPE_ARG = "--kv-cache-dtype"
 SETTING_PROPAGATION_SECONDS = 30     # the operator's settings cache (docs/reference/settings.md)
 
-# The (engine, key) catalog of the arguments the operator owns (model_deployment_connector.go:
-# modelDeploymentOwnedKeys), with the dtype it renders beside the store connector (6678d71).
+# The (engine, key) catalog of the arguments the operator owns whatever the Setting and whether a
+# pool is attached or not (controllers/worker/model_deployment_connector.go: modelDeploymentOwnedKeys,
+# read at 6678d71d3c725c4ec79d4c06992cf621f1df8b5a and 049325a5dfca3da815de7decdd4360bbb238ba15,
+# alike). The dtype is NOT in it: it is owned only through ModelDeploymentKVCacheOwnedArg, while
+# spec.kvCache is set and the Setting is on (model_deployment_refusals).
 OWNED_ARGS = {
-    "vllm": ("--kv-transfer-config", "--kv-events-config", DTYPE_ARG),
+    "vllm": ("--kv-transfer-config", "--kv-events-config"),
     "sglang": ("--hicache-storage-backend", "--hicache-storage-backend-extra-config", "--disaggregation-mode",
-               "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port", DTYPE_ARG),
+               "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port"),
 }
+# The detail validateModelDeploymentRoleExtraArgs gives an owned argument (webhooks/worker/
+# model_deployment.go at 049325a5): the key, the engine, and the way out.
+OWNED_DETAIL = ('is set by the operator for engine "{engine}" and must not be supplied here, because two values for '
+                'it cannot be told apart; replace the whole command line through {command} to own it instead')
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -99,16 +117,56 @@ def resolve_arg(engine: str, arg: str, keys) -> str | None:
     return next((key for key in keys if key.startswith(name)), None)
 
 
-def model_deployment_refusals(engine: str | None, roles, kv_cache: bool, setting_on: bool) -> list[str]:
+def model_deployment_refusals(engine: str | None, roles, kv_cache: bool, setting_on: bool,
+                              deleting: bool = False) -> list[str]:
     """The paths the ModelDeployment webhook refuses on create and update for its dtype rule
     (model_deployment_kv_cache_dtype_test.go: TestValidateModelDeploymentKVCacheDtype): every
     `spec.roles[i].extraArgs[j]` entry naming --kv-cache-dtype as resolve_arg reads it, in a role
-    without `command`, while spec.kvCache is set and the Setting is on. `engine`: `vllm` or
-    `sglang` (normalised); `roles`: records with `command` and `extra_args`."""
-    if not setting_on or not kv_cache or engine not in OWNED_ARGS:
+    without `command`, while spec.kvCache is set and the Setting is on, and the deployment is not
+    being deleted (the rule reads the Setting, so it must not hold a deployment's teardown hostage).
+    `engine`: `vllm` or `sglang` (normalised); `roles`: records with `command` and `extra_args`."""
+    if not setting_on or not kv_cache or deleting or engine not in OWNED_ARGS:
         return []
     return [f"spec.roles[{i}].extraArgs[{j}]" for i, role in enumerate(roles) if not role.command
             for j, entry in enumerate(role.extra_args) if resolve_arg(engine, entry, (DTYPE_ARG,)) == DTYPE_ARG]
+
+
+class OwnedArg(Record):
+    """One extraArgs entry the webhook refuses as an owned argument: its path, the entry, the key
+    the engine reads it as, and the entry after it when that is the flag's separate value."""
+
+    __slots__ = ("path", "entry", "key", "value_path")
+
+    def __init__(self, path: str, entry: str, key: str, value_path: str | None = None):
+        self.path = path
+        self.entry = entry
+        self.key = key
+        self.value_path = value_path
+
+
+def owned_arg_refusals(engine: str | None, roles) -> list[OwnedArg]:
+    """The entries the ModelDeployment webhook refuses as arguments the operator owns
+    (webhooks/worker/model_deployment.go: validateModelDeploymentRoleExtraArgs, called from
+    validateModelDeploymentRoles on CREATE and UPDATE): every `spec.roles[i].extraArgs[j]` that
+    resolve_arg reads as a key of OWNED_ARGS[engine]. Unlike the dtype rule it reads nothing but the
+    object: not the Setting, not spec.kvCache, not `command` (the loop walks a take-over role's
+    extraArgs too), and not the deletion timestamp (the handler keeps validating updates while a
+    deployment is deleted: ReceiveDeletionUpdate; deletion_guard_test.go). `engine`: `vllm` or
+    `sglang` (normalised); `roles`: records with `extra_args`."""
+    keys = OWNED_ARGS.get(engine or "")
+    if not keys:
+        return []
+    found = []
+    for i, role in enumerate(roles):
+        args = role.extra_args
+        for j, entry in enumerate(args):
+            key = resolve_arg(engine or "", entry, keys)
+            if key is None:
+                continue
+            separate = "=" not in entry and j + 1 < len(args) and not args[j + 1].startswith("-")
+            found.append(OwnedArg(f"spec.roles[{i}].extraArgs[{j}]", entry, key,
+                                  f"spec.roles[{i}].extraArgs[{j + 1}]" if separate else None))
+    return found
 
 
 def binding_refusals(new: dict, setting_on: bool, old: dict | None = None) -> list[FieldError]:

@@ -68,10 +68,12 @@ def test_example_check_json():
                                             ("llm-prod", "KVCachePoolBinding", "unused")]
     assert by(report, "role-own-flag") == [("llm-prod", "ModelDeployment", "llama-long")]
     assert by(report, "takeover-role") == [("llm-prod", "ModelDeployment", "embed-takeover")]
+    # SGLang's disaggregation keys in both roles: every edit refused, whatever the Setting
+    assert by(report, "role-owned-arg") == [("llm-prod", "ModelDeployment", "qwen-pd")] * 2
     assert by(report, "injection-refused") == [("llm-research", "Deployment", "bench-vllm"),
                                                ("llm-research", "StatefulSet", "vllm-shell")]
     assert by(report, "binding-missing") == [] and by(report, "unchecked") == []
-    assert report["summary"] == {"error": 4, "warning": 2, "info": 3}
+    assert report["summary"] == {"error": 6, "warning": 2, "info": 3}
     assert report["setting"]["value"] == "true" and report["setting"]["on"] is True
     text = {f["code"] + ":" + f["name"]: f for f in report["findings"]}
     assert "spec.roles[0].extraArgs[2]" in text["role-own-flag:llama-long"]["message"]
@@ -89,9 +91,9 @@ def test_example_check_table_and_wide():
     header = out.splitlines()[0].split()
     assert header == ["NAMESPACE", "SEVERITY", "CODE", "OBJECT", "MESSAGE"]
     assert out.splitlines()[1].split()[:4] == ["llm-prod", "error", "binding-dtype-rejected", "kvcachepoolbinding/sgl-fp8"]
-    assert "4 errors, 2 warnings, 3 info" in err.strip().splitlines()[-3:]   # then the verdict, the next step
+    assert "6 errors, 2 warnings, 3 info" in err.strip().splitlines()[-3:]   # then the verdict, the next step
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "-o", "describe")
-    assert out.count("\nFix:        ") == 9 and out.startswith("Name:       sgl-fp8\nNamespace:  llm-prod\n")
+    assert out.count("\nFix:        ") == 11 and out.startswith("Name:       sgl-fp8\nNamespace:  llm-prod\n")
     code, out, _ = kvcache("check", "-A", "-f", EXAMPLE, "--no-headers")
     assert not out.startswith("NAMESPACE") and out.startswith("llm-prod")
 
@@ -228,7 +230,7 @@ def test_stdin_input():
     with open(EXAMPLE) as f:
         text = f.read()
     code, out, err = kvcache("check", "-A", "-f", "-", "-o", "json", stdin=text)
-    assert code == 1 and json.loads(out)["summary"]["error"] == 4
+    assert code == 1 and json.loads(out)["summary"]["error"] == 6
 
 
 # -- could not check: exit 2, never "no findings" ---------------------------------------------

@@ -305,7 +305,7 @@ def test_check_on_a_terminal_wraps_the_message_under_its_row_and_cuts_nothing(mo
     _, piped, piped_err = kvcache("check", "-A", "-f", EXAMPLE)
     assert code == 1 and err.getvalue() == piped_err
     shown = out.getvalue()
-    assert shown != piped and len(piped.splitlines()) == 10
+    assert shown != piped and len(piped.splitlines()) == 12
     # what went under the row is labelled with its header (issue 48 item 8), the message too
     assert set(shown.split()) - {"object:", "message:"} == set(piped.split()) - {"OBJECT", "MESSAGE"}
     assert all(len(x) <= 80 for x in shown.splitlines())

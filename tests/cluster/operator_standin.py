@@ -301,8 +301,11 @@ class StandInOperator:
         admitted = _admitted(meta) or 0
         changes = 0
         if generation > admitted:
-            errors = [] if self._stored else operator_model.md_refusals(engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache,
-                                          on)
+            # a webhook judges writes, never what is stored; a deployment being deleted is not judged
+            # by the dtype rule, and is by the owned-argument rule (operator_model.md_refusals)
+            errors = [] if self._stored else operator_model.md_refusals(
+                engine, [(r.get("command"), r.get("extraArgs")) for r in roles], kv_cache, on,
+                deleting=bool(meta.get("deletionTimestamp")))
             if errors:
                 message = "; ".join(str(e) for e in errors)
                 st = md.get("status") or {}

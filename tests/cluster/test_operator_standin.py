@@ -176,3 +176,62 @@ def test_a_domain_two_stored_bindings_claim_on_one_master_is_ready_for_neither(c
         assert f'reuse domain "same" is also claimed by {ns}/{other},' in st[me]["phaseMessage"]
     assert st["c"]["phase"] == "Ready"
     assert standin.errors == []
+
+
+QWEN_PREFILL = ["--disaggregation-mode", "prefill", "--disaggregation-transfer-backend", "mooncake",
+                "--disaggregation-bootstrap-port", "8998"]      # examples/cluster.json qwen-pd, role prefill
+
+
+def test_it_refuses_owned_arguments_whatever_the_setting_and_the_dtype_only_while_owned(cluster):
+    # gpustack/gpustack-operator model_deployment.go at 049325a5 (validateModelDeploymentRoleExtraArgs:
+    # every edit, whatever the Setting); model_deployment_kv_cache_dtype_test.go at 6678d71
+    # (TestModelDeploymentWebhook_KVCacheDtypeReadsTheSetting "create, the setting off": admitted;
+    # TestValidateModelDeploymentKVCacheDtype "a deployment being deleted": admitted)
+    set_setting(cluster, "false")
+    ns = cluster.new_namespace("standin")
+    standin = cluster.operator_standin([ns])
+    standin.reconcile()                     # nothing stored yet: what follows is created under it
+    cluster.apply([o.binding("b1", "bfloat16", ns=ns), o.binding("sg", "bfloat16", ns=ns),
+                   o.deployment("pd", engine="sglang", version="0.5.19", binding_name="sg", ns=ns,
+                                roles=[o.role("prefill", extra_args=QWEN_PREFILL)]),
+                   o.deployment("own", engine="vllm", binding_name="b1", ns=ns,
+                                roles=[o.role(extra_args=["--kv-cache-dtype=fp8"])])], with_status=False)
+    assert standin.settle(timeout=60)
+
+    def admitted(name):
+        st = cluster.request_ok("GET", f"{API}/namespaces/{ns}/modeldeployments/{name}").get("status") or {}
+        return next((c for c in st.get("conditions") or () if c["type"] == "Admitted"), None)
+    refused = admitted("pd")
+    assert refused is not None and refused["status"] == "False", refused
+    for j, key in ((0, "--disaggregation-mode"), (2, "--disaggregation-transfer-backend"),
+                   (4, "--disaggregation-bootstrap-port")):
+        assert (f'spec.roles[0].extraArgs[{j}]: Invalid value: {key!r}: "{key}" is set by the operator for engine '
+                f'"sglang"') in refused["message"], refused["message"]
+    assert admitted("own") is None          # the Setting off: its own dtype is admitted
+    assert [p["metadata"]["labels"]["app.kubernetes.io/instance"] for p in pods(cluster, ns)] == ["own"]
+    code, out, err = plugin(cluster, "check", "-n", ns, "-o", "json")
+    found = {(f["code"], f["name"]): f for f in json.loads(out)["findings"]}
+    assert "whatever the Setting" in found[("role-owned-arg", "pd")]["message"], out
+    assert "Today (the Setting off) the webhook admits the deployment's edits" in found[("role-own-flag", "own")]["message"]
+
+    # the Setting on, and `own` being deleted (a finalizer keeps it): an edit is not refused for the
+    # dtype; `pd` being deleted: its edit is still refused for the owned keys
+    set_setting(cluster, "true")
+    standin.reconcile()
+    for name in ("own", "pd"):
+        path = f"{API}/namespaces/{ns}/modeldeployments/{name}"
+        cluster.request_ok("PATCH", path, {"metadata": {"finalizers": ["standin.kvcache.test/hold"]}},
+                           content_type="application/merge-patch+json")
+        cluster.request_ok("DELETE", path)
+        md = cluster.request_ok("GET", path)
+        roles = md["spec"]["roles"]
+        roles[0]["replicas"] = 2
+        cluster.request_ok("PATCH", path, {"spec": {"roles": roles}}, content_type="application/merge-patch+json")
+    standin.reconcile()
+    standin.reconcile()
+    assert admitted("own") is None
+    assert '"--disaggregation-mode" is set by the operator' in admitted("pd")["message"]
+    assert standin.errors == []
+    for name in ("own", "pd"):
+        cluster.request_ok("PATCH", f"{API}/namespaces/{ns}/modeldeployments/{name}", {"metadata": {"finalizers": None}},
+                           content_type="application/merge-patch+json")

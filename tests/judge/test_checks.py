@@ -719,3 +719,91 @@ def test_a_roles_own_flag_is_judged_at_its_role_image():
     md = deployment("md", version="0.29.0", roles=[role(extra_args=["--kv-cache-dtype", "bfloat16"])])
     (entry_,) = run(binding("b", "bfloat16"), md).roles
     assert entry_.verdict == "SAME"
+
+
+# -- what the ModelDeployment webhook does to the next edit, today and after `setting on` --------
+#
+# gpustack/gpustack-operator, pkg/worker/webhooks/worker/model_deployment_kv_cache_dtype_test.go at
+# 6678d71d3c725c4ec79d4c06992cf621f1df8b5a (TestValidateModelDeploymentKVCacheDtype,
+# TestModelDeploymentWebhook_KVCacheDtypeReadsTheSetting) for the dtype; model_deployment.go at
+# 049325a5dfca3da815de7decdd4360bbb238ba15 (validateModelDeploymentRoleExtraArgs) for the owned keys.
+
+def _deleting(md_obj):
+    md_obj["metadata"]["deletionTimestamp"] = "2026-03-10T10:00:00Z"
+    md_obj["metadata"]["finalizers"] = ["worker.gpustack.ai/binding-in-use"]
+    return decode.deployment_record(md_obj)
+
+
+@pytest.mark.parametrize("case, setting_value, refused_now", [
+    ("create, the setting on", "true", True),
+    ("update, the setting off", "false", False),
+    ("create, the setting unset reads its default", None, True),
+])
+def test_an_own_flag_says_what_the_webhook_does_today_and_after_setting_on(case, setting_value, refused_now):
+    # TestModelDeploymentWebhook_KVCacheDtypeReadsTheSetting, case `case`
+    md = deployment("md", roles=[role(extra_args=["--kv-cache-dtype=fp8_e5m2"])])
+    f = only(run(binding("b", "fp8"), md, setting_value=setting_value), "role-own-flag")
+    now = "The webhook refuses the deployment's next edit (the Setting is on) until it is removed"
+    later = ("Today (the Setting off) the webhook admits the deployment's edits; after `setting on` its next edit "
+             "is refused until the flag is removed")
+    assert (now in f.message, later in f.message) == (refused_now, not refused_now), f.message
+
+
+def test_a_same_value_own_flag_with_the_setting_off_is_refused_only_after_setting_on():
+    md = deployment("md", roles=[role(extra_args=["--kv-cache-dtype", "fp8"])])
+    f = only(run(binding("b", "fp8"), md, setting_value="false"), "role-own-flag")
+    assert "after `setting on` only the deployment's next edit is refused" in f.message
+    assert "The webhook refuses the deployment's next edit (the Setting is on)" not in f.message
+
+
+def test_a_deployment_being_deleted_is_not_refused_for_its_own_flag():
+    # TestValidateModelDeploymentKVCacheDtype, "a deployment being deleted"
+    md = _deleting(o.deployment("md", "vLLM", "0.29.0", "b", ns=NS, roles=[role(extra_args=["--kv-cache-dtype=fp8"])]))
+    assert md.deleting
+    f = only(run(binding("b", "fp8"), md), "role-own-flag")
+    assert "It is being deleted: the webhook does not judge this flag on it" in f.message
+    assert "refuses the deployment's next edit" not in f.message
+
+
+QWEN_PREFILL = ["--disaggregation-mode", "prefill", "--disaggregation-transfer-backend", "mooncake",
+                "--disaggregation-bootstrap-port", "8998"]
+
+
+@pytest.mark.parametrize("setting_value", ["true", "false"])
+def test_sglang_disaggregation_keys_make_every_edit_refused_whatever_the_setting(setting_value):
+    md = deployment("pd", engine="SGLang", version="0.5.19", binding_name="b",
+                    roles=[role("prefill", extra_args=QWEN_PREFILL)])
+    f = only(run(binding("b", "bf16"), md, setting_value=setting_value), "role-owned-arg")
+    assert f.severity == "error" and (f.kind, f.name) == ("ModelDeployment", "pd")
+    assert all(f"spec.roles[0].extraArgs[{j}]" in f.message for j in (0, 2, 4))
+    assert "refuses every create and update of the deployment" in f.message and "whatever the Setting" in f.message
+    assert f.fix.startswith("remove spec.roles[0].extraArgs[0], spec.roles[0].extraArgs[1], "
+                            "spec.roles[0].extraArgs[2], spec.roles[0].extraArgs[3], spec.roles[0].extraArgs[4], "
+                            "spec.roles[0].extraArgs[5] from ModelDeployment pd")
+    # not a consequence of the Setting: `setting on` is not gated on it (judge/gate.py)
+    assert f not in checks.caused_by_setting_on(run(binding("b", "bf16"), md).findings)
+
+
+def test_owned_keys_are_refused_without_a_pool_and_while_the_deployment_is_deleted():
+    no_pool = deployment("pd", engine="SGLang", version="0.5.19", kv_cache=False,
+                         roles=[role("decode", extra_args=["--disaggregation-mode=decode"])])
+    assert "spec.roles[0].extraArgs[0]" in only(run(no_pool), "role-owned-arg").message
+    going = _deleting(o.deployment("pd", "SGLang", "0.5.19", "b", ns=NS,
+                                   roles=[role("decode", extra_args=["--disaggregation-mode=decode"])]))
+    assert "while it is being deleted too" in only(run(binding("b", "bf16"), going), "role-owned-arg").message
+    vllm = deployment("v", roles=[role(extra_args=["--disaggregation-mode=decode"])])
+    assert not codes(run(binding("b", "bf16"), vllm), "role-owned-arg")     # SGLang's key, not vLLM's
+
+
+def test_the_example_qwen_pd_is_told_its_next_edit_is_refused():
+    import json
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "examples", "cluster.json"), encoding="utf-8") as fh:
+        items = json.load(fh)["items"]
+    qwen = decode.deployment_record(next(i for i in items if i["kind"] == "ModelDeployment"
+                                         and i["metadata"]["name"] == "qwen-pd"))
+    found = codes(run(binding(qwen.binding, "bf16", ns=qwen.namespace), qwen), "role-owned-arg")
+    assert sorted(f.message.split(" ")[1] for f in found) == ["decode", "prefill"]
+    assert all("--disaggregation-mode" in f.message and "--disaggregation-transfer-backend" in f.message
+               for f in found)

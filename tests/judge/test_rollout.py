@@ -593,3 +593,28 @@ def test_a_deployment_with_no_pod_whose_spec_the_webhook_refuses_is_not_waited_f
         no_pod = [i for i in report.items if i.status == verify.NO_POD]
         assert len(no_pod) == 2 and all("; its spec is refused: admission webhook" in i.reason for i in no_pod)
         assert no_pod[0].fix.startswith(f"remove {' and '.join(refused)} from ModelDeployment md")
+
+
+@pytest.mark.parametrize("setting", ["true", "false"])
+def test_a_deployment_with_no_pod_passing_an_owned_argument_is_refused_whatever_the_setting(tmp_path, setting):
+    """gpustack/gpustack-operator model_deployment.go at 049325a5dfca3da815de7decdd4360bbb238ba15,
+    validateModelDeploymentRoleExtraArgs (operator/webhooks.owned_arg_refusals): SGLang's
+    disaggregation keys are refused on create whatever the Setting, so a deployment with no Pod
+    passing them is not waited for."""
+    from kubectl_kvcache.operator import records
+
+    extra = ["--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port=8998"]
+    md = o.deployment("pd", engine="SGLang", version="0.5.19",
+                      roles=[{"name": "prefill", "kind": "prefill", "replicas": 1, "extraArgs": extra}])
+    snap = snapshot_of(o.binding("b1", "bf16"), md, tmp_path=tmp_path)
+    snap.setting = records.Setting(setting, setting, True, "", False, "1", "cluster")
+    report = verify.verify(snap)
+    d, = report.deployments
+    assert d.refused.removal == ("spec.roles[0].extraArgs[0]", "spec.roles[0].extraArgs[1]",
+                                 "spec.roles[0].extraArgs[2]")
+    assert "--disaggregation-mode, --disaggregation-bootstrap-port are set by the operator for this engine, " \
+           "whatever the Setting" in d.refused.message
+    assert rollout.progress(report).outcome == rollout.REFUSED
+    no_pod, = [i for i in report.items if i.status == verify.NO_POD]
+    assert no_pod.fix.startswith("remove spec.roles[0].extraArgs[0] and spec.roles[0].extraArgs[1] and "
+                                 "spec.roles[0].extraArgs[2] from ModelDeployment pd (the operator sets")

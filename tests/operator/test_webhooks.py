@@ -81,7 +81,90 @@ RESOLVE_CASES = [
 def test_resolve_arg_is_the_operators(engine, entry, refused):
     assert operator_model.names_dtype(entry, engine) is refused
     errors = operator_model.md_refusals(engine, [(None, [entry])], True, True)
-    assert bool(errors) is refused
+    assert any(operator_model.MD_REFUSAL in e.detail for e in errors) is refused
+
+
+# -- the arguments the operator owns whatever the Setting ----------------------------------------
+#
+# gpustack/gpustack-operator, pkg/worker/controllers/worker/model_deployment_connector.go:
+# modelDeploymentOwnedKeys, read at 6678d71d3c725c4ec79d4c06992cf621f1df8b5a and at
+# 049325a5dfca3da815de7decdd4360bbb238ba15 (the same Args at both); the rule:
+# pkg/worker/webhooks/worker/model_deployment.go at 049325a5: validateModelDeploymentRoleExtraArgs,
+# called by validateModelDeploymentRoles for every role from ValidateCreate and ValidateUpdate.
+GO_OWNED_KEYS = {
+    "vllm": ["--kv-transfer-config", "--kv-events-config"],
+    "sglang": ["--hicache-storage-backend", "--hicache-storage-backend-extra-config", "--disaggregation-mode",
+               "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port"],
+}
+OWNED_RULE = "model_deployment.go:validateModelDeploymentRoleExtraArgs"
+GUARD_TEST = ("deletion_guard_test.go:TestDeletionGuardClassification, "
+              "\"ModelDeployment holds every VALIDATION rule against the object alone\"")
+
+
+def test_the_owned_catalog_is_modelDeploymentOwnedKeys_and_the_dtype_is_not_in_it():
+    assert {k: list(v) for k, v in webhooks.OWNED_ARGS.items()} == GO_OWNED_KEYS
+    # the dtype is owned only through ModelDeploymentKVCacheOwnedArg (6678d71): pool attached, Setting on
+    assert all(webhooks.DTYPE_ARG not in keys for keys in webhooks.OWNED_ARGS.values())
+
+
+# (case, engine, command, extraArgs, kvCache, Setting on, deleting, refused paths)
+QWEN_PREFILL = ["--disaggregation-mode", "prefill", "--disaggregation-transfer-backend", "mooncake",
+                "--disaggregation-bootstrap-port", "8998"]      # examples/cluster.json qwen-pd, role prefill
+OWNED_CASES = [
+    ("sglang, the three disaggregation keys spelled out", "sglang", None, QWEN_PREFILL, True, True, False,
+     [0, 2, 4]),
+    ("sglang, their = form", "sglang", None, ["--disaggregation-mode=decode"], True, True, False, [0]),
+    ("sglang, a prefix argparse resolves (ModelDeploymentOwnedArg)", "sglang", None,
+     ["--disaggregation-boot=8998"], True, True, False, [0]),
+    ("sglang, the store's extra config", "sglang", None, ["--hicache-storage-backend-extra-config={}"], True, True,
+     False, [0]),
+    ("the setting off: refused all the same", "sglang", None, QWEN_PREFILL, True, False, False, [0, 2, 4]),
+    ("no pool attached: refused all the same", "sglang", None, QWEN_PREFILL, False, True, False, [0, 2, 4]),
+    ("a take-over role: its extraArgs are walked too", "sglang", ["python3", "-m", "sglang.launch_server"],
+     QWEN_PREFILL, True, True, False, [0, 2, 4]),
+    ("a deployment being deleted: its updates are still validated", "sglang", None, QWEN_PREFILL, True, True, True,
+     [0, 2, 4]),
+    ("vllm owns no disaggregation key: ownership is per (engine, key)", "vllm", None, ["--disaggregation-mode=x"],
+     True, True, False, []),
+    ("vllm, the events config", "vllm", None, ["--kv-events-config={}"], False, False, False, [0]),
+    ("a longer flag of another stem is the role's own", "sglang", None, ["--disaggregation-ib-device", "mlx5_0"],
+     True, True, False, []),
+]
+
+
+@pytest.mark.parametrize("name, engine, command, extra, kv_cache, on, deleting, refused", OWNED_CASES,
+                         ids=[c[0] for c in OWNED_CASES])
+def test_owned_arguments_are_refused_whatever_the_setting(name, engine, command, extra, kv_cache, on, deleting,
+                                                          refused):
+    # OWNED_RULE, GUARD_TEST: answered from the object alone, so nothing but the object decides it
+    errors = [e for e in operator_model.md_refusals(engine, [(command, extra)], kv_cache, on, deleting)
+              if operator_model.MD_REFUSAL not in e.detail]
+    assert [e.field for e in errors] == [f"spec.roles[0].extraArgs[{j}]" for j in refused]
+    for e, j in zip(errors, refused):
+        assert (e.type, e.value) == ("Invalid", extra[j])
+        assert f'is set by the operator for engine "{engine}" and must not be supplied here' in e.detail
+        assert "through spec.roles[0].command to own it instead" in e.detail
+
+
+def test_a_prefix_names_the_key_it_reaches():
+    # OWNED_RULE at the version resolving through ModelDeploymentOwnedArg: `"--disagg" is
+    # "--disaggregation-mode", which is set by the operator ...`
+    (error,) = operator_model.md_refusals("sglang", [(None, ["--disagg=prefill"])], True, True)
+    assert error.detail.startswith('"--disagg" is "--disaggregation-mode", which is set by the operator')
+    (owned,) = webhooks.owned_arg_refusals("sglang", [operator_model._Role(None, ["--disagg", "prefill"])])
+    assert (owned.key, owned.value_path) == ("--disaggregation-mode", "spec.roles[0].extraArgs[1]")
+
+
+@pytest.mark.parametrize("name, owned, update", [
+    ("create, the setting on", True, False), ("update, the setting on", True, True),
+    ("create, the setting off", False, False), ("update, the setting off", False, True),
+])
+def test_the_dtype_and_an_owned_key_part_ways_with_the_setting_off(name, owned, update):
+    # MD_SETTING_TEST, case `name` (create and update are judged alike by both rules), beside OWNED_RULE
+    errors = operator_model.md_refusals("sglang", [(None, ["--kv-cache-dtype=fp8", "--disaggregation-mode=x"])],
+                                        True, owned)
+    assert [e.field for e in errors] == (["spec.roles[0].extraArgs[1]", "spec.roles[0].extraArgs[0]"] if owned
+                                         else ["spec.roles[0].extraArgs[1]"])
 
 
 def test_resolve_arg_names_the_owned_key_reached():

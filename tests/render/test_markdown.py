@@ -189,7 +189,7 @@ def test_check_report_counts_spelling_and_fix(monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1773133200")
     code, out, _ = run("check", "-A", "-f", EXAMPLE, "-o", "markdown")
     assert code == 1
-    assert "**Verdict: FAILED (exit code 1)**: 4 errors, 2 warnings, 3 info" in out
+    assert "**Verdict: FAILED (exit code 1)**: 6 errors, 2 warnings, 3 info" in out
     assert "`sglang " not in out and "`vllm " not in out and "`SGLang 0.5.18`" in out
     notes = [x for x in out.splitlines() if x.startswith("- **warning**") or x.startswith("- **info**")]
     assert notes and all(" Fix: `" in x and "Fix:" not in x.split(" Fix: `")[0] for x in notes)

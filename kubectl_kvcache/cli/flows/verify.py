@@ -239,8 +239,9 @@ def newer_than_data(report, err):
     """One note per engine release newer than the engine data, naming the release that judged it."""
     from kubectl_kvcache.engine import DISPLAY_NAMES
 
-    for engine, version, judged in sorted({(i.engine, i.engine_version, i.engine_data["judgedWith"])
-                                           for i in report.items if i.engine_data}):
+    found = {(i.engine, i.engine_version, i.engine_data["judgedWith"]) for i in report.items if i.engine_data}
+    # a field may be None (an engine or release not read): ordered as "" rather than compared to a str
+    for engine, version, judged in sorted(found, key=lambda t: tuple("" if x is None else str(x) for x in t)):
         name = DISPLAY_NAMES.get(engine, engine)
         render.note(err, f"{name} {version} is newer than the engine data: judged with {name} {judged}'s parser "
                          f"(add its release: scripts/engine-data --release {engine}=={version}, see docs/engines.md)")

@@ -51,6 +51,9 @@ CODES = {c.code: c for c in (
     Code("role-own-flag", WARNING, "ModelDeployment",
          "a role passes --kv-cache-dtype itself in extraArgs (error when its value differs from the Binding's or "
          "the engine rejects it)", with_setting_on=True, of_roles=True),
+    Code("role-owned-arg", ERROR, "ModelDeployment",
+         "a role's extraArgs name an argument the operator owns on its engine (SGLang's --disaggregation-* keys, "
+         "the store's keys): the webhook refuses every create and update of the deployment, whatever the Setting"),
     Code("takeover-role", INFO, "ModelDeployment",
          "a take-over role (command set) on a pool: what it runs with (warning when it is not the Binding's "
          "dtype, error when the engine rejects it)", of_roles=True),

@@ -1,16 +1,18 @@
-"""2. Roles that pass --kv-cache-dtype themselves in extraArgs (refused at their next edit), and
-3. take-over roles (`command` set) on a pool: the operator renders nothing for them."""
+"""2. Roles that pass --kv-cache-dtype themselves in extraArgs (refused at their next edit while the
+Setting is on), roles that pass an argument the operator owns whatever the Setting (SGLang's
+disaggregation keys: every edit refused), and 3. take-over roles (`command` set) on a pool: the
+operator renders nothing for them."""
 
 from __future__ import annotations
 
 from kubectl_kvcache import engine as model
 from kubectl_kvcache.judge import fixes, verify
-from kubectl_kvcache.operator import api, renderer
+from kubectl_kvcache.operator import api, renderer, webhooks
 from kubectl_kvcache.judge.checks.engines import (EXTRA_ARGS, EngineAt, deployment_engines, flag_tokens,
                                                   operator_tokens, outcomes, plain, role_engine,
                                                   role_images)
 from kubectl_kvcache.judge.checks.findings import ERROR, INFO, WARNING, Finding, finding
-from kubectl_kvcache.engine import CachedPredict, Token, predict
+from kubectl_kvcache.engine import DISPLAY_NAMES, CachedPredict, Token, predict
 from kubectl_kvcache.record import Record
 from kubectl_kvcache.judge.nearest_dtype import nearest_spelling
 
@@ -92,6 +94,18 @@ def _no_store(cands, engine) -> str:
     return ""
 
 
+def edit_refusal(md, on: bool) -> str:
+    """What the webhook does to the deployment's next edit for a role's own --kv-cache-dtype, today
+    and after `setting on` (model_deployment_kv_cache_dtype_test.go: refused on create and update
+    only while the Setting is on, never for a deployment being deleted)."""
+    if md.deleting:
+        return ("It is being deleted: the webhook does not judge this flag on it, today or after `setting on`")
+    if on:
+        return "The webhook refuses the deployment's next edit (the Setting is on) until it is removed"
+    return ("Today (the Setting off) the webhook admits the deployment's edits; after `setting on` its next edit "
+            "is refused until the flag is removed")
+
+
 def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tuple[RoleEntry, Finding] | None:
     tokens = [Token(a, EXTRA_ARGS, j) for j, a in enumerate(role.extra_args)]
     flags = flag_tokens(tokens, at.profile)
@@ -130,7 +144,9 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
                f"the role's own value is what runs")
     elif after.effective == dtype:
         verdict, severity = "SAME", WARNING
-        why = "It sets the Binding's own value, so only the deployment's next edit is refused"
+        why = ("It sets the Binding's own value, so it changes nothing the role runs"
+               + ("" if md.deleting else ": only the deployment's next edit is refused" if on else
+                  ": after `setting on` only the deployment's next edit is refused"))
     else:
         verdict, severity = "MISMATCH", ERROR
         # "keeps" only where every Pod runs that value today (issue 39 item 7: "keeps running fp8"
@@ -142,8 +158,7 @@ def own_flag_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
                + f", not the Binding's {dtype!r}")
     after_text = _shown(after)
     message = (f"role {role.name} passes the flag itself on {at.long_label}: {spelled}. {why}. Today: {today}; "
-               f"after the upgrade: {after_text}. The webhook refuses the deployment's next edit until it is "
-               f"removed")
+               f"after the upgrade: {after_text}. {edit_refusal(md, on)}")
     keep = own_value if own_value and own_value != dtype and after.outcome != model.REJECTED else None
     fix = fixes.remove_own_flag(paths, f"ModelDeployment {md.name}") + (
         f" once the Binding's dtype is the one it should run (to keep {keep}, move the deployment to a Binding "
@@ -214,9 +229,34 @@ def takeover_entry(md, i, role, at: EngineAt, binding, snapshot, pods, on) -> tu
                           cause, _replicas(role) if cause is not None else 0)
 
 
+def owned_arg_findings(md) -> list[Finding]:
+    """One `role-owned-arg` finding per role whose extraArgs name an argument the operator owns on
+    the deployment's engine (operator/webhooks.owned_arg_refusals): refused on every create and
+    update, whatever the Setting, with or without a pool, while it is being deleted too."""
+    engine = model.normalise_engine(md.engine)
+    refused = webhooks.owned_arg_refusals(engine, md.roles)
+    found: list[Finding] = []
+    for i, role in enumerate(md.roles):
+        mine = [r for r in refused if r.path.startswith(f"spec.roles[{i}].")]
+        if not mine:
+            continue
+        spelled = ", ".join(f"`{r.entry}` at {r.path}" + (f" ({r.key})" if r.entry.split("=", 1)[0] != r.key else "")
+                            for r in mine)
+        paths = ", ".join(p for r in mine for p in (r.path, r.value_path) if p)
+        deleting = " (while it is being deleted too: the webhook keeps judging its updates)" if md.deleting else ""
+        message = (f"role {role.name} passes arguments the operator owns on {DISPLAY_NAMES[engine or '']}: {spelled}. "
+                   f"The webhook refuses every create and update of the deployment while they are there{deleting}, "
+                   f"whatever the Setting (today, and after `setting on`)")
+        fix = (f"remove {paths} from ModelDeployment {md.name} (the operator sets "
+               f"{', '.join(dict.fromkeys(r.key for r in mine))} for engine {engine!r})")
+        found.append(finding("role-owned-arg", (md.namespace, "ModelDeployment", md.name), message, fix, ERROR))
+    return found
+
+
 def check_roles(snapshot, deployments, pods, on) -> tuple[list[RoleEntry], list[Finding]]:
     entries, found = [], []
     for md in deployments:
+        found += owned_arg_findings(md)
         if not md.kv_cache:
             continue
         ats = deployment_engines(md, pods)
