@@ -260,6 +260,8 @@ def _uses(fn, seen, depth=0):
             kind = "other"
         uses.setdefault(sub.attr, set()).add(kind)
     cls = fn.__globals__.get(fn.__qualname__.rsplit(".", 1)[0].split(".")[0])
+    if not isinstance(cls, type):
+        return None   # its class not found: a method or property it reads could not be followed
     for name in sorted(uses):
         method = _method(cls, name)
         if method is not None:
