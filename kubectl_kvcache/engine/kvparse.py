@@ -1234,11 +1234,21 @@ ANY_STRING = "zz_any_string"
 DIGITS = re.compile(r"0|[1-9][0-9]{0,17}")
 
 
+# A number field with a lower bound (pydantic's `Field(gt=0)`, read by schema_probe.bounded)
+_BOUNDED = re.compile(r"(int|float)(>=|>)(-?[0-9]+)")
+
+
 def _field_accepts(kind, value):
     if kind.startswith("?"):
         if value is None:
             return True
         kind = kind[1:]
+    bound = _BOUNDED.fullmatch(kind)
+    if bound:
+        ok = _field_accepts(bound[1], value)
+        if ok is not True:
+            return ok   # the wrong type, or a lax value: not judged by the bound
+        return value > int(bound[3]) if bound[2] == ">" else value >= int(bound[3])
     if kind == "any":
         return None
     if kind == "free":

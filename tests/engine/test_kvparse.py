@@ -219,3 +219,27 @@ def test_the_checks_are_read_for_how_they_use_each_field():
                                                          "other": "null"}
     assert schema_probe.coupled_fields(Config, names) == set(names)
     assert schema_probe.tested_fields(Handed, ["name"]) == {}   # self handed on: not readable
+
+
+@pytest.mark.parametrize("kind, value, want", [
+    ("int>0", 1, True), ("int>0", 0, False), ("int>=0", 0, True), ("int>=0", -1, False), ("?int>=1", None, True),
+    ("int>0", "5", None), ("int>0", 1.5, False), ("int>0", [1], False), ("float>0", 0.25, True), ("float>0", 0, False),
+])
+def test_a_bounded_number_is_judged_by_its_bound(kind, value, want):
+    assert kvparse._field_accepts(kind, value) is want
+
+
+def test_a_bound_is_read_from_the_field_constraint():
+    import schema_probe
+
+    class Gt:
+        def __init__(self, gt):
+            self.gt = gt
+
+    class Ge:
+        def __init__(self, ge):
+            self.ge = ge
+    assert schema_probe.bounded("int", [Gt(0)]) == "int>0"
+    assert schema_probe.bounded("?int", [Ge(0)]) == "?int>=0"
+    assert schema_probe.bounded("int", [Gt(0), Ge(1)]) == "int"      # two constraints: the plain type
+    assert schema_probe.bounded("str", [Gt(0)]) == "str"

@@ -316,7 +316,8 @@ def schema_data(sch):
         loaded = _loaded(doc)
         if isinstance(loaded, dict) and len(loaded) == 1:
             (name, value), = loaded.items()
-            if name in fields and fields[name].lstrip("?") == "int" and name not in coupled and \
+            if name in fields and re.sub(r"(>=|>)-?[0-9]+$", "", fields[name].lstrip("?")) == "int" and \
+                    name not in coupled and \
                     isinstance(value, str) and DIGITS.fullmatch(value):
                 digits.setdefault(name, []).append(real)
     lax_digits = sorted(n for n, answers in digits.items() if len(answers) >= 4 and all(answers))

@@ -26,6 +26,7 @@ import enum
 import inspect
 import itertools
 import json
+import re
 import textwrap
 import typing
 
@@ -333,6 +334,31 @@ def _member_values(hint):
     return []
 
 
+def _metadata(cls, name):
+    """The pydantic constraints of a field (`Field(default=1000, gt=0)`: annotated_types.Gt(0))."""
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.name == name:
+                return list(getattr(f.default, "metadata", None) or [])
+        return []
+    info = getattr(cls, "model_fields", {}).get(name)
+    return list(getattr(info, "metadata", None) or [])
+
+
+def bounded(kind, metadata):
+    """An int or float field with one lower bound and no other constraint: "int>0", "?int>=0"
+    (vllm@0.34/vllm/config/parallel.py EPLBConfig.window_size: `Field(default=1000, gt=0)`); the
+    replay keeps it only where it agreed with the real callable (engine_data.schema_data)."""
+    if kind.lstrip("?") not in ("int", "float") or len(metadata) != 1:
+        return kind
+    item = metadata[0]
+    for attr, op in (("gt", ">"), ("ge", ">=")):
+        value = getattr(item, attr, None)
+        if type(item).__name__ in ("Gt", "Ge") and isinstance(value, int) and not isinstance(value, bool):
+            return kind + op + str(value)
+    return kind
+
+
 def schema(cls, depth=0):
     try:
         hints = typing.get_type_hints(cls)
@@ -342,6 +368,10 @@ def schema(cls, depth=0):
     for name, annotation in _fields(cls):
         hint = hints.get(name, annotation)
         fields[name] = field_type(hint) if name in hints else "any"
+        try:
+            fields[name] = bounded(fields[name], _metadata(cls, name))
+        except Exception:  # noqa: BLE001 - constraints not readable: the plain type
+            pass
         if fields[name].lstrip("?").startswith("enum:"):
             members[name] = _member_values(hint)
         if fields[name] == "obj" and depth == 0:
@@ -376,7 +406,7 @@ def _factory_names(name):
     return []
 
 
-VALUES = {"bool": [True, False], "int": [0, 1, 8], "float": [0.5, 1], "str": ["x", ""],
+VALUES = {"bool": [True, False], "int": [0, 1, 8, -1], "float": [0.5, 1, 0, -0.5], "str": ["x", ""],
           "list:int": [[1, 2, 4, 8], [], [0], [512, 256]], "list:str": [["x"], [], ["x", ""]],
           "list:float": [[0.5], []], "list:bool": [[True], []]}
 # what pydantic's lax mode may take for a field of the type (judged only where probed)
@@ -392,7 +422,7 @@ WRONG = [[1], {"a": 1}, "x", 1.5, None, True, 3]
 
 
 def _typed(sch, name, kind):
-    base = kind.lstrip("?")
+    base = BOUND.sub("", kind.lstrip("?"))
     values = list(VALUES.get(base, []))
     if base.startswith("lit:"):
         values = base[4:].split("|") + ["no_such_value"]
@@ -409,6 +439,9 @@ def _typed(sch, name, kind):
     return values
 
 
+BOUND = re.compile(r"(>=|>)-?[0-9]+$")   # bounded()'s suffix
+
+
 def documents(sch):
     """Generated documents: each field with values of its type, pydantic's lax ones and wrong ones,
     a nested config's fields one at a time and its switches two at a time, unknown keys, the
@@ -423,7 +456,7 @@ def documents(sch):
         if name in NAMED:
             names = _factory_names(NAMED[name])
             typed[name] = names[:24] + [n for n in KNOWN_CONNECTORS if n not in names] + typed[name]
-        for v in values + LAX.get(kind.lstrip("?"), []) + WRONG:
+        for v in values + LAX.get(BOUND.sub("", kind.lstrip("?")), []) + WRONG:
             docs.append({name: v})
         inner = sch.get("nested", {}).get(name)
         if inner:
