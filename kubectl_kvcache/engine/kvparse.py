@@ -377,7 +377,9 @@ def _schemas(table, at):
         if (isinstance(found, dict) and isinstance(found.get("f"), dict) and isinstance(found.get("c"), list)
                 and all(isinstance(k, str) for k in found["f"].values())
                 and all(isinstance(c, str) for c in found["c"])
-                and isinstance(found.get("d", {}), dict) and all(v in (0, 1) for v in found.get("d", {}).values())):
+                and isinstance(found.get("d", {}), dict) and all(v in (0, 1) for v in found.get("d", {}).values())
+                and isinstance(found.get("t", {}), dict) and all(isinstance(v, str) for v in found.get("t", {}).values())
+                and isinstance(found.get("ld", []), list) and all(isinstance(v, str) for v in found.get("ld", []))):
             out[name] = found
     return out
 
@@ -1229,11 +1231,32 @@ def _start_up(seen, entry, known, occurrences, values=None):
 # does with a JSON value: definite only where its lax mode leaves no doubt (a JSON string for an
 # int field, which lax mode may coerce, is not judged).
 
+# A string field the class's checks only test against None (or for its truth): every string
+# (every non-empty one) is this one for them, the value the probed documents hold in its place
+# (tools/enginedata/schema_probe.py ANY_STRING; issue 52: KVTransferConfig's kv_connector and
+# engine_id, a connector the release does not register included: it is looked up when the engine
+# builds it, not when the document is parsed).
+ANY_STRING = "zz_any_string"
+# A plain decimal string, what pydantic's lax mode reads as that int (`"kv_port": "30000"`), judged
+# so only for a field ("ld") that took every such string it was probed with.
+DIGITS = re.compile(r"0|[1-9][0-9]{0,17}")
+
+
+# A number field with a lower bound (pydantic's `Field(gt=0)`, read by schema_probe.bounded)
+_BOUNDED = re.compile(r"(int|float)(>=|>)(-?[0-9]+)")
+
+
 def _field_accepts(kind, value):
     if kind.startswith("?"):
         if value is None:
             return True
         kind = kind[1:]
+    bound = _BOUNDED.fullmatch(kind)
+    if bound:
+        ok = _field_accepts(bound[1], value)
+        if ok is not True:
+            return ok   # the wrong type, or a lax value: not judged by the bound
+        return value > int(bound[3]) if bound[2] == ">" else value >= int(bound[3])
     if kind == "any":
         return None
     if kind == "free":
@@ -1336,6 +1359,8 @@ def judge_document(schema, value, why=None):
             return False   # a nested config refuses a key it does not have (pydantic, extra="forbid")
         if key in coupled and ok is not False:
             continue   # judged with the other coupled fields below
+        if ok is None and isinstance(item, str) and DIGITS.fullmatch(item) and key in (schema.get("ld") or ()):
+            ok = True   # a plain decimal string for an int field that took every one probed
         if ok is None:
             # a field no check reads with others, given a value the replay leaves open: the real
             # answer for it alone where engine-data probed it (a nested config's field, a lax value)
@@ -1353,6 +1378,12 @@ def judge_document(schema, value, why=None):
     if not part:
         return True
     found = docs.get(json.dumps(part, sort_keys=True))
+    tested = schema.get("t") if isinstance(schema.get("t"), dict) else {}
+    if found is None and tested:
+        # a string the checks only test against None (or for truth) stands for every one
+        stand_in = {k: ANY_STRING if isinstance(v, str) and (v or tested.get(k) == "null") and
+                    tested.get(k) in ("null", "truth") else v for k, v in part.items()}
+        found = docs.get(json.dumps(stand_in, sort_keys=True))
     if found is None:
         why.append(f"{', '.join(sorted(part))}: read together by the class's own checks "
                    f"(__post_init__), with values they were not probed with")

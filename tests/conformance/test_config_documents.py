@@ -7,6 +7,7 @@ release registers with each role, values of the wrong type, unknown keys."""
 import json
 import os
 import random
+import re
 import sys
 
 import pytest
@@ -30,7 +31,9 @@ TYPED = {"bool": [True, False], "int": [0, 2, 16], "float": [0.25, 3], "str": ["
 LAX = {"bool": ["True", "false", "yes", "1", 0], "int": ["4", 4.0], "float": ["0.5"]}
 WRONG = [[1, 2], {"a": 1}, "nope", 2.5, None, True, 7, "1"]
 CONNECTORS = ["NixlConnector", "LMCacheConnectorV1", "P2pNcclConnector", "MooncakeConnector", "MultiConnector",
-              "OffloadingConnector", "SharedStorageConnector", "ExampleConnector", "NoSuchConnector"]
+              "OffloadingConnector", "SharedStorageConnector", "ExampleConnector", "NoSuchConnector",
+              # connectors of other packages (vllm-ascend, LMCache, Mooncake) and later releases (issue 52)
+              "MooncakeConnectorV1", "MooncakeStoreConnector", "LMCacheMPConnector", "AscendStoreConnector"]
 ROLES = ["kv_both", "kv_producer", "kv_consumer", "kv_nonsense"]
 # what real commands write (issue 29's corpus)
 SEEN = {"--compilation-config": ['{"use_inductor": false}', '{"level": 3}', "3", '{"cudagraph_mode": "FULL_DECODE_ONLY"}',
@@ -43,9 +46,50 @@ SEEN = {"--compilation-config": ['{"use_inductor": false}', '{"level": 3}', "3",
                                  '"kv_connector_extra_config":{"proxy_port":"30001"}}',
                                  '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":'
                                  '{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},'
-                                 '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}'],
+                                 '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}]}}',
+                                 # issue 52: the shapes of Mooncake's, LMCache's, NIXL's, vllm-ascend's docs
+                                 '{"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_producer", "kv_port": "30000",'
+                                 ' "engine_id": "0", "kv_connector_extra_config": {"prefill": {"dp_size": 2, "tp_size": 8},'
+                                 ' "decode": {"dp_size": 4, "tp_size": 4}}}',
+                                 '{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}',
+                                 '{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer",'
+                                 '"kv_connector_extra_config":{"mooncake_protocol":"efa"}}',
+                                 '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer","kv_rank":0,'
+                                 '"kv_parallel_size":2,"kv_buffer_size":2e9}',
+                                 '{"kv_connector":"LMCacheMPConnector","kv_role":"kv_both","kv_connector_extra_config":'
+                                 '{"lmcache.mp.host":"tcp://localhost","lmcache.mp.port":5555}}',
+                                 '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both","kv_connector_extra_config":'
+                                 '{"lmcache.local_cpu":true,"lmcache.max_local_cpu_size":40}}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_load_failure_policy":"recompute"}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_buffer_device":"cuda",'
+                                 '"kv_connector_extra_config":{"backends":["UCX","GDS"]}}',
+                                 '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":'
+                                 '{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},'
+                                 '{"kv_connector":"NoSuchConnector","kv_role":"kv_nonsense"}]}}',
+                                 '{"kv_connector":"AscendStoreConnector","kv_role":"kv_consumer","kv_connector_module_path":'
+                                 '"vllm_ascend.distributed.kvpool.ascend_store_connector",'
+                                 '"kv_connector_extra_config":{"backend":"mooncake"}}',
+                                 '{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer","kv_port":"21001",'
+                                 '"engine_id":"prefill-0","kv_connector_extra_config":{"proxy_ip":"10.0.0.1",'
+                                 '"proxy_port":"30001","http_port":"20001"}}',
+                                 '{"kv_connector":"MooncakeConnectorV1"}',
+                                 # a wrong member of an enum or literal, a wrong type
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_load_failure_policy":"retry"}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"producer"}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_port":"abc"}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_port":30000.5}',
+                                 '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":["x"]}',
+                                 '{"kv_connector":123,"kv_role":"kv_both"}'],
         "--kv-events-config": ['{"enable_kv_cache_events": true, "publisher": "zmq"}',
-                               '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}']}
+                               '{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:5557"}',
+                               '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",'
+                               '"topic":"kv-events","replay_endpoint":"tcp://*:5558","buffer_steps":"10000"}',
+                               '{"enable_kv_cache_events":true,"publisher":"kafka"}'],
+        "--eplb-config": ['{"window_size":1000,"step_interval":3000,"num_redundant_experts":32,"log_balancedness":false}',
+                          '{"num_redundant_experts":"32"}', '{"use_async":true,"communicator":"pynccl"}',
+                          '{"num_redundant_experts":256}', '{"policy":"flashinfer"}'],
+        "--profiler-config": ['{"profiler":"torch","torch_profiler_dir":"/workspace/traces"}', '{"profiler":"cuda"}',
+                              '{"profiler":"nsys"}', '{"profiler":"torch","torch_profiler_dir":"/t","max_iterations":"5"}']}
 
 # JSON options of no config class (json.loads, vLLM < 0.10's KEY=VALUE form), when the release has them
 PLAIN = {"--limit-mm-per-prompt": ['{"image": 4, "video": 1}', "image=2,video=1", '{"video": 0}', "image=x", ""],
@@ -65,7 +109,7 @@ def schemas(version):
 
 
 def value_for(rng, kind):
-    base = kind.lstrip("?")
+    base = re.sub(r"(>=|>)-?[0-9]+$", "", kind.lstrip("?"))   # a bounded number (kvparse._BOUNDED)
     if rng.random() < 0.2:
         return rng.choice(WRONG)
     if base.startswith("lit:"):
@@ -97,6 +141,10 @@ def document(rng, sch):
         doc["kv_connector"] = rng.choice(CONNECTORS)
         if rng.random() < 0.9:
             doc["kv_role"] = rng.choice(ROLES)
+        if rng.random() < 0.3:
+            doc["engine_id"] = rng.choice(["0", "prefill-1", "", None])
+        if rng.random() < 0.3:
+            doc["kv_port"] = rng.choice(["30000", "0", 14579, "1e3", "-1"])
         if rng.random() < 0.3:
             # a connector's own settings; MultiConnector's nested connectors
             doc["kv_connector_extra_config"] = rng.choice([

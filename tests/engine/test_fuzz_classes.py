@@ -30,8 +30,17 @@ CASES = [
     ("transfer-config-spaced", "vllm", "0.29.0",
      SERVE + ["m", "--kv-transfer-config", '{"kv_role": "kv_both", "kv_connector": "LMCacheConnectorV1"}',
               "--kv-cache-dtype", "fp8"], OK, "fp8"),
+    # issue 52: the checks only ask whether kv_connector is None, so a name no factory registers is
+    # judged (here: kv_role missing, refused); a lax value not probed is still UNKNOWN (the real
+    # parser refuses "3e4" for the int kv_port; run through the oracle, vLLM 0.29.0)
+    ("transfer-config-unregistered", "vllm", "0.29.0",
+     SERVE + ["m", "--kv-transfer-config", '{"kv_connector":"Other"}'], REJECTED, "--kv-transfer-config"),
+    ("transfer-config-mooncake", "vllm", "0.29.0",
+     SERVE + ["m", "--kv-transfer-config", '{"kv_connector":"MooncakeConnectorV1","kv_role":"kv_producer",'
+              '"kv_port":"30000","engine_id":"0"}', "--kv-cache-dtype", "fp8"], OK, "fp8"),
     ("transfer-config-unprobed", "vllm", "0.29.0",
-     SERVE + ["m", "--kv-transfer-config", '{"kv_connector":"Other"}'], UNKNOWN, "--kv-transfer-config"),
+     SERVE + ["m", "--kv-transfer-config", '{"kv_connector":"Other","kv_role":"kv_both","kv_port":"3e4"}'],
+     UNKNOWN, "--kv-transfer-config"),
     ("compilation-config-brace", "vllm", "0.29.0", SERVE + ["m", "--compilation-config", "{"], REJECTED,
      "--compilation-config"),
     ("sglang-port", "sglang", "0.5.18", LAUNCH + ["--port", "abc"], REJECTED, "--port"),

@@ -3,6 +3,7 @@ argparse Actions): engine-data matches each release to a rule by what the real c
 (tests/conformance); here, that a rule read back from data is self-consistent and that a rule the
 plugin cannot read (an added release's file is untrusted) is never a definite answer."""
 
+import dataclasses
 import os
 import sys
 
@@ -130,3 +131,115 @@ def test_an_unreadable_schema_is_left_out(text):
 ])
 def test_the_key_value_forms_of_old_vllm(name, value, want):
     assert kvparse.type_accepts(name, value) is want
+
+
+# --- issue 52: string fields the class's checks only test against None; lax digit strings ------
+TESTED = {"f": {"kv_connector": "?str", "engine_id": "?str", "kv_role": "?lit:kv_producer|kv_both|kv_consumer",
+                "kv_port": "int", "kv_connector_extra_config": "dict", "kv_load_failure_policy": "lit:recompute|fail"},
+          "c": ["engine_id", "kv_connector", "kv_role"], "x": True, "o": True,
+          "t": {"engine_id": "null", "kv_connector": "null"}, "ld": ["kv_port"],
+          "d": {'{"kv_connector": "NixlConnector", "kv_role": "kv_both"}': 1,
+                '{"kv_connector": "zz_any_string", "kv_role": "kv_both"}': 1,
+                '{"kv_connector": "zz_any_string"}': 0,
+                '{"engine_id": "zz_any_string", "kv_connector": "zz_any_string", "kv_role": "kv_producer"}': 1}}
+
+
+@pytest.mark.parametrize("doc, want", [
+    # a connector no factory registers: the checks only ask whether it is None
+    ('{"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_both", "kv_connector_extra_config": {"a.b": 1}}', True),
+    ('{"kv_connector": "AscendStoreConnector"}', False),                        # no kv_role
+    ('{"kv_connector": "", "kv_role": "kv_both"}', True),                       # "" is no None either
+    ('{"kv_connector": "X", "kv_role": "kv_producer", "engine_id": "0", "kv_port": "30000"}', True),
+    ('{"kv_connector": "X", "kv_role": "kv_consumer", "engine_id": "0"}', None),    # not probed
+    ('{"kv_connector": "X", "kv_role": "kv_both", "kv_port": "3e4"}', None),   # lax, no plain digits
+    ('{"kv_connector": "X", "kv_role": "kv_both", "kv_port": "030"}', None),
+    ('{"kv_connector": "X", "kv_role": "kv_both", "kv_load_failure_policy": "retry"}', False),
+    ('{"kv_connector": 1, "kv_role": "kv_both"}', False),
+    ('{"kv_connector": "X", "kv_role": "kv_both", "kv_connector_extra_config": []}', False),
+])
+def test_a_string_the_checks_only_test_against_none_stands_for_every_string(doc, want):
+    why = []
+    assert kvparse.judge_document(TESTED, doc, why) is want
+    assert (want is None) == bool(why)
+
+
+def test_a_field_without_the_tested_mark_is_looked_up_as_given():
+    schema = dict(TESTED, t={})
+    assert kvparse.judge_document(schema, '{"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_both"}') is None
+    assert kvparse.judge_document(dict(TESTED, ld=[]), '{"kv_port": "30000"}') is None
+
+
+def test_the_probe_and_the_model_share_the_stand_in():
+    import schema_probe
+    assert schema_probe.ANY_STRING == kvparse.ANY_STRING
+    for text in ("0", "8", "30000", "14579", "2147483648", "123456789012345678"):
+        assert kvparse.DIGITS.fullmatch(text) and text in schema_probe.LAX["int"]
+
+
+@dataclasses.dataclass
+class Config:
+    __module__ = "vllm.config.example"   # schema_probe reads only the release's own checks
+    name: str | None = None
+    ident: str | None = None
+    path: str = ""
+    mode: str = "a"
+    other: str | None = None
+
+    @property
+    def uses_mode(self):
+        return self.mode in ("a", "b")
+
+    def __post_init__(self):
+        if self.ident is None:
+            self.ident = "generated"
+        if self.name is not None and not self.path:
+            raise ValueError("path")
+        if self.uses_mode and self.other is None:
+            raise ValueError("other")
+
+
+@dataclasses.dataclass
+class Handed:
+    __module__ = "vllm.config.example"
+    name: str | None = None
+
+    def __post_init__(self):
+        check(self)
+
+
+def check(config):
+    return config
+
+
+def test_the_checks_are_read_for_how_they_use_each_field():
+    import schema_probe
+    names = [f.name for f in dataclasses.fields(Config)]
+    # mode is compared (through the property): never a stand-in
+    assert schema_probe.tested_fields(Config, names) == {"name": "null", "ident": "null", "path": "truth",
+                                                         "other": "null"}
+    assert schema_probe.coupled_fields(Config, names) == set(names)
+    assert schema_probe.tested_fields(Handed, ["name"]) == {}   # self handed on: not readable
+
+
+@pytest.mark.parametrize("kind, value, want", [
+    ("int>0", 1, True), ("int>0", 0, False), ("int>=0", 0, True), ("int>=0", -1, False), ("?int>=1", None, True),
+    ("int>0", "5", None), ("int>0", 1.5, False), ("int>0", [1], False), ("float>0", 0.25, True), ("float>0", 0, False),
+])
+def test_a_bounded_number_is_judged_by_its_bound(kind, value, want):
+    assert kvparse._field_accepts(kind, value) is want
+
+
+def test_a_bound_is_read_from_the_field_constraint():
+    import schema_probe
+
+    class Gt:
+        def __init__(self, gt):
+            self.gt = gt
+
+    class Ge:
+        def __init__(self, ge):
+            self.ge = ge
+    assert schema_probe.bounded("int", [Gt(0)]) == "int>0"
+    assert schema_probe.bounded("?int", [Ge(0)]) == "?int>=0"
+    assert schema_probe.bounded("int", [Gt(0), Ge(1)]) == "int"      # two constraints: the plain type
+    assert schema_probe.bounded("str", [Gt(0)]) == "str"

@@ -286,9 +286,10 @@ def schema_data(sch):
     documents of one field the replay leaves open (a nested config's field, a lax pydantic value),
     documents of at most two coupled fields whose values are not of the wrong type, and documents
     that are not objects."""
-    from kubectl_kvcache.engine.kvparse import _field_accepts, _has_literal
+    from kubectl_kvcache.engine.kvparse import ANY_STRING, DIGITS, _field_accepts, _has_literal
     fields = dict(sch["fields"])
     coupled = set(sch["coupled"])
+    tested = dict(sch.get("tested") or {})
     single = {}
     for doc, real in sch["docs"].items():
         try:
@@ -308,6 +309,33 @@ def schema_data(sch):
     for name, answers in single.items():
         if name not in coupled and len(answers) >= 8 and all(answers):
             fields[name] = "free"
+    # an int field no check reads that took every plain decimal string it was probed with (pydantic's
+    # lax mode: `"kv_port": "30000"`): kvparse judges such a string as that field's number
+    digits = {}
+    for doc, real in sch["docs"].items():
+        loaded = _loaded(doc)
+        if isinstance(loaded, dict) and len(loaded) == 1:
+            (name, value), = loaded.items()
+            if name in fields and re.sub(r"(>=|>)-?[0-9]+$", "", fields[name].lstrip("?")) == "int" and \
+                    name not in coupled and \
+                    isinstance(value, str) and DIGITS.fullmatch(value):
+                digits.setdefault(name, []).append(real)
+    lax_digits = sorted(n for n, answers in digits.items() if len(answers) >= 4 and all(answers))
+    # a tested field (schema_probe.tested_fields) is kept only where its type is still a string's
+    tested = {n: t for n, t in tested.items() if n in coupled and fields.get(n, "").lstrip("?") == "str"}
+    # ... and only where every probed document agrees with the same one holding its stand-in (the
+    # reading of the checks is held to the real callable: a connector name the class did look up
+    # would show here)
+    for doc, real in sch["docs"].items():
+        loaded = _loaded(doc)
+        if not isinstance(loaded, dict) or not set(loaded) & set(tested):
+            continue
+        stand_in = {k: ANY_STRING if k in tested and isinstance(v, str) and (v or tested[k] == "null") else v
+                    for k, v in loaded.items()}
+        other = sch["docs"].get(json.dumps(stand_in, sort_keys=True))
+        if other is not None and other != real:
+            for k in set(loaded) & set(tested):
+                tested.pop(k, None)
     kept = {}
     for doc, real in sch["docs"].items():
         try:
@@ -321,6 +349,11 @@ def schema_data(sch):
             kept[json.dumps(loaded, sort_keys=True)] = 1 if real else 0
         elif loaded and len(loaded) <= 2 and set(loaded) <= coupled and all(
                 _field_accepts(fields[k], v) is not False for k, v in loaded.items()):
+            kept[json.dumps(loaded, sort_keys=True)] = 1 if real else 0
+        elif loaded and set(loaded) <= coupled and set(loaded) & set(tested) and all(
+                v in (None, "", ANY_STRING) if k in tested else _field_accepts(fields[k], v) is not False
+                for k, v in loaded.items()):
+            # the coupled fields with each tested one's stand-in: what judge_document maps a string to
             kept[json.dumps(loaded, sort_keys=True)] = 1 if real else 0
     # a nested config (its class's fields, pydantic-validated: "obj" kept) that refuses a key it
     # does not have, whatever the rest holds: probed with an empty document and an unknown key
@@ -338,6 +371,10 @@ def schema_data(sch):
             ignored[name] = sorted(inner["fields"])
     out = {"f": fields, "c": sorted(coupled), "x": bool(sch["forbid"]), "o": bool(sch["optional"]),
            "d": dict(sorted(kept.items()))}
+    if tested:
+        out["t"] = dict(sorted(tested.items()))
+    if lax_digits:
+        out["ld"] = lax_digits
     unknown = [sch["docs"].get(json.dumps({"zz_no_such_field": v})) for v in (1, True, None)]
     read_as_json = any(real and _has_literal(loaded) for doc, real in sch["docs"].items()
                        for loaded in [_loaded(doc)] if isinstance(loaded, dict))
@@ -450,6 +487,28 @@ def generate(jobs=2, save=None):
     return dump(build(described))
 
 
+def schemas_only(jobs=2):
+    """parsers.json with only its vLLM "schemas" table read again from every release's config classes
+    (schema_probe.py through the real parser), the other tables as they are: the schema probe alone
+    takes minutes where the whole generation takes far longer. The default check still compares
+    the whole file with every release's parser."""
+    from generated import target
+    with open(target("parsers")) as f:
+        data = json.load(f)["data"]
+
+    def ask(version):
+        oracle = OracleProcess("vllm", version)
+        try:
+            answer = oracle.ask({"schemas": ENTRIES["vllm"][0]})
+        finally:
+            oracle.close()
+        return {"_schemas": answer if isinstance(answer, dict) and "outcome" not in answer else {}}
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        per = dict(zip(RELEASES["vllm"], pool.map(ask, RELEASES["vllm"])))
+    data["vllm"]["schemas"] = build_schemas(RELEASES["vllm"], per)
+    return dump(data)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="write parsers.json instead of checking it")
@@ -457,8 +516,12 @@ def main(argv=None):
     ap.add_argument("--described", help="read (or, with --save, write) the parsers' descriptions from/to this "
                                         "JSON file instead of asking every release again")
     ap.add_argument("--save", action="store_true")
+    ap.add_argument("--schemas", action="store_true",
+                    help="read only the vLLM config classes' schemas again (the other tables as they are)")
     args = ap.parse_args(argv)
-    if args.described and not args.save:
+    if args.schemas:
+        text = schemas_only(args.jobs)
+    elif args.described and not args.save:
         with open(args.described) as f:
             text = dump(build(json.load(f)))
     else:

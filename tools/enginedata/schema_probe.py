@@ -26,6 +26,7 @@ import enum
 import inspect
 import itertools
 import json
+import re
 import textwrap
 import typing
 
@@ -135,8 +136,8 @@ def _self_reads(fn, seen, depth=0):
             pass
     cls = fn.__globals__.get(owner.split(".")[0])
     for name in sorted(reads):
-        method = getattr(cls, name, None) if cls is not None else None
-        if inspect.isfunction(method) and name not in seen and depth < 4:
+        method = _method(cls, name)
+        if method is not None and name not in seen and depth < 4:
             seen.add(name)
             inner = _self_reads(method, seen, depth + 1)
             if inner is None:
@@ -145,9 +146,43 @@ def _self_reads(fn, seen, depth=0):
     return reads
 
 
+def _method(cls, name):
+    """The function behind `self.<name>` when it is a method or a property of the class (a
+    property's reads are the check's reads too: vllm@0.34 ProfilerConfig.should_profile_frontend),
+    else None."""
+    if cls is None:
+        return None
+    try:
+        found = inspect.getattr_static(cls, name)
+    except AttributeError:
+        return None
+    if isinstance(found, property):
+        found = found.fget
+    elif hasattr(found, "func") and type(found).__name__ == "cached_property":
+        found = found.func
+    return found if inspect.isfunction(found) else None
+
+
+def _after_validators(cls):
+    """pydantic's model validators run on the built instance (mode "after": `def v(self)`), or None
+    when one runs on the raw input (mode "before"/"wrap", a root validator: not readable here)."""
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    if decorators is None:
+        return []
+    if getattr(decorators, "root_validators", None):
+        return None
+    out = []
+    for dec in (getattr(decorators, "model_validators", None) or {}).values():
+        if getattr(dec.info, "mode", None) != "after" or not inspect.isfunction(getattr(dec, "func", None)):
+            return None
+        out.append(dec.func)
+    return out
+
+
 def _checks(cls):
     """The class's own checks after the fields are set: __post_init__, model_post_init (the first
-    of each in the MRO that the release defines)."""
+    of each in the MRO that the release defines), and pydantic's "after" model validators
+    (vllm@0.34/vllm/config/parallel.py EPLBConfig._validate_eplb_config; issue 52)."""
     out = []
     for name in ("__post_init__", "model_post_init"):
         for klass in cls.__mro__:
@@ -156,14 +191,13 @@ def _checks(cls):
                 if klass.__module__.startswith("vllm"):
                     out.append(fn)
                 break
-    return out
+    return out + (_after_validators(cls) or [])
 
 
 def coupled_fields(cls, names):
     """The fields the class's own checks read together, or all of them when not readable."""
     decorators = getattr(cls, "__pydantic_decorators__", None)
-    if decorators is not None and (getattr(decorators, "model_validators", None) or
-                                   getattr(decorators, "root_validators", None)):
+    if _after_validators(cls) is None:
         return set(names)
     reads = set()
     for fn in _checks(cls):
@@ -175,6 +209,102 @@ def coupled_fields(cls, names):
         for info in getattr(decorators, "field_validators", {}).values():
             reads |= set(getattr(info.info, "fields", ()))
     return reads & set(names)
+
+
+# A string that no check compares a value with: it stands, in the probed documents, for every
+# string of a field the class's checks only test against None (or for truth); kvparse.ANY_STRING
+ANY_STRING = "zz_any_string"
+_TESTS = (ast.If, ast.While, ast.IfExp, ast.Assert)
+
+
+def _in_test(node, parents):
+    """The node's value is used only for its truth (an `if`, `not`, or an and/or in such a place)."""
+    parent = parents.get(node)
+    if isinstance(parent, _TESTS) and parent.test is node:
+        return True
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        return True
+    if isinstance(parent, ast.BoolOp):
+        return _in_test(parent, parents)
+    return False
+
+
+def _uses(fn, seen, depth=0):
+    """{field: {"null", "truth", "store", "other"}}: how the checks use each `self.<field>` (the
+    methods and properties they reach included); None when not readable (self handed on, super())."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+        return None
+    me = node.args.args[0].arg
+    parents = {child: sub for sub in ast.walk(node) for child in ast.iter_child_nodes(sub)}
+    uses = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "super":
+            return None
+        if isinstance(sub, ast.Name) and sub.id == me and not isinstance(parents.get(sub), (ast.Attribute, ast.Return)):
+            return None   # self itself handed on or kept (an "after" validator returns it)
+        if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == me):
+            continue
+        parent = parents.get(sub)
+        if isinstance(sub.ctx, ast.Store):
+            kind = "store"
+        elif (isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], (ast.Is, ast.IsNot))
+              and any(isinstance(c, ast.Constant) and c.value is None for c in [parent.left] + parent.comparators)):
+            kind = "null"
+        elif _in_test(sub, parents):
+            kind = "truth"
+        else:
+            kind = "other"
+        uses.setdefault(sub.attr, set()).add(kind)
+    cls = fn.__globals__.get(fn.__qualname__.rsplit(".", 1)[0].split(".")[0])
+    if not isinstance(cls, type):
+        return None   # its class not found: a method or property it reads could not be followed
+    for name in sorted(uses):
+        method = _method(cls, name)
+        if method is not None:
+            if name in seen or depth >= 4:
+                return None
+            seen.add(name)
+            inner = _uses(method, seen, depth + 1)
+            if inner is None:
+                return None
+            for field, kinds in inner.items():
+                uses.setdefault(field, set()).update(kinds)
+    return uses
+
+
+def tested_fields(cls, names):
+    """{field: "null" | "truth"}: the string fields the class's checks use only in `is None` tests
+    ("null") or also for their truth ("truth"), no field validator of their own: for those checks
+    every string (every non-empty one for "truth") is the same value (issue 52: KVTransferConfig's
+    kv_connector and engine_id, vllm@0.9.0-0.34/vllm/config/kv_transfer.py __post_init__; the
+    connector name is looked up only when the engine builds the connector)."""
+    checks = _checks(cls)
+    if _after_validators(cls) is None:
+        return {}
+    uses = {}
+    for fn in checks:
+        found = _uses(fn, set())
+        if found is None:
+            return {}
+        for field, kinds in found.items():
+            uses.setdefault(field, set()).update(kinds)
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    validated = set()
+    if decorators is not None:
+        for info in getattr(decorators, "field_validators", {}).values():
+            validated |= set(getattr(info.info, "fields", ()))
+    out = {}
+    for name in names:
+        kinds = uses.get(name, set())
+        if name in validated or not kinds or "other" in kinds:
+            continue
+        out[name] = "truth" if "truth" in kinds else "null"
+    return out
 
 
 def compared_strings(cls):
@@ -204,6 +334,31 @@ def _member_values(hint):
     return []
 
 
+def _metadata(cls, name):
+    """The pydantic constraints of a field (`Field(default=1000, gt=0)`: annotated_types.Gt(0))."""
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.name == name:
+                return list(getattr(f.default, "metadata", None) or [])
+        return []
+    info = getattr(cls, "model_fields", {}).get(name)
+    return list(getattr(info, "metadata", None) or [])
+
+
+def bounded(kind, metadata):
+    """An int or float field with one lower bound and no other constraint: "int>0", "?int>=0"
+    (vllm@0.34/vllm/config/parallel.py EPLBConfig.window_size: `Field(default=1000, gt=0)`); the
+    replay keeps it only where it agreed with the real callable (engine_data.schema_data)."""
+    if kind.lstrip("?") not in ("int", "float") or len(metadata) != 1:
+        return kind
+    item = metadata[0]
+    for attr, op in (("gt", ">"), ("ge", ">=")):
+        value = getattr(item, attr, None)
+        if type(item).__name__ in ("Gt", "Ge") and isinstance(value, int) and not isinstance(value, bool):
+            return kind + op + str(value)
+    return kind
+
+
 def schema(cls, depth=0):
     try:
         hints = typing.get_type_hints(cls)
@@ -213,6 +368,10 @@ def schema(cls, depth=0):
     for name, annotation in _fields(cls):
         hint = hints.get(name, annotation)
         fields[name] = field_type(hint) if name in hints else "any"
+        try:
+            fields[name] = bounded(fields[name], _metadata(cls, name))
+        except Exception:  # noqa: BLE001 - constraints not readable: the plain type
+            pass
         if fields[name].lstrip("?").startswith("enum:"):
             members[name] = _member_values(hint)
         if fields[name] == "obj" and depth == 0:
@@ -222,8 +381,10 @@ def schema(cls, depth=0):
                 pass
     config = getattr(cls, "__pydantic_config__", None) or getattr(cls, "model_config", None) or {}
     extra = config.get("extra") if isinstance(config, dict) else None
+    coupled = coupled_fields(cls, fields)
+    tested = {n: t for n, t in tested_fields(cls, sorted(coupled)).items() if fields[n].lstrip("?") == "str"}
     return {"class": f"{cls.__module__}.{cls.__qualname__}", "fields": dict(sorted(fields.items())),
-            "coupled": sorted(coupled_fields(cls, fields)), "strings": compared_strings(cls), "nested": nested,
+            "coupled": sorted(coupled), "tested": tested, "strings": compared_strings(cls), "nested": nested,
             "members": members,
             "extra": extra if isinstance(extra, str) or extra is None else str(extra)}
 
@@ -245,11 +406,13 @@ def _factory_names(name):
     return []
 
 
-VALUES = {"bool": [True, False], "int": [0, 1, 8], "float": [0.5, 1], "str": ["x", ""],
+VALUES = {"bool": [True, False], "int": [0, 1, 8, -1], "float": [0.5, 1, 0, -0.5], "str": ["x", ""],
           "list:int": [[1, 2, 4, 8], [], [0], [512, 256]], "list:str": [["x"], [], ["x", ""]],
           "list:float": [[0.5], []], "list:bool": [[True], []]}
 # what pydantic's lax mode may take for a field of the type (judged only where probed)
-LAX = {"bool": ["True", "true", "false", "False", "1", 1, 0], "int": ["1", 2.0], "float": ["1.5", 2],
+# (plain decimal strings for an int field: launch commands write `"kv_port": "30000"`; kvparse.DIGITS)
+LAX = {"bool": ["True", "true", "false", "False", "1", 1, 0],
+       "int": ["1", 2.0, "0", "8", "30000", "14579", "2147483648", "123456789012345678"], "float": ["1.5", 2],
        "list:int": [["1"], [2.0], [True]], "list:bool": [["true"], [1]], "list:float": [[1], ["0.5"]]}
 # connector names launch commands and the operator write, whether or not the release registers them
 KNOWN_CONNECTORS = ["NixlConnector", "LMCacheConnectorV1", "LMCacheConnector", "P2pNcclConnector",
@@ -259,7 +422,7 @@ WRONG = [[1], {"a": 1}, "x", 1.5, None, True, 3]
 
 
 def _typed(sch, name, kind):
-    base = kind.lstrip("?")
+    base = BOUND.sub("", kind.lstrip("?"))
     values = list(VALUES.get(base, []))
     if base.startswith("lit:"):
         values = base[4:].split("|") + ["no_such_value"]
@@ -276,6 +439,9 @@ def _typed(sch, name, kind):
     return values
 
 
+BOUND = re.compile(r"(>=|>)-?[0-9]+$")   # bounded()'s suffix
+
+
 def documents(sch):
     """Generated documents: each field with values of its type, pydantic's lax ones and wrong ones,
     a nested config's fields one at a time and its switches two at a time, unknown keys, the
@@ -290,7 +456,7 @@ def documents(sch):
         if name in NAMED:
             names = _factory_names(NAMED[name])
             typed[name] = names[:24] + [n for n in KNOWN_CONNECTORS if n not in names] + typed[name]
-        for v in values + LAX.get(kind.lstrip("?"), []) + WRONG:
+        for v in values + LAX.get(BOUND.sub("", kind.lstrip("?")), []) + WRONG:
             docs.append({name: v})
         inner = sch.get("nested", {}).get(name)
         if inner:
@@ -305,17 +471,29 @@ def documents(sch):
                 for va, vb in ((True, True), (True, False), (False, True)):
                     docs.append({name: {a: va, b: vb}})
     coupled = [n for n in sch["coupled"] if n in typed]
+
+    def width(n):
+        if n in NAMED:
+            return 40
+        kind = sch["fields"][n].lstrip("?")
+        if kind.startswith("enum:"):
+            return len(kind[5:].split("|"))
+        return 8 if kind == "str" and sch.get("strings") else 3
     if coupled and len(coupled) <= 6:
-        def width(n):
-            if n in NAMED:
-                return 40
-            kind = sch["fields"][n].lstrip("?")
-            if kind.startswith("enum:"):
-                return len(kind[5:].split("|"))
-            return 8 if kind == "str" and sch.get("strings") else 3
         for picks in itertools.islice(itertools.product(*[[...] + typed[n][:width(n)] for n in coupled]), 3000):
             doc = {n: v for n, v in zip(coupled, picks) if v is not ...}
             docs.append(doc)
+    # the coupled fields crossed again with each tested field (tested_fields) as absent, null, ""
+    # (a "truth" one) or ANY_STRING: the documents kvparse.judge_document maps a string to
+    tested = sch.get("tested") or {}
+    if coupled and any(n in tested for n in coupled):
+        def stand_ins(n):
+            if n in tested:
+                return [..., None, ANY_STRING] + ([""] if tested[n] == "truth" else [])
+            few = sch["fields"][n].lstrip("?").startswith(("lit:", "enum:")) or sch["fields"][n].lstrip("?") == "bool"
+            return [...] + (typed[n] if few else typed[n][:width(n)])
+        for picks in itertools.islice(itertools.product(*[stand_ins(n) for n in coupled]), 3000):
+            docs.append({n: v for n, v in zip(coupled, picks) if v is not ...})
     # pairs of coupled fields whose values are few (enums, literals, booleans): every pair of values,
     # whatever the number of coupled fields (the product above stops at 6; a launch command sets
     # cudagraph_mode with mode, or with a boolean switch)
