@@ -34,13 +34,14 @@ def defined(path):
 
 
 def test_the_table_has_rows_of_four_cells():
+    # i50-holds: its new rows carry the fifth cell (Commit read) the i50-rules branch adds to every row
     found = rows()
     assert len(found) >= 20
-    assert all(len(r) == 4 and all(r) for r in found), [r for r in found if len(r) != 4]
+    assert all(len(r) in (4, 5) and all(r) for r in found), [r for r in found if len(r) not in (4, 5)]
 
 
 def test_every_row_names_existing_plugin_code():
-    for rule, go_file, function, plugin in rows():
+    for rule, go_file, function, plugin, *_commit in rows():
         refs = re.findall(r"`([^`]+)`", plugin)
         assert refs, rule
         for ref in refs:
@@ -50,6 +51,6 @@ def test_every_row_names_existing_plugin_code():
 
 
 def test_every_row_names_a_go_file_and_function():
-    for rule, go_file, function, plugin in rows():
+    for rule, go_file, function, plugin, *_commit in rows():
         assert ".go" in go_file or "operator.md" in go_file, rule
         assert re.match(r"^[A-Za-z][A-Za-z0-9_.]*(, [A-Za-z][A-Za-z0-9_.]*)*$", function), (rule, function)

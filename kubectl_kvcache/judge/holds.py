@@ -10,7 +10,11 @@ next reconcile: the connection has to resolve first, which is the Binding being 
 (model_deployment_binding.go, modelDeploymentBindingUsable: not being deleted, phase Ready,
 QuotaGranted True) and its pool publishing a client endpoint with a backend behind it
 (resolveModelDeploymentConnection). While held, replicas the operator creates are rendered without a
-connector, so they carry no --kv-cache-dtype either.
+connector, so they carry no --kv-cache-dtype either. A hold by the cache promises no rollout: it is
+what a store blink looks like (every attached replica differs from a render without a connector),
+and when the connection returns the replicas that match stay; only what is known to differ rolls
+(hold, waiting). DomainRegistered (model_deployment_binding.go) is the operator's own verdict on the
+Binding and status.kvCache the last Binding it read (domain_said).
 
 Pure: records in, a Hold or a verdict out. The words for the user are built here because they are
 the verdict (render prints them).
