@@ -181,13 +181,13 @@ class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
     __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on",
-                 "hold", "up_to_date", "refused", "domain")
+                 "hold", "up_to_date", "refused", "domain", "unread")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
                  roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
                  setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None,
-                 refused=None, domain: str = ""):
+                 refused=None, domain: str = "", unread: bool = False):
         self.namespace = namespace
         self.name = name
         self.binding = binding
@@ -203,6 +203,7 @@ class DeploymentProgress(Record):
                                             # says it cannot create (None: none said, or not read)
         self.domain = domain                # what the operator's DomainRegistered/status.kvCache add to the
                                             # Binding read ("" nothing: holds.domain_said)
+        self.unread = unread                # unbound only as far as the input goes: files without the Binding
 
     @property
     def desired(self):
@@ -1044,6 +1045,7 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
                                                            holds.waiting(rows), snapshot.absent(md.namespace),
                                                            snapshot.source != "file"),
                                            domain=holds.domain_said(md, binding, snapshot.source != "file"),
+                                           unread=unbound and snapshot.source == "file",
                                            up_to_date=holds.up_to_date(md),
                                            refused=refused if counts[NOT_CREATED] else None))
     items = sorted(items + extra, key=row_order)

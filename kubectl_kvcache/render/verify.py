@@ -253,8 +253,9 @@ def summary(report):
 def deployment_line(d) -> str:
     """`deployment llm-prod/qwen-chat: 2/2 replicas run 'fp8', 0 to roll, 0 crash-looping`."""
     if d.unbound:
-        return (f"deployment {d.namespace}/{d.name}: its KVCachePoolBinding {d.binding} does not exist in namespace "
-                f"{d.namespace} (spec.kvCache.poolRef.name): none of its {d.desired} "
+        where = "is not in the input" if d.unread else f"does not exist in namespace {d.namespace}"
+        return (f"deployment {d.namespace}/{d.name}: its KVCachePoolBinding {d.binding} {where} "
+                f"(spec.kvCache.poolRef.name): none of its {d.desired} "
                 f"{'replica' if d.desired == 1 else 'replicas'} can run a Binding's dtype"
                 + (f"; {d.domain}" if d.domain else ""))
     if d.expected is not None:

@@ -236,3 +236,16 @@ def test_a_kv_cache_status_naming_another_binding_is_not_the_current_one(tmp_pat
     snap = snapshot_of(o.binding("b1", "fp8"), md, o.md_pod("md-0", "md", o.vllm_argv("fp8")), tmp_path=tmp_path)
     d, = verify.verify(snap).deployments
     assert "status.kvCache names Binding b-old" in d.domain and "not the Binding read now" in d.domain
+
+
+def test_a_binding_left_out_of_the_input_is_not_said_missing(tmp_path):
+    """Saved files without the Binding: the line says it is not in the input and quotes the
+    operator's own verdict (here Registered at generation 5) instead of calling it missing."""
+    from kubectl_kvcache.render.verify import deployment_line
+
+    md = o.md_status(o.deployment("md"), o.rollout_condition("UpToDate"),
+                     domain=o.domain_condition("Registered", generation=5), kv=o.kv_status())
+    d, = verify.verify(snapshot_of(md, o.md_pod("md-0", "md", o.vllm_argv("fp8")), tmp_path=tmp_path)).deployments
+    text = deployment_line(d)
+    assert "KVCachePoolBinding b1 is not in the input" in text and "does not exist" not in text
+    assert "DomainRegistered=True (Registered, generation 5" in text
