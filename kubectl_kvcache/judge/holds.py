@@ -252,7 +252,8 @@ def domain_said(md, binding, read: bool = False) -> str:
     if binding is None and not read:
         text = f"the operator's last pass says {verdict}: {c.message}"
         if kv is not None and kv.binding:
-            last = "the last it read before the Binding went away" if c.reason == BINDING_NOT_FOUND else                 "as that pass read it"
+            last = ("the last it read before the Binding went away" if c.reason == BINDING_NOT_FOUND else
+                    "as that pass read it")
             text += f"; status.kvCache names Binding {kv.binding}{_kv_text(kv)} ({last})"
         return text
     now = binding_reason(binding)

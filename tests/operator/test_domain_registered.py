@@ -69,3 +69,19 @@ def test_the_standin_writes_the_reasons_in_the_go_order(read, reason):
     assert (c["reason"], c["observedGeneration"]) == (reason, 3)
     assert c["status"] == ("True" if reason == "Registered" else "False")
     assert operator_standin._domain_condition(False, "team", None, None, 1)["reason"] == "NotApplicable"
+
+
+def test_a_binding_found_gone_while_the_condition_still_says_registered():
+    """Read on a cluster (read=True) and not there, while the operator's last pass registered it:
+    the two disagree, and status.kvCache is the kept projection, not the current Binding."""
+    md = decode.deployment_record(o.md_status(o.deployment("md"), domain=o.domain_condition("Registered", generation=2),
+                                              kv=o.kv_status()))
+    said = holds.domain_said(md, None, read=True)
+    assert "the Binding as read now says BindingNotFound" in said
+    assert "DomainRegistered=True (Registered, generation 2" in said
+    assert "status.kvCache still names Binding b1" in said and "kept, not current" in said
+    found = decode.deployment_record(o.md_status(o.deployment("md"), domain=o.domain_condition("BindingNotFound"),
+                                                 kv=o.kv_status()))
+    said = holds.domain_said(found, None, read=True)
+    assert "says otherwise" not in said                 # the operator found it gone too
+    assert "kept, not current" in said
