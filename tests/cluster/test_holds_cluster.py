@@ -1,9 +1,12 @@
 """A rollout the operator holds, on the real kube-apiserver: the stand-in operator (shaped by
 model_deployment_rollout.go and model_deployment_binding.go) leaves outdated replicas in place when
 the KV cache connection does not resolve and says so on ReplicasUpToDate; `verify --wait` ends at
-once (exit 1) naming the Binding that holds it. Also: the closed status schema prunes fields the
-operator's Go type does not have."""
+once (exit 1) naming the Binding that holds it. A store blink (the pool's endpoint gone, then back)
+promises no rollout and leaves the unedited replicas in place; an edit made during it rolls once
+the store returns. DomainRegistered and status.kvCache as the controller writes them. Also: the
+closed status schema prunes fields the operator's Go type does not have."""
 
+import json
 import os
 import subprocess
 import sys
@@ -153,3 +156,31 @@ def test_a_blink_with_an_edit_waiting_says_the_edit_rolls(cluster):
     assert _cond(cluster.request_ok("GET", path), "ReplicasUpToDate")["reason"] == "UpToDate"
     code, out, err = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "30s", timeout=60)
     assert code == 0, err
+
+
+def test_domain_registered_follows_the_binding_and_the_projection_is_kept(cluster):
+    """model_deployment_binding.go (at 495764e848e4ebc48308b0e7d2521e1239a70dd1): DomainRegistered
+    Registered on a usable Binding, BindingDeleting once it is being deleted (the deployment's claim
+    holds the deletion), and status.kvCache projected all along -- written whenever the Binding is
+    read, kept as it was."""
+    set_setting(cluster, "true")
+    ns = cluster.new_namespace("domreg")
+    md = o.deployment("chat", ns=ns, binding_name="b-dom", roles=[o.role(replicas=1)])
+    cluster.apply([o.binding("b-dom", "fp8", ns=ns), md], with_status=False)
+    standin = cluster.operator_standin([ns])
+    assert standin.settle(timeout=60) and standin.errors == []
+    path = f"{API}/namespaces/{ns}/modeldeployments/chat"
+    got = cluster.request_ok("GET", path)
+    assert _cond(got, "DomainRegistered")["reason"] == "Registered"
+    kv = got["status"]["kvCache"]
+    assert (kv["binding"], kv["domain"]["dtype"]) == ("b-dom", "fp8")
+    cluster.request_ok("DELETE", f"{API}/namespaces/{ns}/kvcachepoolbindings/b-dom")
+    assert standin.settle(timeout=60) and standin.errors == []
+    got = cluster.request_ok("GET", path)
+    c = _cond(got, "DomainRegistered")
+    assert (c["status"], c["reason"]) == ("False", "BindingDeleting")
+    assert "the deletion waits until the deployment goes away" in c["message"]
+    assert got["status"]["kvCache"] == kv
+    code, out, err = run(cluster, "verify", "-n", ns, "-o", "json")
+    d, = json.loads(out)["deployments"]
+    assert "operatorDomain" not in d        # the Binding read (being deleted) and the condition agree
