@@ -230,16 +230,20 @@ def as_list(*objs):
 # pkg/worker/controllers/worker/model_deployment_rollout.go, observeModelDeploymentRollout): the
 # messages are the Go format strings, filled with the counts.
 def rollout_condition(reason, held=0, outdated=0, generation=None):
+    """ReplicasUpToDate with the message observeModelDeploymentRollout formats for `reason`
+    (gpustack/gpustack-operator pkg/worker/controllers/worker/model_deployment_rollout.go, read at
+    196051b8bc13c4c16c3d4725783aca69a913648f)."""
     if reason == "RolloutHeldByCache":
         status, message = "False", (
             f"{held} of {outdated} replicas differ from what this pass rendered and were left in place: the KV "
             "cache connection could not be resolved, and recreating them on that alone would rebuild every "
-            "replica whenever the store blinks. Until it resolves, an edit that changes a replica's rendered "
-            "Pod without changing the group's shape waits with them -- withheld rather than dropped, and it "
-            "rolls out once the connection returns")
+            "replica whenever the store blinks. Until it resolves, an edit that changes a running replica's "
+            "rendered Pod waits with them -- withheld rather than dropped, and it rolls out once the connection "
+            "returns")
     elif reason == "RolloutInProgress":
-        status, message = "False", (f"{outdated} replicas differed from what this pass rendered and were deleted; "
-                                    "the pass that finds them gone creates the replacements")
+        status, message = "False", (f"{outdated} replicas differ from what this pass rendered and turn over one per "
+                                    "role per pass: this pass deleted at most one replica per role, and the pass "
+                                    "that finds it gone creates the replacement")
     elif reason == "RolloutNotObserved":
         status, message = "Unknown", ("this pass accounted for no replica: it compared no hash and created none, "
                                       "so whether the replicas match the current render was not established "
@@ -253,17 +257,52 @@ def rollout_condition(reason, held=0, outdated=0, generation=None):
     return c
 
 
-def md_status(md, rollout=None, ready=None, generation=None):
+def domain_condition(reason, binding="b1", ns="team", domain="default", pool="pool-a", phase="Error",
+                     phase_message="", generation=None):
+    """DomainRegistered as observeModelDeploymentDomain writes it, with the messages
+    resolveModelDeploymentDomain and modelDeploymentBindingUsable format (gpustack/gpustack-operator
+    pkg/worker/controllers/worker/model_deployment_binding.go, read at
+    495764e848e4ebc48308b0e7d2521e1239a70dd1). BindingNotReady with phase Ready is the
+    QuotaGranted-not-True message (`phase_message`: that condition's message then)."""
+    q = f'"{binding}"'
+    message = {
+        "Registered": f'reuse domain "{domain}" is registered through kv cache pool binding {q} on pool "{pool}"',
+        "NotApplicable": "the deployment declares no KV cache pool, so there is no Binding to resolve",
+        "BindingNotFound": (f'kv cache pool binding {q} does not exist in namespace "{ns}"; an admin creates it, '
+                            "and creating one is what grants this namespace access to the pool"),
+        "BindingDeleting": (f"kv cache pool binding {q} is being deleted; the replicas keep serving and this "
+                            "deployment still holds it, so the deletion waits until the deployment goes away"),
+        "BindingNotReady": (f"kv cache pool binding {q} reports itself ready but has no quota to write into: "
+                            f"{phase_message}" if phase == "Ready" else
+                            f"kv cache pool binding {q} is {phase or 'not observed yet'}: {phase_message}"),
+    }[reason]
+    c = {"type": "DomainRegistered", "status": "True" if reason in ("Registered", "NotApplicable") else "False",
+         "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    if generation is not None:
+        c["observedGeneration"] = generation
+    return c
+
+
+def kv_status(binding="b1", pool="pool-a", domain="default", dtype="fp8", block_size=16):
+    """status.kvCache (ModelDeploymentKVCacheStatus), echoed from the Binding's spec as
+    resolveModelDeploymentDomain projects it."""
+    return {"binding": binding, "pool": pool, "domain": {"name": domain, "blockSize": block_size, "dtype": dtype}}
+
+
+def md_status(md, rollout=None, ready=None, generation=None, domain=None, kv=None):
     """Give ModelDeployment `md` the status the operator writes (api/worker/v1alpha1/model_deployment.go,
     ModelDeploymentStatus/ModelDeploymentRoleStatus): per role desired, ready, quotaReserved,
-    unmanaged, kind; the ReplicasUpToDate condition `rollout` (rollout_condition) when given."""
+    unmanaged, kind; the ReplicasUpToDate condition `rollout` (rollout_condition), DomainRegistered
+    `domain` (domain_condition) and status.kvCache `kv` (kv_status) when given."""
     roles = []
     for r in md["spec"]["roles"]:
         desired = 1 if r.get("replicas") is None else r["replicas"]
         roles.append({"name": r["name"], "desired": desired, "ready": desired if ready is None else ready,
                       "quotaReserved": desired, "unmanaged": bool(r.get("command")),
                       "kind": (r.get("kind") or "server").lower()})
-    md["status"] = {"phase": "Ready", "roles": roles, **({"conditions": [rollout]} if rollout else {})}
+    conditions = [c for c in (rollout, domain) if c]
+    md["status"] = {"phase": "Ready", "roles": roles, **({"conditions": conditions} if conditions else {}),
+                    **({"kvCache": kv} if kv else {})}
     if generation is not None:
         md["metadata"]["generation"] = generation
     return md

@@ -56,7 +56,7 @@ def operator_labels(md, role) -> dict:
 class _One:
     """The snapshot as account_replicas reads it, with one deployment."""
 
-    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent", "refusals", "setting")
+    __slots__ = ("deployments", "bindings", "pools", "namespace", "absent", "refusals", "setting", "source")
 
     def __init__(self, key, md, snapshot):
         self.deployments = {key: md}
@@ -65,6 +65,7 @@ class _One:
         self.pools = snapshot.pools
         self.namespace = snapshot.namespace
         self.absent = snapshot.absent
+        self.source = snapshot.source           # a Binding not there was looked for, or left out (judge/holds.py)
         self.refusals = getattr(snapshot, "refusals", None) or {}
 
 

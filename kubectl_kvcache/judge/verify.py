@@ -181,13 +181,13 @@ class DeploymentProgress(Record):
     """One pool-attached ModelDeployment's replicas, as the rollout sees them."""
 
     __slots__ = ("namespace", "name", "binding", "expected", "roles", "counts", "stuck", "unbound", "setting_on",
-                 "hold", "up_to_date", "refused")
+                 "hold", "up_to_date", "refused", "domain", "unread")
     __hash__ = None     # mutable
 
     def __init__(self, namespace: str, name: str, binding: str | None, expected: str | None,
                  roles: list[RoleProgress], counts: dict, stuck: dict, unbound: bool = False,
                  setting_on: bool = True, hold: holds.Hold | None = None, up_to_date: bool | None = None,
-                 refused=None):
+                 refused=None, domain: str = "", unread: bool = False):
         self.namespace = namespace
         self.name = name
         self.binding = binding
@@ -201,6 +201,9 @@ class DeploymentProgress(Record):
         self.up_to_date = up_to_date        # ReplicasUpToDate=True for this generation (None: not written)
         self.refused = refused              # load/events.Refusal: replicas without a Pod that its controller
                                             # says it cannot create (None: none said, or not read)
+        self.domain = domain                # what the operator's DomainRegistered/status.kvCache add to the
+                                            # Binding read ("" nothing: holds.domain_said)
+        self.unread = unread                # unbound only as far as the input goes: files without the Binding
 
     @property
     def desired(self):
@@ -222,6 +225,7 @@ class DeploymentProgress(Record):
                 "stuck": self.counts[STUCK], "stuckStatuses": self.stuck, "complete": self.complete,
                 **({"bindingMissing": True} if self.unbound else {}),
                 **({"held": self.hold.to_dict()} if self.hold else {}),
+                **({"operatorDomain": self.domain} if self.domain else {}),
                 **({"createRefused": self.refused.to_dict()} if self.refused else {}),
                 **({"replicasUpToDate": self.up_to_date} if self.up_to_date is not None else {}),
                 "roles": [r.to_dict() for r in self.roles]}
@@ -731,10 +735,11 @@ class _FixContext(Record):
     """What a fix reads about an item's Pod: its Binding, its ModelDeployment and role (and the
     role's index in spec.roles), how the fix names what to edit, the engine release's profile."""
 
-    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile", "pool")
+    __slots__ = ("pod", "binding", "md", "role_index", "role", "where", "profile", "pool", "absent", "read")
 
     def __init__(self, pod: records.Pod, binding: records.Binding | None, md: records.Deployment | None,
-                 role_index: int | None, role: records.Role | None, where: str, profile, pool=None):
+                 role_index: int | None, role: records.Role | None, where: str, profile, pool=None,
+                 absent: str = "does not exist", read: bool = True):
         self.pod = pod
         self.binding = binding
         self.md = md
@@ -743,6 +748,8 @@ class _FixContext(Record):
         self.where = where
         self.profile = profile
         self.pool = pool                    # the Binding's KVCachePool record when read (judge/holds.py)
+        self.absent = absent                # how a Binding not there is said (records.Snapshot.absent)
+        self.read = read                    # a Binding not there was looked for (a cluster), not left out (files)
 
 
 def fix_for(item: Item, cand: Candidate, snapshot: records.Snapshot, setting_on: bool) -> Fix:
@@ -772,7 +779,8 @@ def _fix_context(item: Item, cand: Candidate, snapshot: records.Snapshot) -> _Fi
                if item.engine and item.engine_version else None)
     pool = (snapshot.pools or {}).get(binding.pool) if binding is not None and binding.pool else None
     return _FixContext(pod, binding, md, role_index, role,
-                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile, pool)
+                       f"ModelDeployment {md.name}" if md else f"Pod {pod.name}", profile, pool,
+                       snapshot.absent(pod.namespace), snapshot.source != "file")
 
 
 def _hint(item: Item, ctx: _FixContext) -> str:
@@ -832,12 +840,12 @@ def _held_fix(item: Item, cand: Candidate, ctx: _FixContext) -> Fix | None:
     if not cand.owner or ctx.md is None or item.status not in (MISSING, WILL_REJECT, MISMATCH, REJECTED):
         return None
     pool = ctx.pool
-    held = holds.hold(ctx.md, ctx.binding, pool)
+    held = holds.hold(ctx.md, ctx.binding, pool, holds.waiting([item], this=True), ctx.absent, ctx.read, "it")
+    if held is not None:        # its own case is in the words (holds.waiting): it rolls, or matches again and stays
+        return Fix(f"held, not rolling: {held.text}")
     cut = holds.unresolved(ctx.md, ctx.binding, pool)
     during = ("; this replica was created while the connection did not resolve (no connector, no dtype)"
-              if holds.created_during_hold(item, cut is not None or held is not None) else "")
-    if held is not None:
-        return Fix(f"held, not rolling: {held.text}{during}")
+              if holds.created_during_hold(item, cut is not None) else "")
     if during and cut is not None:
         return Fix(f"nothing to change in the spec, but the next reconcile does not fix it: {cut[0]}{during}; "
                    f"{cut[1]}")
@@ -1033,7 +1041,11 @@ def account_replicas(snapshot: records.Snapshot, items: list[Item], on: bool, se
         progress.append(DeploymentProgress(md.namespace, md.name, md.binding, expected, roles, counts, stuck,
                                            unbound=unbound, setting_on=on,
                                            hold=holds.hold(md, binding, (snapshot.pools or {}).get(
-                                               binding.pool) if binding is not None and binding.pool else None),
+                                               binding.pool) if binding is not None and binding.pool else None,
+                                                           holds.waiting(rows), snapshot.absent(md.namespace),
+                                                           snapshot.source != "file"),
+                                           domain=holds.domain_said(md, binding, snapshot.source != "file"),
+                                           unread=unbound and snapshot.source == "file",
                                            up_to_date=holds.up_to_date(md),
                                            refused=refused if counts[NOT_CREATED] else None))
     items = sorted(items + extra, key=row_order)

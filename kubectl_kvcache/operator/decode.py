@@ -18,7 +18,7 @@ from kubectl_kvcache.operator.fields import (
     as_str_map, bad, describe, kv_annotations, metadata, type_name, with_spec)
 from kubectl_kvcache.operator import binding_status
 from kubectl_kvcache.operator.records import (
-    Binding, Condition, Deployment, Pod, Pool, Role, RoleStatus, Setting, Workload)
+    Binding, Condition, Deployment, KVCacheStatus, Pod, Pool, Role, RoleStatus, Setting, Workload)
 
 _CONTAINER_FIELDS = ("name", "image", "command", "args", "env", "envFrom")
 _STR_OR_NONE = (str, type(None))
@@ -258,7 +258,8 @@ def deployment_record(obj) -> Deployment:
             raise InvalidObject(what, "spec.kvCache.poolRef.name", "missing")
     engine = as_obj(spec.get("engine"), what, "spec.engine")
     status = as_obj(obj.get("status"), what, "status")
-    domain = as_obj(as_obj(status.get("kvCache"), what, "status.kvCache").get("domain"), what, "status.kvCache.domain")
+    kv_status = as_obj(status.get("kvCache"), what, "status.kvCache")
+    domain = as_obj(kv_status.get("domain"), what, "status.kvCache.domain")
     return Deployment(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -275,7 +276,18 @@ def deployment_record(obj) -> Deployment:
         uid=meta.get("uid") if isinstance(meta.get("uid"), str) else None,
         spec_written=_spec_written(meta),
         deleting=as_str(meta.get("deletionTimestamp"), what, "metadata.deletionTimestamp") or "",
+        domain_registered=_condition(status, what, DOMAIN_REGISTERED),
+        kv_status=_kv_status(kv_status, domain, what) if kv_status else None,
     )
+
+
+def _kv_status(kv, domain, what) -> KVCacheStatus:
+    """status.kvCache (ModelDeploymentKVCacheStatus): what the operator last read of the Binding."""
+    return KVCacheStatus(as_str(kv.get("binding"), what, "status.kvCache.binding") or None,
+                         as_str(kv.get("pool"), what, "status.kvCache.pool") or None,
+                         as_str(domain.get("name"), what, "status.kvCache.domain.name") or None,
+                         as_int(domain.get("blockSize"), what, "status.kvCache.domain.blockSize"),
+                         as_str(domain.get("dtype"), what, "status.kvCache.domain.dtype") or None)
 
 
 def _spec_written(meta) -> str | None:
@@ -289,6 +301,7 @@ def _spec_written(meta) -> str | None:
 
 
 REPLICAS_UP_TO_DATE = "ReplicasUpToDate"    # pkg/worker/controllers/worker/model_deployment_rollout.go
+DOMAIN_REGISTERED = "DomainRegistered"      # pkg/worker/controllers/worker/model_deployment_binding.go
 
 
 def _condition(status, what, kind) -> Condition | None:
@@ -299,7 +312,8 @@ def _condition(status, what, kind) -> Condition | None:
             return Condition(kind, as_str(c.get("status"), what, path + ".status") or "",
                              as_str(c.get("reason"), what, path + ".reason") or "",
                              as_str(c.get("message"), what, path + ".message") or "",
-                             as_int(c.get("observedGeneration"), what, path + ".observedGeneration"))
+                             as_int(c.get("observedGeneration"), what, path + ".observedGeneration"),
+                             c.get("lastTransitionTime") if isinstance(c.get("lastTransitionTime"), str) else "")
     return None
 
 

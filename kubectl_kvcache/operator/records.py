@@ -94,22 +94,43 @@ class RoleStatus(Record):
 
 class Condition(Record):
     """One status condition as the operator writes it (type, status, reason, message); the
-    generation it was written for when the object says (observedGeneration), else None."""
+    generation it was written for when the object says (observedGeneration), else None; when its
+    status last changed (lastTransitionTime, "" when not written)."""
 
-    __slots__ = ("type", "status", "reason", "message", "observed_generation")
+    __slots__ = ("type", "status", "reason", "message", "observed_generation", "since")
 
     def __init__(self, type: str, status: str, reason: str = "", message: str = "",
-                 observed_generation: int | None = None):
+                 observed_generation: int | None = None, since: str = ""):
         self.type = type
         self.status = status
         self.reason = reason
         self.message = message
         self.observed_generation = observed_generation
+        self.since = since
+
+
+class KVCacheStatus(Record):
+    """status.kvCache of a ModelDeployment (ModelDeploymentKVCacheStatus: binding, pool, domain
+    name/blockSize/dtype), as the operator projects it from the Binding's spec. Written on every
+    pass that can read the Binding (usable or not) and KEPT when the Binding is gone
+    (model_deployment_binding.go, resolveModelDeploymentDomain/observeModelDeploymentDomain): the
+    last Binding the operator read, not necessarily the current one; DomainRegistered says which."""
+
+    __slots__ = ("binding", "pool", "domain", "block_size", "dtype")
+
+    def __init__(self, binding: str | None, pool: str | None, domain: str | None, block_size: int | None,
+                 dtype: str | None):
+        self.binding = binding
+        self.pool = pool
+        self.domain = domain
+        self.block_size = block_size
+        self.dtype = dtype
 
 
 class Deployment(Record):
     __slots__ = ("namespace", "name", "engine", "engine_version", "binding", "kv_cache", "roles", "status_dtype",
-                 "labels", "status_roles", "rollout", "generation", "uid", "spec_written", "deleting")
+                 "labels", "status_roles", "rollout", "generation", "uid", "spec_written", "deleting",
+                 "domain_registered", "kv_status")
     _uncompared = ("labels",)
 
     def __init__(self, namespace: str, name: str, engine: str | None, engine_version: str | None,
@@ -117,7 +138,8 @@ class Deployment(Record):
                  labels: dict[str, str] | None = None,
                  status_roles: tuple[RoleStatus, ...] = (), rollout: Condition | None = None,
                  generation: int | None = None, uid: str | None = None, spec_written: str | None = None,
-                 deleting: str = ""):
+                 deleting: str = "",
+                 domain_registered: Condition | None = None, kv_status: KVCacheStatus | None = None):
         self.namespace = namespace
         self.name = name
         self.engine = engine                # as written (vLLM, vllm, ...)
@@ -134,6 +156,9 @@ class Deployment(Record):
         self.spec_written = spec_written    # the last write of anything but its status, as the API server
                                             # recorded it (metadata.managedFields[].time; None: not recorded)
         self.deleting = deleting            # metadata.deletionTimestamp: being deleted
+        self.domain_registered = domain_registered  # status.conditions DomainRegistered: the operator's own
+                                                    # verdict on the Binding (None: not written)
+        self.kv_status = kv_status          # status.kvCache (None: not written): the last Binding it read
 
     def role_status(self, name):
         return next((r for r in self.status_roles if r.name == name), None)

@@ -253,9 +253,11 @@ def summary(report):
 def deployment_line(d) -> str:
     """`deployment llm-prod/qwen-chat: 2/2 replicas run 'fp8', 0 to roll, 0 crash-looping`."""
     if d.unbound:
-        return (f"deployment {d.namespace}/{d.name}: its KVCachePoolBinding {d.binding} does not exist in namespace "
-                f"{d.namespace} (spec.kvCache.poolRef.name): none of its {d.desired} "
-                f"{'replica' if d.desired == 1 else 'replicas'} can run a Binding's dtype")
+        where = "is not in the input" if d.unread else f"does not exist in namespace {d.namespace}"
+        return (f"deployment {d.namespace}/{d.name}: its KVCachePoolBinding {d.binding} {where} "
+                f"(spec.kvCache.poolRef.name): none of its {d.desired} "
+                f"{'replica' if d.desired == 1 else 'replicas'} can run a Binding's dtype"
+                + (f"; {d.domain}" if d.domain else ""))
     if d.expected is not None:
         value = f"{d.expected!r}"
     elif d.setting_on:
@@ -274,6 +276,8 @@ def deployment_line(d) -> str:
         text += f" ({terminating} old {'Pod' if terminating == 1 else 'Pods'} terminating)"
     if d.hold is not None:
         text += f"; {d.hold.text}"
+    if d.domain and (d.hold is None or d.domain not in d.hold.text):
+        text += f"; {d.domain}"
     if d.refused is not None:
         text += f"; {refused_lead(d.refused, d.counts[NOT_CREATED] != 1)}: {d.refused.said}"
     return text

@@ -30,8 +30,9 @@ Each pass (`reconcile()`), for the objects in its namespaces:
   pass, and only while the role's current replicas are ready (a crash-looping replica stalls the
   role, as a rollout stalls); a spec the webhook would refuse (a role passing the flag itself,
   the Setting on) is marked `Admitted=False` and not rolled to; status (phase, roles[] with
-  desired/ready/quotaReserved/unmanaged/kind, kvCache{binding,pool,domain}, the ReplicasUpToDate
-  condition) as the operator's Go types write it. When the connection does not resolve (no usable
+  desired/ready/quotaReserved/unmanaged/kind, kvCache{binding,pool,domain} -- written whenever the
+  Binding is read, kept when it is gone --, the ReplicasUpToDate and DomainRegistered conditions)
+  as the operator's Go types write it. When the connection does not resolve (no usable
   Binding, or its pool publishes no client endpoint) the render has no connector: outdated
   replicas are left in place (ReplicasUpToDate=False, RolloutHeldByCache) and missing ones are
   created without a connector or dtype (model_deployment_rollout.go, model_deployment_binding.go);
@@ -107,6 +108,7 @@ class StandInOperator:
         self.interval = interval
         self.errors = []
         self.passes = 0
+        self._deleting = {}                 # (namespace, name) -> fields of the Bindings being deleted
         self._stop = threading.Event()
         self._thread = None
 
@@ -224,6 +226,7 @@ class StandInOperator:
     def _bindings(self, mds, on):
         """Keep each Binding's finalizer and status; {namespace: {name: fields}} of the admitted ones."""
         usable, changes = {}, 0
+        self._deleting = {}
         pools = {p["metadata"]["name"]: p for p in self._list_all(f"{API}/kvcachepools")}
         backends = {p["metadata"]["name"]: p for p in self._list_all(f"{API}/kvcachebackends")}
         listed = self._list(f"{API}/kvcachepoolbindings")
@@ -235,6 +238,8 @@ class StandInOperator:
                            and ((m["spec"].get("kvCache") or {}).get("poolRef") or {}).get("name") == name)
             finalizers = meta.get("finalizers") or []
             if meta.get("deletionTimestamp"):
+                # read by DomainRegistered/status.kvCache only (BindingDeleting); the render treats it as gone
+                self._deleting[(ns, name)] = dict(webhooks.binding_fields(b), binding=name)
                 if not users and FINALIZER in finalizers:
                     self.ok("PATCH", path, {"metadata": {"finalizers": [f for f in finalizers if f != FINALIZER],
                                                          "resourceVersion": meta["resourceVersion"]}}, MERGE)
@@ -278,11 +283,16 @@ class StandInOperator:
             if any(st.get(k) != v for k, v in want.items()) or (not errors and _condition_is(st, "Admitted", "False")):
                 self.ok("PATCH", path + "/status", {"status": want}, MERGE)
                 changes += 1
+            # what the deployment's pass reads: the status just written, or the one stored when the
+            # pool's pass writes none (an unserved pool: a store gone leaves the Binding's last word)
+            seen = want if "phase" in want else st
             fields = dict(fields, store=pool is None or bool((pool.get("status") or {}).get("clientEndpoint")),
                           # modelDeploymentBindingUsable (model_deployment_binding.go): phase Ready and
                           # QuotaGranted True (a Binding being deleted was skipped above)
-                          usable=want.get("phase") == "Ready" and _condition_is(want, "QuotaGranted", "True"),
-                          binding=name)
+                          usable=seen.get("phase") == "Ready" and _condition_is(seen, "QuotaGranted", "True"),
+                          binding=name, phase=seen.get("phase") or "", phaseMessage=seen.get("phaseMessage") or "",
+                          quotaMessage=next((c.get("message") or "" for c in seen.get("conditions") or ()
+                                             if c.get("type") == "QuotaGranted"), ""))
             usable.setdefault(ns, {})[name] = fields
         return usable, changes
 
@@ -373,13 +383,19 @@ class StandInOperator:
                                 "quotaReserved": min(len(live), want), "unmanaged": bool(role.get("command")),
                                 "kind": kind})
             all_ready = all_ready and n_ready >= want
+        bname = ((spec.get("kvCache") or {}).get("poolRef") or {}).get("name")
+        read = binding if binding is not None else self._deleting.get((ns, bname)) if kv_cache else None
         status = {"phase": "Ready" if all_ready else "Starting", "roles": role_status,
-                  "conditions": [_rollout_condition(accounted, outdated, held, generation)]}
-        if binding is not None and binding.get("usable"):
-            # ModelDeploymentKVCacheStatus: absent while the Binding cannot be resolved
-            status["kvCache"] = {"binding": binding["binding"], "pool": binding.get("pool") or "",
-                                 "domain": {"name": binding.get("name"), "blockSize": binding.get("blockSize") or 0,
-                                            "dtype": binding.get("dtype")}}
+                  "conditions": [_rollout_condition(accounted, outdated, held, generation),
+                                 _domain_condition(kv_cache, ns, bname, read, generation)]}
+        if read is not None:
+            # resolveModelDeploymentDomain/observeModelDeploymentDomain (model_deployment_binding.go):
+            # projected from the Binding's spec on every pass that reads it, usable or not; a pass
+            # that finds it gone writes nothing here, so the last projection is KEPT (the merge patch
+            # leaves the field as it is)
+            status["kvCache"] = {"binding": read["binding"], "pool": read.get("pool") or "",
+                                 "domain": {"name": read.get("name"), "blockSize": read.get("blockSize") or 0,
+                                            "dtype": read.get("dtype")}}
         if not _subset(status, md.get("status") or {}):
             self.ok("PATCH", path + "/status", {"status": status}, MERGE)
             changes += 1
@@ -607,6 +623,29 @@ def _rollout_condition(accounted, outdated, held, generation):
     else:
         reason = "UpToDate"
     return dict(objects.rollout_condition(reason, held=held, outdated=outdated, generation=generation),
+                lastTransitionTime=NOW)
+
+
+def _domain_condition(kv_cache, ns, name, read, generation):
+    """DomainRegistered as observeModelDeploymentDomain writes it (gpustack/gpustack-operator
+    pkg/worker/controllers/worker/model_deployment_binding.go at
+    495764e848e4ebc48308b0e7d2521e1239a70dd1): NotApplicable without spec.kvCache, BindingNotFound
+    for none read (here also one never admitted: the webhook would have refused it), then
+    modelDeploymentBindingUsable's order: BindingDeleting, BindingNotReady (phase not Ready, then
+    QuotaGranted not True), Registered. The messages are objects.domain_condition's."""
+    if not kv_cache:
+        reason, kw = "NotApplicable", {}
+    elif read is None:
+        reason, kw = "BindingNotFound", {}
+    elif read.get("usable") is None:        # being deleted (the render reads it as gone)
+        reason, kw = "BindingDeleting", {}
+    elif read.get("phase") != "Ready":
+        reason, kw = "BindingNotReady", {"phase": read.get("phase") or "", "phase_message": read.get("phaseMessage")}
+    elif not read.get("usable"):
+        reason, kw = "BindingNotReady", {"phase": "Ready", "phase_message": read.get("quotaMessage")}
+    else:
+        reason, kw = "Registered", {"domain": read.get("name"), "pool": read.get("pool") or ""}
+    return dict(objects.domain_condition(reason, binding=name or "", ns=ns, generation=generation, **kw),
                 lastTransitionTime=NOW)
 
 
