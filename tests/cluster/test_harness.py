@@ -165,9 +165,9 @@ def test_pods_with_owner_and_status(cluster):
     objs = [
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
          "metadata": {"name": "md1", "namespace": ns},
-         "spec": {"engine": {"name": "vLLM", "version": "0.29.0"},
+         "spec": {"engine": {"name": "vllm", "version": "0.29.0"}, "model": {"name": "m"},
                   "kvCache": {"poolRef": {"name": "b1"}},
-                  "roles": [{"name": "server", "kind": "server", "replicas": 1,
+                  "roles": [{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1,
                              "extraArgs": ["--kv-cache-dtype", "fp8"]}]},
          # as the operator's Go type has it (model_deployment.go: ModelDeploymentStatus)
          "status": {"kvCache": {"binding": "b1", "pool": "pool-a",

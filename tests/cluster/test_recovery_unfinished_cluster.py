@@ -55,9 +55,9 @@ def _binding(ns, name, domain, dtype):
 
 def _deployment(ns, name, binding):
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"engine": {"name": "SGLang", "version": "0.5.18"}, "model": {"name": "Qwen/Qwen3-8B"},
+            "spec": {"engine": {"name": "sglang", "version": "0.5.18"}, "model": {"name": "Qwen/Qwen3-8B"},
                      "kvCache": {"poolRef": {"name": binding}},
-                     "roles": [{"name": "server", "kind": "server", "replicas": 1}]}}
+                     "roles": [{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1}]}}
 
 
 def run(cluster, *argv):

@@ -91,8 +91,15 @@ def test_the_new_objects_are_clean_manifests():
 
 
 def test_quota_ceiling_spelling_is_kept():
+    """The new Binding states its ceiling as the old one does: spec.quotaCeiling (the Go types at
+    07a3054, examples/), or spec.quota.ceiling in a file saved before it (tests/load/old_operator)."""
     plan = plan_of("chat-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "fp8_e4m3")
-    assert plan["steps"][2]["object"]["spec"]["quota"] == {"ceiling": "1Ti"}
+    spec = plan["steps"][2]["object"]["spec"]
+    assert spec["quotaCeiling"] == "1Ti" and "quota" not in spec
+    old = os.path.join(ROOT, "tests", "load", "old_operator", "cluster-before-schema.json")
+    plan = plan_of("chat-fp8", "-n", "llm-prod", "-f", old, "--dtype", "fp8_e4m3")
+    spec = plan["steps"][2]["object"]["spec"]
+    assert spec["quota"] == {"ceiling": "1Ti"} and "quotaCeiling" not in spec
 
 
 def test_replace_plan_keeps_names_and_deletes_before_creating():
