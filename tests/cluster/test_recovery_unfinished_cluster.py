@@ -49,7 +49,7 @@ def demo(cluster_binaries):
 
 def _binding(ns, name, domain, dtype):
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding", "metadata": {"name": name, "namespace": ns},
-            "spec": {"poolRef": {"name": "shared-dram"}, "quota": {"ceiling": "10Gi"},
+            "spec": {"poolRef": {"name": "shared-dram"}, "quotaCeiling": "10Gi",
                      "domain": {"name": domain, "blockSize": 64, "dtype": dtype}}}
 
 
