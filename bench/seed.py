@@ -642,7 +642,10 @@ def ensure_pool(api):
     when there (not labelled: `--delete` leaves them)."""
     base = f"/apis/{GROUP}/{VERSION}"
     _create(api, f"{base}/kvcachebackends", {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCacheBackend",
-                                             "metadata": {"name": BACKEND}, "spec": {}})
+                                             "metadata": {"name": BACKEND},
+                                             # one somebody else runs (kv_cache_backend.go: connection required)
+                                             "spec": {"connection": {"external": {"endpoints": [
+                                                 {"name": "Client", "address": CLIENT_ENDPOINT}]}}}})
     _create(api, f"{base}/kvcachepools",
             {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePool", "metadata": {"name": POOL},
              "spec": {"backends": [BACKEND], "quota": {"total": "8Ti"}}},

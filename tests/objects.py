@@ -74,10 +74,15 @@ def pool(name="pool-a", backends=("mooncake",), total="1Ti", ledger=None, endpoi
 
 
 def backend(name="mooncake", multi_tenancy=None):
-    """A KVCacheBackend; multi_tenancy not None: a managed one whose leader sets it."""
-    spec = {}
-    if multi_tenancy is not None:
-        spec["connection"] = {"managed": {"leader": {"multiTenancy": multi_tenancy}}}
+    """A KVCacheBackend the CRD accepts (spec.connection required: api/worker/v1alpha1/
+    kv_cache_backend.go): multi_tenancy None, an external one (its Client endpoint); else a managed
+    one whose leader sets it, with one DRAM member (managed requires leader and members)."""
+    if multi_tenancy is None:
+        spec = {"connection": {"external": {"endpoints": [{"name": "Client", "address": f"{name}.example:50051"}]}}}
+    else:
+        spec = {"connection": {"managed": {"leader": {"multiTenancy": multi_tenancy},
+                                           "members": [{"nodeSelector": {}, "medium": "DRAM",
+                                                        "capacityPerMember": "64Gi"}]}}}
     return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCacheBackend", "metadata": {"name": name}, "spec": spec}
 
 

@@ -98,3 +98,10 @@ def test_the_test_builders_write_what_the_crds_accept():
              o.setting("true")]
     for obj in built:
         assert _errors(obj) == [], obj["kind"]
+
+
+def test_the_backend_builders_write_what_the_crd_accepts():
+    import objects as o
+
+    for obj in (o.backend(), o.backend("m", multi_tenancy=False), o.backend("t", multi_tenancy=True)):
+        assert _errors(obj) == [], obj["spec"]
