@@ -192,7 +192,7 @@ def _sgl_argv(model, dtype, extra=()):
 
 
 def _role(name, kind, replicas, extra=(), command=None):
-    role = {"name": name, "kind": kind, "replicas": replicas, "size": 1}
+    role = {"name": name, "kind": kind, "replicas": replicas, "size": 1, "instanceType": "nvidia-h100"}
     if extra:
         role["extraArgs"] = list(extra)
     if command:
@@ -206,31 +206,31 @@ def _cycle(c):
                                              ("chat", "sgl", "pd", "legacy", "own", "sglbad", "takeover"))
     take_cmd = ["bash", "-c", "exec vllm serve /models/bge --kv-cache-dtype fp8 --port 8000"]
     return [
-        dict(name=chat, engine=("vLLM", "0.29.0"), binding="vllm-fp8", model="Qwen/Qwen3-8B",
+        dict(name=chat, engine=("vllm", "0.29.0"), binding="vllm-fp8", model="Qwen/Qwen3-8B",
              roles=[_role("server", "server", 4, ["--max-num-seqs", "256"])],
              pods={"server": (_vllm_argv("Qwen/Qwen3-8B", chat, extra=["--max-num-seqs", "256"]), _VLLM_IMAGE)}),
-        dict(name=sgl, engine=("SGLang", "0.5.18"), binding="sgl-fp8", model="deepseek-ai/DeepSeek-V2-Lite-Chat",
+        dict(name=sgl, engine=("sglang", "0.5.18"), binding="sgl-fp8", model="deepseek-ai/DeepSeek-V2-Lite-Chat",
              roles=[_role("server", "server", 3, ["--tp-size", "2"])],
              pods={"server": (_sgl_argv("deepseek-ai/DeepSeek-V2-Lite-Chat", "fp8_e4m3", ["--tp-size", "2"]),
                               _SGL_IMAGE)}),
-        dict(name=pd, engine=("SGLang", "0.5.18"), binding="sgl-fp8", model="Qwen/Qwen3-32B",
+        dict(name=pd, engine=("sglang", "0.5.18"), binding="sgl-fp8", model="Qwen/Qwen3-32B",
              roles=[_role("prefill", "prefill", 2), _role("decode", "decode", 2)],
              pods={"prefill": (_sgl_argv("Qwen/Qwen3-32B", "fp8_e4m3", ["--disaggregation-mode", "prefill"]),
                                _SGL_IMAGE),
                    "decode": (_sgl_argv("Qwen/Qwen3-32B", "fp8_e4m3", ["--disaggregation-mode", "decode"]),
                               _SGL_IMAGE)},
              proxy=True, router=1),
-        dict(name=legacy, engine=("vLLM", "0.29.0"), binding="vllm-fp8", model="mistralai/Mistral-7B-Instruct-v0.3",
+        dict(name=legacy, engine=("vllm", "0.29.0"), binding="vllm-fp8", model="mistralai/Mistral-7B-Instruct-v0.3",
              roles=[_role("server", "server", 2)],
              pods={"server": (_vllm_argv("mistralai/Mistral-7B-Instruct-v0.3", legacy, dtype=False), _VLLM_IMAGE)}),
-        dict(name=own, engine=("vLLM", "0.29.0"), binding="vllm-fp8", model="meta-llama/Llama-3.1-8B-Instruct",
+        dict(name=own, engine=("vllm", "0.29.0"), binding="vllm-fp8", model="meta-llama/Llama-3.1-8B-Instruct",
              roles=[_role("server", "server", 2, ["--kv-cache-dtype", "auto"])],
              pods={"server": (_vllm_argv("meta-llama/Llama-3.1-8B-Instruct", own,
                                          extra=["--kv-cache-dtype", "auto"]), _VLLM_IMAGE)}),
-        dict(name=bad, engine=("SGLang", "0.5.18"), binding="vllm-fp8", model="Qwen/Qwen3-14B",
+        dict(name=bad, engine=("sglang", "0.5.18"), binding="vllm-fp8", model="Qwen/Qwen3-14B",
              roles=[_role("server", "server", 2)],
              pods={"server": (_sgl_argv("Qwen/Qwen3-14B", "fp8"), _SGL_IMAGE)}, exit_code=2),
-        dict(name=take, engine=("vLLM", "0.29.0"), binding="vllm-fp8", model="BAAI/bge-m3",
+        dict(name=take, engine=("vllm", "0.29.0"), binding="vllm-fp8", model="BAAI/bge-m3",
              roles=[_role("embed", "server", 2, command=take_cmd)],
              pods={"embed": (take_cmd, _VLLM_IMAGE)}),
     ]
@@ -250,7 +250,7 @@ def binding_objects(ns):
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
             "metadata": {"name": name, "namespace": ns, "labels": {"worker.gpustack.ai/pool": pool}},
             "spec": {"poolRef": {"name": pool}, "domain": {"name": domain, "blockSize": 16, "dtype": dtype},
-                     "quota": {"ceiling": "1Ti"}},
+                     "quotaCeiling": "1Ti"},
         })
     return out
 
@@ -264,7 +264,7 @@ def binding_status(binding, users):
     axes = (("DomainExclusive", "DomainClaimed", f"domain '{d['name']}' claimed on pool {POOL}"),
             ("QuotaObserved", "QuotaObserved", "the master reports the domain's usage"),
             ("QuotaGranted", "QuotaGranted", "the ceiling is granted"))
-    return {"phase": "Ready", "observedGeneration": 1, "domain": dict(d),
+    return {"phase": "Ready",
             "conditions": [{"type": t, "status": "True", "reason": r, "message": m,
                             "lastTransitionTime": "2025-11-03T08:20:11Z", "observedGeneration": 1}
                            for t, r, m in axes],
@@ -278,7 +278,7 @@ def deployment_object(ns, md):
         "metadata": {"name": md["name"], "namespace": ns, "labels": {"gpustack.ai/model": md["model"].split("/")[-1].lower()}},
         "spec": {"engine": {"name": md["engine"][0], "version": md["engine"][1]},
                  "kvCache": {"poolRef": {"name": md["binding"]}},
-                 "model": {"name": md["model"], "source": "huggingface"},
+                 "model": {"name": md["model"]},
                  "roles": md["roles"]},
     }
 
@@ -642,7 +642,10 @@ def ensure_pool(api):
     when there (not labelled: `--delete` leaves them)."""
     base = f"/apis/{GROUP}/{VERSION}"
     _create(api, f"{base}/kvcachebackends", {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCacheBackend",
-                                             "metadata": {"name": BACKEND}, "spec": {}})
+                                             "metadata": {"name": BACKEND},
+                                             # one somebody else runs (kv_cache_backend.go: connection required)
+                                             "spec": {"connection": {"external": {"endpoints": [
+                                                 {"name": "Client", "address": CLIENT_ENDPOINT}]}}}})
     _create(api, f"{base}/kvcachepools",
             {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePool", "metadata": {"name": POOL},
              "spec": {"backends": [BACKEND], "quota": {"total": "8Ti"}}},

@@ -14,12 +14,13 @@ def _uid(kind, ns, name):
 
 def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPERATOR_API_VERSION, used_by=(),
             ceiling="100Gi", status=None):
-    """status: binding_status(...) (default: Ready, as the operator reports a served Binding)."""
-    spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}, "quotaCeiling": ceiling}
+    """status: binding_status(...) (default: Ready, as the operator reports a served Binding).
+    The spec the CRD requires (api/worker/v1alpha1/kv_cache_pool_binding.go at 07a3054: poolRef,
+    domain name/blockSize/dtype, quotaCeiling); dtype None leaves it out, as a file may."""
+    spec = {"poolRef": {"name": pool}, "domain": {"name": domain or "default", "blockSize": 16},
+            "quotaCeiling": ceiling}
     if dtype is not None:
         spec["domain"]["dtype"] = dtype
-    if domain:
-        spec["domain"]["name"] = domain
     status = dict(binding_status(domain or "default") if status is None else status)
     if used_by:
         status["usedBy"] = [{"kind": "ModelDeployment", "namespace": ns, "name": n} for n in used_by]
@@ -73,15 +74,23 @@ def pool(name="pool-a", backends=("mooncake",), total="1Ti", ledger=None, endpoi
 
 
 def backend(name="mooncake", multi_tenancy=None):
-    """A KVCacheBackend; multi_tenancy not None: a managed one whose leader sets it."""
-    spec = {}
-    if multi_tenancy is not None:
-        spec["connection"] = {"managed": {"leader": {"multiTenancy": multi_tenancy}}}
+    """A KVCacheBackend the CRD accepts (spec.connection required: api/worker/v1alpha1/
+    kv_cache_backend.go): multi_tenancy None, an external one (its Client endpoint); else a managed
+    one whose leader sets it, with one DRAM member (managed requires leader and members)."""
+    if multi_tenancy is None:
+        spec = {"connection": {"external": {"endpoints": [{"name": "Client", "address": f"{name}.example:50051"}]}}}
+    else:
+        spec = {"connection": {"managed": {"leader": {"multiTenancy": multi_tenancy},
+                                           "members": [{"nodeSelector": {}, "medium": "DRAM",
+                                                        "capacityPerMember": "64Gi"}]}}}
     return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCacheBackend", "metadata": {"name": name}, "spec": spec}
 
 
-def role(name="server", extra_args=None, command=None, env=None, replicas=1, image=None):
-    r = {"name": name, "kind": "server", "replicas": replicas}
+def role(name="server", extra_args=None, command=None, env=None, replicas=1, image=None, kind="server",
+         instance_type="nvidia-h100"):
+    """A ModelDeploymentRole the CRD accepts (api/worker/v1alpha1/model_deployment.go at 049325a:
+    kind server|prefill|decode, replicas 1-1024, instanceType required)."""
+    r = {"name": name, "kind": kind, "replicas": replicas, "instanceType": instance_type}
     if image is not None:
         r["image"] = image      # api/worker/v1alpha1 ModelDeploymentRole.Image
     if extra_args is not None:
@@ -93,9 +102,12 @@ def role(name="server", extra_args=None, command=None, env=None, replicas=1, ima
     return r
 
 
-def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="team", roles=None,
-               api_version=OPERATOR_API_VERSION, image=None, kv_cache=True):
-    spec = {"engine": {"name": engine}, "roles": roles if roles is not None else [role()]}
+def deployment(name, engine="vllm", version="0.29.0", binding_name="b1", ns="team", roles=None,
+               api_version=OPERATOR_API_VERSION, image=None, kv_cache=True, model=None):
+    """A ModelDeployment the CRD accepts: engine vllm|sglang, model.name required (the model
+    served: `model`, else the deployment's name, which the stand-in operator serves without one)."""
+    spec = {"model": {"name": model or name}, "engine": {"name": engine},
+            "roles": roles if roles is not None else [role()]}
     if version is not None:
         spec["engine"]["version"] = version
     if image:   # the image every role states (there is no spec.engine.image)

@@ -525,7 +525,9 @@ def _binding_moved_to(inputs, old_name, pool, by_name):
 
 def _same_model(a, b) -> bool:
     model_a, model_b = (_spec(a).get("model") or {}).get("name"), (_spec(b).get("model") or {}).get("name")
-    engine_a, engine_b = (_spec(a).get("engine") or {}).get("name"), (_spec(b).get("engine") or {}).get("name")
+    # `vLLM` stored before the CRD's enum and `vllm` are one engine (model.normalise_engine)
+    engine_a, engine_b = (model.normalise_engine(n) or n for n in ((_spec(x).get("engine") or {}).get("name")
+                                                                   for x in (a, b)))
     return bool(model_a) and model_a == model_b and engine_a == engine_b
 
 

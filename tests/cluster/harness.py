@@ -1033,12 +1033,17 @@ class Cluster:
                             kubeconfig=kubeconfig, check=True)
 
     def load_examples(self, folder):
-        """Apply every *.yaml/*.yml/*.json file in folder (sorted), statuses included."""
+        """Apply every *.yaml/*.yml/*.json file in folder (sorted), statuses included. The plugin's
+        own files there (a `--policy` file: apiVersion kubectl-kvcache/...) are no API objects and
+        are left out."""
         loaded = []
         for fn in sorted(os.listdir(folder)):
             if fn.endswith((".yaml", ".yml", ".json")):
                 with open(os.path.join(folder, fn)) as f:
-                    loaded += self.apply(f.read())
+                    objs = [o for o in parse_objects(f.read())
+                            if not str(o.get("apiVersion", "")).startswith("kubectl-kvcache/")]
+                if objs:
+                    loaded += self.apply(objs)
         return loaded
 
     def load_example_namespaces(self, path, prefix=""):

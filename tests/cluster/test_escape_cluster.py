@@ -34,7 +34,7 @@ def hostile(cluster):
     pod = o.md_pod("p0", "md", o.vllm_argv("fp8", extra=["--served-model-name", EVIL]), ns=NS)
     pod["metadata"]["annotations"] = {"kvcache.gpustack.ai/role": EVIL}
     cluster.apply([o.binding("b1", "fp8", ns=NS), o.binding("b2", SHORT, ns=NS, domain="evil"),
-                   o.deployment("md", ns=NS, roles=[{"name": "server", "kind": "server", "replicas": 1,
+                   o.deployment("md", ns=NS, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1,
                                                      "extraArgs": ["--kv-cache-dtype=" + EVIL]}]),
                    o.deployment("md2", ns=NS, binding_name="b2"),
                    o.md_pod("md2-0", "md2", o.vllm_argv(SHORT), ns=NS), pod])

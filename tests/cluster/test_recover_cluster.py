@@ -134,15 +134,15 @@ def _setting(value="true"):
             "status": {"value": value, "editable": True, "description": "owned", "sensitive": False}}
 
 
-def _md(ns, name, binding, engine="SGLang", version="0.5.18", extra=(), finalizers=()):
+def _md(ns, name, binding, engine="sglang", version="0.5.18", extra=(), finalizers=()):
     meta = {"name": name, "namespace": ns, "labels": {"gpustack.ai/model": name},
             "annotations": {"team": "serving"}}
     if finalizers:
         meta["finalizers"] = list(finalizers)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": meta,
             "spec": {"engine": {"name": engine, "version": version}, "kvCache": {"poolRef": {"name": binding}},
-                     "model": {"name": f"org/{name}", "source": "huggingface"},
-                     "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1,
+                     "model": {"name": f"org/{name}"},
+                     "roles": [{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1, "size": 1,
                                 "extraArgs": ["--tp-size", "1", *extra]}]}}
 
 
@@ -427,7 +427,7 @@ def test_a_deployment_edited_meanwhile_is_not_deleted(scene, tmp_path):
         def edit(op):
             if "alpha-fp8-e4m3" in op._seen:
                 status, _ = op.req("PATCH", f"{API}/namespaces/{ns}/modeldeployments/alpha",
-                                   {"spec": {"roles": [{"name": "server", "kind": "server", "replicas": 3,
+                                   {"spec": {"roles": [{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 3,
                                                         "size": 1}]}}, MERGE)
                 assert status == 200
                 op.hooks.remove(edit)
@@ -1017,7 +1017,8 @@ def test_a_held_record_refuses_a_second_run_until_its_lease_expires(scene, tmp_p
 def test_an_object_larger_than_the_record_is_refused_before_the_first_change(scene, tmp_path):
     cluster, ns = scene
     big = _md(ns, "big", "sgl-fp8")
-    big["spec"]["model"]["chatTemplate"] = "x" * (1100 * 1024)          # a 1.1 MiB ModelDeployment
+    # a 1.1 MiB ModelDeployment, in a field its schema has (an unknown one would be pruned)
+    big["spec"]["roles"][0]["env"] = [{"name": "CHAT_TEMPLATE", "value": "x" * (1100 * 1024)}]
     status, out = cluster.request("POST", f"{API}/namespaces/{ns}/modeldeployments", big)
     assert status == 201, out
     before = mds(cluster, ns).keys()

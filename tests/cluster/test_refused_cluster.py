@@ -65,7 +65,7 @@ def event(name, ns, involved, reason, message, component, count=3):
 
 def held_deployment(cluster, ns):
     """A pool-attached ModelDeployment with one replica and no Pod, and the operator's RenderFailed."""
-    md, = cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+    md, = cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1}]),
                         with_status=False)
     cluster.apply(o.binding("b1", "fp8", ns=ns), with_status=False)
     involved = {"kind": "ModelDeployment", "namespace": ns, "name": "chat", "uid": md["metadata"]["uid"],
@@ -164,7 +164,7 @@ def test_wait_ends_at_once_on_an_opt_in_replicasets_failedcreate(cluster, fmt, b
     ns = cluster.new_namespace("refused-rs-wait")
     denied = refused_replicaset(cluster, ns)
     if beside:
-        cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+        cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1}]),
                       with_status=False)
     code, out, err, took = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "20s", "-o", fmt, timeout=60)
     assert code == 1 and took < 10 and "timed out" not in err, (took, err)
@@ -211,7 +211,7 @@ def test_a_deployment_whose_create_the_webhook_refuses_is_not_waited_out(cluster
     set_setting(cluster, "true")
     ns = cluster.new_namespace("refused-spec")
     cluster.apply([o.binding("b1", "fp8", ns=ns),
-                   o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1,
+                   o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1,
                                                        "extraArgs": ["--kv-cache-dtype", "fp8_e5m2"]}])],
                   with_status=False)
     code, out, err, took = run(cluster, "verify", "-n", ns, "--wait", "--timeout", "60s")
@@ -230,7 +230,7 @@ def test_a_refusal_said_while_waiting_ends_the_wait_within_the_polling_interval(
     event to wake the wait: a refusal said after the wait began ends it then, not at --timeout."""
     set_setting(cluster, "true")
     ns = cluster.new_namespace("refused-late")
-    md, = cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+    md, = cluster.apply(o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1}]),
                         with_status=False)
     cluster.apply(o.binding("b1", "fp8", ns=ns), with_status=False)
     p = subprocess.Popen([sys.executable, "-m", "kubectl_kvcache", "verify", "-n", ns, "--wait", "--timeout", "90s",

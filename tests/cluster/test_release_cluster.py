@@ -22,7 +22,7 @@ def _objects(ns, image=None):
         role["image"] = image
     binding = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
                "metadata": {"name": "bf16", "namespace": ns},
-               "spec": {"poolRef": {"name": "release-pool"},
+               "spec": {"poolRef": {"name": "release-pool"}, "quotaCeiling": "10Gi",
                         "domain": {"name": f"release-{ns}", "blockSize": 64, "dtype": "bfloat16"}}}
     md = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": "chat", "namespace": ns},
           "spec": {"model": {"name": "Qwen/Qwen3-8B"}, "engine": {"name": "vllm", "version": "0.29.0"},

@@ -120,7 +120,7 @@ def md_pod(ns, name, md, dtype, status=None):
 def seed(cluster, dtype="fp8", replicas=2, name="chat"):
     ns = cluster.new_namespace("rollout")
     cluster.apply([o.binding("b1", dtype, ns=ns),
-                   o.deployment(name, ns=ns, roles=[{"name": "server", "kind": "server", "replicas": replicas}])],
+                   o.deployment(name, ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": replicas}])],
                   with_status=False)
     return ns
 
@@ -525,7 +525,7 @@ def test_wait_for_one_deployment_ignores_the_others(cluster):
     """Before: --wait waited for every deployment in scope and refused -l."""
     set_setting(cluster, "true")
     ns = seed(cluster, replicas=1)
-    cluster.apply(o.deployment("other", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": 1}]),
+    cluster.apply(o.deployment("other", ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": 1}]),
                   with_status=False)                                     # never rolls: no Pod
     create_pod(cluster, md_pod(ns, "chat-server-0", "chat", "fp8", running()))
     for scope in (("md/chat",), ("modeldeployment/chat",), ("-l", "app.kubernetes.io/instance=chat")):

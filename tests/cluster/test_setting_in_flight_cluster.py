@@ -37,7 +37,7 @@ def run(cluster, *argv, timeout=120):
 def seed(cluster, dtype="fp8", replicas=2):
     ns = cluster.new_namespace("inflight")
     cluster.apply([o.binding("b1", dtype, ns=ns),
-                   o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "replicas": replicas}])],
+                   o.deployment("chat", ns=ns, roles=[{"name": "server", "kind": "server", "instanceType": "nvidia-h100", "replicas": replicas}])],
                   with_status=False)
     return ns
 

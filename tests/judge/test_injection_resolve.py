@@ -140,3 +140,13 @@ def test_an_ascend_opt_in_says_its_transport_is_not_read():
     found = [f for f in checks.check(snap(o.binding("b", "fp8"), tpl(manufacturer="ascend"))).findings
              if f.code == "unchecked" and "transport" in f.message]
     assert len(found) == 1 and "'CANN'" in found[0].message and "MatchTransport" in found[0].message
+
+
+def test_an_ascend_opt_in_spelled_as_the_clusters_release_takes_it_says_its_transport_too():
+    """A `vLLM` the running release takes (a Pod it injected says so) is vLLM: the same unread
+    transport is said as for `vllm` (no case-sensitive comparison of the engine)."""
+    told = o.injected_pod("p", "b", engine="vLLM", containers=[o.container(command=ARGV)],
+                          extra_ann={P + "injected": "{}"})
+    found = [f for f in checks.check(snap(o.binding("b", "fp8"), tpl("vLLM", manufacturer="ascend"), told)).findings
+             if f.code == "unchecked" and "transport" in f.message]
+    assert len(found) == 1 and "MatchTransport" in found[0].message

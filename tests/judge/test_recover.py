@@ -91,8 +91,15 @@ def test_the_new_objects_are_clean_manifests():
 
 
 def test_quota_ceiling_spelling_is_kept():
+    """The new Binding states its ceiling as the old one does: spec.quotaCeiling (the Go types at
+    07a3054, examples/), or spec.quota.ceiling in a file saved before it (tests/load/old_operator)."""
     plan = plan_of("chat-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "fp8_e4m3")
-    assert plan["steps"][2]["object"]["spec"]["quota"] == {"ceiling": "1Ti"}
+    spec = plan["steps"][2]["object"]["spec"]
+    assert spec["quotaCeiling"] == "1Ti" and "quota" not in spec
+    old = os.path.join(ROOT, "tests", "load", "old_operator", "cluster-before-schema.json")
+    plan = plan_of("chat-fp8", "-n", "llm-prod", "-f", old, "--dtype", "fp8_e4m3")
+    spec = plan["steps"][2]["object"]["spec"]
+    assert spec["quota"] == {"ceiling": "1Ti"} and "quotaCeiling" not in spec
 
 
 def test_replace_plan_keeps_names_and_deletes_before_creating():
@@ -686,11 +693,19 @@ def test_the_plans_yaml_reads_back_as_the_object_on_an_80_column_terminal(monkey
     assert rows[rows.index("           team.example.com/note:") + 1] == "             " + " ".join(["word"] * 40)
 
 
-def _moved_by_hand(tmp_path, replicas=None):
+def test_the_same_model_is_found_whatever_the_engine_spelling(tmp_path):
+    """A deployment stored as `SGLang` (before the CRD's enum) and one made by hand as `sglang` run
+    one engine: the hand-made one serving the same model with another spec is refused as above."""
+    line = refused("b", "-n", "team", "-f", _moved_by_hand(tmp_path, replicas=5, engine="sglang"))
+    assert "s-by-hand already serves the model of s on KVCachePoolBinding b-by-hand" in line, line
+
+
+def _moved_by_hand(tmp_path, replicas=None, engine="SGLang"):
     old = ob.deployment("s", engine="SGLang", version="0.5.18", binding_name="b")
     old["spec"]["model"] = {"name": "Qwen/Qwen3-8B"}
     new = copy.deepcopy(old)
     new["metadata"]["name"] = "s-by-hand"
+    new["spec"]["engine"]["name"] = engine
     new["spec"]["kvCache"]["poolRef"]["name"] = "b-by-hand"
     if replicas is not None:
         new["spec"]["roles"][0]["replicas"] = replicas

@@ -89,7 +89,8 @@ def resolution_findings(optins: list[OptIn], snapshot) -> list[Finding]:
         if (o.existing_pod and o.annotation("injected")) or not o.annotation("engine"):
             # an admitted Pod's spelling was taken; a missing annotation is said below (unchecked)
             refusals = [r for r in refusals if "ParseEngine" not in r.rule]
-        if (not refusals and o.annotation("engine") == "vllm" and o.annotation("manufacturer") == webhooks.ASCEND
+        if (not refusals and model.normalise_engine(o.annotation("engine")) == "vllm"
+                and o.annotation("manufacturer") == webhooks.ASCEND
                 and binding is not None):
             # inject/engine.go MatchTransport: vLLM-Ascend's store backend takes only the ascend
             # transport (CANN); the plugin does not read the KVCacheBackends, so it says so
