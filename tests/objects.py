@@ -15,11 +15,12 @@ def _uid(kind, ns, name):
 def binding(name, dtype, ns="team", pool="pool-a", domain=None, api_version=OPERATOR_API_VERSION, used_by=(),
             ceiling="100Gi", status=None):
     """status: binding_status(...) (default: Ready, as the operator reports a served Binding)."""
-    spec = {"poolRef": {"name": pool}, "domain": {"blockSize": 16}, "quotaCeiling": ceiling}
+    # domain.name is +required in the Go markers (kv_cache_pool_binding.go at 07a30545): unnamed,
+    # the builder names it "default" as the status does.
+    spec = {"poolRef": {"name": pool}, "domain": {"name": domain or "default", "blockSize": 16},
+            "quotaCeiling": ceiling}
     if dtype is not None:
         spec["domain"]["dtype"] = dtype
-    if domain:
-        spec["domain"]["name"] = domain
     status = dict(binding_status(domain or "default") if status is None else status)
     if used_by:
         status["usedBy"] = [{"kind": "ModelDeployment", "namespace": ns, "name": n} for n in used_by]
@@ -73,15 +74,25 @@ def pool(name="pool-a", backends=("mooncake",), total="1Ti", ledger=None, endpoi
 
 
 def backend(name="mooncake", multi_tenancy=None):
-    """A KVCacheBackend; multi_tenancy not None: a managed one whose leader sets it."""
-    spec = {}
-    if multi_tenancy is not None:
-        spec["connection"] = {"managed": {"leader": {"multiTenancy": multi_tenancy}}}
+    """A KVCacheBackend; multi_tenancy not None: a managed one whose leader sets it, else an
+    external one. Both carry what the Go markers require (kv_cache_backend.go at 05701e56:
+    connection; managed: leader and one member group; external: its endpoints)."""
+    if multi_tenancy is None:
+        spec = {"connection": {"external": {"endpoints": [
+            {"name": "Client", "address": f"{name}.example:50051"},
+            {"name": "Admin", "address": f"{name}.example:9003"}]}}}
+    else:
+        spec = {"connection": {"managed": {
+            "leader": {"multiTenancy": multi_tenancy},
+            "members": [{"nodeSelector": {"kvcache.example/member": "true"}, "medium": "DRAM",
+                         "capacityPerMember": "16Gi"}]}}}
     return {"apiVersion": OPERATOR_API_VERSION, "kind": "KVCacheBackend", "metadata": {"name": name}, "spec": spec}
 
 
-def role(name="server", extra_args=None, command=None, env=None, replicas=1, image=None):
-    r = {"name": name, "kind": "server", "replicas": replicas}
+def role(name="server", extra_args=None, command=None, env=None, replicas=1, image=None,
+         instance_type="gpu"):
+    # instanceType is +required (model_deployment.go at 049325a5, ModelDeploymentRole)
+    r = {"name": name, "kind": "server", "replicas": replicas, "instanceType": instance_type}
     if image is not None:
         r["image"] = image      # api/worker/v1alpha1 ModelDeploymentRole.Image
     if extra_args is not None:
@@ -93,9 +104,12 @@ def role(name="server", extra_args=None, command=None, env=None, replicas=1, ima
     return r
 
 
-def deployment(name, engine="vLLM", version="0.29.0", binding_name="b1", ns="team", roles=None,
-               api_version=OPERATOR_API_VERSION, image=None, kv_cache=True):
-    spec = {"engine": {"name": engine}, "roles": roles if roles is not None else [role()]}
+def deployment(name, engine="vllm", version="0.29.0", binding_name="b1", ns="team", roles=None,
+               api_version=OPERATOR_API_VERSION, image=None, kv_cache=True, model="Qwen/Qwen3-8B"):
+    """engine: the Go enum spells it lowercase (model_deployment.go at 049325a5: ["vllm",
+    "sglang"]); spec.model.name is +required there."""
+    spec = {"model": {"name": model}, "engine": {"name": engine},
+            "roles": roles if roles is not None else [role()]}
     if version is not None:
         spec["engine"]["version"] = version
     if image:   # the image every role states (there is no spec.engine.image)

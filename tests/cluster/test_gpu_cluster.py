@@ -112,9 +112,10 @@ def _md_scene(cluster, node):
     in its argv)."""
     ns = cluster.new_namespace("gpu-rec")
     md = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": "llama", "namespace": ns},
-          "spec": {"engine": {"name": "vLLM", "version": "0.16.0"}, "kvCache": {"poolRef": {"name": "v-fp8"}},
-                   "model": {"name": "unsloth/Meta-Llama-3.1-8B-Instruct", "source": "huggingface"},
-                   "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1}]}}
+          "spec": {"engine": {"name": "vllm", "version": "0.16.0"}, "kvCache": {"poolRef": {"name": "v-fp8"}},
+                   "model": {"name": "unsloth/Meta-Llama-3.1-8B-Instruct"},
+                   "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1,
+                              "instanceType": "gpu"}]}}
     pool = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePool", "metadata": {"name": f"pool-gpu-{SUFFIX}"},
             "spec": {"backends": [f"mooncake-gpu-{SUFFIX}"], "quota": {"total": "1Ti"}}}
     made = cluster.apply([_node(node), md, pool,

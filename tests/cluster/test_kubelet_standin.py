@@ -132,8 +132,8 @@ def test_the_operator_standin_places_its_pods_with_the_engines_own_words(cluster
     ns = cluster.new_namespace("kplace")
     cluster.apply([o.binding("e4", "fp8_e4m3", ns=ns), o.binding("f8", "fp8", ns=ns),
                    o.binding("bf", "bfloat16", ns=ns),
-                   o.deployment("sg-run", ns=ns, engine="SGLang", version="0.5.12", binding_name="e4"),
-                   o.deployment("sg-bad", ns=ns, engine="SGLang", version="0.5.12", binding_name="f8"),
+                   o.deployment("sg-run", ns=ns, engine="sglang", version="0.5.12", binding_name="e4"),
+                   o.deployment("sg-bad", ns=ns, engine="sglang", version="0.5.12", binding_name="f8"),
                    o.deployment("vl-bf", ns=ns, version="0.11.2", binding_name="bf"),
                    o.deployment("vl-run", ns=ns, version="0.18.0", binding_name="f8")], with_status=False)
     standin = cluster.operator_standin([ns], kubelet=kubelet)

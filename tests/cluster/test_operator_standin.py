@@ -41,7 +41,7 @@ def test_it_renders_the_dtype_beside_the_store_and_crash_loops_what_the_engine_r
     cluster.apply([o.binding("vl", "fp8_e4m3", ns=ns), o.binding("sg", "fp8", ns=ns),
                    o.deployment("chat", ns=ns, binding_name="vl",
                                 roles=[o.role(extra_args=["--max-model-len", "4096"], replicas=2)]),
-                   o.deployment("sgl", ns=ns, engine="SGLang", version="0.5.18", binding_name="sg")],
+                   o.deployment("sgl", ns=ns, engine="sglang", version="0.5.18", binding_name="sg")],
                   with_status=False)
     standin = cluster.operator_standin([ns])
     assert standin.settle(timeout=60)

@@ -134,15 +134,15 @@ def _setting(value="true"):
             "status": {"value": value, "editable": True, "description": "owned", "sensitive": False}}
 
 
-def _md(ns, name, binding, engine="SGLang", version="0.5.18", extra=(), finalizers=()):
+def _md(ns, name, binding, engine="sglang", version="0.5.18", extra=(), finalizers=()):
     meta = {"name": name, "namespace": ns, "labels": {"gpustack.ai/model": name},
             "annotations": {"team": "serving"}}
     if finalizers:
         meta["finalizers"] = list(finalizers)
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": meta,
             "spec": {"engine": {"name": engine, "version": version}, "kvCache": {"poolRef": {"name": binding}},
-                     "model": {"name": f"org/{name}", "source": "huggingface"},
-                     "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1,
+                     "model": {"name": f"org/{name}"},
+                     "roles": [{"name": "server", "kind": "server", "replicas": 1, "size": 1, "instanceType": "gpu",
                                 "extraArgs": ["--tp-size", "1", *extra]}]}}
 
 
@@ -428,7 +428,7 @@ def test_a_deployment_edited_meanwhile_is_not_deleted(scene, tmp_path):
             if "alpha-fp8-e4m3" in op._seen:
                 status, _ = op.req("PATCH", f"{API}/namespaces/{ns}/modeldeployments/alpha",
                                    {"spec": {"roles": [{"name": "server", "kind": "server", "replicas": 3,
-                                                        "size": 1}]}}, MERGE)
+                                                        "size": 1, "instanceType": "gpu"}]}}, MERGE)
                 assert status == 200
                 op.hooks.remove(edit)
                 op.hold.clear()

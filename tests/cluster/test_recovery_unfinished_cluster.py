@@ -49,15 +49,15 @@ def demo(cluster_binaries):
 
 def _binding(ns, name, domain, dtype):
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding", "metadata": {"name": name, "namespace": ns},
-            "spec": {"poolRef": {"name": "shared-dram"}, "quota": {"ceiling": "10Gi"},
+            "spec": {"poolRef": {"name": "shared-dram"}, "quotaCeiling": "10Gi",
                      "domain": {"name": domain, "blockSize": 64, "dtype": dtype}}}
 
 
 def _deployment(ns, name, binding):
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": name, "namespace": ns},
-            "spec": {"engine": {"name": "SGLang", "version": "0.5.18"}, "model": {"name": "Qwen/Qwen3-8B"},
+            "spec": {"engine": {"name": "sglang", "version": "0.5.18"}, "model": {"name": "Qwen/Qwen3-8B"},
                      "kvCache": {"poolRef": {"name": binding}},
-                     "roles": [{"name": "server", "kind": "server", "replicas": 1}]}}
+                     "roles": [{"name": "server", "kind": "server", "replicas": 1, "instanceType": "gpu"}]}}
 
 
 def run(cluster, *argv):

@@ -23,7 +23,8 @@ def _objects(ns, image=None):
     binding = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
                "metadata": {"name": "bf16", "namespace": ns},
                "spec": {"poolRef": {"name": "release-pool"},
-                        "domain": {"name": f"release-{ns}", "blockSize": 64, "dtype": "bfloat16"}}}
+                        "domain": {"name": f"release-{ns}", "blockSize": 64, "dtype": "bfloat16"},
+                        "quotaCeiling": "64Gi"}}
     md = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment", "metadata": {"name": "chat", "namespace": ns},
           "spec": {"model": {"name": "Qwen/Qwen3-8B"}, "engine": {"name": "vllm", "version": "0.29.0"},
                    "kvCache": {"poolRef": {"name": "bf16"}}, "roles": [role]}}

@@ -98,8 +98,9 @@ def _workloads(cluster):
     a, b = cluster.new_namespace("set-a"), cluster.new_namespace("set-b")
 
     def md(ns, name, replicas, kv=True):
-        spec = {"engine": {"name": "vLLM", "version": "0.29.0"},
-                "roles": [{"name": f"r{i}", "kind": "server", "replicas": n} for i, n in enumerate(replicas)]}
+        spec = {"engine": {"name": "vllm", "version": "0.29.0"}, "model": {"name": "m"},
+                "roles": [{"name": f"r{i}", "kind": "server", "replicas": n, "instanceType": "gpu"}
+                          for i, n in enumerate(replicas)]}
         if kv:
             spec["kvCache"] = {"poolRef": {"name": "b1"}}
         return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",

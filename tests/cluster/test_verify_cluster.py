@@ -154,11 +154,13 @@ def _seed_paged(cluster, count=12):
     cluster.apply([
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "KVCachePoolBinding",
          "metadata": {"name": "b1", "namespace": ns},
-         "spec": {"poolRef": {"name": "pool"}, "domain": {"dtype": "fp8", "blockSize": 16}}},
+         "spec": {"poolRef": {"name": "pool"}, "domain": {"name": "d", "dtype": "fp8", "blockSize": 16},
+                  "quotaCeiling": "10Gi"}},
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ModelDeployment",
          "metadata": {"name": "md", "namespace": ns},
-         "spec": {"engine": {"name": "vLLM", "version": "0.29.0"}, "kvCache": {"poolRef": {"name": "b1"}},
-                  "roles": [{"name": "server", "kind": "server", "replicas": count}]}},
+         "spec": {"engine": {"name": "vllm", "version": "0.29.0"}, "kvCache": {"poolRef": {"name": "b1"}},
+                  "model": {"name": "m"},
+                  "roles": [{"name": "server", "kind": "server", "replicas": count, "instanceType": "gpu"}]}},
     ] + _pods(ns, count), fix_owner_uids=True)
     return ns
 
