@@ -108,6 +108,9 @@ def deployment(name, engine="vllm", version="0.29.0", binding_name="b1", ns="tea
                api_version=OPERATOR_API_VERSION, image=None, kv_cache=True, model="Qwen/Qwen3-8B"):
     """engine: the Go enum spells it lowercase (model_deployment.go at 049325a5: ["vllm",
     "sglang"]); spec.model.name is +required there."""
+    if roles is not None:   # a role written out by a test gets the required instanceType too
+        roles = [{**r, "instanceType": r.get("instanceType", "gpu")} if isinstance(r, dict) else r
+                 for r in roles]
     spec = {"model": {"name": model}, "engine": {"name": engine},
             "roles": roles if roles is not None else [role()]}
     if version is not None:
