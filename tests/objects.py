@@ -106,6 +106,9 @@ def deployment(name, engine="vllm", version="0.29.0", binding_name="b1", ns="tea
                api_version=OPERATOR_API_VERSION, image=None, kv_cache=True, model=None):
     """A ModelDeployment the CRD accepts: engine vllm|sglang, model.name required (the model
     served: `model`, else the deployment's name, which the stand-in operator serves without one)."""
+    if roles is not None:   # a role written out by a test gets the required instanceType too
+        roles = [{**r, "instanceType": r.get("instanceType", "nvidia-h100")} if isinstance(r, dict) else r
+                 for r in roles]
     spec = {"model": {"name": model or name}, "engine": {"name": engine},
             "roles": roles if roles is not None else [role()]}
     if version is not None:

@@ -62,7 +62,8 @@ def _imports(lines: list[str]) -> dict[str, str]:
         if block and line == ")":
             block = False
             continue
-        spec = line[len("import "):].strip() if line.startswith("import ") else (line if block else "")
+        spec = line[len("import "):].strip() if line.startswith("import ") else (
+            line if block else "")
         m = _IMPORT.match(spec)
         if m:
             path = m.group(2)
@@ -415,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.out, "w") as f:
             json.dump(data, f, indent=1, sort_keys=False, ensure_ascii=False)
             f.write("\n")
-        sys.stderr.write(f"crds.py: {len(data['types'])} types from {len(data['files'])} files -> {args.out}\n")
+        sys.stderr.write(f"crds.py: {len(data['types'])} types from {len(data['files'])} files "
+                         f"-> {args.out}\n")
         return 0
     with open(args.markers) as f:
         data = json.load(f)
