@@ -1184,15 +1184,19 @@ def _replay_value(name, values, item, known, state, occurrences, value_tok=None)
                                                                (value_tok or item.tok).reason), occurrences)
         ok = type_accepts(type_name, value, known.probes)
         why: list[str] = []
+        said: list[str] = []
         if ok is None and name in known.schemas:
-            ok = judge_document(known.schemas[name], value, why)
+            ok = judge_document(known.schemas[name], value, why, said)
         if ok is None:
             _unknown(f"{name} {value!r} ({where}): the release checks this value with its own code ("
                      + ("its config class: " + "; ".join(why[:2]) if why else "for example a pydantic config")
                      + "), which this plugin does not replay", Cause("value-check", name), occurrences)
         if not ok:
-            _fail(INVALID_VALUE, f"argument {name}: invalid {type_name.split('|')[-1]} value: {value!r} ({where})",
-                  occurrences)
+            # an "opaque:" type is named by its probe answers, no name a user reads: the class says why
+            label = type_name.split('|')[-1]
+            label = "" if label.startswith("opaque:") else label + " "
+            _fail(INVALID_VALUE, f"argument {name}: invalid {label}value: {value!r} ({where})"
+                  + (f": {said[0]}" if said else ""), occurrences)
 
 
 def _start_up(seen, entry, known, occurrences, values=None):
@@ -1313,9 +1317,9 @@ def _has_literal(value):
     return False
 
 
-def judge_document(schema, value, why=None):
+def judge_document(schema, value, why=None, said=None):
     """True/False: the release's config class accepts/refuses the document; None: not known (and
-    `why`, a list, gets what left it open)."""
+    `why`, a list, gets what left it open; `said`, a list, what refused it where that is known)."""
     why = [] if why is None else why
     docs = schema.get("d", {})
     if value in docs:
@@ -1349,6 +1353,8 @@ def judge_document(schema, value, why=None):
     for key, item in doc.items():
         if key not in fields:
             if schema.get("x"):
+                if said is not None:
+                    said.append(f"key {key!r} is no field of the config class, which refuses other keys")
                 return False   # extra="forbid": a field error whatever else the document holds
             why.append(f"key {key!r}, no field of the config class (which keeps other keys)")
             verdict = None

@@ -243,3 +243,16 @@ def test_a_bound_is_read_from_the_field_constraint():
     assert schema_probe.bounded("?int", [Ge(0)]) == "?int>=0"
     assert schema_probe.bounded("int", [Gt(0), Ge(1)]) == "int"      # two constraints: the plain type
     assert schema_probe.bounded("str", [Gt(0)]) == "str"
+
+
+def test_a_refused_document_names_the_key_not_the_probe_answers():
+    """0.34.0's KVTransferConfig has no kv_rank and refuses other keys (vllm/config/kv_transfer.py in
+    the 0.34.0 wheel): the message names the key, never the opaque type's probe answers."""
+    import json as _json
+
+    from kubectl_kvcache.engine.predict import predict
+    doc = {"kv_connector": "PyNcclConnector", "kv_role": "kv_producer", "kv_rank": 0}
+    p = predict({"name": "x", "image": "vllm/vllm-openai:v0.34.0",
+                 "command": ["vllm", "serve", "m", "--kv-transfer-config", _json.dumps(doc)]})
+    assert p.outcome == "rejected"
+    assert "opaque" not in p.reason and "'kv_rank' is no field of the config class" in p.reason
