@@ -7,13 +7,11 @@ import json
 import os
 import re
 
-import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRD_DIR = os.path.join(ROOT, "tests", "cluster", "crds")
 MARKERS = os.path.join(ROOT, "tools", "operatordata", "markers.json")
-SRC = os.path.join(ROOT, ".cache", "operator-go")
 
 
 def _crds():
@@ -132,9 +130,3 @@ def test_extract_reads_declarations_markers_and_first_doc_lines():
     assert spec[2]["type"] == "[]api/v1.Condition" and not spec[2]["omitempty"]
     assert types["api/worker/v1alpha1.Mode"] == {
         "kind": "named", "doc": "", "markers": ["+enum"], "underlying": "string"}
-
-
-@pytest.mark.skipif(not os.path.exists(os.path.join(SRC, "sources.json")),
-                    reason="no Go files saved under .cache/operator-go (see crds.py's docstring)")
-def test_extract_from_saved_go_files_gives_the_checked_in_facts():
-    assert crds.extract(SRC) == _markers()
