@@ -114,19 +114,15 @@ def argv_max_len(container: dict | None, engine: str, version: str | None) -> tu
     AUTO_MAX_LEN for -1/auto; (None, why) when not set or not read. Only a plain number is read
     (vLLM's later human_readable_int also takes "32k": not read here, the logged length decides)."""
     from kubectl_kvcache.engine import kvparse, releases
-    from kubectl_kvcache.engine.argv import Undecidable, build_argv
-    from kubectl_kvcache.engine.launch import Launch, find_launch
+    from kubectl_kvcache.engine.launch import engine_launch
 
     option = MAX_LEN_OPTION.get(engine)
     known = parse_version(version) if version else None
     if option is None or not container or known is None:
         return None, "its argv or release is not known"
-    argv = build_argv(container, known)
-    if isinstance(argv, Undecidable):
-        return None, f"its argv is not known from the spec ({argv.reason})"
-    launch = find_launch(argv.tokens, argv.env)
-    if not isinstance(launch, Launch) or launch.engine != engine:
-        return None, "its argv does not start the engine where this plugin can replay it"
+    launch, why = engine_launch(container, engine, known)
+    if launch is None:
+        return None, why
     values = kvparse.option_values(launch.args, releases.profile(engine, known), entry=launch.entry)
     if values is None:
         return None, "the argv replay does not read its argv to the end"

@@ -225,3 +225,17 @@ def _script_token(word, where, holes):
         reason = holes[int(found.group(1))]
         plain, text = not prefix, None      # a pasted value never starts with '-'
     return Token(text, where.source, where.index, prefix, _filled(reason, holes), plain)
+
+
+def engine_launch(container: dict, engine: str, known) -> tuple[Launch | None, str]:
+    """The Pod's launch of `engine` at release `known` (None: not known), or (None, why) where the
+    argv is not known from the spec or does not start that engine where the replay can read it."""
+    from kubectl_kvcache.engine.argv import build_argv
+
+    argv = build_argv(container, known)
+    if isinstance(argv, Undecidable):
+        return None, f"its argv is not known from the spec ({argv.reason})"
+    launch = find_launch(argv.tokens, argv.env)
+    if not isinstance(launch, Launch) or launch.engine != engine:
+        return None, "its argv does not start the engine where this plugin can replay it"
+    return launch, ""

@@ -324,16 +324,12 @@ def listen_port(container: dict | None, engine: str, version: str | None) -> tup
 
 def _listen_port(container: dict, engine: str, version: str | None) -> tuple[int | None, str]:
     from kubectl_kvcache.engine import kvparse, releases
-    from kubectl_kvcache.engine.argv import Undecidable, build_argv
-    from kubectl_kvcache.engine.launch import Launch, find_launch
+    from kubectl_kvcache.engine.launch import engine_launch
 
     known = releases.parse_version(version) if version else None
-    argv = build_argv(container, known)
-    if isinstance(argv, Undecidable):
-        return None, f"its argv is not known from the spec ({argv.reason})"
-    launch = find_launch(argv.tokens, argv.env)
-    if not isinstance(launch, Launch) or launch.engine != engine:
-        return None, "its argv does not start the engine where this plugin can replay it"
+    launch, why = engine_launch(container, engine, known)
+    if launch is None:
+        return None, why
     given: set[str | None] = set()
     for release in (known,) if known is not None else releases.all_releases(engine):
         values = kvparse.option_values(launch.args, releases.profile(engine, release), entry=launch.entry)

@@ -112,8 +112,8 @@ def field_type(hint):
     return "any"
 
 
-def _self_reads(fn, seen, depth=0):
-    """The fields `fn` (a method) reads through self; None: it hands self on (not readable)."""
+def _method_node(fn):
+    """(the method's ast node, the name of its self argument); None: its source is not readable."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -121,7 +121,15 @@ def _self_reads(fn, seen, depth=0):
     node = tree.body[0]
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
         return None
-    me = node.args.args[0].arg
+    return node, node.args.args[0].arg
+
+
+def _self_reads(fn, seen, depth=0):
+    """The fields `fn` (a method) reads through self; None: it hands self on (not readable)."""
+    read = _method_node(fn)
+    if read is None:
+        return None
+    node, me = read
     reads = set()
     owner = fn.__qualname__.rsplit(".", 1)[0]
     for sub in ast.walk(node):
@@ -232,14 +240,10 @@ def _in_test(node, parents):
 def _uses(fn, seen, depth=0):
     """{field: {"null", "truth", "store", "other"}}: how the checks use each `self.<field>` (the
     methods and properties they reach included); None when not readable (self handed on, super())."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
+    read = _method_node(fn)
+    if read is None:
         return None
-    node = tree.body[0]
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
-        return None
-    me = node.args.args[0].arg
+    node, me = read
     parents = {child: sub for sub in ast.walk(node) for child in ast.iter_child_nodes(sub)}
     uses = {}
     for sub in ast.walk(node):
