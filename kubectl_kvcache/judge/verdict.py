@@ -214,8 +214,27 @@ def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True, not
         not_found("Pod", name, snapshot.namespace, pod_where, fails_pods)
         for name in getattr(snapshot, "missing_pods", ()))
     if nothing and not missing:
-        found += (nothing_found(nothing, snapshot.namespace, snapshot.source, selector),)
+        reason = nothing_found(nothing, snapshot.namespace, snapshot.source, selector)
+        plain = _not_opted_in(snapshot)
+        if plain:
+            reason = reason.replace(fix=f"{reason.fix}; it holds {plain}, none labelled "
+                                        f"kvcache.gpustack.ai/inject=\"true\" (the injection webhook's opt-in, with "
+                                        f"the binding and engine annotations): a workload outside the operator is "
+                                        f"not judged")
+        found += (reason,)
     return found
+
+
+def _not_opted_in(snapshot) -> str:
+    """The workload templates read that are not opted into injection, named (a chart's plain
+    engine Deployments: what `nothing found` saw), '' when there are none."""
+    from kubectl_kvcache.operator import api
+
+    plain = [w for w in getattr(snapshot, "workloads", ()) if w.labels.get(api.INJECT_LABEL) != "true"]
+    if not plain:
+        return ""
+    names = ", ".join(f"{w.kind} {w.name}" for w in plain[:5]) + (f" and {len(plain) - 5} more" if len(plain) > 5 else "")
+    return f"{len(plain)} workload template{'s' if len(plain) != 1 else ''} ({names})"
 
 
 def recoveries(snapshot) -> tuple[Reason, ...]:
