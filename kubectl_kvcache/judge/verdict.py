@@ -215,26 +215,26 @@ def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True, not
         for name in getattr(snapshot, "missing_pods", ()))
     if nothing and not missing:
         reason = nothing_found(nothing, snapshot.namespace, snapshot.source, selector)
-        plain = _not_opted_in(snapshot)
+        plain = not_opted_in(snapshot)
         if plain:
-            reason = reason.replace(fix=f"{reason.fix}; it holds {plain}, none labelled "
-                                        f"kvcache.gpustack.ai/inject=\"true\" (the injection webhook's opt-in, with "
-                                        f"the binding and engine annotations): a workload outside the operator is "
-                                        f"not judged")
+            reason = reason.replace(fix=f"{reason.fix}; {plain}")
         found += (reason,)
     return found
 
 
-def _not_opted_in(snapshot) -> str:
-    """The workload templates read that are not opted into injection, named (a chart's plain
-    engine Deployments: what `nothing found` saw), '' when there are none."""
+def not_opted_in(snapshot) -> str:
+    """What a scope that held nothing to judge did hold: the workload templates read that are not
+    opted into injection, named (a chart's plain engine Deployments), '' when there are none."""
     from kubectl_kvcache.operator import api
 
     plain = [w for w in getattr(snapshot, "workloads", ()) if w.labels.get(api.INJECT_LABEL) != "true"]
     if not plain:
         return ""
     names = ", ".join(f"{w.kind} {w.name}" for w in plain[:5]) + (f" and {len(plain) - 5} more" if len(plain) > 5 else "")
-    return f"{len(plain)} workload template{'s' if len(plain) != 1 else ''} ({names})"
+    where = "the input" if snapshot.source == "file" else "the scope"
+    return (f"{where} holds {len(plain)} workload template{'s' if len(plain) != 1 else ''} ({names}), none "
+            f"labelled {api.INJECT_LABEL}=\"true\" (the injection webhook's opt-in, with the binding and engine "
+            f"annotations): a workload outside the operator is not judged")
 
 
 def recoveries(snapshot) -> tuple[Reason, ...]:
