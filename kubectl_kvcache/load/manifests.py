@@ -102,7 +102,33 @@ def _add_record(obj, scope, result, ignored, intern, read_at) -> tuple | None:
         named = (record.namespace, record.name)
     elif kind not in _KNOWN_UNUSED and kind not in api.WORKLOAD_KINDS:
         ignored[kind] = ignored.get(kind, 0) + 1
+        template = _opted_in(obj.get("spec"), 4)
+        if template is not None:
+            meta = obj.get("metadata") if obj.get("metadata").__class__ is dict else {}
+            namespace = meta.get("namespace") or scope.namespace or "default"
+            binding = (template.get("annotations") or {}).get(api.ANNOTATION_PREFIX + "binding")
+            if records.in_namespace(namespace, scope.namespace):
+                result.unread_opt_ins.append((namespace, str(kind), str(meta.get("name") or ""),
+                                              binding if binding.__class__ is str else ""))
     return named
+
+
+def _opted_in(node, depth) -> dict | None:
+    """The metadata of the first Pod template under `node` (an object with `metadata` and a `spec`
+    with `containers`, `depth` levels down at most: a LeaderWorkerSet's spec.leaderWorkerTemplate.
+    workerTemplate) that carries the injection opt-in label; None when none does."""
+    if node.__class__ is not dict or depth < 0:
+        return None
+    meta, spec = node.get("metadata"), node.get("spec")
+    if meta.__class__ is dict and spec.__class__ is dict and spec.get("containers").__class__ is list:
+        labels = meta.get("labels")
+        if labels.__class__ is dict and labels.get(api.INJECT_LABEL) == "true":
+            return meta
+    for value in node.values():
+        found = _opted_in(value, depth - 1)
+        if found is not None:
+            return found
+    return None
 
 
 def load_files(paths, scope: Scope, stdin=None) -> records.Snapshot:
@@ -120,6 +146,8 @@ def snapshot_of(objects, scope: Scope) -> records.Snapshot:
         result.recoveries = []
     read_at = datetime.now(timezone.utc)     # a record's lease is judged against the time it is read
     for obj, where, location, *line in objects:
+        if location and line and line[0]:       # `document 5 (line 40)`: a rendered chart is long
+            location = f"{location} (line {line[0]})"
         try:
             _add_object(obj, scope, result, ignored, intern, read_at,
                         records.Origin(where, line[0]) if line else None)

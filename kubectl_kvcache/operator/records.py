@@ -265,7 +265,7 @@ class RecoveryState(Record):
 class Snapshot(Record):
     __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
                  "missing_namespaces", "missing_pods", "server", "pools", "recoveries", "refusals", "gpus",
-                 "origins")
+                 "origins", "unread_opt_ins")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -297,6 +297,9 @@ class Snapshot(Record):
         # Where each object read from files starts: (kind, namespace, name) -> Origin (load/manifests);
         # empty for a cluster. Kept beside the records, not in them: a record is the object's meaning.
         self.origins: dict = {}
+        # Objects of kinds the plugin does not read (a LeaderWorkerSet, ...) whose Pod templates opt
+        # into injection, as (namespace, kind, name): from files only (a cluster's are its Pods).
+        self.unread_opt_ins: list = []
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""

@@ -20,8 +20,9 @@ BINDINGS = os.path.join(HERE, "bindings.yaml")
 PRODUCTION_STACK = os.path.join(HERE, "production-stack.yaml")
 CASTAI_VLLM = os.path.join(HERE, "castai-vllm.yaml")
 LLMD = os.path.join(HERE, "llm-d-p-d.yaml")
+LWS = os.path.join(HERE, "modelservice-lws.yaml")
 NONAME = os.path.join(HERE, "bad", "castai-vllm-noname.yaml")
-RENDERED = [PRODUCTION_STACK, CASTAI_VLLM, LLMD, os.path.join(HERE, "heldout", "castai-sglang.yaml")]
+RENDERED = [PRODUCTION_STACK, CASTAI_VLLM, LLMD, LWS, os.path.join(HERE, "heldout", "castai-sglang.yaml")]
 INJECT = "kvcache.gpustack.ai/inject"
 WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"}
 
@@ -140,6 +141,26 @@ def test_a_kustomization_of_plain_engine_workloads_is_not_a_pass():
     assert code == 1 and "nothing was verified" in err and "Traceback" not in err
 
 
+def test_leaderworkersets_the_plugin_does_not_read_stay_unchecked():
+    # llm-d-modelservice's multi-node path renders prefill and decode as LeaderWorkerSets
+    # (leaderworkerset.x-k8s.io): their templates opt in, and the plugin does not read that kind:
+    # each is an `unchecked` warning (never silence, never a pass under --strict), and the
+    # Binding they name is not called unused
+    sets = [d for d in _docs(LWS) if d["kind"] == "LeaderWorkerSet"]
+    opted = {d["metadata"]["name"]: d["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]
+             for d in sets}
+    assert len(sets) == 2 and all(m["labels"][INJECT] == "true" for m in opted.values())
+    code, report, err = _check("-f", LWS, "-f", BINDINGS)
+    for name, meta in opted.items():
+        (said,) = _findings(report, "LeaderWorkerSet", name)
+        assert said["code"] == "unchecked" and said["severity"] == "warning"
+        binding = meta["annotations"]["kvcache.gpustack.ai/binding"]
+        assert binding in said["message"]
+        assert all(f["code"] != "binding-unused" for f in _findings(report, "KVCachePoolBinding", binding))
+    assert code == 0, err
+    assert kvcache("check", "-n", "llm-prod", "-f", LWS, "-f", BINDINGS, "--strict")[0] == 1
+
+
 def test_a_chart_that_renders_a_nameless_deployment_is_bad_input():
     # castai's vLLM chart rendered without service.name (its parent chart's value): the
     # Deployment has `name:` empty; kubectl refuses it too. One error line, exit 2, never a pass.
@@ -148,6 +169,10 @@ def test_a_chart_that_renders_a_nameless_deployment_is_bad_input():
         assert code == 2 and "Traceback" not in err
         (line,) = err.splitlines()
         assert line.startswith(f"error: {NONAME}: Deployment") and "metadata.name" in line
+        with open(NONAME, encoding="utf-8") as f:      # the line of the nameless object, to find it
+            text = f.read().splitlines()
+        at = int(re.search(r"\(line (\d+)\)", line).group(1))
+        assert text[at - 1] == "apiVersion: apps/v1" and text[at] == "kind: Deployment" and text[at + 2] == "  name: "
         if fmt == "sarif":
             log = json.loads(out)
             assert log["runs"][0]["results"] == [] and not log["runs"][0]["invocations"][0]["executionSuccessful"]
