@@ -620,12 +620,13 @@ class _Places:
 
     def of(self, *keys):
         """(file, line) of the first of `keys` ((kind, namespace, name)) that was read from a file
-        (not standard input: no file to point at); else (the one file or None, None)."""
+        (not standard input: no file to point at); an object no file held (the Setting assumed,
+        the workload kinds not read) has none; without origins (none kept), the one file."""
         for key in keys:
             origin = self.origins.get(key)
-            if origin is not None and origin.file != "<stdin>":
-                return origin.file, origin.line
-        return self.file, None
+            if origin is not None:
+                return (origin.file, origin.line) if origin.file != "<stdin>" else (None, None)
+        return (None, None) if self.origins else (self.file, None)
 
 
 def _object_key(kind, name):

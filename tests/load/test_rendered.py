@@ -220,3 +220,13 @@ def test_sarif_points_at_each_objects_file_and_line(tmp_path):
     assert placed >= 3
     assert sorted(a["location"]["uri"].rsplit("/", 1)[-1] for a in run["artifacts"]) == \
         ["bindings.yaml", "production-stack.yaml"]
+
+
+@pytest.mark.parametrize("path", RENDERED, ids=os.path.basename)
+def test_verify_on_a_chart_has_no_pods_and_says_so(path):
+    # a chart renders Pod templates, not Pods: verify judges running replicas, so nothing is
+    # verified (exit 1, never a pass), and it points at check, which judges the templates
+    assert not [d for d in _docs(path) if d["kind"] == "Pod"]
+    code, _, err = kvcache("verify", "-n", "llm-prod", "-f", path, "-f", BINDINGS)
+    assert code == 1 and "nothing was verified" in err and "Traceback" not in err
+    assert f"next: kubectl kvcache check -n llm-prod -f {path} -f {BINDINGS}" in err
