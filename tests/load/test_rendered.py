@@ -71,6 +71,13 @@ def test_every_object_is_read_where_it_starts(path):
         assert not text[line - 1].startswith(("#", "---")) and text[line - 1].split(":")[0] in obj
 
 
+def test_libyaml_and_the_pure_python_parser_give_the_same_lines(monkeypatch):
+    # PyYAML without libyaml (a source build) parses with its pure-Python parser: same marks
+    fast = [line for *_, line in files.read_objects([PRODUCTION_STACK], lines=True)]
+    monkeypatch.setattr(files, "_LOADER", files.build_loader(libyaml=False))
+    assert [line for *_, line in files.read_objects([PRODUCTION_STACK], lines=True)] == fast
+
+
 def _production_stack_models():
     """(Deployment name, its values) of each model the values deploy: the chart names the
     Deployment `<release>-<modelSpec.name>-deployment-vllm` (helm/templates/deployment-vllm-multi.yaml)."""
