@@ -5,18 +5,19 @@
 # scripts/test-binaries has `kubectl kustomize`; helm is built once into the user cache dir:
 #   GOBIN=~/.cache/kubectl-kvcache/tools/helm-v3.22.0 go install helm.sh/helm/v3/cmd/helm@v3.22.0).
 #
-#   PRODUCTION_STACK=... CASTAI=... LLMD=... MODELSERVICE=... HELM=... KUBECTL=... tests/load/rendered/render.sh
+#   PRODUCTION_STACK=... CASTAI=... LLMD=... MODELSERVICE=... VLLM_HELM=... HELM=... KUBECTL=... tests/load/rendered/render.sh
 #
 # PRODUCTION_STACK: github.com/vllm-project/production-stack at a6c01db05f65f556235413ba8dbcfb0c01132fff
 # CASTAI:           github.com/castai/helm-charts at daa46281449593e410adc31f7fe169043c116895
 # LLMD:             github.com/llm-d/llm-d-inference-scheduler at 520af47896e5f06e43d09aca281a1149187b0ffd
 # MODELSERVICE:     github.com/llm-d-incubation/llm-d-modelservice at 3051935eb5a49f6df21cd6aeb5e4f05b98799262
+# VLLM_HELM:        github.com/ardge-timwu/vllm-helm at 576266f46d7ee83c904cc37b7b8c2f6d0b2d6db7 (held out)
 # The production-stack checkout is rendered from a copy whose helm/Chart.yaml lists no
 # dependencies: its two (kube-prometheus-stack, prometheus-adapter, both disabled by default) are
 # not vendored in the repository and `helm dependency build` would fetch them from ghcr.io.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-: "${PRODUCTION_STACK:?}" "${CASTAI:?}" "${LLMD:?}" "${MODELSERVICE:?}" "${HELM:?}" "${KUBECTL:?}"
+: "${PRODUCTION_STACK:?}" "${CASTAI:?}" "${LLMD:?}" "${MODELSERVICE:?}" "${VLLM_HELM:?}" "${HELM:?}" "${KUBECTL:?}"
 # `helm version` of a `go install` build says only v3.22 (no ldflags); the module's version is exact
 HELM_VERSION="helm $(go version -m "$HELM" | awk '$1 == "mod" && $2 == "helm.sh/helm/v3" {print $3}')"
 KUBECTL_VERSION="$("$KUBECTL" version --client -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])')"
@@ -78,3 +79,8 @@ cmd=(helm template ms $M --namespace llm-prod -f examples/values-pd.yaml -f test
 { header llm-d-incubation/llm-d-modelservice 3051935eb5a49f6df21cd6aeb5e4f05b98799262 $M "chart llm-d-modelservice v0.4.12, $HELM_VERSION" "${cmd[@]}"
   "$HELM" template ms "$MODELSERVICE/$M" --namespace llm-prod -f "$MODELSERVICE/examples/values-pd.yaml" \
     -f "$HERE/values/modelservice-lws-optin.yaml"; } > "$HERE/modelservice-lws.yaml"
+
+# held out: the chart as its own values-simple.yaml renders it (it takes no Pod labels: nothing opts in)
+cmd=(helm template vllm . --namespace llm-prod -f values-simple.yaml)
+{ header ardge-timwu/vllm-helm 576266f46d7ee83c904cc37b7b8c2f6d0b2d6db7 . "chart vllm 0.0.0-nvdgx, $HELM_VERSION" "${cmd[@]}"
+  "$HELM" template vllm "$VLLM_HELM" --namespace llm-prod -f "$VLLM_HELM/values-simple.yaml"; } > "$HERE/heldout/vllm-helm.yaml"
