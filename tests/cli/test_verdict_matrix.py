@@ -281,7 +281,7 @@ def _example_snapshot(namespace="llm-prod"):
 ENDINGS = ("complete", "timeout", "settled", "rejected", "watch-timeout", "pending-timeout")
 
 
-WAIT_FORMATS = formats.streaming("verify") + ("json", "yaml", "markdown", "junit", "sarif")   # --wait -o X
+WAIT_FORMATS = formats.streaming("verify") + ("json", "yaml", "markdown", "junit", "sarif", "openmetrics", "prometheus")   # --wait -o X
 ENDING_CASES = [pytest.param(e, f, id=f"{e}-{f}") for e in ENDINGS for f in WAIT_FORMATS
                 if e != "watch-timeout" or f in formats.streaming("verify")]     # --watch prints rows only
 
