@@ -113,7 +113,7 @@ def samples(doc) -> list[tuple[Family, list[tuple[tuple[str, ...], float]]]]:
         if case.context is not None:
             contexts.setdefault(case.context, 1)
         _count(out, JUDGED, (command, where, case.kind, case.outcome))
-        if case.place and command == "verify":
+        if case.place:          # a verify replica (render/report._verify): where it is
             place = dict(case.place)
             labels = (where, place["namespace"], place["deployment"], place["role"], place["binding"])
             _count(out, REPLICAS, labels + (case.status, case.outcome))
