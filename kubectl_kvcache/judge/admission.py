@@ -110,7 +110,7 @@ def _bindings_policy(sets, releases, on_pool, users):
                " + '), which accepts: ' + " + _SPELLINGS.format(i=i)
                + " + (size(variables.rejecting) > 1 ? ' (and ' + string(size(variables.rejecting) - 1) + "
                  "' more engine release(s) reject it)' : '')")
-    return _policy(BINDINGS_POLICY, "kvcachepoolbindings", ["CREATE"], [], [
+    return _policy(BINDINGS_POLICY, api.BINDING.plural, ["CREATE"], [], [
         ("sets", _sets(sets)),
         ("releases", _releases(releases)),
         ("names", _NAMES),
@@ -136,7 +136,7 @@ def _deployments_policy(sets, releases, dtypes):
         # added to a deployment stored before the policy is never refused
         ("engine-set", "request.operation == 'CREATE' || oldObject.spec.engine != object.spec.engine"),
     ]
-    return _policy(DEPLOYMENTS_POLICY, "modeldeployments", ["CREATE", "UPDATE"], conditions, [
+    return _policy(DEPLOYMENTS_POLICY, api.MODEL_DEPLOYMENT.plural, ["CREATE", "UPDATE"], conditions, [
         ("sets", _sets(sets)),
         ("releases", _releases(releases)),
         ("names", _NAMES),
