@@ -5,6 +5,7 @@
 // evaluated once each, in order, as the admission plugin does lazily.
 //
 // usage: celcost POLICY.json REQUEST.json  (REQUEST: {"object":..., "oldObject":..., "request":...})
+//        celcost typecheck KUBECONFIG POLICY.json  (typecheck.go)
 package main
 
 import (
@@ -44,6 +45,10 @@ func must(err error) {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "typecheck" {
+		typecheck(os.Args[2], os.Args[3])
+		return
+	}
 	var pol policy
 	var input map[string]any
 	raw, err := os.ReadFile(os.Args[1])

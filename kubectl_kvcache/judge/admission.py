@@ -160,8 +160,11 @@ def _policy(name, plural, operations, conditions, variables, expression, message
         "spec": {
             # an expression error admits: the policy never refuses for a reason it cannot name
             "failurePolicy": "Ignore",
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": [api.GROUP], "apiVersions": ["*"], "operations": operations,
+            # versions listed, not "*": kube-controller-manager's type checker gives up on a wildcard
+            # (k8s.io/apiserver v0.37.2 policy/validating/typechecking.go, extractVersions); with
+            # matchPolicy Equivalent a request at another version of the resource is still judged
+            "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": [{
+                "apiGroups": [api.GROUP], "apiVersions": list(api.VERSIONS), "operations": operations,
                 "resources": [plural]}]},
             **({"matchConditions": [{"name": n, "expression": e} for n, e in conditions]} if conditions else {}),
             "variables": [{"name": n, "expression": e} for n, e in variables],

@@ -7,11 +7,11 @@ Needs Go (and, once, the module proxy for hack/celcost's modules); docs/admissio
 
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 
+import celcost as celcost_tool
 from kubectl_kvcache import engine
 from objects import as_list, binding, deployment
 from runcli import kvcache
@@ -23,15 +23,7 @@ RUNTIME_BUDGET, PER_CALL = 10_000_000, 1_000_000
 
 @pytest.fixture(scope="module")
 def celcost(tmp_path_factory):
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("Go is not installed: hack/celcost cannot be built")
-    out = tmp_path_factory.mktemp("celcost") / "celcost"
-    env = dict(os.environ, GOTOOLCHAIN="local", CGO_ENABLED="0", GOFLAGS="-mod=readonly -buildvcs=false -trimpath")
-    p = subprocess.run([go, "build", "-o", str(out), "."], cwd=os.path.join(ROOT, "hack", "celcost"), env=env,
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr
-    return str(out)
+    return celcost_tool.build(tmp_path_factory.mktemp("celcost"))
 
 
 def measure(celcost, tmp_path, policy, obj, namespace, operation="CREATE"):
