@@ -15,6 +15,7 @@ import copy
 import io
 import json
 import subprocess
+import sys
 import time
 
 import pytest
@@ -222,3 +223,33 @@ def test_zz_warn_admits_with_a_warning(cluster, ns, deny):
     p = create(cluster, bad)
     assert p.returncode == 0 and "Warning:" in p.stderr and f"accepts: {spellings('vllm', '0.29.0')}" in p.stderr, \
         p.stderr
+
+
+def test_zz_audit_records_what_deny_would_refuse(cluster_binaries, tmp_path):
+    """Audit (docs/admission.md's roll-out): admitted, and the API server's audit log carries the
+    refusal as the annotation validation.policy.admission.k8s.io/validation_failure. Its own API
+    server, with an audit log (level Metadata)."""
+    harness = sys.modules["kvcache_test_harness"]      # loaded by this folder's conftest
+    c = harness.Cluster(cluster_binaries, name="admission-audit", audit=True)
+    try:
+        c.start()
+        ns = c.new_namespace("audit")
+        c.apply([o.binding("b-vllm", "fp8", ns=ns, pool="pool-v"),
+                 o.deployment("chat", engine="vllm", version="0.29.0", binding_name="b-vllm", ns=ns)], namespace=ns)
+        apply_policy(c, ns, "Audit")
+        bad = o.binding("audited", "bf16", ns=ns, pool="pool-v")
+
+        def recorded():
+            created = create(c, bad, dry_run=True)
+            assert created.returncode == 0 and "Warning" not in created.stderr, created.stderr
+            for event in c.audit_events():
+                found = event.get("annotations", {}).get("validation.policy.admission.k8s.io/validation_failure")
+                if found and f"/namespaces/{ns}/kvcachepoolbindings" in event.get("requestURI", ""):
+                    return json.loads(found)
+            return None
+        failures = until("the audit annotation", recorded)
+        print(json.dumps(failures))
+        assert [(f["policy"], f["validationActions"]) for f in failures] == [(admission.BINDINGS_POLICY, ["Audit"])]
+        assert "spec.domain.dtype bf16 is rejected by vLLM 0.29.0" in failures[0]["message"]
+    finally:
+        c.stop()
