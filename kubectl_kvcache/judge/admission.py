@@ -73,8 +73,17 @@ def _entries(snapshot, known):
 
 
 def _q(text: str) -> str:
-    """A CEL string literal (single-quoted; names and spellings are Kubernetes names and plain words)."""
-    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A CEL string literal, single-quoted: a quote, a backslash and a control character (a
+    dtype read from a file may hold anything) escaped as CEL reads them."""
+    out = []
+    for ch in str(text):
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
 
 
 def _list(items) -> str:

@@ -63,6 +63,8 @@ def ns(cluster):
         o.binding("b-vllm", "fp8", ns=ns, pool="pool-v"),
         o.binding("b-sgl", "bf16", ns=ns, pool="pool-s"),
         o.binding("b-stored", "bf16", ns=ns, pool="pool-x"),
+        # a dtype the CRD stores (no pattern) that must be escaped in CEL: the policy still compiles
+        o.binding("b-quoted", "fp8'\\x", ns=ns, pool="pool-q"),
         o.deployment("chat", engine="vllm", version="0.29.0", binding_name="b-vllm", ns=ns),
         o.deployment("sgl", engine="sglang", version="0.5.18", binding_name="b-sgl", ns=ns),
         # waits for a Binding not yet created
@@ -178,14 +180,16 @@ def test_bindings(cluster, ns, deny, name, dtype, pool, refused_by):
     ("unknown-release", "vllm", "0.29.5", "b-sgl", None, None),   # not in the engine data: left to check
     ("own-image", "vllm", "0.29.0", "b-sgl", "vllm/vllm-openai:v0.34.0", None),   # a stated image wins
     ("vllm-ok", "vllm", "0.29.0", "b-vllm", None, None),
+    ("quoted", "vllm", "0.29.0", "b-quoted", None, "0.29.0"),     # the escaped dtype, named as stored
 ])
 def test_deployments(cluster, ns, deny, name, engine, version, binding, image, refused_release):
     p = create(cluster, o.deployment(name, engine=engine, version=version, binding_name=binding, ns=ns, image=image))
     if refused_release is None:
         assert p.returncode == 0, p.stderr
         return
-    assert "bf16" not in admission.accepted(engine, refused_release)
-    text = refused(p, f"spec.engine.version {version}", f"vLLM {refused_release} rejects --kv-cache-dtype bf16",
+    dtype = {"b-sgl": "bf16", "b-quoted": "fp8'\\x"}[binding]
+    assert dtype not in admission.accepted(engine, refused_release)
+    text = refused(p, f"spec.engine.version {version}", f"vLLM {refused_release} rejects --kv-cache-dtype {dtype}",
                    f"KVCachePoolBinding {ns}/{binding}", f"accepts: {spellings(engine, refused_release)}")
     print(text)
 

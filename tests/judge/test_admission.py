@@ -87,3 +87,8 @@ def test_validation_actions(tmp_path, given, code, words):
 def test_every_decision_agrees_with_the_engine_data(tmp_path):
     checked = decisions_agree(tmp_path, releases()[0::2], OBJECTS)
     assert checked > 1000
+
+
+@pytest.mark.parametrize("text", ["fp8", "it's", "back\\slash", "new\nline", "tab\t\x7f", "ünï"])
+def test_strings_are_cel_literals_of_themselves(text):
+    assert str(evaluate(admission._q(text))) == text

@@ -20,7 +20,7 @@ HELP = dict(
                 "generate it again when they change (docs/admission.md says what it cannot see). Roll out "
                 "with --validation-actions Warn or Audit before Deny.\n\n"
                 "-n NAMESPACE reads one namespace and binds the policies to it; -A reads every namespace and "
-                "binds them to all.",
+                "binds them to all. -o yaml (the default) or json.",
     examples=("admission -A | kubectl apply -f -", "admission -A --validation-actions Warn",
               "admission -n llm-prod --validation-actions Warn,Audit -o json", "admission -A -f saved.json"))
 
