@@ -210,6 +210,18 @@ def test_the_manifests_carry_the_digest_built(images):
         assert got == ours                                          # nothing else changed
 
 
+def test_the_checked_in_manifests_name_the_release_repository():
+    text = (ROOT / "scripts" / "build-image").read_text()
+    repository = text.split('DEFAULT_REPOSITORY = "', 1)[1].split('"', 1)[0]
+    for name in ("job.yaml", "cronjob.yaml"):
+        (obj,) = yaml.safe_load_all((ROOT / "deploy" / name).read_text())
+        spec = obj["spec"]["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else obj["spec"]
+        (container,) = spec["template"]["spec"]["containers"]
+        assert container["image"] in (f"{repository}:{__version__}",) or \
+            container["image"].startswith(f"{repository}@sha256:"), container["image"]
+    assert not (ROOT / "deploy" / "Dockerfile").exists()       # one image, the binary's
+
+
 def test_write_deploy_rewrites_only_the_image_lines(archive, tmp_path):
     tree = tmp_path / "clone"
     for part in ("scripts", "deploy", "kubectl_kvcache"):
