@@ -40,6 +40,7 @@ from kubectl_kvcache import __version__  # noqa: E402
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubectl-kvcache"
 CRANE = ("github.com/google/go-containerregistry/cmd/crane", "v0.22.1")
+IMAGE_SPEC = ("github.com/opencontainers/image-spec", "v1.1.1")   # its schema/*.json
 REPOSITORY = "registry.example/kvcache/kubectl-kvcache"
 ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
 MT = {"index": "application/vnd.oci.image.index.v1+json",
@@ -240,6 +241,53 @@ def test_write_deploy_rewrites_only_the_image_lines(archive, tmp_path):
     r = run([tree / "scripts" / "build-image", "--archive", archive, "--out", tmp_path / "dist",
              "--repository", "Not A/Repo:tag"])
     assert (r.returncode, r.stdout) == (2, ""), r.stderr
+
+
+# --- the image-spec's own JSON schemas ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def oci_schemas():
+    """opencontainers/image-spec's schema/ (the Go module, from the module proxy into Go's module
+    cache), loaded as its Go validator loads them: every $ref by file name (schema/loader.go)."""
+    go = shutil.which("go")
+    if not go:
+        skip_unless_required("no Go toolchain to fetch the image-spec module")
+    r = run([go, "mod", "download", "-json", f"{IMAGE_SPEC[0]}@{IMAGE_SPEC[1]}"], timeout=600,
+            env=dict(os.environ, GOFLAGS="-mod=mod"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    folder = Path(json.loads(r.stdout)["Dir"]) / "schema"
+    import jsonschema
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT4
+
+    def load(name):
+        return json.loads((folder / name).read_text())
+
+    registry = Registry(retrieve=lambda uri: Resource.from_contents(load(uri.rsplit("/", 1)[-1].split("#")[0]),
+                                                                    default_specification=DRAFT4))
+
+    def validate(name, doc):
+        schema = load(name)
+        jsonschema.Draft4Validator(schema, registry=registry,
+                                   format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER).validate(doc)
+    return validate
+
+
+def test_the_layout_passes_the_image_specs_schemas(images, oci_schemas):
+    import jsonschema
+    layout = images[0]["layout"]
+    index, _, manifest, config, _ = read_image(layout)
+    oci_schemas("image-layout-schema.json", json.loads((layout / "oci-layout").read_text()))
+    oci_schemas("image-index-schema.json", index)
+    oci_schemas("image-manifest-schema.json", manifest)
+    oci_schemas("config-schema.json", config)
+    # and they can fail: a descriptor without its digest, a config without rootfs
+    bad = json.loads(json.dumps(manifest))
+    del bad["layers"][0]["digest"]
+    with pytest.raises(jsonschema.ValidationError):
+        oci_schemas("image-manifest-schema.json", bad)
+    with pytest.raises(jsonschema.ValidationError):
+        oci_schemas("config-schema.json", {k: v for k, v in config.items() if k != "rootfs"})
 
 
 # --- crane: a well-kept reader of the format -----------------------------------------
