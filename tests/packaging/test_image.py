@@ -447,10 +447,28 @@ def demo(images, tmp_path_factory):
         run([ROOT / "scripts" / "demo-cluster", "down"], env=env, timeout=120)
 
 
+# What the README and docs/in-cluster.md tell a fresh clone to run; the tests below run exactly
+# these (with --out/--layout in a temporary folder instead of dist/).
+DOCUMENTED = ["scripts/build-image", 'eval "$(scripts/demo-cluster up)"',
+              "kubectl apply -f deploy/rbac.yaml -f dist/deploy/job.yaml -f dist/deploy/cronjob.yaml",
+              "scripts/run-image dist/deploy/job.yaml", "scripts/run-image dist/deploy/cronjob.yaml",
+              "scripts/demo-cluster down"]
+
+
+@pytest.mark.parametrize("page, heading", [("README.md", "## In the cluster: the Job's image"),
+                                           ("docs/in-cluster.md", "## Trying it on the demo cluster")])
+def test_the_docs_give_the_commands_tested_here(page, heading):
+    section = (ROOT / page).read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("  #", 1)[0].split(" > ", 1)[0].strip() for line in block.splitlines()]
+    assert [c for c in commands if c in DOCUMENTED] == DOCUMENTED, commands
+
+
 @pytest.mark.parametrize("name, kind", [("job.yaml", "CheckReport"), ("cronjob.yaml", "VerifyReport")])
 def test_the_readme_path_runs_the_jobs_image_on_the_demo_cluster(images, demo, name, kind):
     out = images[0]["out"]
-    r = run(["kubectl", "apply", "-f", ROOT / "deploy" / "rbac.yaml", "-f", out / "deploy" / name], env=demo)
+    r = run(["kubectl", "apply", "-f", ROOT / "deploy" / "rbac.yaml", "-f", out / "deploy" / "job.yaml",
+             "-f", out / "deploy" / "cronjob.yaml"], env=demo)
     assert r.returncode == 0, r.stderr
     r = run([ROOT / "scripts" / "run-image", "--layout", images[0]["layout"], out / "deploy" / name],
             env=demo, timeout=300)
