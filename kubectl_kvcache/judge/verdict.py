@@ -214,8 +214,27 @@ def unread(snapshot, fails_namespaces: bool = True, fails_pods: bool = True, not
         not_found("Pod", name, snapshot.namespace, pod_where, fails_pods)
         for name in getattr(snapshot, "missing_pods", ()))
     if nothing and not missing:
-        found += (nothing_found(nothing, snapshot.namespace, snapshot.source, selector),)
+        reason = nothing_found(nothing, snapshot.namespace, snapshot.source, selector)
+        plain = not_opted_in(snapshot)
+        if plain:
+            reason = reason.replace(fix=f"{reason.fix}; {plain}")
+        found += (reason,)
     return found
+
+
+def not_opted_in(snapshot) -> str:
+    """What a scope that held nothing to judge did hold: the workload templates read that are not
+    opted into injection, named (a chart's plain engine Deployments), '' when there are none."""
+    from kubectl_kvcache.operator import api
+
+    plain = [w for w in getattr(snapshot, "workloads", ()) if w.labels.get(api.INJECT_LABEL) != "true"]
+    if not plain:
+        return ""
+    names = ", ".join(f"{w.kind} {w.name}" for w in plain[:5]) + (f" and {len(plain) - 5} more" if len(plain) > 5 else "")
+    where = "the input" if snapshot.source == "file" else "the scope"
+    return (f"{where} holds {len(plain)} workload template{'s' if len(plain) != 1 else ''} ({names}), none "
+            f"labelled {api.INJECT_LABEL}=\"true\" (the injection webhook's opt-in, with the binding and engine "
+            f"annotations): a workload outside the operator is not judged")
 
 
 def recoveries(snapshot) -> tuple[Reason, ...]:

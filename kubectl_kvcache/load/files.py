@@ -89,11 +89,31 @@ class _Counter:
 
 
 def _documents(text, where):
-    """(document, location) for each document of a file: JSON values or YAML documents."""
+    """(document, location, line) for each document of a file: JSON values or YAML documents;
+    `line` is where it starts (1-based), None where it is not known."""
     stripped = text.lstrip(" \t\r\n")
     if stripped.startswith(("{", "[")):
-        return _json_values(text, where)
+        return _json_values(text, where, _Lines(text))
     return _yaml_documents(text, where)
+
+
+class _Lines:
+    """The 1-based line of a position in a text, counted on from the last position asked for
+    (the decoder asks in increasing order): linear in the file, whatever the number of objects."""
+
+    __slots__ = ("text", "pos", "line")
+
+    def __init__(self, text):
+        self.text = text
+        self.pos = 0
+        self.line = 1
+
+    def at(self, pos):
+        if pos < self.pos:          # never in the decoder's order; still right
+            self.pos, self.line = 0, 1
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
 
 
 # JSON, decoded value by value ----------------------------------------------------------------
@@ -127,7 +147,7 @@ def _json_value(text, pos, where):
         raise _json_error(where, exc) from exc
 
 
-def _json_values(text, where):
+def _json_values(text, where, lines):
     """A stream of JSON values (one, or several one after another, as kubectl reads them). A
     top-level object's `items` array and a top-level array are decoded element by element and
     handed on one at a time: the whole file is never held decoded."""
@@ -135,12 +155,13 @@ def _json_values(text, where):
     while pos < end:
         location = f"value {n + 1}" if n else ""
         if text[pos] == "{":
-            pos = yield from _json_object(text, pos, where, location)
+            pos = yield from _json_object(text, pos, where, location, lines)
         elif text[pos] == "[":
-            pos = yield from _json_array(text, pos, where, location, False)
+            pos = yield from _json_array(text, pos, where, location, False, lines)
         else:
+            line = lines.at(pos)
             value, pos = _json_value(text, pos, where)
-            yield value, location
+            yield value, location, line
         pos = _after_ws(text, pos)
         n += 1
 
@@ -149,16 +170,17 @@ def _join(location, more):
     return f"{location}, {more}" if location else more
 
 
-def _json_array(text, pos, where, prefix, items):
-    """Yields (element, `prefix[i]`) for each element of the array at text[pos], each element
-    wrapped in _Item when `items`; returns the position after the array."""
+def _json_array(text, pos, where, prefix, items, lines):
+    """Yields (element, `prefix[i]`, line) for each element of the array at text[pos], each
+    element wrapped in _Item when `items`; returns the position after the array."""
     pos = _after_ws(text, pos + 1)
     if text.startswith("]", pos):
         return pos + 1
     i = 0
     while True:
+        line = lines.at(pos)
         value, pos = _json_value(text, pos, where)
-        yield (_Item(value) if items else value), f"{prefix}[{i}]"
+        yield (_Item(value) if items else value), f"{prefix}[{i}]", line
         i += 1
         pos = _after_ws(text, pos)
         if text.startswith(",", pos):
@@ -169,14 +191,15 @@ def _json_array(text, pos, where, prefix, items):
             raise _json_error(where, json.JSONDecodeError("Expecting ',' delimiter", text, pos))
 
 
-def _json_object(text, pos, where, location):
+def _json_object(text, pos, where, location, lines):
     """A top-level object; when its `items` is an array, the items are yielded one by one as
-    (_Item, location) before the object itself (without `items`, marked as a List)."""
+    (_Item, location, line) before the object itself (without `items`, marked as a List)."""
     obj: dict = {}
+    line = lines.at(pos)
     items: list | None = None
     pos = _after_ws(text, pos + 1)
     if text.startswith("}", pos):
-        yield obj, location
+        yield obj, location, line
         return pos + 1
     while True:
         if not text.startswith('"', pos):
@@ -192,7 +215,7 @@ def _json_object(text, pos, where, location):
         pos = _after_ws(text, pos + 1)
         if key == "items" and text.startswith("[", pos):
             items = []
-            pos = yield from _json_array(text, pos, where, _join(location, "items"), True)
+            pos = yield from _json_array(text, pos, where, _join(location, "items"), True, lines)
             obj[key] = items           # a list: its elements were handed on already
         else:
             obj[key], pos = _json_value(text, pos, where)
@@ -205,7 +228,7 @@ def _json_object(text, pos, where, location):
             raise _json_error(where, json.JSONDecodeError("Expecting ',' delimiter", text, pos))
     if items is not None:
         obj = _StreamedList(obj)
-    yield obj, location
+    yield obj, location, line
     return pos + 1
 
 
@@ -398,15 +421,18 @@ def _yaml_document(loader, location, aliases, where):
     loader.get_event()                          # document start
     anchors = loader.anchors = _Anchors()
     count = _AliasCount() if aliases else None
+    marks: list = []            # where the last value composed started (libyaml's marks too)
 
     def value():
         mark = len(anchors.order)
+        marks[:] = [loader.peek_event().start_mark]
         node = loader.compose_node(None, None)
         if count is not None:
             count.add(node, anchors, mark)
         return node
 
     start = loader.peek_event()
+    line = _line(start)
     if isinstance(start, yaml.MappingStartEvent) and start.anchor is None and \
             start.tag in (None, "!", "tag:yaml.org,2002:map"):
         loader.get_event()
@@ -429,7 +455,9 @@ def _yaml_document(loader, location, aliases, where):
                 loader.get_event()
                 i = 0
                 while not loader.check_event(yaml.SequenceEndEvent):
-                    yield _Item(loader.construct_document(value())), f"{_join(location, 'items')}[{i}]"
+                    item = value()
+                    yield _Item(loader.construct_document(item)), f"{_join(location, 'items')}[{i}]", \
+                        _line(marks[-1])
                     i += 1
                 loader.get_event()
                 doc[key], streamed = [], True
@@ -448,7 +476,14 @@ def _yaml_document(loader, location, aliases, where):
         doc = loader.construct_document(value())
     loader.get_event()                          # document end
     if doc is not None:
-        yield doc, location
+        yield doc, location, line
+
+
+def _line(event_or_mark):
+    """The 1-based line an event (or its mark) starts on; None when the parser gave no mark."""
+    mark = getattr(event_or_mark, "start_mark", event_or_mark)
+    line = getattr(mark, "line", None)
+    return line + 1 if isinstance(line, int) else None
 
 
 # objects --------------------------------------------------------------------------------------
@@ -457,9 +492,10 @@ def _at(location):
     return f"{location}: " if location else ""
 
 
-def _flatten(doc, where, location, counter):
-    """The objects of one document, with their locations; Lists are opened. An object with
-    `items` is a List, as kubectl's decoder reads it: its kind must end in List."""
+def _flatten(doc, where, location, counter, line=None):
+    """The objects of one document, (object, location, line), Lists opened; `line` is the
+    document's, an object inside it has none known here (a streamed List's items come with their
+    own). An object with `items` is a List, as kubectl's decoder reads it: its kind must end in List."""
     if isinstance(doc, _StreamedList):
         _check_list(doc, where, location)
         counter.lists += 1
@@ -487,7 +523,7 @@ def _flatten(doc, where, location, counter):
     if api_version is not None and not isinstance(api_version, str):
         raise PluginError(f"{where}: {_at(location)}apiVersion must be a string, not {fields.type_name(api_version)}")
     counter.objects += 1
-    yield doc, location
+    yield doc, location, line
 
 
 def _check_list(doc, where, location):
@@ -502,19 +538,21 @@ def _check_list(doc, where, location):
         raise PluginError(f"{where}: {_at(location)}items must be a list, not {fields.type_name(items)}")
 
 
-def read_objects(paths, stdin=None):
+def read_objects(paths, stdin=None, lines=False):
     """Every object in the given files, directories or '-' (stdin), as (object, where, location):
     `where` the file, `location` the object's place in it ('' for the only one, `items[3]`,
-    `document 2, items[0]`). A file or stdin holding no object and no List is an error."""
+    `document 2, items[0]`); with `lines`, (object, where, location, line): the 1-based line the
+    object starts on (None where not known: an object inside a YAML sequence that is not a
+    List's streamed items). A file or stdin holding no object and no List is an error."""
     for path in _expand_paths(paths):
         text, where = _read_text(path, stdin)
         counter = _Counter()
         try:
-            for doc, location in _documents(text, where):
+            for doc, location, line in _documents(text, where):
                 if isinstance(doc, _Item):     # an element of a streamed List's items
                     doc = doc.value
-                for obj, loc in _flatten(doc, where, location, counter):
-                    yield obj, where, loc
+                for obj, loc, at in _flatten(doc, where, location, counter, line):
+                    yield (obj, where, loc, at) if lines else (obj, where, loc)
         except PluginError:
             raise
         except RecursionError:

@@ -46,8 +46,19 @@ def in_namespace(obj, namespace):
     return {**obj, "metadata": {**meta, "namespace": namespace}}
 
 
-def _add_object(obj, scope, result, ignored, intern, read_at=None):
+def _add_object(obj, scope, result, ignored, intern, read_at=None, origin=None):
+    """Add the record of `obj` to `result`; with `origin` (where it starts in its file), keep that
+    in `result.origins` by kind, namespace and name, beside the record (the first one wins, as
+    the first record of a name is the one judged)."""
     obj = in_namespace(obj, scope.namespace)
+    named = _add_record(obj, scope, result, ignored, intern, read_at)
+    if origin is not None and named is not None:
+        result.origins.setdefault((obj.get("kind"),) + named, origin)
+
+
+def _add_record(obj, scope, result, ignored, intern, read_at) -> tuple | None:
+    """The (namespace, name) of the record added (None: not one the snapshot keeps by name)."""
+    named: tuple | None = None
     kind = obj.get("kind")
     group = api.group_of(obj)
     if kind == "Pod" and group == "":
@@ -56,17 +67,21 @@ def _add_object(obj, scope, result, ignored, intern, read_at=None):
                 and (not scope.names or record.name in scope.names)
                 and label_selector.matches(record.labels, scope.selector)):
             result.pods.append(record)
+        named = (record.namespace, record.name)
     elif kind == api.MD_KIND and group == api.MODEL_DEPLOYMENT.group:
         record = decode.deployment_record(obj)
         result.deployments[(record.namespace, record.name)] = record
+        named = (record.namespace, record.name)
     elif kind == api.BINDING_KIND and group == api.BINDING.group:
         record = decode.binding_record(obj)
         result.bindings[(record.namespace, record.name)] = record
+        named = (record.namespace, record.name)
     elif kind == api.POOL_KIND and group == api.POOL.group:
         record = decode.pool_record(obj)
         if result.pools is None:
             result.pools = {}
         result.pools[record.name] = record
+        named = (None, record.name)
     elif kind == api.SETTING_KIND and group == api.SETTING.group:
         meta = obj.get("metadata")
         if meta.__class__ is not dict or meta.get("name").__class__ is not str or not meta.get("name"):
@@ -75,6 +90,7 @@ def _add_object(obj, scope, result, ignored, intern, read_at=None):
             decode.setting_record(obj, "file")
         if decode.is_setting(obj):
             result.setting = decode.setting_record(obj, "file")
+            named = (meta.get("namespace") or None, meta["name"])
     elif scope.recoveries and kind == "ConfigMap" and group == "" and recovery_state.is_record(obj):
         state = recovery_state.state_of(obj, read_at, scope.namespace or "default")
         if records.in_namespace(state.namespace, scope.namespace):
@@ -83,16 +99,45 @@ def _add_object(obj, scope, result, ignored, intern, read_at=None):
         record = decode.workload_record(obj)
         if records.in_namespace(record.namespace, scope.namespace):
             result.workloads.append(record)
+        named = (record.namespace, record.name)
     elif kind not in _KNOWN_UNUSED and kind not in api.WORKLOAD_KINDS:
         ignored[kind] = ignored.get(kind, 0) + 1
+        template = _opted_in(obj.get("spec"), 4)
+        if template is not None:
+            meta = obj.get("metadata") if obj.get("metadata").__class__ is dict else {}
+            namespace = meta.get("namespace") or scope.namespace or "default"
+            binding = (template.get("annotations") or {}).get(api.ANNOTATION_PREFIX + "binding")
+            if records.in_namespace(namespace, scope.namespace):
+                result.unread_opt_ins.append((namespace, str(kind), str(meta.get("name") or ""),
+                                              binding if binding.__class__ is str else ""))
+    return named
+
+
+def _opted_in(node, depth) -> dict | None:
+    """The metadata of the first Pod template under `node` (an object with `metadata` and a `spec`
+    with `containers`, `depth` levels down at most: a LeaderWorkerSet's spec.leaderWorkerTemplate.
+    workerTemplate) that carries the injection opt-in label; None when none does."""
+    if node.__class__ is not dict or depth < 0:
+        return None
+    meta, spec = node.get("metadata"), node.get("spec")
+    if meta.__class__ is dict and spec.__class__ is dict and spec.get("containers").__class__ is list:
+        labels = meta.get("labels")
+        if labels.__class__ is dict and labels.get(api.INJECT_LABEL) == "true":
+            return meta
+    for value in node.values():
+        found = _opted_in(value, depth - 1)
+        if found is not None:
+            return found
+    return None
 
 
 def load_files(paths, scope: Scope, stdin=None) -> records.Snapshot:
-    return snapshot_of(read_objects(paths, stdin), scope)
+    return snapshot_of(read_objects(paths, stdin, lines=True), scope)
 
 
 def snapshot_of(objects, scope: Scope) -> records.Snapshot:
-    """The snapshot of saved objects, `(object, where, location)` as read_objects yields them."""
+    """The snapshot of saved objects, `(object, where, location[, line])` as read_objects yields
+    them; with the line, where each object starts is kept in `origins` (records.Origin)."""
     result = records.Snapshot(source="file")
     result.pools = {}       # the input's: one not in it is not known (Snapshot.absent)
     ignored: dict = {}
@@ -100,9 +145,12 @@ def snapshot_of(objects, scope: Scope) -> records.Snapshot:
     if scope.recoveries:
         result.recoveries = []
     read_at = datetime.now(timezone.utc)     # a record's lease is judged against the time it is read
-    for obj, where, location in objects:
+    for obj, where, location, *line in objects:
+        if location and line and line[0]:       # `document 5 (line 40)`: a rendered chart is long
+            location = f"{location} (line {line[0]})"
         try:
-            _add_object(obj, scope, result, ignored, intern, read_at)
+            _add_object(obj, scope, result, ignored, intern, read_at,
+                        records.Origin(where, line[0]) if line else None)
         except InvalidObject as exc:
             raise exc.located(where, location) from None
         except PluginError as exc:

@@ -264,7 +264,8 @@ class RecoveryState(Record):
 
 class Snapshot(Record):
     __slots__ = ("pods", "deployments", "bindings", "setting", "workloads", "source", "namespace", "notes",
-                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries", "refusals", "gpus")
+                 "missing_namespaces", "missing_pods", "server", "pools", "recoveries", "refusals", "gpus",
+                 "origins", "unread_opt_ins")
     __hash__ = None     # mutable: filled in as it is read
 
     def __init__(self, pods: list[Pod] | None = None, deployments: dict[tuple[str, str], Deployment] | None = None,
@@ -293,10 +294,27 @@ class Snapshot(Record):
         # The GPU of each Node read (engine Gpu by Node name; judge/gpu.py): only where a command
         # reads the Nodes its Pods run on (recover: a dtype is proposed only where it starts).
         self.gpus: dict = {}
+        # Where each object read from files starts: (kind, namespace, name) -> Origin (load/manifests);
+        # empty for a cluster. Kept beside the records, not in them: a record is the object's meaning.
+        self.origins: dict = {}
+        # Objects of kinds the plugin does not read (a LeaderWorkerSet, ...) whose Pod templates opt
+        # into injection, as (namespace, kind, name): from files only (a cluster's are its Pods).
+        self.unread_opt_ins: list = []
 
     def absent(self, namespace) -> str:
         """How to say an object was not there: saved files are an input, a cluster is not."""
         return "is not in the input" if self.source == "file" else f"was not found in namespace {namespace}"
+
+
+class Origin(Record):
+    """Where a saved object starts: its file as given to -f ('<stdin>' for standard input) and
+    the 1-based line of its first key (None: not known, e.g. an object inside a plain YAML list)."""
+
+    __slots__ = ("file", "line")
+
+    def __init__(self, file: str, line: int | None = None):
+        self.file = file
+        self.line = line
 
 
 def in_namespace(namespace, wanted) -> bool:

@@ -65,4 +65,5 @@ class Output(Record):
         from kubectl_kvcache.render.report import now
 
         return self.replace(subject=Subject(self.command, context, tuple(files), snapshot.source, snapshot.namespace,
-                                            tuple(failing), getattr(snapshot, "server", None), now(), exit_code))
+                                            tuple(failing), getattr(snapshot, "server", None), now(), exit_code,
+                                            tuple((getattr(snapshot, "origins", None) or {}).items())))

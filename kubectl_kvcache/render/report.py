@@ -25,11 +25,13 @@ class Subject(Record):
     references), the context named by --context (None: the kubeconfig's current one), the input
     (cluster or files), the namespace (None: all), and what makes a case fail."""
 
-    __slots__ = ("command", "context", "files", "source", "namespace", "failing", "server", "time", "exit_code")
+    __slots__ = ("command", "context", "files", "source", "namespace", "failing", "server", "time", "exit_code",
+                 "origins")
 
     def __init__(self, command: str = "", context: str | None = None, files: tuple[str, ...] = (),
                  source: str = "cluster", namespace: str | None = None, failing: tuple[str, ...] = (),
-                 server: str | None = None, time: str | None = None, exit_code: int | None = None):
+                 server: str | None = None, time: str | None = None, exit_code: int | None = None,
+                 origins: tuple = ()):
         self.command = command
         self.context = context
         self.files = files
@@ -39,6 +41,9 @@ class Subject(Record):
         self.server = server        # the API server read (its URL without userinfo); None: files
         self.time = time            # when it was read: RFC 3339, UTC (now())
         self.exit_code = exit_code  # what the run exits with (None: not known when the report is printed)
+        # where each object read from files starts: ((kind, namespace, name), records.Origin) pairs
+        # (load/manifests keeps them on the snapshot; a tuple, so the subject stays hashable)
+        self.origins = origins
 
 
 def now() -> str:
@@ -109,14 +114,16 @@ class Annotation(Record):
     verify: the status); `failed`: it makes the exit code 1; `path`: where it is, outermost
     first, as (kind, name) pairs (context, namespace, the object, role, replica); `key`: its
     identity across runs, built without Pod names or positions (a rollout renames every Pod);
-    `file`: the -f file it was read from, when known; `suppression`: the policy rule that ignored
+    `file`: the -f file it was read from, when known, and `line` the line its object starts on
+    there (None: not known); `suppression`: the policy rule that ignored
     it and its reason (None: not ignored; an ignored finding never fails)."""
 
-    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file", "suppression", "said")
+    __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file", "suppression", "said",
+                 "line")
 
     def __init__(self, code: str, severity: str, failed: bool, message: str, fix: str,
                  path: tuple[tuple[str, str], ...], key: str, file: str | None = None,
-                 suppression: str | None = None, said: str = ""):
+                 suppression: str | None = None, said: str = "", line: int | None = None):
         self.code = code
         self.severity = severity
         self.failed = failed
@@ -127,6 +134,7 @@ class Annotation(Record):
         self.file = file
         self.suppression = suppression
         self.said = said            # the engine's own line, where it gave one (verify: a crashed replica)
+        self.line = line
 
 
 class Rule(Record):
@@ -610,6 +618,27 @@ def _file_of(subject):
     return files[0]
 
 
+class _Places:
+    """Where the object of a finding was read: its own file and line when load/ kept them (any
+    number of -f files or a directory), else the one -f file every object came from (_file_of)."""
+
+    __slots__ = ("origins", "file")
+
+    def __init__(self, subject):
+        self.origins = dict(getattr(subject, "origins", ()) or ())
+        self.file = _file_of(subject)
+
+    def of(self, *keys):
+        """(file, line) of the first of `keys` ((kind, namespace, name)) that was read from a file
+        (not standard input: no file to point at); an object no file held (the Setting assumed,
+        the workload kinds not read) has none; without origins (none kept), the one file."""
+        for key in keys:
+            origin = self.origins.get(key)
+            if origin is not None:
+                return (origin.file, origin.line) if origin.file != "<stdin>" else (None, None)
+        return (None, None) if self.origins else (self.file, None)
+
+
 def _object_key(kind, name):
     """An object's name in a finding's key: a Pod by the workload its name is generated from
     (a rollout renames every Pod; the ordinal ones keep their name)."""
@@ -629,7 +658,7 @@ def _verify_findings(report, subject, verdict):
 
     ignored = list(getattr(report, "suppressed", ()))
     names = replica_names(report.items + ignored)
-    file = _file_of(subject)
+    places = _Places(subject)
     found = []
     rows = [("items", n, i) for n, i in enumerate(report.items)] + [("suppressed", n, i) for n, i in enumerate(ignored)]
     for where, index, item in rows:
@@ -659,22 +688,26 @@ def _verify_findings(report, subject, verdict):
         # OK row that fails: an error
         severity = "error" if item.status == judge.OK else \
             item.status if item.policy is None else (item.policy.now or item.policy.was)
+        kind = path[1][0]
+        file, line = places.of(("Pod", parts[0], item.pod), (kind, parts[0], path[1][1]))
         found.append(Annotation(code, severity, failed, message, fix, tuple(path), f"verify|{code}|{replica}", file,
-                                suppression, engine_said(item) or ""))
+                                suppression, engine_said(item) or "", line))
     return found
 
 
-def _check_finding(f, failed, command, file):
+def _check_finding(f, failed, command, places):
     path = ((("namespace", f.namespace),) if f.namespace else ()) + ((f.kind, f.name),)
     where = (f.namespace or "") + "|" + _object_key(f.kind, f.name)
+    file, line = places.of((f.kind, f.namespace or None, f.name))
     # what an object is told, not which sentence: a message may name Pods (the key must outlive them)
-    return Annotation(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file)
+    return Annotation(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file,
+                      line=line)
 
 
 def _check_findings(report, subject, verdict):
     from kubectl_kvcache.judge import verdict as decided
 
-    file = _file_of(subject)
+    file = _Places(subject)
     return [_check_finding(f, verdict.outcome("findings", n) == decided.FAILED, "check", file)
             for n, f in enumerate(report.findings)] + [
         _check_finding(f, False, "check", file).replace(suppression=_suppression(f.policy))
@@ -684,7 +717,7 @@ def _check_findings(report, subject, verdict):
 def _bindings_findings(report, subject, verdict):
     from kubectl_kvcache.judge import verdict as decided
 
-    file = _file_of(subject)
+    file = _Places(subject)
     return [_check_finding(f, verdict.outcome("findings", n) == decided.FAILED, "bindings", file)
             for n, f in enumerate(report.findings) if f.kind == "KVCachePoolBinding"
             or verdict.outcome("findings", n) == decided.FAILED]
@@ -693,7 +726,7 @@ def _bindings_findings(report, subject, verdict):
 def _roles_findings(report, subject, verdict):
     from kubectl_kvcache.judge import checks
 
-    file = _file_of(subject)
+    file = _Places(subject)
     failing = {(e.namespace, e.deployment, e.role) for n, e in enumerate(report.roles)
                if verdict.outcome("roles", n) == FAILED}
     return [_check_finding(f, any((namespace, deployment) == (f.namespace, f.name) and f"role {role} " in f.message

@@ -295,6 +295,13 @@ def deployment_lines(report, err):
         line(err, f"binding {g['namespace']}/{g['name']}: capacity {capacity_sum.text(g)}")
 
 
+def check_step(scope):
+    """Saved objects without a Pod in scope (a rendered chart holds Pod templates, not Pods):
+    `check` judges the templates."""
+    return f"next: kubectl kvcache check {' '.join(scope_args(scope))}   (no Pods to verify: check judges " \
+           f"Pod templates, e.g. a rendered chart's)"
+
+
 def all_namespaces_step(scope):
     """Nothing found in one namespace (or it does not exist): where to look next."""
     args = ["-A"] + scope_args(scope.replace(namespace=None, all_namespaces=False))

