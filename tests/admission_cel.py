@@ -6,6 +6,7 @@ the version, the message) are evaluated only through the real API server
 (tests/cluster/test_admission_cluster.py)."""
 
 import json
+import sys
 
 import celpy
 from celpy import celtypes
@@ -15,7 +16,11 @@ from kubectl_kvcache.judge import admission
 from objects import as_list
 from runcli import kvcache
 
+# celpy.Environment() raises the process's recursion limit to 2,500 for good, which changes what
+# other tests see (the YAML readers' depth errors): give it back, and raise it only while celpy runs
+_LIMIT = sys.getrecursionlimit()
 ENV = celpy.Environment()
+sys.setrecursionlimit(_LIMIT)
 
 
 def _cel(**values):
@@ -25,7 +30,12 @@ def _cel(**values):
 
 
 def evaluate(expression, **activation):
-    return ENV.program(ENV.compile(expression)).evaluate(activation)
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 2500))
+    try:
+        return ENV.program(ENV.compile(expression)).evaluate(activation)
+    finally:
+        sys.setrecursionlimit(before)
 
 
 def generated(tmp_path, *objects, args=("-A",)):
