@@ -167,6 +167,13 @@ def said(fmt, out, err):
         code = run_["invocations"][0].get("exitCode")
         assert (run_["properties"]["verdict"] == "failed") == bool(errors), run_["properties"]
         return bool(errors), code
+    if fmt in ("policyreport", "openreports"):      # fail results; the run's exit code on each report
+        items = json.loads(out)["items"]
+        fails = any(r["result"] == "fail" for i in items for r in i["results"])
+        codes = {i["metadata"]["annotations"]["kubectl-kvcache/exit-code"] for i in items}
+        assert len(codes) <= 1 and {i["metadata"]["annotations"]["kubectl-kvcache/verdict"] for i in items} <= \
+            {"failed" if fails else "passed"}, items
+        return fails, int(codes.pop()) if codes else None
     if fmt in ("json", "yaml"):
         data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
         verdict = data.get("verdict")
