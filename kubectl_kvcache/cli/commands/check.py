@@ -25,7 +25,7 @@ HELP = dict(
     examples=("check -A", "check -n llm-prod -o describe", "check -A --strict", "check -n llm-prod --observe",
               "check -A -l team=research", "check -A -f saved.json -o json",
               "check -A --policy examples/policy.yaml", "check -A --ignore binding-unused --severity binding-auto=error",
-              "check --contexts prod-eu,prod-us -A"))
+              "check --contexts prod-eu,prod-us -A", "check -A -o openreports --apply-reports --yes"))
 
 
 POLICY = flags.PolicyTerms("check", "finding code", "findings")

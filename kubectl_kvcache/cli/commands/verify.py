@@ -44,7 +44,8 @@ HELP = dict(
               "verify -n llm-prod llama-long-server-0 -o describe",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
               "verify -f saved.json -o json", "verify -A --ignore MISSING --severity MISMATCH=warning",
-              "verify -A --policy examples/verify-policy.yaml", "verify --all-contexts -A"))
+              "verify -A --policy examples/verify-policy.yaml", "verify --all-contexts -A",
+              "verify -A -o policyreport --apply-reports --dry-run"))
 
 
 def md_types() -> set[str]:
