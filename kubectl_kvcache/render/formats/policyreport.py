@@ -167,6 +167,10 @@ def _verify_results(doc):
                      scored=c.ignored is None)
 
 
+# a result per replica (verify's cases) or per finding (check's findings)
+_RESULTS = {"verify": _verify_results, "check": _check_results}
+
+
 def _result(r, command, stamp) -> dict:
     out = {"source": SOURCE, "policy": _text(r.code), "rule": _text(r.code), "category": CATEGORIES[command],
            "result": r.result, "severity": r.severity, "scored": r.scored, "message": _text(r.message)}
@@ -185,9 +189,9 @@ def _summary(results) -> dict:
 def reports(doc, form: Form = FORM) -> list[dict]:
     """The reports of a Document (render/report.py): a namespace's in it, sorted by namespace, then
     the cluster's (when it has results or the run read every namespace)."""
-    if doc.command not in CATEGORIES:
+    if doc.command not in _RESULTS:
         raise ValueError(f"{doc.command} has no policy report form")
-    results = list(_verify_results(doc) if doc.command == "verify" else _check_results(doc))
+    results = list(_RESULTS[doc.command](doc))
     stamp = _seconds(doc.subject.time) if doc.subject.time else None
     groups: dict = {}
     for r in results:
