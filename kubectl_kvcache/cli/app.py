@@ -22,7 +22,8 @@ from kubectl_kvcache.errors import AlreadyDone, PluginError
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = exitcodes.OK, exitcodes.FINDINGS, exitcodes.ERROR
 
 # The registry: one line per command, in the order `--help` lists them (cli/commands/<name>.py).
-COMMANDS = ("verify", "check", "bindings", "roles", "setting", "recover", "engines", "completion", "version")
+COMMANDS = ("verify", "check", "bindings", "roles", "setting", "recover", "engines", "admission", "completion",
+            "version")
 
 DESCRIPTION = """\
 What --kv-cache-dtype every vLLM and SGLang engine of the GPUStack Operator will really run

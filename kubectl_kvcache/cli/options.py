@@ -110,3 +110,15 @@ class CompletionOptions(Record):
 
     def __init__(self, shell: str):
         self.shell = shell          # bash | zsh | fish | powershell
+
+
+class AdmissionOptions(Record):
+    """admission: what is read, and how the policies are printed and bound."""
+
+    __slots__ = ("connection", "scope", "format", "actions")
+
+    def __init__(self, connection: Connection, scope: Scope, format: str, actions: tuple[str, ...]):
+        self.connection = connection
+        self.scope = scope
+        self.format = format        # yaml | json
+        self.actions = actions      # validationActions of both bindings

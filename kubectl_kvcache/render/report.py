@@ -74,14 +74,18 @@ def engine_data_fact():
 
 class Case(Record):
     """One thing judged. `suite`: what it is grouped under (a namespace); `context`: the kubeconfig
-    context it came from, on a multi-context run (items carrying a `context` field)."""
+    context it came from, on a multi-context run (items carrying a `context` field). A verify
+    replica's case also says where it is as data, raw, for the formats that count replicas by it
+    (-o openmetrics): `place` ((namespace, N), (deployment, N), (role, N), (binding, N)) and
+    `tokens`, the KV-cache capacity its engine said after --observe (None: not read)."""
 
     __slots__ = ("suite", "name", "kind", "outcome", "status", "summary", "reason", "fix", "notes", "context",
-                 "said", "refs", "ignored")
+                 "said", "place", "tokens", "refs", "ignored")
 
     def __init__(self, suite: str, name: str, kind: str, outcome: str, status: str, summary: str = "",
                  reason: str = "", fix: str = "", notes: tuple[tuple[str, str, str, str], ...] = (),
-                 context: str | None = None, said: str = "", refs: tuple[tuple[str, str | None, str], ...] = (),
+                 context: str | None = None, said: str = "", place: tuple[tuple[str, str], ...] = (),
+                 tokens: int | None = None, refs: tuple[tuple[str, str | None, str], ...] = (),
                  ignored: str | None = None):
         self.suite = suite
         self.name = name
@@ -94,6 +98,8 @@ class Case(Record):
         self.notes = notes          # (severity, code, message, fix) of findings that fail nothing
         self.context = context
         self.said = said            # the engine's own line (a crashed replica's error, render.verify.engine_said)
+        self.place = place
+        self.tokens = tokens
         self.refs = refs            # (kind, namespace, name) of the objects it is about (verify: the Pod, its deployment)
         self.ignored = ignored      # the policy rule that ignored it and its reason (None: not ignored)
 
@@ -372,11 +378,15 @@ def _verify(report, subject, verdict):
             fix = item.fix or decided.ok_fix(item, decision.code)
         elif outcome != decided.FAILED and decision.why and item.status != judge.OK:
             summary += f" ({decision.why})"
+        cap = item.capacity
         refs = ((("Pod", item.namespace, item.pod),) if item.pod is not None else ()) + \
             ((("ModelDeployment", item.namespace, item.deployment),) if item.deployment else
              (((item.owner["kind"], item.namespace, item.owner["name"]),) if item.owner else ()))
         cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, status, summary,
-                          reason, fix, notes, context=_context(item), said=engine_said(item) or "", refs=refs,
+                          reason, fix, notes, context=_context(item), said=engine_said(item) or "",
+                          place=(("namespace", item.namespace or ""), ("deployment", item.deployment or ""),
+                                 ("role", item.role or ""), ("binding", item.binding or "")),
+                          tokens=cap.tokens if cap is not None and not cap.conflict else None, refs=refs,
                           ignored=_suppression(item.policy) if where == "suppressed" else None))
     counts = report.summary()
     progress = None

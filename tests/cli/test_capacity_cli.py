@@ -134,3 +134,25 @@ def test_markdown_junit_and_sarif_carry_the_sums():
     sarif, _ = run("-o", "sarif")
     said = json.loads(sarif)["runs"][0]["properties"]["capacity"]
     assert "deployment llm-prod/qwen-pd: 4,173,116 tokens (2/2 replicas read)" in said
+
+
+@pytest.mark.parametrize("fmt", ["openmetrics", "prometheus"])
+def test_metrics_give_each_replicas_capacity_as_its_row_has_it(fmt):
+    """kubectl_kvcache_replica_capacity_tokens (docs/metrics.md), read by prometheus_client's parser:
+    one sample per replica whose engine said its capacity, the tokens of its json row; a replica
+    not read has none (never 0); summed by Binding, the json's sums where every replica was read."""
+    import metrics_text
+
+    data = json.loads(run("-o", "json")[0])
+    out, _ = run("-o", fmt)
+    got = metrics_text.samples(fmt, out, "kubectl_kvcache_replica_capacity_tokens")
+    by_replica = {labels["replica"]: (labels, value) for labels, value in got}
+    assert by_replica["llm-prod/qwen-chat/server/0"][1] == 300220
+    assert by_replica["llm-prod/qwen-chat/server/1"][1] == 298000
+    assert by_replica["llm-prod/qwen-pd/prefill/0"][0]["binding"] == "sgl-bf16"
+    read = [i for i in data["items"] if i.get("capacity") and i["capacity"]["tokens"] is not None]
+    assert sorted(v for _, v in got) == sorted(i["capacity"]["tokens"] for i in read) and read
+    assert not any(labels["deployment"] in ("llama-long", "deepseek-sgl") for labels, _ in got)
+    for group in data["capacity"]["bindings"]:
+        if group["complete"]:
+            assert sum(v for labels, v in got if labels["binding"] == group["name"]) == group["tokens"]

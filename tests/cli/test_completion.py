@@ -44,7 +44,7 @@ def names(words, lister=None):
 def test_subcommands_with_their_help_and_no_file_fallback():
     found, directive = completion.complete(SPEC, [""], Lister())
     assert [c.split("\t")[0] for c in found] == ["verify", "check", "bindings", "roles", "setting", "recover",
-                                                 "engines", "completion", "version"]
+                                                 "engines", "admission", "completion", "version"]
     assert all("\t" in c for c in found) and directive == completion.DIRECTIVE_NO_FILE
     assert names(["ve"]) == (["verify", "version"], 4)
     assert names(["setting", "o"]) == (["on", "off"], 4)

@@ -191,6 +191,10 @@ def test_a_chart_rendered_into_another_namespace_fails_every_gate_in_every_forma
         data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
         assert [(r["code"], r["message"], r["fails"]) for r in data["verdict"]["reasons"]] == [
             ("nothing-found", message, True)]
+    elif fmt in ("openmetrics", "prometheus"):      # a label holds no sentence: the reason is a failing finding
+        import metrics_text
+
+        assert metrics_text.value(fmt, out, "kubectl_kvcache_findings", code="nothing-found", failed="true") == 1
     elif fmt in ("table", "wide", "describe", "csv") or formats.get(fmt).kind == formats.LIST:   # stderr's line
         assert f"verdict: FAILED (exit code 1): {message}" in err.splitlines()
     else:

@@ -37,6 +37,9 @@ CASES["verify-markdown-ns"] = ["verify", "-n", "llm-research", "-f", EXAMPLE, "-
 CASES["check-junit-strict"] = ["check", "-n", "llm-research", "-f", EXAMPLE, "--strict", "-o", "junit"]
 for fmt in ("text", "json", "yaml"):
     CASES[f"recover-{fmt}"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", fmt]
+CASES["admission-yaml"] = ["admission", "-A", "-f", EXAMPLE]
+CASES["admission-ns-json-warn"] = ["admission", "-n", "llm-prod", "-f", EXAMPLE, "-o", "json",
+                                   "--validation-actions", "Warn,Audit"]
 CASES["recover-markdown"] = ["recover", "sgl-fp8", "-n", "llm-prod", "-f", EXAMPLE, "-o", "markdown"]
 CASES["recover-replace"] = ["recover", "chat-fp8", "-n", "llm-prod", "-f", EXAMPLE, "--dtype", "fp8_e4m3",
                             "--strategy", "replace"]

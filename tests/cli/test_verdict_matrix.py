@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
+import metrics_text
+
 from kubectl_kvcache import engine
 from kubectl_kvcache.cli import main
 from kubectl_kvcache.cli.flows import verify as verify_flow
@@ -174,6 +176,10 @@ def said(fmt, out, err):
         assert len(codes) <= 1 and {i["metadata"]["annotations"]["kubectl-kvcache/verdict"] for i in items} <= \
             {"failed" if fails else "passed"}, items
         return fails, int(codes.pop()) if codes else None
+    if fmt in metrics_text.FORMATS:       # the run_failed gauge and the exit code gauge (docs/metrics.md)
+        command = metrics_text.samples(fmt, out, "kubectl_kvcache_run_failed")[0][0]["command"]
+        failed = metrics_text.value(fmt, out, "kubectl_kvcache_run_failed", command=command)
+        return failed == 1, int(metrics_text.value(fmt, out, "kubectl_kvcache_run_exit_code", command=command))
     if fmt in ("json", "yaml"):
         data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
         verdict = data.get("verdict")
@@ -282,7 +288,7 @@ def _example_snapshot(namespace="llm-prod"):
 ENDINGS = ("complete", "timeout", "settled", "rejected", "watch-timeout", "pending-timeout")
 
 
-WAIT_FORMATS = formats.streaming("verify") + ("json", "yaml", "markdown", "junit", "sarif")   # --wait -o X
+WAIT_FORMATS = formats.streaming("verify") + ("json", "yaml", "markdown", "junit", "sarif", "openmetrics", "prometheus")   # --wait -o X
 ENDING_CASES = [pytest.param(e, f, id=f"{e}-{f}") for e in ENDINGS for f in WAIT_FORMATS
                 if e != "watch-timeout" or f in formats.streaming("verify")]     # --watch prints rows only
 

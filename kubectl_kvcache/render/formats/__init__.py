@@ -67,11 +67,14 @@ FORMATS = {f.name: f for f in (
     Format("wide", ROWS, JUDGING, fleet=True, streams=True),
     Format("describe", ROWS, JUDGING),
     Format("csv", ROWS, JUDGING, fleet=True, people=False, help="every column, for a spreadsheet or a program"),
-    Format("json", DATA, EVERY, fleet=True, streams=True),     # --watch: one watch event per line
-    Format("yaml", DATA, EVERY, fleet=True, streams=True),     # --watch: one document per watch event
+    Format("json", DATA, EVERY + ("admission",), fleet=True, streams=True),     # --watch: one watch event per line
+    Format("yaml", DATA, EVERY + ("admission",), fleet=True, streams=True),     # --watch: one document per watch event
     Format("markdown", DOCUMENT, JUDGING + ("recover",), fleet=True, help="a report for a change ticket"),
     Format("junit", DOCUMENT, JUDGING, fleet=True, help="JUnit XML for a CI's test reporter"),
     Format("sarif", DOCUMENT, ("verify", "check"), fleet=True, help="SARIF 2.1.0 for code scanning"),
+    Format("openmetrics", DOCUMENT, ("verify", "check"), fleet=True, help="OpenMetrics text for Prometheus"),
+    Format("prometheus", DOCUMENT, ("verify", "check"), fleet=True,
+           help="Prometheus 0.0.4 text, for a Pushgateway or a textfile collector"),
     Format("policyreport", DOCUMENT, ("verify", "check"),
            help="wgpolicyk8s.io PolicyReports for the cluster to keep (--apply-reports)"),
     Format("openreports", DOCUMENT, ("verify", "check"), help="the same as openreports.io Reports"),
