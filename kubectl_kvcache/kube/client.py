@@ -813,7 +813,8 @@ class Client:
         """Server-side apply of one object (PATCH application/apply-patch+yaml, as `kubectl apply
         --server-side` sends it: JSON is YAML): the fields `field_manager` owns are set, the
         others' left alone; a field another manager owns is a 409 Conflict unless `force`
-        (kubectl's --force-conflicts). Creates the object when it does not exist. Returns it."""
+        (kubectl's --force-conflicts: the field becomes this manager's). Creates the object when
+        it does not exist. Returns it."""
         query = {"fieldManager": field_manager}
         if force:
             query["force"] = "true"

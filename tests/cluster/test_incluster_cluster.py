@@ -261,7 +261,8 @@ def test_the_cronjob_keeps_its_reports_and_replaces_them(cluster, incluster):
     """The CronJob's own args, twice, in the Pod: the reports stored are the ones printed, with the
     plugin's manager; between the runs one namespace loses every replica and another one deployment;
     the second run replaces the first's results in place (same uid), deletes the emptied namespace's
-    report, and leaves the label another manager added. Dry runs, server or client, write nothing."""
+    report, takes back the results another manager applied over its own (forced, as a controller
+    owning the object) and leaves the label another manager added. Dry runs, server or client, write nothing."""
     scene = cluster.load_example_namespaces(os.path.join(ROOT, "examples", "cluster.json"), "polr-")
     prod, research = scene["llm-prod"], scene["llm-research"]
     args = container_args(manifest("cronjob.yaml")[0])
@@ -283,6 +284,13 @@ def test_the_cronjob_keeps_its_reports_and_replaces_them(cluster, incluster):
     assert cluster.request_ok("GET", f"{REPORTS}/clusterpolicyreports/kubectl-kvcache-verify")["kind"] == \
         "ClusterPolicyReport"
     cluster.kubectl("label", "policyreport", "kubectl-kvcache-verify", "-n", prod, "team=sre", check=True)
+    # someone else applies results over the plugin's: the plugin's report, its next run takes them back
+    tampered = {"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+                "metadata": {"name": "kubectl-kvcache-verify", "namespace": prod},
+                "results": [{"policy": "tampered", "result": "pass"}]}
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager", "someone", "-f", "-",
+                    input=json.dumps(tampered), check=True)
+    assert [r["policy"] for r in _stored(cluster, prod)["results"]] == ["tampered"]
 
     # the scene changes: llm-research has no replica any more, llm-prod one deployment less
     cluster.kubectl("delete", "modeldeployments.worker.gpustack.ai,pods", "--all", "-n", research, "--wait=false",
@@ -301,7 +309,7 @@ def test_the_cronjob_keeps_its_reports_and_replaces_them(cluster, incluster):
     assert len(second["results"]) == len(first["results"]) - 1
     assert second["metadata"]["labels"]["team"] == "sre"      # another manager's field: left alone
     managers = {m["manager"] for m in second["metadata"]["managedFields"]}
-    assert "kubectl-kvcache" in managers and len(managers) == 2
+    assert managers == {"kubectl-kvcache", "kubectl-label"}, managers     # `someone` owns nothing any more
 
     version = second["metadata"]["resourceVersion"]
     code, out, err = in_pod(incluster, *args, "--dry-run=server")

@@ -1,7 +1,9 @@
 """--apply-reports: the reports -o policyreport (or -o openreports) printed, kept in the cluster.
 Each report is server-side applied (kube/client.apply: PATCH application/apply-patch+yaml, field
-manager kubectl-kvcache, never forced: a field another manager owns is a conflict, as `kubectl
-apply --server-side` without --force-conflicts), then the reports of the same command (found by
+manager kubectl-kvcache, forced as the Kubernetes documentation asks of a controller for the
+objects it owns and manages (Server-Side Apply, "Using Server-Side Apply in a controller"): the
+fields the report sets (its results, summary, its own labels) are the plugin's, taken back if
+someone changed them; every field it does not set (another manager's labels, annotations) stays), then the reports of the same command (found by
 their labels, render/formats/policyreport.selector) in the scope the run read that this run did
 not write are deleted, each with its uid as precondition: a namespace with nothing to report any
 more loses its stale report, so the reports are replaced, never piled up.
@@ -14,7 +16,7 @@ reports), asked on a terminal or taken with --yes, `--dry-run=client` sends no w
 from __future__ import annotations
 
 from kubectl_kvcache import render
-from kubectl_kvcache.errors import Conflict, Forbidden, NotFound, PluginError
+from kubectl_kvcache.errors import Forbidden, NotFound, PluginError
 from kubectl_kvcache.kube.connection import DEFAULT_FIELD_MANAGER
 from kubectl_kvcache.render import formats
 from kubectl_kvcache.render.formats import policyreport
@@ -128,10 +130,7 @@ def publish(publish_options, doc, output_format, namespace, everywhere, client, 
         ns, name = o["metadata"].get("namespace"), o["metadata"]["name"]
         what = f"apply {_resource(form, ns)} {name}{_where(ns)}"
         try:
-            client.apply(_path(form, ns, name), o, FIELD_MANAGER, force=False, dry_run=dry == "server", what=what)
-        except Conflict as exc:
-            raise Conflict(f"{exc}; nothing of theirs was overwritten (kubectl apply --server-side "
-                           f"--force-conflicts would take those fields)") from exc
+            client.apply(_path(form, ns, name), o, FIELD_MANAGER, force=True, dry_run=dry == "server", what=what)
         except Forbidden as exc:
             raise Forbidden(f"{exc} (needs RBAC verbs patch and create on {form.plural if ns else form.cluster_plural}."
                             f"{form.group})") from exc
