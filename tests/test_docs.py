@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join("examples", "cluster.json")
 PAGES = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 # flags that make a command write, wait, follow a cluster or read several: parsed, never run on the example
-LIVE = {"--apply", "--watch", "-w", "--wait", "--dry-run=server", "--yes", "-y", "--contexts", "--all-contexts"}
+LIVE = {"--apply", "--apply-reports", "--watch", "-w", "--wait", "--dry-run=server", "--yes", "-y", "--contexts", "--all-contexts"}
 
 
 def _blocks(page):

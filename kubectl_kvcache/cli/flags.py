@@ -338,3 +338,41 @@ def command_line(argv) -> str:
             words.append(word)
         i += 1
     return shell_command(PROG.split() + words)
+
+
+REPORT_FORMATS = ("policyreport", "openreports")
+
+
+def report_flags(p):
+    """--apply-reports and its write flags (check and verify): the reports kept in the cluster."""
+    p.add_argument("--apply-reports", action="store_true",
+                   help="server-side apply the reports -o policyreport or -o openreports prints (field manager "
+                        "kubectl-kvcache) and delete this command's reports the run did not write in the scope it "
+                        "read: the cluster keeps the last results (docs/policyreports.md)")
+    p.add_argument("-y", "--yes", action="store_true", help="--apply-reports: do not ask for confirmation")
+    p.add_argument("--dry-run", nargs="?", const="client", default="none", choices=("none", "client", "server"),
+                   help="--apply-reports: client: print what would be applied and deleted; server: let the API "
+                        "server validate each write without persisting it")
+
+
+def publish(ns, command):
+    """The Publish options of --apply-reports, or None; its rules checked before any request."""
+    from kubectl_kvcache.cli.options import Publish
+    from kubectl_kvcache.errors import PluginError
+
+    if not getattr(ns, "apply_reports", False):
+        if getattr(ns, "yes", False) or getattr(ns, "dry_run", "none") != "none":
+            raise PluginError(f"--yes and --dry-run go with --apply-reports (a {command} alone writes nothing)")
+        return None
+    if ns.output not in REPORT_FORMATS:
+        raise PluginError("--apply-reports applies the reports of -o policyreport or -o openreports: give one of them")
+    refused = ((getattr(ns, "filename", None), "-f/--filename (saved objects are not the cluster the reports go to)"),
+               (getattr(ns, "selector", None), "-l/--selector (a namespace's report would hold only a part of it)"),
+               (getattr(ns, "pods", None), "Pod names (a namespace's report would hold only a part of it)"),
+               (getattr(ns, "watch", False) or getattr(ns, "wait", False), "--watch/--wait (apply after the wait)"),
+               (getattr(ns, "contexts", None) is not None or getattr(ns, "all_contexts", False),
+                "--contexts/--all-contexts (one cluster at a time)"))
+    for given, why in refused:
+        if given:
+            raise PluginError(f"--apply-reports cannot be used with {why}")
+    return Publish(yes=ns.yes, dry_run=ns.dry_run)

@@ -10,13 +10,23 @@ from kubectl_kvcache.record import Record
 from kubectl_kvcache.render.output import Output
 
 
+class Publish(Record):
+    """--apply-reports: the -o policyreport/openreports reports kept in the cluster (cli/flows/reports.py)."""
+
+    __slots__ = ("yes", "dry_run")
+
+    def __init__(self, yes: bool = False, dry_run: str = "none"):
+        self.yes = yes
+        self.dry_run = dry_run      # none | client | server
+
+
 class CheckOptions(Record):
     """check, bindings and roles: one judgement, three views."""
 
-    __slots__ = ("view", "connection", "scope", "output", "strict", "selector", "policy", "observe")
+    __slots__ = ("view", "connection", "scope", "output", "strict", "selector", "policy", "observe", "publish")
 
     def __init__(self, view: str, connection: Connection, scope: Scope, output: Output, strict: bool = False,
-                 selector: str | None = None, policy=None, observe: bool = False):
+                 selector: str | None = None, policy=None, observe: bool = False, publish: Publish | None = None):
         self.view = view            # check | bindings | roles
         self.connection = connection
         self.scope = scope
@@ -25,15 +35,17 @@ class CheckOptions(Record):
         self.selector = selector    # -l: which judged objects are reported (all in scope are read)
         self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
         self.observe = observe      # check --observe: the capacity of the replicas a fix moves to another dtype
+        self.publish = publish      # check --apply-reports (None: not asked)
 
 
 class VerifyOptions(Record):
     __slots__ = ("connection", "scope", "output", "fail_on", "watch", "wait", "timeout", "deployments", "policy",
-                 "observe")
+                 "observe", "publish")
 
     def __init__(self, connection: Connection, scope: Scope, output: Output, fail_on: tuple[str, ...] = (),
                  watch: bool = False, wait: bool = False, timeout: float | None = None,
-                 deployments: tuple[str, ...] = (), policy=None, observe: bool = False):
+                 deployments: tuple[str, ...] = (), policy=None, observe: bool = False,
+                 publish: Publish | None = None):
         self.connection = connection
         self.scope = scope
         self.output = output
@@ -44,6 +56,7 @@ class VerifyOptions(Record):
         self.deployments = deployments  # --wait/--watch md/NAME: only these ModelDeployments
         self.policy = policy        # judge.policy.Policy of --policy, --ignore, --severity (None: none given)
         self.observe = observe      # read what each running engine reports it runs with (docs/verify.md)
+        self.publish = publish      # --apply-reports (None: not asked)
 
 
 class SettingOptions(Record):

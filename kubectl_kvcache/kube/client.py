@@ -809,6 +809,20 @@ class Client:
         return self.request("PATCH", path, query=query, body=body,
                             content_type="application/merge-patch+json", what=what)
 
+    def apply(self, path, body, field_manager, force=False, dry_run=False, what=None):
+        """Server-side apply of one object (PATCH application/apply-patch+yaml, as `kubectl apply
+        --server-side` sends it: JSON is YAML): the fields `field_manager` owns are set, the
+        others' left alone; a field another manager owns is a 409 Conflict unless `force`
+        (kubectl's --force-conflicts: the field becomes this manager's). Creates the object when
+        it does not exist. Returns it."""
+        query = {"fieldManager": field_manager}
+        if force:
+            query["force"] = "true"
+        if dry_run:
+            query["dryRun"] = "All"
+        return self.request("PATCH", path, query=query, body=body, content_type="application/apply-patch+yaml",
+                            what=what)
+
     def create(self, collection, body, field_manager=None, dry_run=False, what=None):
         """POST one object to its collection (`dry_run`: dryRun=All, nothing persisted). Returns
         the object as created; 409 AlreadyExists raises Conflict."""

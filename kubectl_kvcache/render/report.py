@@ -85,12 +85,13 @@ class Case(Record):
     `tokens`, the KV-cache capacity its engine said after --observe (None: not read)."""
 
     __slots__ = ("suite", "name", "kind", "outcome", "status", "summary", "reason", "fix", "notes", "context",
-                 "said", "place", "tokens")
+                 "said", "place", "tokens", "refs", "ignored")
 
     def __init__(self, suite: str, name: str, kind: str, outcome: str, status: str, summary: str = "",
                  reason: str = "", fix: str = "", notes: tuple[tuple[str, str, str, str], ...] = (),
                  context: str | None = None, said: str = "", place: tuple[tuple[str, str], ...] = (),
-                 tokens: int | None = None):
+                 tokens: int | None = None, refs: tuple[tuple[str, str | None, str], ...] = (),
+                 ignored: str | None = None):
         self.suite = suite
         self.name = name
         self.kind = kind            # the object's kind as the operator names it (Pod, KVCachePoolBinding, ...)
@@ -104,6 +105,8 @@ class Case(Record):
         self.said = said            # the engine's own line (a crashed replica's error, render.verify.engine_said)
         self.place = place
         self.tokens = tokens
+        self.refs = refs            # (kind, namespace, name) of the objects it is about (verify: the Pod, its deployment)
+        self.ignored = ignored      # the policy rule that ignored it and its reason (None: not ignored)
 
 
 class Annotation(Record):
@@ -119,11 +122,12 @@ class Annotation(Record):
     it and its reason (None: not ignored; an ignored finding never fails)."""
 
     __slots__ = ("code", "severity", "failed", "message", "fix", "path", "key", "file", "suppression", "said",
-                 "line")
+                 "line", "undecided")
 
     def __init__(self, code: str, severity: str, failed: bool, message: str, fix: str,
                  path: tuple[tuple[str, str], ...], key: str, file: str | None = None,
-                 suppression: str | None = None, said: str = "", line: int | None = None):
+                 suppression: str | None = None, said: str = "", line: int | None = None,
+                 undecided: bool = False):
         self.code = code
         self.severity = severity
         self.failed = failed
@@ -135,6 +139,7 @@ class Annotation(Record):
         self.suppression = suppression
         self.said = said            # the engine's own line, where it gave one (verify: a crashed replica)
         self.line = line
+        self.undecided = undecided  # the verdict left it undecided (check's `unchecked`): fails nothing, passes nothing
 
 
 class Rule(Record):
@@ -209,7 +214,8 @@ def _reason_case(reason, context):
     before the rollout completed: a case of its own, failing when the verdict says it fails."""
     return Case(_suite(context, reason.namespace or (reason.name if reason.kind == "Namespace" else "")),
                 f"{reason.kind} {reason.name}", reason.kind, FAILED if reason.fails else SKIPPED, reason.code,
-                reason.message, "", reason.fix, context=context)
+                reason.message, "", reason.fix, context=context,
+                refs=((reason.kind, None if reason.kind == "Namespace" else reason.namespace, reason.name),))
 
 
 def _reason_finding(reason, command):
@@ -381,11 +387,15 @@ def _verify(report, subject, verdict):
         elif outcome != decided.FAILED and decision.why and item.status != judge.OK:
             summary += f" ({decision.why})"
         cap = item.capacity
+        refs = ((("Pod", item.namespace, item.pod),) if item.pod is not None else ()) + \
+            ((("ModelDeployment", item.namespace, item.deployment),) if item.deployment else
+             (((item.owner["kind"], item.namespace, item.owner["name"]),) if item.owner else ()))
         cases.append(Case(_suite(_context(item), item.namespace), name, "Pod", outcome, status, summary,
                           reason, fix, notes, context=_context(item), said=engine_said(item) or "",
                           place=(("namespace", item.namespace or ""), ("deployment", item.deployment or ""),
                                  ("role", item.role or ""), ("binding", item.binding or "")),
-                          tokens=cap.tokens if cap is not None and not cap.conflict else None))
+                          tokens=cap.tokens if cap is not None and not cap.conflict else None, refs=refs,
+                          ignored=_suppression(item.policy) if where == "suppressed" else None))
     counts = report.summary()
     progress = None
     if report.accounted:
@@ -695,20 +705,21 @@ def _verify_findings(report, subject, verdict):
     return found
 
 
-def _check_finding(f, failed, command, places):
+def _check_finding(f, failed, command, places, undecided=False):
     path = ((("namespace", f.namespace),) if f.namespace else ()) + ((f.kind, f.name),)
     where = (f.namespace or "") + "|" + _object_key(f.kind, f.name)
     file, line = places.of((f.kind, f.namespace or None, f.name))
     # what an object is told, not which sentence: a message may name Pods (the key must outlive them)
     return Annotation(f.code, f.severity, failed, f.message, f.fix or "", path, f"{command}|{f.code}|{where}", file,
-                      line=line)
+                      line=line, undecided=undecided)
 
 
 def _check_findings(report, subject, verdict):
     from kubectl_kvcache.judge import verdict as decided
 
     file = _Places(subject)
-    return [_check_finding(f, verdict.outcome("findings", n) == decided.FAILED, "check", file)
+    return [_check_finding(f, verdict.outcome("findings", n) == decided.FAILED, "check", file,
+                           verdict.outcome("findings", n) == decided.SKIPPED)
             for n, f in enumerate(report.findings)] + [
         _check_finding(f, False, "check", file).replace(suppression=_suppression(f.policy))
         for f in getattr(report, "suppressed", ())]

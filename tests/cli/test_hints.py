@@ -19,7 +19,8 @@ SHARED = {"load/cluster.py": LOADERS, "load/reader.py": LOADERS, "load/manifests
           "load/files.py": LOADERS, "load/scope.py": LOADERS, "load/recovery.py": ("recover",),
           "cli/flows/recovery_record.py": ("recover",), "judge/gate.py": (("setting", "on"), "recover"),
           "judge/checks": ("check", "bindings", "roles", ("setting", "on"), "recover"),
-          "judge/rollout.py": ("verify",), "render/checks.py": ("check", "bindings", "roles")}
+          "judge/rollout.py": ("verify",), "render/checks.py": ("check", "bindings", "roles"),
+          "cli/flows/reports.py": ("verify", "check")}
 # Where flags are defined, not hinted at: their help is checked on the built parsers below.
 DEFINITIONS = ("cli/flags.py", "cli/connection_flags.py", "cli/completion.py", "cli/flows/completion.py", "engine/",
                "cli/app.py")

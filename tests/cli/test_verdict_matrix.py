@@ -169,6 +169,13 @@ def said(fmt, out, err):
         code = run_["invocations"][0].get("exitCode")
         assert (run_["properties"]["verdict"] == "failed") == bool(errors), run_["properties"]
         return bool(errors), code
+    if fmt in ("policyreport", "openreports"):      # fail results; the run's exit code on each report
+        items = json.loads(out)["items"]
+        fails = any(r["result"] == "fail" for i in items for r in i["results"])
+        codes = {i["metadata"]["annotations"]["kubectl-kvcache/exit-code"] for i in items}
+        assert len(codes) <= 1 and {i["metadata"]["annotations"]["kubectl-kvcache/verdict"] for i in items} <= \
+            {"failed" if fails else "passed"}, items
+        return fails, int(codes.pop()) if codes else None
     if fmt in metrics_text.FORMATS:       # the run_failed gauge and the exit code gauge (docs/metrics.md)
         command = metrics_text.samples(fmt, out, "kubectl_kvcache_run_failed")[0][0]["command"]
         failed = metrics_text.value(fmt, out, "kubectl_kvcache_run_failed", command=command)

@@ -25,7 +25,7 @@ HELP = dict(
     examples=("check -A", "check -n llm-prod -o describe", "check -A --strict", "check -n llm-prod --observe",
               "check -A -l team=research", "check -A -f saved.json -o json",
               "check -A --policy examples/policy.yaml", "check -A --ignore binding-unused --severity binding-auto=error",
-              "check --contexts prod-eu,prod-us -A"))
+              "check --contexts prod-eu,prod-us -A", "check -A -o openreports --apply-reports --yes"))
 
 
 POLICY = flags.PolicyTerms("check", "finding code", "findings")
@@ -48,6 +48,7 @@ def add_view(name, help, sub, commands, selects, strict=False, skip_workloads=Tr
 
 def add(sub, commands):
     add_view(NAME, HELP, sub, commands, SELECTS, strict=True)
+    flags.report_flags(commands[(NAME, None)])
     commands[(NAME, None)].add_argument(
         "--observe", action="store_true",
         help="also read the KV-cache capacity of the running replicas a fix moves to another dtype (a role's "
@@ -63,7 +64,8 @@ def options(ns, reads_workloads=True) -> CheckOptions:
     inner = CheckOptions(ns.command, connection_flags.connection(ns),
                          flags.scope(ns, workloads=reads_workloads, selected=False, pools=reads_workloads),
                          flags.output(ns), strict=getattr(ns, "strict", False), selector=ns.selector,
-                         policy=flags.policy(ns), observe=getattr(ns, "observe", False))
+                         policy=flags.policy(ns), observe=getattr(ns, "observe", False),
+                         publish=flags.publish(ns, ns.command) if ns.command == NAME else None)
     return contexts.wrap(ns, ns.command, "check", inner)
 
 

@@ -44,7 +44,8 @@ HELP = dict(
               "verify -n llm-prod llama-long-server-0 -o describe",
               "verify -A -l app.kubernetes.io/instance=llama-long", "verify -A --assume-setting on",
               "verify -f saved.json -o json", "verify -A --ignore MISSING --severity MISMATCH=warning",
-              "verify -A --policy examples/verify-policy.yaml", "verify --all-contexts -A"))
+              "verify -A --policy examples/verify-policy.yaml", "verify --all-contexts -A",
+              "verify -A -o policyreport --apply-reports --dry-run"))
 
 
 def md_types() -> set[str]:
@@ -104,6 +105,7 @@ def add(sub, commands):
     v.add_argument("--timeout", help=f"how long --wait waits (default {DEFAULT_ROLLOUT_TIMEOUT}) or --watch "
                                      f"watches (default: until interrupted), e.g. 30s, 10m; 0: no limit")
     flags.policy_flags(v, POLICY)
+    flags.report_flags(v)
     connection_flags.add(v)
     contexts.add(v)
 
@@ -144,7 +146,7 @@ def options(ns) -> VerifyOptions:
     pods = () if (ns.watch or ns.wait) else ns.pods
     inner = VerifyOptions(connection_flags.connection(ns), flags.scope(ns, pods=pods), flags.output(ns),
                           fail_on=fail_on, watch=ns.watch, wait=ns.wait, timeout=timeout, deployments=deployments,
-                          policy=flags.policy(ns), observe=ns.observe)
+                          policy=flags.policy(ns), observe=ns.observe, publish=flags.publish(ns, NAME))
     return contexts.wrap(ns, NAME, "verify", inner, (
         (ns.pods, "naming Pods picks them in one cluster"),
         (ns.watch or ns.wait, "--watch/--wait follow one cluster's rollout")))

@@ -105,6 +105,10 @@ def run(options: CheckOptions, io) -> int:
     output = options.output.about(snapshot, options.scope.files, options.connection.context, failing(options),
                                   code)
     render.show(view, report, output, io.stdout, io.stderr)
+    if getattr(options, "publish", None) is not None:
+        from kubectl_kvcache.cli.flows import reports
+
+        return reports.run(options, view, report, output, snapshot, code, io)
     if not options.output.structured:
         if _nothing(options, report):
             render.nothing_found(snapshot, view.empty, io.stderr)

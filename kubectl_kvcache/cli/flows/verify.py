@@ -106,8 +106,13 @@ def run(options: VerifyOptions, io) -> int:
     # is part of it (nothing was verified there, never green)
     report = decide(options, report, snapshot)
     code = report.verdict.code
-    render.show(view_of(options), report, about(options, snapshot, code), io.stdout, io.stderr)
+    output = about(options, snapshot, code)
+    render.show(view_of(options), report, output, io.stdout, io.stderr)
     newer_than_data(report, io.stderr)
+    if options.publish is not None:
+        from kubectl_kvcache.cli.flows import reports
+
+        return reports.run(options, view_of(options), report, output, snapshot, code, io)
     names = options.scope.names
     if not options.output.structured:
         if names and options.output.for_people and not options.output.describe:   # describe: printed
