@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from kubectl_kvcache import __version__  # noqa: E402
+from packaging_support import run, skip_unless_required  # noqa: E402
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubectl-kvcache"
 CRANE = ("github.com/google/go-containerregistry/cmd/crane", "v0.22.1")
@@ -50,16 +51,6 @@ MT = {"index": "application/vnd.oci.image.index.v1+json",
 UID = 65532
 
 pytestmark = pytest.mark.packaging
-
-
-def skip_unless_required(reason):
-    if os.environ.get("KVCACHE_REQUIRE_PACKAGING", "") not in ("", "0", "false", "no"):
-        pytest.fail(f"{reason} (KVCACHE_REQUIRE_PACKAGING=1 is set)", pytrace=False)
-    pytest.skip(reason)
-
-
-def run(cmd, timeout=300, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def sha256(data):

@@ -18,7 +18,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from kubectl_kvcache import __version__  # noqa: E402
+from packaging_support import run, skip_unless_required  # noqa: E402
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 MANIFEST = ROOT / "krew-manifest.yaml"
@@ -41,16 +41,6 @@ PLATFORMS = {("linux", "amd64"), ("linux", "arm64"), ("darwin", "amd64"), ("darw
 BIN = Path(sys.executable).parent       # the venv's: zizmor, shellcheck
 
 pytestmark = pytest.mark.packaging
-
-
-def skip_unless_required(reason):
-    if os.environ.get("KVCACHE_REQUIRE_PACKAGING", "") not in ("", "0", "false", "no"):
-        pytest.fail(f"{reason} (KVCACHE_REQUIRE_PACKAGING=1 is set)", pytrace=False)
-    pytest.skip(reason)
-
-
-def run(cmd, timeout=300, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def go_tool(packages, version, names):
